@@ -1,0 +1,163 @@
+"""The event chain: appending inside a writer's transaction, and verifying end to end."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from ledger.hashing import GENESIS_HASH, canonical_json, chain_hash
+from ledger.models import ChainHead, Event, table
+
+EVENTS = table(Event)
+HEAD = table(ChainHead)
+
+
+@dataclass(frozen=True)
+class PendingEvent:
+    at: datetime
+    actor: str
+    kind: str
+    operation_id: str | None
+    hold_id: int | None
+    data: dict[str, Any]
+
+
+def event_body(
+    seq: int,
+    at: datetime,
+    actor: str,
+    kind: str,
+    operation_id: str | None,
+    hold_id: int | None,
+    data: dict[str, Any],
+) -> dict[str, Any]:
+    """The fields the hash covers, in the form both writer and verifier build."""
+    return {
+        "seq": seq,
+        "at": at.isoformat(timespec="microseconds"),
+        "actor": actor,
+        "kind": kind,
+        "operation_id": operation_id,
+        "hold_id": hold_id,
+        "data": data,
+    }
+
+
+def append(conn: sa.Connection, events: list[PendingEvent]) -> int:
+    """Append ``events`` after the current head, in the caller's transaction. Locks the head
+    row (PostgreSQL) so that appends from several processes form one chain. Returns the new
+    head sequence number."""
+    if not events:
+        return -1
+    stmt = sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)
+    if conn.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already holds the lock
+        stmt = stmt.with_for_update()
+    seq, prev = conn.execute(stmt).one()
+    rows = []
+    for ev in events:
+        seq += 1
+        body = event_body(seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, ev.data)
+        digest = chain_hash(prev, body)
+        rows.append(
+            {
+                "seq": seq,
+                "at": ev.at,
+                "actor": ev.actor,
+                "kind": ev.kind,
+                "operation_id": ev.operation_id,
+                "hold_id": ev.hold_id,
+                "data": canonical_json(ev.data).decode(),
+                "prev_hash": prev,
+                "hash": digest,
+            }
+        )
+        prev = digest
+    conn.execute(EVENTS.insert(), rows)
+    conn.execute(HEAD.update().where(HEAD.c.id == 1).values(seq=seq, hash=prev))
+    return int(seq)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    checked: int
+    head_seq: int
+    head_hash: str
+    bad_seq: int | None = None
+    problem: str | None = None
+
+
+def verify(
+    conn: sa.Connection, *, expect_head: str | None = None, batch: int = 5000
+) -> VerifyResult:
+    """Walk every event in order: sequence numbers without gaps, each ``prev_hash`` the hash
+    before it, each hash recomputed from the row; then the recorded head, and ``expect_head``
+    (a head hash printed earlier, kept elsewhere) when given."""
+    prev, expected_seq, checked = GENESIS_HASH, 1, 0
+    last_seq = 0
+    for row in _walk(conn, batch):
+        if row.seq != expected_seq:
+            return _bad(
+                checked,
+                last_seq,
+                prev,
+                expected_seq,
+                f"event {expected_seq} is missing (next is {row.seq})",
+            )
+        if row.prev_hash != prev:
+            return _bad(checked, last_seq, prev, row.seq, "prev_hash does not match the chain")
+        try:
+            data = json.loads(row.data)
+        except ValueError:
+            return _bad(checked, last_seq, prev, row.seq, "data is not valid JSON")
+        body = event_body(row.seq, row.at, row.actor, row.kind, row.operation_id, row.hold_id, data)
+        if chain_hash(prev, body) != row.hash:
+            return _bad(checked, last_seq, prev, row.seq, "content does not match its hash")
+        prev, last_seq, expected_seq, checked = row.hash, row.seq, row.seq + 1, checked + 1
+    head_seq, head_hash = conn.execute(
+        sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)
+    ).one()
+    if head_seq != last_seq or head_hash != prev:
+        return _bad(
+            checked,
+            last_seq,
+            prev,
+            last_seq + 1 if head_seq > last_seq else head_seq,
+            f"recorded head is {head_seq} but the chain ends at {last_seq}",
+        )
+    if expect_head is not None and expect_head != prev:
+        return _bad(
+            checked,
+            last_seq,
+            prev,
+            last_seq,
+            "the chain's head differs from the expected head (events removed or "
+            "rewritten at the end)",
+        )
+    return VerifyResult(True, checked, last_seq, prev)
+
+
+def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) -> VerifyResult:
+    return VerifyResult(False, checked, head_seq, head_hash, bad_seq=seq, problem=problem)
+
+
+def _walk(conn: sa.Connection, batch: int) -> Iterator[Any]:
+    after = 0
+    while True:
+        rows = conn.execute(
+            sa.select(EVENTS).where(EVENTS.c.seq > after).order_by(EVENTS.c.seq).limit(batch)
+        ).all()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].seq
+
+
+def head(conn: sa.Connection) -> tuple[int, str]:
+    seq, digest = conn.execute(sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)).one()
+    return int(seq), str(digest)

@@ -1,0 +1,80 @@
+"""What every command shares: the app, the ``--db`` option, and one-line errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import Annotated, Any, TypeVar
+
+import pydantic
+import typer
+
+from ledger.config import Settings
+from ledger.services import Ledger
+from ledger.storage import LedgerError, Store, open_store
+
+app = typer.Typer(
+    name="flowledger",
+    no_args_is_help=True,
+    add_completion=False,
+    help="An audit ledger for workflow tools: business checkpoints that outlive execution history.",
+)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="FLOWLEDGER_DB",
+        show_envvar=True,
+        help="Ledger database: a file path or an SQLAlchemy URL [default: ./var/flowledger.db]",
+    ),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def die(message: str, code: int = 2) -> None:
+    typer.echo(f"flowledger: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def one_line_errors(fn: F) -> F:
+    """Turn a :class:`LedgerError` (and bad settings) into one line on stderr and exit 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LedgerError as exc:
+            die(str(exc))
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {err['msg']}")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings() -> Settings:
+    return Settings()
+
+
+@contextmanager
+def opened(db: str | None) -> Iterator[Store]:
+    store = open_store(db)
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+def ledger_for(store: Store, cfg: Settings | None = None) -> Ledger:
+    from datetime import timedelta
+
+    cfg = cfg or settings()
+    return Ledger(
+        store,
+        secret=cfg.secret_bytes(),
+        max_attempts=cfg.max_attempts,
+        dispatch_deadline=timedelta(seconds=cfg.dispatch_deadline_seconds),
+    )

@@ -1,0 +1,161 @@
+"""Looking at a ledger: ``status``, ``show``, ``verify``, ``export``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import typer
+
+from ledger import chain, queries
+from ledger.cli.common import DbOption, app, die, one_line_errors, opened
+from ledger.services import utcnow
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+@app.command()
+@one_line_errors
+def status(db: DbOption = None) -> None:
+    """Operations by state and open holds by reason."""
+    with opened(db) as store:
+        st = queries.status(store, utcnow())
+    typer.echo("operations:")
+    for state in ("prepared", "dispatching", "confirmed", "failed", "cancelled"):
+        typer.echo(f"  {state:<12} {st.by_state.get(state, 0)}")
+    typer.echo(
+        f"open holds: {sum(st.open_holds.values())} "
+        f"(blocking {st.blocking_open}, overdue {st.overdue})"
+    )
+    for reason, count in sorted(st.open_holds.items()):
+        typer.echo(f"  {reason:<26} {count}")
+    typer.echo(f"events: {st.events}  head: {st.head_hash}")
+
+
+@app.command()
+@one_line_errors
+def show(
+    operation_id: str,
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """One operation: its record, attempts, receipts, holds and event timeline."""
+    with opened(db) as store:
+        detail = queries.operation_detail(store, operation_id)
+    if detail is None:
+        die(f"no operation {operation_id!r}", code=1)
+    assert detail is not None
+    if as_json:
+        typer.echo(json.dumps(detail.__dict__, default=_json_default, indent=2))
+        return
+    op = detail.operation
+    typer.echo(f"operation  {op['operation_id']}")
+    for key in (
+        "state",
+        "attempt",
+        "max_attempts",
+        "input_hash",
+        "processing_version",
+        "receipt",
+        "execution_id",
+        "workflow_id",
+        "step",
+        "source",
+        "input_ref",
+        "approval_version",
+    ):
+        if op.get(key) is not None:
+            typer.echo(f"  {key:<19}{op[key]}")
+    for key in ("deadline", "approval_expires_at", "created_at", "updated_at"):
+        if op.get(key) is not None:
+            typer.echo(f"  {key:<19}{_when(op[key])}")
+    typer.echo("attempts:")
+    for a in detail.attempts:
+        typer.echo(
+            f"  #{a['number']} {a['outcome']:<12} execution {a['execution_id']} "
+            f"at {_when(a['dispatched_at'])}" + (f"  {a['error']}" if a["error"] else "")
+        )
+    typer.echo("receipts:")
+    for r in detail.receipts:
+        typer.echo(
+            f"  {r['receipt']} ({r['kind']}, attempt {r['attempt']}) by "
+            f"{r['confirmed_by']} at {_when(r['confirmed_at'])}"
+        )
+    typer.echo("holds:")
+    for h in detail.holds:
+        state = (
+            f"resolved {h['resolution']} by {h['resolved_by']}"
+            if h["resolved_at"]
+            else f"OPEN, due {_when(h['deadline'])}"
+        )
+        typer.echo(
+            f"  [{h['id']}] {h['reason']}{' (blocking)' if h['blocking'] else ''}: "
+            f"{state}  {h['detail']}"
+        )
+    if detail.executions:
+        typer.echo("executions:")
+        for e in detail.executions:
+            gone = f", gone {_when(e['gone_at'])}" if e["gone_at"] else ""
+            typer.echo(f"  {e['source']}/{e['external_id']} {e['status']}{gone}")
+    typer.echo("events:")
+    for ev in detail.events:
+        typer.echo(
+            f"  {ev['seq']:>6} {_when(ev['at'])} {ev['kind']:<16} {ev['actor']}  "
+            f"{json.dumps(ev['data'], sort_keys=True)}"
+        )
+
+
+@app.command()
+@one_line_errors
+def verify(
+    db: DbOption = None,
+    expect_head: Annotated[
+        str | None,
+        typer.Option(
+            help="A head hash printed by an earlier verify; catches events removed at the end"
+        ),
+    ] = None,
+) -> None:
+    """Walk the whole event chain; exit 1 naming the first bad sequence number."""
+    with opened(db) as store, store.reader.connect() as conn:
+        result = chain.verify(conn, expect_head=expect_head)
+    if not result.ok:
+        typer.echo(
+            f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
+            f"({result.checked} events good before it)"
+        )
+        raise typer.Exit(1)
+    typer.echo(
+        f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+    )
+
+
+@app.command()
+@one_line_errors
+def export(
+    db: DbOption = None,
+    format: Annotated[str, typer.Option("--format", help="Output format")] = "jsonl",
+    since: Annotated[
+        datetime | None,
+        typer.Option(help="Only events at or after this time (ISO 8601; UTC when no offset)"),
+    ] = None,
+) -> None:
+    """Every event as one JSON object a line, in chain order."""
+    if format != "jsonl":
+        die(f"unknown format {format!r}; only jsonl is supported")
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    with opened(db) as store:
+        out = sys.stdout
+        for event in queries.iter_events(store, since=since):
+            out.write(json.dumps(event, default=_json_default, sort_keys=True) + "\n")

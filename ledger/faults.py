@@ -1,0 +1,28 @@
+"""Named crash points for the crash suite.
+
+``crashpoint("after_dispatch_commit")`` does nothing unless ``FLOWLEDGER_CRASH_AT`` names that
+point. Then it writes the point's name to the file ``FLOWLEDGER_CRASH_SIGNAL`` names and either
+exits at once without cleanup (``FLOWLEDGER_CRASH_MODE=exit``: ``os._exit``) or blocks until
+the test that watches the signal file kills it with SIGKILL (the default, ``wait``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+_AT = os.environ.get("FLOWLEDGER_CRASH_AT")
+
+
+def crashpoint(name: str) -> None:
+    if _AT is None or name != _AT:
+        return
+    signal_file = os.environ.get("FLOWLEDGER_CRASH_SIGNAL")
+    if signal_file:
+        fd = os.open(signal_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, name.encode())
+        os.fsync(fd)
+        os.close(fd)
+    if os.environ.get("FLOWLEDGER_CRASH_MODE", "wait") == "exit":
+        os._exit(70)
+    threading.Event().wait()  # until SIGKILL

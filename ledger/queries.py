@@ -1,0 +1,175 @@
+"""Read-only views of the ledger, paged from the database (nothing loads a whole table)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from ledger.chain import head
+from ledger.models import Attempt, Event, Execution, Hold, Operation, Receipt, Source, table
+from ledger.storage import Store
+
+OPS = table(Operation)
+ATTEMPTS = table(Attempt)
+RECEIPTS = table(Receipt)
+HOLDS = table(Hold)
+EVENTS = table(Event)
+EXECUTIONS = table(Execution)
+SOURCES = table(Source)
+
+
+def row_dict(row: Any) -> dict[str, Any]:
+    return dict(row._mapping)
+
+
+@dataclass(frozen=True)
+class OperationDetail:
+    operation: dict[str, Any]
+    attempts: list[dict[str, Any]]
+    receipts: list[dict[str, Any]]
+    holds: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    executions: list[dict[str, Any]]
+
+
+def operation_detail(
+    store: Store, operation_id: str, *, event_limit: int = 500
+) -> OperationDetail | None:
+    with store.reader.connect() as conn:
+        op = conn.execute(sa.select(OPS).where(OPS.c.operation_id == operation_id)).first()
+        if op is None:
+            return None
+        attempts = conn.execute(
+            sa.select(ATTEMPTS)
+            .where(ATTEMPTS.c.operation_id == operation_id)
+            .order_by(ATTEMPTS.c.number)
+        ).all()
+        receipts = conn.execute(
+            sa.select(RECEIPTS)
+            .where(RECEIPTS.c.operation_id == operation_id)
+            .order_by(RECEIPTS.c.id)
+        ).all()
+        holds = conn.execute(
+            sa.select(HOLDS).where(HOLDS.c.operation_id == operation_id).order_by(HOLDS.c.id)
+        ).all()
+        events = conn.execute(
+            sa.select(EVENTS)
+            .where(EVENTS.c.operation_id == operation_id)
+            .order_by(EVENTS.c.seq)
+            .limit(event_limit)
+        ).all()
+        exec_ids = sorted({a.execution_id for a in attempts})
+        executions = (
+            conn.execute(
+                sa.select(EXECUTIONS)
+                .where(EXECUTIONS.c.external_id.in_(exec_ids))
+                .order_by(EXECUTIONS.c.id)
+            ).all()
+            if exec_ids
+            else []
+        )
+    return OperationDetail(
+        operation=row_dict(op),
+        attempts=[row_dict(r) for r in attempts],
+        receipts=[row_dict(r) for r in receipts],
+        holds=[row_dict(r) for r in holds],
+        events=[_event_dict(r) for r in events],
+        executions=[row_dict(r) for r in executions],
+    )
+
+
+def _event_dict(row: Any) -> dict[str, Any]:
+    d = row_dict(row)
+    d["data"] = json.loads(d["data"])
+    return d
+
+
+def list_operations(
+    store: Store, *, state: str | None = None, after: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Operations by id, ``limit`` at a time after the id ``after`` (keyset paging)."""
+    stmt = sa.select(OPS).order_by(OPS.c.operation_id).limit(limit)
+    if state is not None:
+        stmt = stmt.where(OPS.c.state == state)
+    if after is not None:
+        stmt = stmt.where(OPS.c.operation_id > after)
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def open_holds(
+    store: Store, *, limit: int = 100, offset: int = 0, reason: str | None = None
+) -> list[dict[str, Any]]:
+    """Open holds, soonest deadline first, with their operation's state and workflow."""
+    stmt = (
+        sa.select(
+            HOLDS, OPS.c.state.label("operation_state"), OPS.c.workflow_id.label("workflow_id")
+        )
+        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
+        .where(HOLDS.c.resolved_at.is_(None))
+        .order_by(HOLDS.c.deadline, HOLDS.c.id)
+        .limit(limit)
+        .offset(offset)
+    )
+    if reason is not None:
+        stmt = stmt.where(HOLDS.c.reason == reason)
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+@dataclass(frozen=True)
+class Status:
+    by_state: dict[str, int]
+    open_holds: dict[str, int]
+    blocking_open: int
+    overdue: int
+    events: int
+    head_hash: str
+
+
+def status(store: Store, now: datetime) -> Status:
+    with store.reader.connect() as conn:
+        by_state: dict[str, int] = dict(
+            conn.execute(sa.select(OPS.c.state, sa.func.count()).group_by(OPS.c.state))
+            .tuples()
+            .all()
+        )
+        open_q = HOLDS.c.resolved_at.is_(None)
+        holds: dict[str, int] = dict(
+            conn.execute(
+                sa.select(HOLDS.c.reason, sa.func.count()).where(open_q).group_by(HOLDS.c.reason)
+            )
+            .tuples()
+            .all()
+        )
+        blocking = conn.execute(
+            sa.select(sa.func.count()).where(open_q, HOLDS.c.blocking.is_(True))
+        ).scalar_one()
+        overdue = conn.execute(
+            sa.select(sa.func.count()).where(open_q, HOLDS.c.deadline < now)
+        ).scalar_one()
+        seq, digest = head(conn)
+    return Status(by_state, holds, blocking, overdue, seq, digest)
+
+
+def iter_events(
+    store: Store, *, since: datetime | None = None, batch: int = 1000
+) -> Iterator[dict[str, Any]]:
+    """Every event in order (from ``since`` when given), fetched ``batch`` at a time."""
+    after = 0
+    while True:
+        stmt = sa.select(EVENTS).where(EVENTS.c.seq > after).order_by(EVENTS.c.seq).limit(batch)
+        if since is not None:
+            stmt = stmt.where(EVENTS.c.at >= since)
+        with store.reader.connect() as conn:
+            rows = conn.execute(stmt).all()
+        if not rows:
+            return
+        for r in rows:
+            yield _event_dict(r)
+        after = rows[-1].seq

@@ -1,0 +1,225 @@
+"""The services on a real database; every test runs on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from ledger import chain, queries, services
+from ledger.domain import FailOutcome, IllegalTransition
+from ledger.models import SCHEMA_VERSION
+from ledger.services import InvalidInput, Ledger, NotFound
+from ledger.storage import Store, read_schema_version
+from tests.factories import FakeClock, req
+
+OP = "invoice:INV-42:send"
+
+
+def count(store: Store, sql: str) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.exec_driver_sql(sql).scalar_one())
+
+
+def test_new_ledger_has_current_schema_and_genesis_head(store: Store) -> None:
+    assert read_schema_version(store.engine) == SCHEMA_VERSION
+    with store.reader.connect() as conn:
+        assert chain.head(conn) == (0, "0" * 64)
+
+
+def test_dispatch_records_intent_attempt_and_event_together(ledger: Ledger, store: Store) -> None:
+    answer = ledger.dispatch(OP, req(), actor="token:n8n")
+    assert (answer.decision, answer.attempt, answer.state) == ("go", 1, "dispatching")
+    detail = queries.operation_detail(store, OP)
+    assert detail is not None
+    assert detail.operation["state"] == "dispatching"
+    assert [a["execution_id"] for a in detail.attempts] == ["exec-1"]
+    assert [e["kind"] for e in detail.events] == ["dispatched"]
+    assert detail.events[0]["actor"] == "token:n8n"
+
+
+def test_raw_input_is_never_stored(ledger: Ledger, store: Store) -> None:
+    ledger.dispatch(OP, req(input={"email": "secret-person@example.com"}), actor="t")
+    with store.engine.connect() as conn:
+        for table in ("operations", "attempts", "events", "holds"):
+            for row in conn.exec_driver_sql(f"SELECT * FROM {table}"):
+                assert "secret-person" not in repr(tuple(row))
+
+
+def test_replay_by_same_execution_gets_same_answer_and_no_new_attempt(
+    ledger: Ledger, store: Store
+) -> None:
+    first = ledger.dispatch(OP, req(), actor="t")
+    again = ledger.dispatch(OP, req(), actor="t")
+    assert first.decision == again.decision == "go" and again.attempt == 1
+    assert count(store, "SELECT count(*) FROM attempts") == 1
+
+
+def test_other_execution_while_dispatching_is_held(ledger: Ledger) -> None:
+    ledger.dispatch(OP, req("exec-1"), actor="t")
+    answer = ledger.dispatch(OP, req("exec-2"), actor="t")
+    assert (answer.decision, answer.reason) == ("hold", "in_flight")
+
+
+def test_confirmed_operation_is_skipped_with_its_receipt(ledger: Ledger) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    ledger.confirm(OP, "CRM-991", execution_id="exec-1", actor="t")
+    answer = ledger.dispatch(OP, req("exec-7"), actor="t")
+    assert (answer.decision, answer.receipt) == ("skip", "CRM-991")
+
+
+def test_confirmed_result_is_never_reused_for_another_input(ledger: Ledger, store: Store) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    ledger.confirm(OP, "CRM-991", actor="t")
+    answer = ledger.dispatch(OP, req("exec-2", input={"amount": 9999}), actor="t")
+    assert (answer.decision, answer.reason, answer.receipt) == ("hold", "input_mismatch", "CRM-991")
+    again = ledger.dispatch(OP, req("exec-3", input={"amount": 9999}), actor="t")
+    assert again.decision == "hold"
+    assert count(store, "SELECT count(*) FROM holds WHERE reason = 'input_mismatch'") == 1
+
+
+def test_version_mismatch_is_held(ledger: Ledger) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    ledger.fail(OP, FailOutcome.REJECTED, "422", actor="t")
+    answer = ledger.dispatch(OP, req("exec-2", version="v2"), actor="t")
+    assert (answer.decision, answer.reason) == ("hold", "version_mismatch")
+
+
+def test_second_receipt_that_differs_opens_one_blocking_conflict(
+    ledger: Ledger, store: Store
+) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    ledger.confirm(OP, "R-1", actor="t")
+    assert ledger.confirm(OP, "R-1", actor="t").reason is None
+    conflict = ledger.confirm(OP, "R-2", actor="t")
+    assert conflict.reason == "receipt_conflict"
+    ledger.confirm(OP, "R-2", actor="t")
+    assert count(store, "SELECT count(*) FROM holds WHERE reason = 'receipt_conflict'") == 1
+    assert ledger.dispatch(OP, req(), actor="t").decision == "hold"
+
+
+def test_unknown_failure_blocks_until_released_then_next_attempt(
+    ledger: Ledger, store: Store
+) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    failed = ledger.fail(OP, FailOutcome.UNKNOWN, "socket timeout", actor="t")
+    assert failed.state == "dispatching" and failed.hold_ids
+    assert ledger.dispatch(OP, req("exec-2"), actor="t").reason == "unknown_outcome"
+    ledger.resolve(failed.hold_ids[0], "release", note="no invoice in the CRM", operator="ana")
+    answer = ledger.dispatch(OP, req("exec-2"), actor="t")
+    assert (answer.decision, answer.attempt) == ("go", 2)
+    detail = queries.operation_detail(store, OP)
+    assert detail is not None
+    assert [a["outcome"] for a in detail.attempts] == ["released", "dispatching"]
+    resolved = [e for e in detail.events if e["kind"] == "hold_resolved"]
+    assert resolved[0]["actor"] == "operator:ana"
+    assert resolved[0]["data"]["note"] == "no invoice in the CRM"
+
+
+def test_confirm_with_evidence_records_the_receipt_and_operator(
+    ledger: Ledger, store: Store
+) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t").hold_ids[0]
+    answer = ledger.resolve(
+        hold, "confirm", receipt="INV-42-PDF", note="seen in the portal", operator="ana"
+    )
+    assert answer is not None and (answer.state, answer.receipt) == ("confirmed", "INV-42-PDF")
+    detail = queries.operation_detail(store, OP)
+    assert detail is not None
+    assert detail.receipts[-1]["kind"] == "evidence"
+    assert detail.receipts[-1]["confirmed_by"] == "operator:ana"
+
+
+def test_resolving_twice_loses_the_race_and_changes_nothing(ledger: Ledger, store: Store) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t").hold_ids[0]
+    ledger.resolve(hold, "cancel", note="customer withdrew", operator="ana")
+    before = count(store, "SELECT count(*) FROM events")
+    with pytest.raises(IllegalTransition, match="already resolved by operator:ana"):
+        ledger.resolve(hold, "release", note="retry", operator="bo")
+    assert count(store, "SELECT count(*) FROM events") == before
+
+
+def test_assign_extend_and_note_are_events(ledger: Ledger, store: Store, clock: FakeClock) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t").hold_ids[0]
+    ledger.update_hold(hold, operator="ana", note="taking it", owner="ana")
+    later = clock.now + timedelta(hours=6)
+    ledger.update_hold(hold, operator="ana", note="waiting for CRM export", deadline=later)
+    ledger.update_hold(hold, operator="ana", note="asked finance")
+    detail = queries.operation_detail(store, OP)
+    assert detail is not None
+    kinds = [e["kind"] for e in detail.events][-3:]
+    assert kinds == ["hold_assigned", "hold_extended", "hold_noted"]
+    assert detail.holds[0]["owner"] == "ana" and detail.holds[0]["deadline"] == later
+
+
+def test_confirm_of_unknown_operation_is_not_found(ledger: Ledger) -> None:
+    with pytest.raises(NotFound):
+        ledger.confirm("nope", "R", actor="t")
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 201, "tab\there", "nul\x00"])
+def test_bad_operation_ids_are_refused_before_any_write(
+    ledger: Ledger, store: Store, bad: str
+) -> None:
+    with pytest.raises(InvalidInput):
+        ledger.dispatch(bad, req(), actor="t")
+    assert count(store, "SELECT count(*) FROM events") == 0
+
+
+def test_input_and_hash_together_are_refused(ledger: Ledger) -> None:
+    from dataclasses import replace
+
+    with pytest.raises(InvalidInput, match="not both"):
+        ledger.dispatch(OP, replace(req(), input_hash="sha256:" + "a" * 64), actor="t")
+
+
+@pytest.mark.parametrize("statement", ["UPDATE events SET actor = 'mallory'", "DELETE FROM events"])
+def test_events_refuse_update_and_delete(ledger: Ledger, store: Store, statement: str) -> None:
+    ledger.dispatch(OP, req(), actor="t")
+    with pytest.raises(sa.exc.DatabaseError, match="append-only"), store.engine.begin() as conn:
+        conn.exec_driver_sql(statement)
+    assert count(store, "SELECT count(*) FROM events") == 1
+
+
+def test_chain_verifies_after_a_busy_history(ledger: Ledger, store: Store) -> None:
+    for i in range(30):
+        ledger.dispatch(f"op-{i}", req(f"e-{i}"), actor="t")
+        if i % 3 == 0:
+            ledger.confirm(f"op-{i}", f"R-{i}", actor="t")
+        elif i % 3 == 1:
+            ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout", actor="t")
+    with store.reader.connect() as conn:
+        result = chain.verify(conn, batch=7)
+    assert result.ok and result.checked == count(store, "SELECT count(*) FROM events")
+
+
+def test_lost_compare_and_set_is_retried_against_fresh_rows(
+    ledger: Ledger, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that read version n and finds n+1 at write time runs again and is held."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
+    ledger.dispatch(OP, req("exec-1"), actor="t")
+    ledger.fail(OP, FailOutcome.REJECTED, "422", actor="t")
+    original = services._load
+    loads = []
+
+    def load_then_lose_the_race(conn: sa.Connection, operation_id: str) -> object:
+        row = original(conn, operation_id)
+        loads.append(row.version)
+        if len(loads) == 1:  # another receiver claims it after our read, before our write
+            with store.engine.begin() as other:
+                other.exec_driver_sql(
+                    "UPDATE operations SET state = 'dispatching', execution_id = 'exec-9', "
+                    "attempt = 2, version = version + 1"
+                )
+        return row
+
+    monkeypatch.setattr(services, "_load", load_then_lose_the_race)
+    answer = ledger.dispatch(OP, req("exec-2"), actor="t")
+    assert (answer.decision, answer.reason) == ("hold", "in_flight")
+    assert loads == [loads[0], loads[0] + 1]

@@ -1,0 +1,31 @@
+"""The core stays pure: the domain imports no database, web, HTTP, scheduler or UI library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+FORBIDDEN = ("sqlalchemy", "sqlmodel", "fastapi", "httpx", "apscheduler", "textual", "starlette")
+
+
+@pytest.mark.parametrize("module", ["ledger.domain", "ledger.hashing"])
+def test_core_imports_no_io_library(module: str) -> None:
+    code = (
+        f"import sys, {module}; bad = [m for m in sys.modules "
+        f"if m.split('.')[0] in {FORBIDDEN!r}]; print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == ""
+
+
+def test_domain_reads_no_clock() -> None:
+    import inspect
+
+    import ledger.domain
+
+    source = inspect.getsource(ledger.domain)
+    assert "datetime.now" not in source and "time.time" not in source
