@@ -1,25 +1,179 @@
-"""Settings from the environment (``FLOWLEDGER_*``); secrets stay there and are never written
-to the database, logs or events."""
+"""Configuration: secrets and the database from the environment (``FLOWLEDGER_*``), everything
+else from ``flowledger.toml`` (in the working directory, or where ``FLOWLEDGER_CONFIG`` points).
+
+Secrets stay in the environment: a source names the *variable* that holds its API key
+(``api_key_env``), never the key, so the file can be committed and nothing secret reaches the
+database, logs or events.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+import os
+import re
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import domain
+from ledger.storage import LedgerError
+
+CONFIG_FILE = "flowledger.toml"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``"90s"``, ``"15m"``, ``"24h"``, ``"2d"``, or a number of seconds."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or a string such as '15m'")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ValueError(f"{value!r} is not a duration (use e.g. '90s', '15m', '24h', '2d')")
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds <= 0:
+        raise ValueError("a duration must be positive")
+    return timedelta(seconds=seconds)
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(_Section):
+    """One workflow-tool instance to sync from."""
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    kind: str = Field(min_length=1, max_length=40)
+    base_url: str = Field(min_length=1, max_length=1000)
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    username_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    interval: Duration = timedelta(seconds=60)
+    page_size: int = Field(default=250, ge=1, le=1000)
+    # Workflows whose executions are read with their data to find customData links.
+    custom_data_workflows: list[str] = Field(default_factory=list)
+    custom_data_key: str = "ledger.operation_id"
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return value.rstrip("/")
+
+    def secret(self, env_name: str | None) -> str | None:
+        return os.environ.get(env_name) if env_name else None
+
+
+class SweepConfig(_Section):
+    """Thresholds of the sweep; an operation's own deadline wins over ``dispatch_deadline``."""
+
+    interval: Duration = timedelta(minutes=1)
+    dispatch_deadline: Duration = domain.DEFAULT_DISPATCH_DEADLINE
+    stale_prepared_after: Duration = timedelta(hours=24)
+    execution_stuck_after: Duration = timedelta(hours=2)
+    source_stale_intervals: int = Field(default=5, ge=1, le=10_000)
+
+
+class AlertsConfig(_Section):
+    """Where new and overdue holds are posted (an n8n Webhook trigger, a chat bridge...)."""
+
+    urls: list[str] = Field(default_factory=list)
+    timeout: Duration = timedelta(seconds=10)
+    max_backoff: Duration = timedelta(minutes=30)
+
+
+class ReceiverConfig(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=1, le=65535)
+    body_limit: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    idempotency_ttl: Duration = timedelta(hours=24)
+    signature_window: Duration = timedelta(minutes=5)
+
+
+class FileConfig(_Section):
+    """What ``flowledger.toml`` may hold; unknown keys are errors, not silently ignored."""
+
+    sources: list[SourceConfig] = Field(default_factory=list)
+    sweep: SweepConfig = SweepConfig()
+    alerts: AlertsConfig = AlertsConfig()
+    receiver: ReceiverConfig = ReceiverConfig()
+    max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_names(cls, value: list[SourceConfig]) -> list[SourceConfig]:
+        names = [s.name for s in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"source names must be unique: {', '.join(dupes)}")
+        return value
+
+    def source(self, name: str) -> SourceConfig:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.sources) or "none configured"
+        raise LedgerError(f"no source named {name!r} in the configuration ({known})")
+
+
+def config_path() -> Path | None:
+    explicit = os.environ.get("FLOWLEDGER_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise LedgerError(f"FLOWLEDGER_CONFIG points at {path}, which is not a file")
+        return path
+    local = Path.cwd() / CONFIG_FILE
+    return local if local.is_file() else None
+
+
+def load_config(path: Path | None = None) -> FileConfig:
+    """Read and validate the file; a missing file means the defaults. Errors are one line
+    naming the file and the key."""
+    path = path or config_path()
+    if path is None:
+        return FileConfig()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"cannot read {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LedgerError(f"{path} is not valid TOML: {exc}") from exc
+    try:
+        return FileConfig.model_validate(raw)
+    except ValueError as exc:
+        errors = getattr(exc, "errors", None)
+        if callable(errors):
+            first = errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise LedgerError(f"{path}: {where}: {first['msg']}") from exc
+        raise LedgerError(f"{path}: {exc}") from exc
 
 
 class Settings(BaseSettings):
+    """The environment's part: the database and the secret."""
+
     model_config = SettingsConfigDict(env_prefix="FLOWLEDGER_", extra="ignore")
 
     db: str | None = Field(default=None, description="SQLite path or SQLAlchemy URL")
     secret: SecretStr | None = Field(
         default=None, description="key for HMAC input hashes (recommended)"
     )
-    max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
-    dispatch_deadline_seconds: int = Field(
-        default=int(domain.DEFAULT_DISPATCH_DEADLINE.total_seconds()), ge=1, le=30 * 86400
-    )
+    max_attempts: int | None = Field(default=None, ge=1, le=1000)
+    dispatch_deadline_seconds: int | None = Field(default=None, ge=1, le=30 * 86400)
 
     def secret_bytes(self) -> bytes | None:
         return self.secret.get_secret_value().encode() if self.secret else None

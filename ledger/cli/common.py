@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from functools import wraps
 from typing import Annotated, Any, TypeVar
 
 import pydantic
 import typer
 
-from ledger.config import Settings
+from ledger.config import FileConfig, Settings, load_config
 from ledger.services import Ledger
 from ledger.storage import LedgerError, Store, open_store
 
@@ -68,13 +69,18 @@ def opened(db: str | None) -> Iterator[Store]:
         store.dispose()
 
 
-def ledger_for(store: Store, cfg: Settings | None = None) -> Ledger:
-    from datetime import timedelta
-
-    cfg = cfg or settings()
+def ledger_for(store: Store, env: Settings | None = None, file: FileConfig | None = None) -> Ledger:
+    """The services as configured: environment first, then ``flowledger.toml``."""
+    env = env or settings()
+    file = file or load_config()
+    deadline = (
+        timedelta(seconds=env.dispatch_deadline_seconds)
+        if env.dispatch_deadline_seconds
+        else file.sweep.dispatch_deadline
+    )
     return Ledger(
         store,
-        secret=cfg.secret_bytes(),
-        max_attempts=cfg.max_attempts,
-        dispatch_deadline=timedelta(seconds=cfg.dispatch_deadline_seconds),
+        secret=env.secret_bytes(),
+        max_attempts=env.max_attempts or file.max_attempts,
+        dispatch_deadline=deadline,
     )
