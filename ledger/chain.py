@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.hashing import GENESIS_HASH, canonical_json, chain_hash
+from ledger.hashing import GENESIS_HASH, chain_hash
 from ledger.models import ChainHead, Event, table
 
 EVENTS = table(Event)
@@ -46,40 +46,6 @@ def event_body(
         "hold_id": hold_id,
         "data": data,
     }
-
-
-def append(conn: sa.Connection, events: list[PendingEvent]) -> int:
-    """Append ``events`` after the current head, in the caller's transaction. Locks the head
-    row (PostgreSQL) so that appends from several processes form one chain. Returns the new
-    head sequence number."""
-    if not events:
-        return -1
-    stmt = sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)
-    if conn.dialect.name != "sqlite":  # SQLite's BEGIN IMMEDIATE already holds the lock
-        stmt = stmt.with_for_update()
-    seq, prev = conn.execute(stmt).one()
-    rows = []
-    for ev in events:
-        seq += 1
-        body = event_body(seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, ev.data)
-        digest = chain_hash(prev, body)
-        rows.append(
-            {
-                "seq": seq,
-                "at": ev.at,
-                "actor": ev.actor,
-                "kind": ev.kind,
-                "operation_id": ev.operation_id,
-                "hold_id": ev.hold_id,
-                "data": canonical_json(ev.data).decode(),
-                "prev_hash": prev,
-                "hash": digest,
-            }
-        )
-        prev = digest
-    conn.execute(EVENTS.insert(), rows)
-    conn.execute(HEAD.update().where(HEAD.c.id == 1).values(seq=seq, hash=prev))
-    return int(seq)
 
 
 @dataclass(frozen=True)

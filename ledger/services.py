@@ -17,12 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-import sqlalchemy as sa
-
-from ledger import chain, domain
+from ledger import domain, records
 from ledger.domain import (
     Change,
-    Decision,
     FailOutcome,
     IllegalTransition,
     NewHold,
@@ -33,13 +30,8 @@ from ledger.domain import (
 from ledger.faults import crashpoint
 from ledger.hashing import input_hash as hash_input
 from ledger.hashing import is_valid_hash
-from ledger.models import Attempt, Hold, Operation, Receipt, table
 from ledger.storage import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
-
-OPS = table(Operation)
-ATTEMPTS = table(Attempt)
-RECEIPTS = table(Receipt)
-HOLDS = table(Hold)
+from ledger.tx import Row, Tx, from_db_time
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -56,10 +48,6 @@ class InvalidInput(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
-
-
-class _Conflict(Exception):
-    """Another writer changed the row between our read and our write: run again."""
 
 
 def utcnow() -> datetime:
@@ -115,24 +103,6 @@ class Answer:
         }
 
 
-class Tx:
-    """One write transaction: the connection, the time it runs at, who acts, and the events
-    to append just before commit."""
-
-    def __init__(self, conn: sa.Connection, now: datetime, actor: str) -> None:
-        self.conn = conn
-        self.now = now
-        self.actor = actor
-        self.events: list[chain.PendingEvent] = []
-
-    def event(
-        self, kind: str, operation_id: str | None, data: dict[str, Any], hold_id: int | None = None
-    ) -> None:
-        self.events.append(
-            chain.PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data)
-        )
-
-
 class Ledger:
     """The ledger's services over one store. ``clock`` is injectable for tests."""
 
@@ -153,40 +123,59 @@ class Ledger:
         self.clock = clock
         self.retries = retries
         self._commits = 0
+        self._dbapi = store.engine.dialect.dbapi
 
     # ------------------------------------------------------------------ transactions
 
     @contextmanager
     def transaction(self, actor: str) -> Iterator[Tx]:
-        """One write transaction; events are appended just before the commit."""
-        with self.store.engine.begin() as conn:
-            tx = Tx(conn, self.clock().astimezone(UTC), actor)
+        """One write transaction; events are appended just before the commit. Runs on the
+        driver's connection straight from the pool: SQLAlchemy's per-transaction machinery
+        costs more than the statements of a dispatch."""
+        tx = Tx(
+            self.store.engine,
+            self.store.engine.raw_connection(),
+            self.clock().astimezone(UTC),
+            actor,
+        )
+        try:
+            tx.begin()
             yield tx
-            chain.append(conn, tx.events)
+            tx.append_events()
             crashpoint("before_commit")
+            tx.commit()
+        except BaseException:
+            tx.rollback()
+            raise
+        finally:
+            tx.close()
         self._commits += 1
         if WAL_RESET_AFFECTED and self._commits % CHECKPOINT_EVERY == 0:
             self.store.checkpoint()
 
     def run(self, actor: str, work: Callable[[Tx], T]) -> T:
-        """Run ``work`` in a transaction, again from the start when it lost a race."""
+        """Run ``work`` in a transaction, again from the start when it lost a race: a lost
+        compare-and-set, a unique key another writer took first, or (PostgreSQL) a
+        serialization failure or deadlock."""
         for attempt in range(self.retries):
+            last = attempt + 1 >= self.retries
             try:
                 with self.transaction(actor) as tx:
                     return work(tx)
-            except _Conflict:
-                continue
-            except sa.exc.IntegrityError:
-                if attempt + 1 >= self.retries:
+            except records.Conflict:
+                if last:
                     raise
-                continue
-            except sa.exc.OperationalError as exc:
-                # PostgreSQL: serialization failure / deadlock detected -> run again.
-                code = getattr(getattr(exc, "orig", None), "sqlstate", None)
-                if code in ("40001", "40P01") and attempt + 1 < self.retries:
-                    continue
-                raise
-        raise RuntimeError("the transaction kept losing races; giving up")
+            except Exception as exc:
+                if last or not self._lost_race(exc):
+                    raise
+        raise RuntimeError("unreachable")
+
+    def _lost_race(self, exc: BaseException) -> bool:
+        orig = getattr(exc, "orig", exc)
+        dbapi = self._dbapi
+        if dbapi is not None and isinstance(orig, dbapi.IntegrityError):
+            return True
+        return getattr(orig, "sqlstate", None) in ("40001", "40P01")
 
     # ------------------------------------------------------------------ workflow calls
 
@@ -212,26 +201,36 @@ class Ledger:
         return given
 
     def dispatch(self, operation_id: str, req: DispatchInput, *, actor: str) -> Answer:
+        """Decide whether a workflow may write now; ``go`` is returned only after the
+        ``dispatching`` state is committed."""
+        request = self.dispatch_request(operation_id, req)
+        return self.run(actor, lambda tx: self.dispatch_in(tx, operation_id, req, request))
+
+    def dispatch_request(self, operation_id: str, req: DispatchInput) -> domain.DispatchRequest:
+        """Validate a dispatch before any transaction starts."""
         check_id(operation_id, "operation_id")
         check_id(req.execution_id, "execution_id")
         check_id(req.processing_version, "processing_version")
-        digest = self._resolve_hash(req.has_input, req.input, req.input_hash)
-        request = domain.DispatchRequest(
-            input_hash=digest,
+        return domain.DispatchRequest(
+            input_hash=self._resolve_hash(req.has_input, req.input, req.input_hash),
             processing_version=req.processing_version,
             execution_id=req.execution_id,
             run_index=req.run_index,
             deadline=req.deadline,
             approval=req.approval,
         )
-        return self.run(actor, lambda tx: self._dispatch(tx, operation_id, req, request))
 
-    def _dispatch(
-        self, tx: Tx, operation_id: str, req: DispatchInput, request: domain.DispatchRequest
+    def dispatch_in(
+        self,
+        tx: Tx,
+        operation_id: str,
+        req: DispatchInput,
+        request: domain.DispatchRequest,
     ) -> Answer:
-        row = _load(tx.conn, operation_id)
-        op = _to_domain(row) if row is not None else None
-        holds = _open_holds(tx.conn, operation_id) if op is not None else []
+        """The dispatch rule inside a transaction the caller owns (group commit uses it)."""
+        row = records.load_operation(tx, operation_id)
+        op = records.to_domain(row) if row is not None else None
+        holds = records.open_holds(tx, operation_id) if op is not None else []
         change = domain.dispatch(
             op,
             request,
@@ -242,37 +241,25 @@ class Ledger:
             default_deadline=self.dispatch_deadline,
         )
         crashpoint("before_dispatch_write")
+        extra = {
+            "workflow_id": req.workflow_id,
+            "step": req.step,
+            "source": req.source,
+            "input_ref": req.input_ref,
+            "approval_version": req.approval.version if req.approval else None,
+            "approval_expires_at": req.approval.expires_at if req.approval else None,
+        }
         if change.operation is not None:
-            extra = {
-                "workflow_id": req.workflow_id,
-                "step": req.step,
-                "source": req.source,
-                "input_ref": req.input_ref,
-                "approval_version": req.approval.version if req.approval else None,
-                "approval_expires_at": req.approval.expires_at if req.approval else None,
-            }
-            _save(tx, row, change.operation, extra)
+            records.save_operation(tx, row, change.operation, extra)
         if change.new_attempt:
             assert change.operation is not None
-            tx.conn.execute(
-                ATTEMPTS.insert().values(
-                    operation_id=operation_id,
-                    number=change.operation.attempt,
-                    execution_id=req.execution_id,
-                    run_index=req.run_index,
-                    workflow_id=req.workflow_id,
-                    step=req.step,
-                    source=req.source,
-                    dispatched_at=tx.now,
-                    deadline=change.operation.deadline,
-                )
-            )
+            records.insert_attempt(tx, change.operation, extra)
         hold_ids = [
             self._open(tx, operation_id, h, execution_id=req.execution_id) for h in change.holds
         ]
         if change.event is not None:
             data = {
-                "decision": change.decision,
+                "decision": change.decision.value if change.decision else None,
                 "execution_id": req.execution_id,
                 "run_index": req.run_index,
                 "input_hash": request.input_hash,
@@ -283,11 +270,11 @@ class Ledger:
                 data["reason"] = change.reason.value
             tx.event(change.event, operation_id, data)
         final = change.operation or op
-        assert final is not None
+        assert final is not None and change.decision is not None
         return Answer(
             operation_id,
             final.state.value,
-            (change.decision or Decision.GO).value,
+            change.decision.value,
             final.attempt,
             change.reason.value if change.reason else None,
             change.receipt,
@@ -308,13 +295,15 @@ class Ledger:
         input_ref: str | None = None,
         actor: str,
     ) -> Answer:
+        """Record the input and version without claiming the operation."""
         check_id(operation_id, "operation_id")
         check_id(processing_version, "processing_version")
         digest = self._resolve_hash(has_input, input, input_hash)
+        extra = {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
 
         def work(tx: Tx) -> Answer:
-            row = _load(tx.conn, operation_id)
-            op = _to_domain(row) if row is not None else None
+            row = records.load_operation(tx, operation_id)
+            op = records.to_domain(row) if row is not None else None
             change = domain.prepare(
                 op,
                 digest,
@@ -323,17 +312,7 @@ class Ledger:
                 max_attempts=self.max_attempts,
             )
             if change.operation is not None:
-                _save(
-                    tx,
-                    row,
-                    change.operation,
-                    {
-                        "workflow_id": workflow_id,
-                        "step": step,
-                        "source": source,
-                        "input_ref": input_ref,
-                    },
-                )
+                records.save_operation(tx, row, change.operation, extra)
                 tx.event(
                     "prepared",
                     operation_id,
@@ -354,52 +333,57 @@ class Ledger:
         detail: str | None = None,
         actor: str,
     ) -> Answer:
+        """The workflow reports the target's receipt for its write."""
         check_id(operation_id, "operation_id")
         if not isinstance(receipt, str) or not receipt.strip() or len(receipt) > 1000:
             raise InvalidInput("receipt must be 1 to 1000 characters", "receipt")
+        return self.run(
+            actor, lambda tx: self.confirm_in(tx, operation_id, receipt, execution_id, detail)
+        )
 
-        def work(tx: Tx) -> Answer:
-            op, row = self._require(tx, operation_id)
-            holds = _open_holds(tx.conn, operation_id)
-            change = domain.confirm(op, receipt, holds)
-            hold_ids = [
-                self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds
-            ]
-            if change.operation is not None:
-                _save(tx, row, change.operation)
-                _end_attempt(tx, operation_id, op.attempt, "confirmed")
-                crashpoint("after_confirm_update")
-            if change.event is not None:
-                kind = "conflict" if change.holds else "workflow"
-                tx.conn.execute(
-                    RECEIPTS.insert().values(
-                        operation_id=operation_id,
-                        attempt=op.attempt,
-                        receipt=receipt,
-                        execution_id=execution_id,
-                        confirmed_at=tx.now,
-                        confirmed_by=tx.actor,
-                        kind=kind,
-                        detail=detail,
-                    )
-                )
-                self._resolve(tx, change, operation_id, note="confirmed by the workflow")
-                tx.event(
-                    change.event,
-                    operation_id,
-                    {"receipt": receipt, "execution_id": execution_id, **change.data},
-                )
-            final = change.operation or op
-            return Answer(
+    def confirm_in(
+        self,
+        tx: Tx,
+        operation_id: str,
+        receipt: str,
+        execution_id: str | None = None,
+        detail: str | None = None,
+    ) -> Answer:
+        op, row = self._require(tx, operation_id)
+        holds = records.open_holds(tx, operation_id)
+        change = domain.confirm(op, receipt, holds)
+        hold_ids = [
+            self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds
+        ]
+        if change.operation is not None:
+            records.save_operation(tx, row, change.operation)
+            records.end_attempt(tx, operation_id, op.attempt, "confirmed")
+            crashpoint("after_confirm_update")
+        if change.event is not None:
+            records.insert_receipt(
+                tx,
                 operation_id,
-                final.state.value,
-                attempt=final.attempt,
-                receipt=final.receipt,
-                reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
-                hold_ids=[h for h in hold_ids if h is not None],
+                op.attempt,
+                receipt,
+                kind="conflict" if change.holds else "workflow",
+                execution_id=execution_id,
+                detail=detail,
             )
-
-        return self.run(actor, work)
+            self._resolve(tx, change, operation_id, note="confirmed by the workflow")
+            tx.event(
+                change.event,
+                operation_id,
+                {"receipt": receipt, "execution_id": execution_id, **change.data},
+            )
+        final = change.operation or op
+        return Answer(
+            operation_id,
+            final.state.value,
+            attempt=final.attempt,
+            receipt=final.receipt,
+            reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
+            hold_ids=[h for h in hold_ids if h is not None],
+        )
 
     def fail(
         self,
@@ -410,33 +394,42 @@ class Ledger:
         execution_id: str | None = None,
         actor: str,
     ) -> Answer:
+        """The workflow reports that its write was rejected, or that it cannot tell."""
         check_id(operation_id, "operation_id")
+        return self.run(
+            actor, lambda tx: self.fail_in(tx, operation_id, outcome, error, execution_id)
+        )
+
+    def fail_in(
+        self,
+        tx: Tx,
+        operation_id: str,
+        outcome: FailOutcome,
+        error: str = "",
+        execution_id: str | None = None,
+    ) -> Answer:
         error = (error or "")[:2000]
-
-        def work(tx: Tx) -> Answer:
-            op, row = self._require(tx, operation_id)
-            change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
-            if change.operation is not None:
-                _save(tx, row, change.operation)
-                _end_attempt(tx, operation_id, op.attempt, "rejected", error)
-            hold_ids = [
-                self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds
-            ]
-            tx.event(
-                change.event or "failed",
-                operation_id,
-                {"execution_id": execution_id, "error": error, **change.data},
-            )
-            final = change.operation or op
-            return Answer(
-                operation_id,
-                final.state.value,
-                attempt=final.attempt,
-                reason=change.holds[0].reason.value if change.holds else None,
-                hold_ids=[h for h in hold_ids if h is not None],
-            )
-
-        return self.run(actor, work)
+        op, row = self._require(tx, operation_id)
+        change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
+        if change.operation is not None:
+            records.save_operation(tx, row, change.operation)
+            records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
+        hold_ids = [
+            self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds
+        ]
+        tx.event(
+            change.event or "failed",
+            operation_id,
+            {"execution_id": execution_id, "error": error, **change.data},
+        )
+        final = change.operation or op
+        return Answer(
+            operation_id,
+            final.state.value,
+            attempt=final.attempt,
+            reason=change.holds[0].reason.value if change.holds else None,
+            hold_ids=[h for h in hold_ids if h is not None],
+        )
 
     # ------------------------------------------------------------------ holds
 
@@ -465,26 +458,12 @@ class Ledger:
         execution_id: str | None = None,
         source: str | None = None,
     ) -> int | None:
-        exists = tx.conn.execute(
-            sa.select(HOLDS.c.id).where(HOLDS.c.cause_key == hold.cause_key)
-        ).first()
-        if exists is not None:
+        """The one place a hold is opened: at most once per cause key, with its event."""
+        if records.hold_exists(tx, hold.cause_key):
             return None
-        inserted = tx.conn.execute(
-            HOLDS.insert().values(
-                cause_key=hold.cause_key,
-                reason=hold.reason.value,
-                blocking=hold.blocking,
-                operation_id=operation_id,
-                execution_id=execution_id,
-                source=source,
-                detail=hold.detail[:2000],
-                opened_at=tx.now,
-                deadline=domain.hold_deadline(tx.now, hold.reason),
-            )
-        ).inserted_primary_key
-        assert inserted is not None
-        hold_id = int(inserted[0])
+        hold_id = records.insert_hold(
+            tx, hold, operation_id=operation_id, execution_id=execution_id, source=source
+        )
         tx.event(
             "hold_opened",
             operation_id,
@@ -500,102 +479,86 @@ class Ledger:
         return hold_id
 
     def _resolve(self, tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
+        resolution = change.resolution.value if change.resolution else None
         for hold_id in change.resolve_holds:
-            done = tx.conn.execute(
-                HOLDS.update()
-                .where(HOLDS.c.id == hold_id, HOLDS.c.resolved_at.is_(None))
-                .values(
-                    resolved_at=tx.now,
-                    resolved_by=tx.actor,
-                    resolution=change.resolution.value if change.resolution else None,
-                    resolution_note=note,
-                    version=HOLDS.c.version + 1,
-                )
-            )
-            if done.rowcount == 1:
-                tx.event(
-                    "hold_resolved",
-                    operation_id,
-                    {
-                        "resolution": change.resolution.value if change.resolution else None,
-                        "note": note,
-                        **({"receipt": change.receipt} if change.receipt else {}),
-                    },
-                    hold_id=hold_id,
-                )
+            if records.close_hold(tx, hold_id, resolution, note):
+                data: dict[str, Any] = {"resolution": resolution, "note": note}
+                if change.receipt:
+                    data["receipt"] = change.receipt
+                tx.event("hold_resolved", operation_id, data, hold_id=hold_id)
 
-    def _hold_and_op(
-        self, tx: Tx, hold_id: int
-    ) -> tuple[OpenHold, Any, list[OpenHold], domain.Operation | None, Any]:
-        row = tx.conn.execute(sa.select(HOLDS).where(HOLDS.c.id == hold_id)).first()
+    def _open_hold_row(self, tx: Tx, hold_id: int) -> Row:
+        row = records.load_hold(tx, hold_id)
         if row is None:
             raise NotFound(f"no hold {hold_id}")
         if row.resolved_at is not None:
+            when = from_db_time(row.resolved_at)
+            assert when is not None
             raise IllegalTransition(
                 f"hold {hold_id} was already resolved by {row.resolved_by} "
-                f"({row.resolution}) at {row.resolved_at:%Y-%m-%d %H:%M:%S} UTC",
+                f"({row.resolution}) at {when:%Y-%m-%d %H:%M:%S} UTC",
                 code="already_resolved",
             )
-        hold = OpenHold(row.id, Reason(row.reason), row.blocking, row.cause_key)
-        if row.operation_id is None:
-            return hold, row, [hold], None, None
-        op, op_row = self._require(tx, row.operation_id)
-        return hold, row, _open_holds(tx.conn, row.operation_id), op, op_row
+        return row
 
     def resolve(
-        self, hold_id: int, action: str, *, note: str, operator: str, receipt: str | None = None
+        self,
+        hold_id: int,
+        action: str,
+        *,
+        note: str,
+        operator: str,
+        receipt: str | None = None,
     ) -> Answer | None:
         """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
         ``cancel`` or ``dismiss``. Every one needs a note and is recorded with the operator."""
-        actor = f"operator:{operator}"
+        if action not in ("confirm", "release", "cancel", "dismiss"):
+            raise InvalidInput(f"unknown action {action!r}", "action")
+        check_id(operator, "operator")
 
         def work(tx: Tx) -> Answer | None:
-            hold, _, holds, op, op_row = self._hold_and_op(tx, hold_id)
+            row = self._open_hold_row(tx, hold_id)
+            hold = OpenHold(row.id, Reason(row.reason), bool(row.blocking), row.cause_key)
             if action == "dismiss":
                 change = domain.dismiss(hold, note)
-            elif op is None:
+                self._resolve(tx, change, row.operation_id, note.strip())
+                return None
+            if row.operation_id is None:
                 raise IllegalTransition(
                     f"hold {hold_id} concerns no operation; dismiss it once handled"
                 )
-            elif action == "confirm":
+            op, op_row = self._require(tx, row.operation_id)
+            holds = records.open_holds(tx, op.operation_id)
+            if action == "confirm":
                 change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
             elif action == "release":
                 change = domain.release_for_retry(op, hold, holds, note)
-            elif action == "cancel":
-                change = domain.cancel(op, holds, note)
             else:
-                raise InvalidInput(f"unknown action {action!r}", "action")
-            operation_id = op.operation_id if op is not None else None
-            if op is not None and change.operation is not None:
-                _save(tx, op_row, change.operation)
-                if action in ("confirm", "release"):
-                    _end_attempt(
-                        tx,
-                        op.operation_id,
-                        op.attempt,
-                        "confirmed" if action == "confirm" else "released",
-                    )
-            if action == "confirm" and op is not None:
-                tx.conn.execute(
-                    RECEIPTS.insert().values(
-                        operation_id=op.operation_id,
-                        attempt=op.attempt,
-                        receipt=receipt,
-                        confirmed_at=tx.now,
-                        confirmed_by=tx.actor,
-                        kind="evidence",
-                        detail=note,
-                    )
+                change = domain.cancel(op, holds, note)
+            if change.operation is not None:
+                records.save_operation(tx, op_row, change.operation)
+            if action in ("confirm", "release") and op.state is State.DISPATCHING:
+                outcome = "confirmed" if action == "confirm" else "released"
+                records.end_attempt(tx, op.operation_id, op.attempt, outcome)
+            if action == "confirm":
+                records.insert_receipt(
+                    tx,
+                    op.operation_id,
+                    op.attempt,
+                    receipt or "",
+                    kind="evidence",
+                    detail=note.strip(),
                 )
-            self._resolve(tx, change, operation_id, note.strip())
-            if op is None:
-                return None
+            self._resolve(tx, change, op.operation_id, note.strip())
             final = change.operation or op
             return Answer(
-                op.operation_id, final.state.value, attempt=final.attempt, receipt=final.receipt
+                op.operation_id,
+                final.state.value,
+                attempt=final.attempt,
+                receipt=final.receipt,
             )
 
-        return self.run(actor, work)
+        return self.run(f"operator:{operator}", work)
 
     def update_hold(
         self,
@@ -611,33 +574,24 @@ class Ledger:
         note = note.strip()
         if not note:
             raise IllegalTransition("a note is required", code="note_required")
+        check_id(operator, "operator")
+        if owner is not None:
+            check_id(owner, "owner")
 
         def work(tx: Tx) -> None:
-            hold, row, _, _, _ = self._hold_and_op(tx, hold_id)
-            values: dict[str, Any] = {"version": HOLDS.c.version + 1}
+            row = self._open_hold_row(tx, hold_id)
+            values: dict[str, Any] = {}
             data: dict[str, Any] = {"note": note}
             if owner is not None:
-                values["owner"] = check_id(owner, "owner")
-                data["owner"] = owner
+                values["owner"] = data["owner"] = owner
             if deadline is not None:
                 if deadline <= tx.now:
                     raise InvalidInput("the new deadline is in the past", "deadline")
-                values["deadline"] = deadline
+                values["deadline"] = tx.time(deadline)
                 data["deadline"] = deadline.astimezone(UTC).isoformat()
             if next_action is not None:
-                values["next_action"] = next_action[:1000]
-                data["next_action"] = next_action[:1000]
-            done = tx.conn.execute(
-                HOLDS.update()
-                .where(
-                    HOLDS.c.id == hold_id,
-                    HOLDS.c.version == row.version,
-                    HOLDS.c.resolved_at.is_(None),
-                )
-                .values(**values)
-            )
-            if done.rowcount != 1:
-                raise _Conflict()
+                values["next_action"] = data["next_action"] = next_action[:1000]
+            records.change_hold(tx, hold_id, row.version, values)
             kind = (
                 "hold_assigned"
                 if owner is not None
@@ -645,94 +599,14 @@ class Ledger:
                 if deadline is not None
                 else "hold_noted"
             )
-            tx.event(kind, row.operation_id, data, hold_id=hold.hold_id)
+            tx.event(kind, row.operation_id, data, hold_id=hold_id)
 
         self.run(f"operator:{operator}", work)
 
     # ------------------------------------------------------------------ helpers
 
-    def _require(self, tx: Tx, operation_id: str) -> tuple[domain.Operation, Any]:
-        row = _load(tx.conn, operation_id)
+    def _require(self, tx: Tx, operation_id: str) -> tuple[domain.Operation, Row]:
+        row = records.load_operation(tx, operation_id)
         if row is None:
             raise NotFound(f"no operation {operation_id!r}")
-        return _to_domain(row), row
-
-
-def _load(conn: sa.Connection, operation_id: str) -> Any:
-    return conn.execute(sa.select(OPS).where(OPS.c.operation_id == operation_id)).first()
-
-
-def _to_domain(row: Any) -> domain.Operation:
-    return domain.Operation(
-        operation_id=row.operation_id,
-        state=State(row.state),
-        input_hash=row.input_hash,
-        processing_version=row.processing_version,
-        attempt=row.attempt,
-        max_attempts=row.max_attempts,
-        execution_id=row.execution_id,
-        run_index=row.run_index,
-        receipt=row.receipt,
-        deadline=row.deadline,
-        version=row.version,
-    )
-
-
-def _open_holds(conn: sa.Connection, operation_id: str) -> list[OpenHold]:
-    rows = conn.execute(
-        sa.select(HOLDS.c.id, HOLDS.c.reason, HOLDS.c.blocking, HOLDS.c.cause_key)
-        .where(HOLDS.c.operation_id == operation_id, HOLDS.c.resolved_at.is_(None))
-        .order_by(HOLDS.c.id)
-    ).all()
-    return [OpenHold(r.id, Reason(r.reason), bool(r.blocking), r.cause_key) for r in rows]
-
-
-def _save(tx: Tx, row: Any, op: domain.Operation, extra: dict[str, Any] | None = None) -> None:
-    """Insert a new operation, or compare-and-set an existing one on its ``version``."""
-    values = {
-        "state": op.state.value,
-        "attempt": op.attempt,
-        "execution_id": op.execution_id,
-        "run_index": op.run_index,
-        "receipt": op.receipt,
-        "deadline": op.deadline,
-        "updated_at": tx.now,
-    }
-    if row is None:
-        tx.conn.execute(
-            OPS.insert().values(
-                operation_id=op.operation_id,
-                input_hash=op.input_hash,
-                processing_version=op.processing_version,
-                max_attempts=op.max_attempts,
-                version=1,
-                created_at=tx.now,
-                **values,
-                **(extra or {}),
-            )
-        )
-        return
-    for key, value in (extra or {}).items():
-        if value is not None:
-            values[key] = value
-    done = tx.conn.execute(
-        OPS.update()
-        .where(
-            OPS.c.operation_id == op.operation_id,
-            OPS.c.version == row.version,
-            OPS.c.state == row.state,
-        )
-        .values(version=OPS.c.version + 1, **values)
-    )
-    if done.rowcount != 1:
-        raise _Conflict()
-
-
-def _end_attempt(
-    tx: Tx, operation_id: str, number: int, outcome: str, error: str | None = None
-) -> None:
-    tx.conn.execute(
-        ATTEMPTS.update()
-        .where(ATTEMPTS.c.operation_id == operation_id, ATTEMPTS.c.number == number)
-        .values(outcome=outcome, ended_at=tx.now, error=error or None)
-    )
+        return records.to_domain(row), row

@@ -177,7 +177,10 @@ def _sqlite_engine(path: Path, *, create: bool) -> Engine:
     def _begin(conn: sa.Connection) -> None:
         # pysqlite's own transaction handling is off (isolation_level=None); take the write
         # lock at BEGIN so that a read-then-write transaction never fails half-way with BUSY.
-        if conn.get_execution_options().get("flowledger_read"):
+        options = conn.get_execution_options()
+        if options.get("flowledger_begun"):  # a writer's Tx already began it on the driver
+            return
+        if options.get("flowledger_read"):
             conn.exec_driver_sql("BEGIN")
         else:
             conn.exec_driver_sql("BEGIN IMMEDIATE")

@@ -7,11 +7,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from ledger import chain, queries, services
+from ledger import chain, queries, records
 from ledger.domain import FailOutcome, IllegalTransition
 from ledger.models import SCHEMA_VERSION
 from ledger.services import InvalidInput, Ledger, NotFound
 from ledger.storage import Store, read_schema_version
+from ledger.tx import Row, Tx
 from tests.factories import FakeClock, req
 
 OP = "invoice:INV-42:send"
@@ -205,11 +206,12 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
         pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
     ledger.dispatch(OP, req("exec-1"), actor="t")
     ledger.fail(OP, FailOutcome.REJECTED, "422", actor="t")
-    original = services._load
+    original = records.load_operation
     loads = []
 
-    def load_then_lose_the_race(conn: sa.Connection, operation_id: str) -> object:
-        row = original(conn, operation_id)
+    def load_then_lose_the_race(tx: Tx, operation_id: str) -> Row | None:
+        row = original(tx, operation_id)
+        assert row is not None
         loads.append(row.version)
         if len(loads) == 1:  # another receiver claims it after our read, before our write
             with store.engine.begin() as other:
@@ -219,7 +221,7 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
                 )
         return row
 
-    monkeypatch.setattr(services, "_load", load_then_lose_the_race)
+    monkeypatch.setattr(records, "load_operation", load_then_lose_the_race)
     answer = ledger.dispatch(OP, req("exec-2"), actor="t")
     assert (answer.decision, answer.reason) == ("hold", "in_flight")
     assert loads == [loads[0], loads[0] + 1]

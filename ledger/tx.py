@@ -1,0 +1,188 @@
+"""One write transaction, and the plain SQL it runs.
+
+The hot path (dispatch, confirm, fail) runs a handful of short statements per call; through
+SQLAlchemy's statement compiler each costs far more than the database work itself, so the
+writer speaks SQL to the driver's cursor inside the transaction SQLAlchemy opened. Statements
+are written once with ``:name`` placeholders (sqlite3's named style) and rewritten to
+``%(name)s`` for psycopg.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+import sqlalchemy as sa
+
+from ledger import chain
+from ledger.hashing import canonical_json, chain_hash
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+@cache
+def _pyformat(sql: str) -> str:
+    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def to_db_time(value: datetime | None, dialect: str) -> Any:
+    """How ``models.UTCDateTime`` stores a time: naive UTC text on SQLite, aware on PostgreSQL."""
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    if dialect == "sqlite":
+        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+    return value
+
+
+def from_db_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Row(dict[str, Any]):
+    """A result row with attribute access."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Tx:
+    """One write transaction: the connection, the time it runs at, who acts, and the events
+    to append just before commit."""
+
+    def __init__(self, engine: sa.Engine, pooled: Any, now: datetime, actor: str) -> None:
+        self.engine = engine
+        self.now = now
+        self.actor = actor
+        self.dialect = engine.dialect.name
+        self._pooled = pooled
+        self._cursor = pooled.driver_connection.cursor()
+        self._conn: sa.Connection | None = None
+        self.events: list[chain.PendingEvent] = []
+
+    @property
+    def conn(self) -> sa.Connection:
+        """SQLAlchemy's view of this same transaction, for statements built with Core."""
+        if self._conn is None:
+            self._conn = sa.Connection(self.engine, connection=self._pooled).execution_options(
+                flowledger_begun=True
+            )
+        return self._conn
+
+    def begin(self) -> None:
+        if self.dialect == "sqlite":
+            # Take the write lock now, so a read-then-write never fails half-way with BUSY.
+            self._cursor.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self._pooled.commit()
+
+    def rollback(self) -> None:
+        try:
+            self._pooled.rollback()
+        except Exception:  # the connection died with the transaction: never reuse it
+            self._pooled.invalidate()
+
+    def close(self) -> None:
+        """Return the connection to the pool (the SQLAlchemy view is dropped, not closed:
+        the transaction is already ended on the driver)."""
+        self._conn = None
+        self._cursor.close()
+        self._pooled.close()
+
+    # ------------------------------------------------------------------ SQL
+
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        if self.dialect != "sqlite":
+            sql = _pyformat(sql)
+        self._cursor.execute(sql, params or {})
+        return self._cursor
+
+    def all(self, sql: str, params: dict[str, Any] | None = None) -> list[Row]:
+        cur = self.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [Row(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def one(self, sql: str, params: dict[str, Any] | None = None) -> Row | None:
+        cur = self.execute(sql, params)
+        found = cur.fetchone()
+        if found is None:
+            return None
+        return Row(zip([d[0] for d in cur.description], found, strict=True))
+
+    def update(self, sql: str, params: dict[str, Any]) -> int:
+        """Run an UPDATE/DELETE and return how many rows it changed."""
+        return int(self.execute(sql, params).rowcount)
+
+    def time(self, value: datetime | None) -> Any:
+        return to_db_time(value, self.dialect)
+
+    # ------------------------------------------------------------------ events
+
+    def event(
+        self,
+        kind: str,
+        operation_id: str | None,
+        data: dict[str, Any],
+        hold_id: int | None = None,
+    ) -> None:
+        self.events.append(
+            chain.PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data)
+        )
+
+    def append_events(self) -> None:
+        """Chain the pending events after the head (locked on PostgreSQL; SQLite's
+        ``BEGIN IMMEDIATE`` already holds the write lock)."""
+        if not self.events:
+            return
+        lock = "" if self.dialect == "sqlite" else " FOR UPDATE"
+        head = self.one(f"SELECT seq, hash FROM chain_head WHERE id = 1{lock}")
+        assert head is not None
+        seq, prev = int(head.seq), str(head.hash)
+        rows: list[dict[str, Any]] = []
+        for ev in self.events:
+            seq += 1
+            body = chain.event_body(
+                seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, ev.data
+            )
+            digest = chain_hash(prev, body)
+            rows.append(
+                {
+                    "seq": seq,
+                    "at": self.time(ev.at),
+                    "actor": ev.actor,
+                    "kind": ev.kind,
+                    "operation_id": ev.operation_id,
+                    "hold_id": ev.hold_id,
+                    "data": canonical_json(ev.data).decode(),
+                    "prev_hash": prev,
+                    "hash": digest,
+                }
+            )
+            prev = digest
+        self._many(
+            "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash,"
+            " hash) VALUES (:seq, :at, :actor, :kind, :operation_id, :hold_id, :data,"
+            " :prev_hash, :hash)",
+            rows,
+        )
+        self.execute(
+            "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1",
+            {"seq": seq, "hash": prev},
+        )
+        self.events.clear()
+
+    def _many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
+        if self.dialect != "sqlite":
+            sql = _pyformat(sql)
+        self._cursor.executemany(sql, rows)
