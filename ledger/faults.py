@@ -19,10 +19,13 @@ def crashpoint(name: str) -> None:
         return
     signal_file = os.environ.get("FLOWLEDGER_CRASH_SIGNAL")
     if signal_file:
-        fd = os.open(signal_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # Written aside and renamed: the watcher never sees a half-written file.
+        partial = f"{signal_file}.partial"
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.write(fd, name.encode())
         os.fsync(fd)
         os.close(fd)
+        os.replace(partial, signal_file)
     if os.environ.get("FLOWLEDGER_CRASH_MODE", "wait") == "exit":
         os._exit(70)
     threading.Event().wait()  # until SIGKILL

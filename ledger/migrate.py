@@ -10,7 +10,14 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from ledger.storage import LedgerError, Store, make_store, read_schema_version, resolve_url
+from ledger.storage import (
+    LedgerError,
+    Store,
+    hide_password,
+    make_store,
+    read_schema_version,
+    resolve_url,
+)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -55,9 +62,14 @@ def init_ledger(db: str | None) -> tuple[Store, bool]:
                 "give flowledger a database of its own"
             )
         upgrade(store)
-    except sa.exc.OperationalError as exc:
+    except sa.exc.DBAPIError as exc:
         store.dispose()
-        raise LedgerError(f"cannot create the ledger: {str(exc.orig).splitlines()[0]}") from exc
+        reason = (
+            str(exc.orig).strip().splitlines()[0]
+            if str(exc.orig).strip()
+            else type(exc.orig).__name__
+        )
+        raise LedgerError(f"cannot create the ledger at {hide_password(url)}: {reason}") from exc
     except BaseException:
         store.dispose()
         raise

@@ -1,0 +1,240 @@
+"""The CLI as a person uses it: every command, the tamper checks, and bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from ledger.domain import FailOutcome
+from ledger.migrate import init_ledger
+from ledger.services import Ledger
+from tests.factories import req
+
+runner = CliRunner()
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def busy_ledger(db_url: str) -> str:
+    """A ledger with a confirmed, a held and a dispatching operation."""
+    store, _ = init_ledger(db_url)
+    ledger = Ledger(store)
+    ledger.dispatch("invoice:1", req("e1"), actor="token:n8n")
+    ledger.confirm("invoice:1", "R-1", actor="token:n8n")
+    ledger.dispatch("invoice:2", req("e2"), actor="token:n8n")
+    ledger.fail("invoice:2", FailOutcome.UNKNOWN, "timeout", actor="token:n8n")
+    ledger.dispatch("invoice:3", req("e3"), actor="token:n8n")
+    store.dispose()
+    return db_url
+
+
+def test_init_creates_once_and_then_leaves_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "sub" / "ledger.db")
+    code, out, _ = cli("init", "--db", db)
+    assert code == 0 and "created ledger" in out
+    code, out, _ = cli("init", "--db", db)
+    assert code == 0 and "already exists" in out
+
+
+def test_status_counts_states_and_holds(busy_ledger: str) -> None:
+    code, out, _ = cli("status", "--db", busy_ledger)
+    assert code == 0
+    assert "confirmed    1" in out and "dispatching  2" in out
+    assert "open holds: 1 (blocking 1, overdue 0)" in out
+    assert "unknown_outcome" in out
+
+
+def test_show_prints_the_timeline(busy_ledger: str) -> None:
+    code, out, _ = cli("show", "invoice:2", "--db", busy_ledger)
+    assert code == 0
+    assert "unknown_outcome (blocking): OPEN" in out
+    assert out.index("dispatched") < out.index("hold_opened") < out.index("failed_unknown")
+    code, out, _ = cli("show", "invoice:2", "--db", busy_ledger, "--json")
+    assert json.loads(out)["operation"]["state"] == "dispatching"
+
+
+def test_show_unknown_operation_exits_1(busy_ledger: str) -> None:
+    code, _, err = cli("show", "nope", "--db", busy_ledger)
+    assert code == 1 and "no operation 'nope'" in err
+
+
+def test_export_writes_every_event_as_json_lines(busy_ledger: str) -> None:
+    code, out, _ = cli("export", "--format", "jsonl", "--db", busy_ledger)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    code, out, _ = cli("export", "--since", "2999-01-01", "--db", busy_ledger)
+    assert code == 0 and out == ""
+
+
+def test_doctor_reports_the_database(busy_ledger: str) -> None:
+    code, out, _ = cli("doctor", "--db", busy_ledger)
+    assert code == 0 and "schema version:  1" in out
+    if "://" not in busy_ledger:
+        assert "journal mode:    wal" in out and "synchronous:     FULL" in out
+        assert "wal-reset bug:" in out
+    else:
+        assert "postgresql:" in out
+
+
+def test_doctor_hides_the_password(pg_url: str) -> None:
+    init_ledger(pg_url)[0].dispose()
+    with_password = pg_url.replace("postgres@", "postgres:hunter2@")
+    code, out, _ = cli("doctor", "--db", with_password)
+    assert code == 0 and "hunter2" not in out and "***" in out
+
+
+# ---------------------------------------------------------------------------- tampering
+
+
+def tamper(db: str, sql: str) -> None:
+    """Change the events table behind the ledger's back (the trigger dropped first)."""
+    engine = sa.create_engine(db if "://" in db else f"sqlite:///{db}")
+    if engine.dialect.name == "postgresql":
+        engine = sa.create_engine(db.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("DROP TRIGGER events_no_update")
+            conn.exec_driver_sql("DROP TRIGGER events_no_delete")
+        else:
+            conn.exec_driver_sql("DROP TRIGGER events_no_update ON events")
+            conn.exec_driver_sql("DROP TRIGGER events_no_delete ON events")
+        conn.exec_driver_sql(sql)
+    engine.dispose()
+
+
+def test_verify_passes_and_prints_the_head(busy_ledger: str) -> None:
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    assert code == 0 and out.startswith("chain ok: 6 events")
+
+
+def test_verify_names_the_changed_event(busy_ledger: str) -> None:
+    tamper(busy_ledger, 'UPDATE events SET data = \'{"receipt":"R-forged"}\' WHERE seq = 3')
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    assert code == 1 and "BROKEN at seq 3" in out
+
+
+def test_verify_catches_a_deleted_event_in_the_middle(busy_ledger: str) -> None:
+    tamper(busy_ledger, "DELETE FROM events WHERE seq = 4")
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    assert code == 1 and "BROKEN at seq 4" in out
+
+
+def test_verify_catches_a_deleted_last_event_with_the_expected_head(busy_ledger: str) -> None:
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    head = out.split("hash ")[-1].strip()
+    # Remove the last event and make the head row agree, as a careful forger would.
+    tamper(busy_ledger, "DELETE FROM events WHERE seq = 6")
+    tamper_head = "UPDATE chain_head SET seq = 5, hash = (SELECT hash FROM events WHERE seq = 5)"
+    engine = sa.create_engine(
+        busy_ledger.replace("postgresql://", "postgresql+psycopg://", 1)
+        if "://" in busy_ledger
+        else f"sqlite:///{busy_ledger}"
+    )
+    with engine.begin() as conn:
+        conn.exec_driver_sql(tamper_head)
+    engine.dispose()
+    assert cli("verify", "--db", busy_ledger)[0] == 0  # the chain itself is consistent
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", head)
+    assert code == 1 and "BROKEN at seq 5" in out and "expected head" in out
+
+
+def test_verify_catches_a_deleted_last_event_from_the_head_row(busy_ledger: str) -> None:
+    tamper(busy_ledger, "DELETE FROM events WHERE seq = 6")
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    assert code == 1 and "BROKEN at seq 6" in out
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+COMMANDS = [("status",), ("doctor",), ("verify",), ("show", "x"), ("export",), ("migrate",)]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_missing_database_is_refused_and_not_created(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    db = tmp_path / "nowhere" / "ledger.db"
+    code, out, err = cli(*command, "--db", str(db))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "flowledger init" in err
+    assert not db.exists() and not db.parent.exists()
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    code, _, err = cli("status", "--db", str(tmp_path))
+    assert code == 2 and "is a directory" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("content", [b"hello, not a database\n" * 10, b"SQLite format 3\x00junk"])
+def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path: Path, content: bytes) -> None:
+    db = tmp_path / "notes.db"
+    db.write_bytes(content)
+    code, _, err = cli("status", "--db", str(db))
+    assert code == 2 and err.count("\n") == 1
+    assert db.read_bytes() == content
+    assert not Path(f"{db}-wal").exists()
+    code, _, err = cli("init", "--db", str(db))
+    assert code == 2 and db.read_bytes() == content
+
+
+def test_a_sqlite_file_of_another_program_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "other.db"
+    sqlite3.connect(db).execute("CREATE TABLE photos (id INTEGER)").connection.commit()
+    code, _, err = cli("status", "--db", str(db))
+    assert code == 2 and "holds no ledger" in err
+    code, _, err = cli("init", "--db", str(db))
+    assert code == 2 and "other tables (photos)" in err
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    init_ledger(str(db))[0].dispose()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    for command in (("status",), ("migrate",)):
+        code, _, err = cli(*command, "--db", str(db))
+        assert code == 2 and "newer" in err and "upgrade flowledger" in err
+
+
+def test_an_older_schema_asks_for_migrate(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    init_ledger(str(db))[0].dispose()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE ledger_meta SET value = '0' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    code, _, err = cli("status", "--db", str(db))
+    assert code == 2 and "run `flowledger migrate`" in err
+
+
+def test_an_unreachable_postgres_is_one_line(tmp_path: Path) -> None:
+    url = "postgresql://postgres:secret-pw@127.0.0.1:1/ledger"
+    for command in (("status",), ("init",), ("migrate",)):
+        code, out, err = cli(*command, "--db", url)
+        assert code == 2 and out == "", (command, out, err)
+        assert err.count("\n") == 1 and "secret-pw" not in err, err
+
+
+def test_an_unsupported_url_is_refused() -> None:
+    code, _, err = cli("status", "--db", "mysql://root@localhost/x")
+    assert code == 2 and "unsupported database" in err
+
+
+def test_database_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "env.db"
+    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
+    assert cli("init")[0] == 0 and db.exists()
+    assert cli("status")[0] == 0

@@ -1,0 +1,48 @@
+"""Two OS processes dispatch the same operation at once: exactly one `go` each round."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+
+from ledger import chain
+from ledger.migrate import init_ledger
+from ledger.storage import open_store
+from tests.integration.racer import race
+
+ROUNDS = 100
+
+
+def test_two_processes_racing_get_exactly_one_go_per_round(db_url: str) -> None:
+    init_ledger(db_url)[0].dispose()
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2, timeout=120), ctx.Queue()
+    procs = [
+        ctx.Process(target=race, args=(db_url, name, ROUNDS, barrier, results))
+        for name in ("left", "right")
+    ]
+    for p in procs:
+        p.start()
+    outcomes = dict(results.get(timeout=300) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+
+    for i in range(ROUNDS):
+        decisions = Counter(outcomes[name][i][1] for name in ("left", "right"))
+        assert decisions == {"go": 1, "hold": 1}, f"round {i}: {decisions}"
+        loser = next(outcomes[n][i] for n in ("left", "right") if outcomes[n][i][1] == "hold")
+        assert loser[2] == "in_flight"
+
+    store = open_store(db_url)
+    try:
+        with store.engine.connect() as conn:
+            attempts = conn.exec_driver_sql("SELECT count(*) FROM attempts").scalar_one()
+            dispatching = conn.exec_driver_sql(
+                "SELECT count(*) FROM operations WHERE state = 'dispatching'"
+            ).scalar_one()
+        assert (attempts, dispatching) == (ROUNDS, ROUNDS)
+        with store.reader.connect() as conn:
+            assert chain.verify(conn).ok
+    finally:
+        store.dispose()
