@@ -156,7 +156,7 @@ class Event(SQLModel, table=True):
     kind: str = Field(max_length=40)
     operation_id: str | None = Field(default=None, max_length=ID, index=True)
     hold_id: int | None = None
-    data: str = Field(default="{}")
+    data: str = Field(default="{}", sa_type=sa.Text)
     prev_hash: str = Field(max_length=64)
     hash: str = Field(max_length=64)
 
@@ -222,7 +222,7 @@ class IdempotencyKey(SQLModel, table=True):
     request_hash: str = Field(max_length=80)
     status: str = Field(default="in_flight", max_length=16)
     response_status: int | None = None
-    response_body: str | None = None
+    response_body: str | None = Field(default=None, sa_type=sa.Text)
     created_at: datetime = _ts()
     expires_at: datetime = _ts(index=True)
 
@@ -249,7 +249,7 @@ class Outbox(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     delivery_id: str = Field(max_length=80, unique=True)
     kind: str = Field(max_length=40)
-    payload: str
+    payload: str = Field(sa_type=sa.Text)
     created_at: datetime = _ts()
     attempts: int = 0
     next_attempt_at: datetime = _ts(index=True)

@@ -197,25 +197,25 @@ def test_a_sqlite_file_of_another_program_is_refused(tmp_path: Path) -> None:
     assert code == 2 and "other tables (photos)" in err
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+def ledger_with_schema_version(tmp_path: Path, version: int) -> Path:
     db = tmp_path / "ledger.db"
     init_ledger(str(db))[0].dispose()
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'schema_version'", (version,))
     conn.commit()
     conn.close()
+    return db
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = ledger_with_schema_version(tmp_path, 99)
     for command in (("status",), ("migrate",)):
         code, _, err = cli(*command, "--db", str(db))
         assert code == 2 and "newer" in err and "upgrade flowledger" in err
 
 
 def test_an_older_schema_asks_for_migrate(tmp_path: Path) -> None:
-    db = tmp_path / "ledger.db"
-    init_ledger(str(db))[0].dispose()
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE ledger_meta SET value = '0' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+    db = ledger_with_schema_version(tmp_path, 0)
     code, _, err = cli("status", "--db", str(db))
     assert code == 2 and "run `flowledger migrate`" in err
 

@@ -225,3 +225,23 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
     answer = ledger.dispatch(OP, req("exec-2"), actor="t")
     assert (answer.decision, answer.reason) == ("hold", "in_flight")
     assert loads == [loads[0], loads[0] + 1]
+
+
+def test_the_migrations_build_exactly_the_models(store: Store) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlmodel import SQLModel
+
+    with store.engine.connect() as conn:
+        diff = compare_metadata(
+            MigrationContext.configure(conn, opts={"compare_type": True}), SQLModel.metadata
+        )
+    assert diff == []
+
+
+def test_migrate_on_a_current_ledger_changes_nothing(store: Store) -> None:
+    from ledger import migrate
+
+    migrate.upgrade(store)
+    assert migrate.current_revision(store) == migrate.head_revision()
+    assert read_schema_version(store.engine) == SCHEMA_VERSION
