@@ -62,6 +62,19 @@ def check_id(value: str, field: str) -> str:
     return value
 
 
+def check_optional(values: dict[str, Any]) -> None:
+    """Optional names (workflow, step, source, approval version) follow the id rule;
+    ``input_ref`` may be longer (a URL) but not unbounded."""
+    for field_name, value in values.items():
+        if value is None:
+            continue
+        if field_name == "input_ref":
+            if not isinstance(value, str) or not 0 < len(value) <= 1000:
+                raise InvalidInput("input_ref must be 1 to 1000 characters", field_name)
+        else:
+            check_id(value, field_name)
+
+
 @dataclass(frozen=True)
 class DispatchInput:
     """What a workflow sends before its write."""
@@ -211,6 +224,17 @@ class Ledger:
         check_id(operation_id, "operation_id")
         check_id(req.execution_id, "execution_id")
         check_id(req.processing_version, "processing_version")
+        check_optional(
+            {
+                "workflow_id": req.workflow_id,
+                "step": req.step,
+                "source": req.source,
+                "input_ref": req.input_ref,
+                "approval_version": req.approval.version if req.approval else None,
+            }
+        )
+        if req.run_index is not None and not 0 <= req.run_index < 2**31:
+            raise InvalidInput("run_index must be between 0 and 2^31-1", "run_index")
         return domain.DispatchRequest(
             input_hash=self._resolve_hash(req.has_input, req.input, req.input_hash),
             processing_version=req.processing_version,
@@ -299,6 +323,9 @@ class Ledger:
         check_id(operation_id, "operation_id")
         check_id(processing_version, "processing_version")
         digest = self._resolve_hash(has_input, input, input_hash)
+        check_optional(
+            {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
+        )
         extra = {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
 
         def work(tx: Tx) -> Answer:
@@ -337,6 +364,9 @@ class Ledger:
         check_id(operation_id, "operation_id")
         if not isinstance(receipt, str) or not receipt.strip() or len(receipt) > 1000:
             raise InvalidInput("receipt must be 1 to 1000 characters", "receipt")
+        check_optional({"execution_id": execution_id})
+        if detail is not None and len(detail) > 4000:
+            raise InvalidInput("detail must be at most 4000 characters", "detail")
         return self.run(
             actor, lambda tx: self.confirm_in(tx, operation_id, receipt, execution_id, detail)
         )
@@ -396,6 +426,7 @@ class Ledger:
     ) -> Answer:
         """The workflow reports that its write was rejected, or that it cannot tell."""
         check_id(operation_id, "operation_id")
+        check_optional({"execution_id": execution_id})
         return self.run(
             actor, lambda tx: self.fail_in(tx, operation_id, outcome, error, execution_id)
         )

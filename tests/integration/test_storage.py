@@ -245,3 +245,27 @@ def test_migrate_on_a_current_ledger_changes_nothing(store: Store) -> None:
     migrate.upgrade(store)
     assert migrate.current_revision(store) == migrate.head_revision()
     assert read_schema_version(store.engine) == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize(
+    "field", ["workflow_id", "step", "source", "input_ref", "run_index", "approval"]
+)
+def test_oversized_optional_fields_are_refused_before_any_write(
+    ledger: Ledger, store: Store, field: str
+) -> None:
+    from dataclasses import replace
+
+    from ledger.domain import Approval
+
+    bad = {
+        "workflow_id": "w" * 201,
+        "step": "s" * 201,
+        "source": "x\ny",
+        "input_ref": "r" * 1001,
+        "run_index": -1,
+        "approval": Approval("v" * 201),
+    }[field]
+    with pytest.raises(InvalidInput) as caught:
+        ledger.dispatch(OP, replace(req(), **{field: bad}), actor="t")
+    assert caught.value.field in (field, "approval_version")
+    assert count(store, "SELECT count(*) FROM events") == 0
