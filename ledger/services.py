@@ -11,7 +11,7 @@ dispatches of one operation produce exactly one ``go``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from ledger import chain, domain
+from ledger import chain, domain, outbox
 from ledger.domain import (
     Change,
     Decision,
@@ -33,13 +33,14 @@ from ledger.domain import (
 from ledger.faults import crashpoint
 from ledger.hashing import input_hash as hash_input
 from ledger.hashing import is_valid_hash
-from ledger.models import Attempt, Hold, Operation, Receipt, table
+from ledger.models import Attempt, Hold, Operation, Outbox, Receipt, table
 from ledger.storage import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 
 OPS = table(Operation)
 ATTEMPTS = table(Attempt)
 RECEIPTS = table(Receipt)
 HOLDS = table(Hold)
+OUTBOX = table(Outbox)
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -115,6 +116,18 @@ class Answer:
         }
 
 
+@dataclass(frozen=True)
+class HoldTarget:
+    """A hold to open and what it concerns; an overdue hold ``refers_to`` the hold it is
+    about."""
+
+    hold: NewHold
+    operation_id: str | None = None
+    execution_id: str | None = None
+    source: str | None = None
+    refers_to: int | None = None
+
+
 class Tx:
     """One write transaction: the connection, the time it runs at, who acts, and the events
     to append just before commit."""
@@ -145,6 +158,7 @@ class Ledger:
         dispatch_deadline: timedelta = domain.DEFAULT_DISPATCH_DEADLINE,
         clock: Clock = utcnow,
         retries: int = 20,
+        alert_urls: Sequence[str] = (),
     ) -> None:
         self.store = store
         self.secret = secret
@@ -152,6 +166,7 @@ class Ledger:
         self.dispatch_deadline = dispatch_deadline
         self.clock = clock
         self.retries = retries
+        self.alert_targets = sorted(outbox.targets_of(alert_urls))
         self._commits = 0
 
     # ------------------------------------------------------------------ transactions
@@ -465,39 +480,71 @@ class Ledger:
         execution_id: str | None = None,
         source: str | None = None,
     ) -> int | None:
-        exists = tx.conn.execute(
-            sa.select(HOLDS.c.id).where(HOLDS.c.cause_key == hold.cause_key)
-        ).first()
-        if exists is not None:
-            return None
-        inserted = tx.conn.execute(
-            HOLDS.insert().values(
-                cause_key=hold.cause_key,
-                reason=hold.reason.value,
-                blocking=hold.blocking,
-                operation_id=operation_id,
-                execution_id=execution_id,
-                source=source,
-                detail=hold.detail[:2000],
-                opened_at=tx.now,
-                deadline=domain.hold_deadline(tx.now, hold.reason),
+        return self.open_holds(tx, [HoldTarget(hold, operation_id, execution_id, source)])[0]
+
+    def open_holds(self, tx: Tx, targets: Sequence[HoldTarget]) -> list[int | None]:
+        """Open each hold whose cause key has none yet, in the caller's transaction: the one
+        place holds are opened. Each opening is an event and, when alert URLs are configured,
+        one outbox row per URL in the same transaction. Returns the new ids (``None`` where
+        the cause already had a hold). Works a batch at a time so the sweep stays cheap."""
+        keys = [t.hold.cause_key for t in targets]
+        taken: set[str] = set()
+        for i in range(0, len(keys), 500):
+            taken.update(
+                tx.conn.execute(
+                    sa.select(HOLDS.c.cause_key).where(HOLDS.c.cause_key.in_(keys[i : i + 500]))
+                ).scalars()
             )
-        ).inserted_primary_key
-        assert inserted is not None
-        hold_id = int(inserted[0])
-        tx.event(
-            "hold_opened",
-            operation_id,
+        fresh: dict[str, HoldTarget] = {}
+        for t in targets:
+            if t.hold.cause_key not in taken:
+                fresh.setdefault(t.hold.cause_key, t)
+        if not fresh:
+            return [None] * len(targets)
+        rows = [
             {
-                "reason": hold.reason.value,
-                "blocking": hold.blocking,
-                "detail": hold.detail[:2000],
-                "execution_id": execution_id,
-                "source": source,
-            },
-            hold_id=hold_id,
-        )
-        return hold_id
+                "cause_key": t.hold.cause_key,
+                "reason": t.hold.reason.value,
+                "blocking": t.hold.blocking,
+                "operation_id": t.operation_id,
+                "execution_id": t.execution_id,
+                "source": t.source,
+                "detail": t.hold.detail[:2000],
+                "opened_at": tx.now,
+                "deadline": domain.hold_deadline(tx.now, t.hold.reason),
+            }
+            for t in fresh.values()
+        ]
+        ids = {
+            r.cause_key: int(r.id)
+            for r in tx.conn.execute(HOLDS.insert().returning(HOLDS.c.id, HOLDS.c.cause_key), rows)
+        }
+        alerts: list[dict[str, Any]] = []
+        for t, row in zip(fresh.values(), rows, strict=True):
+            hold_id = ids[t.hold.cause_key]
+            tx.event(
+                "hold_opened",
+                t.operation_id,
+                {
+                    "reason": t.hold.reason.value,
+                    "blocking": t.hold.blocking,
+                    "detail": row["detail"],
+                    "execution_id": t.execution_id,
+                    "source": t.source,
+                    **({"refers_to": t.refers_to} if t.refers_to is not None else {}),
+                },
+                hold_id=hold_id,
+            )
+            if self.alert_targets:
+                alert = outbox.HoldAlert(
+                    hold_id, row["reason"], t.hold.blocking, t.operation_id, t.execution_id,
+                    t.source, row["detail"], tx.now, row["deadline"], t.refers_to,
+                )  # fmt: skip
+                alerts.extend(outbox.rows_for(alert, self.alert_targets, tx.now))
+        if alerts:
+            tx.conn.execute(OUTBOX.insert(), alerts)
+        first: dict[str, int | None] = {k: ids[k] for k in fresh}
+        return [first.pop(t.hold.cause_key, None) for t in targets]
 
     def _resolve(self, tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
         for hold_id in change.resolve_holds:
