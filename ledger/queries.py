@@ -135,17 +135,13 @@ class Status:
 def status(store: Store, now: datetime) -> Status:
     with store.reader.connect() as conn:
         by_state: dict[str, int] = dict(
-            conn.execute(sa.select(OPS.c.state, sa.func.count()).group_by(OPS.c.state))
-            .tuples()
-            .all()
+            conn.execute(sa.select(OPS.c.state, sa.func.count()).group_by(OPS.c.state)).all()
         )
         open_q = HOLDS.c.resolved_at.is_(None)
         holds: dict[str, int] = dict(
             conn.execute(
                 sa.select(HOLDS.c.reason, sa.func.count()).where(open_q).group_by(HOLDS.c.reason)
-            )
-            .tuples()
-            .all()
+            ).all()
         )
         blocking = conn.execute(
             sa.select(sa.func.count()).where(open_q, HOLDS.c.blocking.is_(True))

@@ -501,7 +501,7 @@ class Ledger:
                 fresh.setdefault(t.hold.cause_key, t)
         if not fresh:
             return [None] * len(targets)
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "cause_key": t.hold.cause_key,
                 "reason": t.hold.reason.value,

@@ -133,7 +133,9 @@ class Sweep:
 
     def _open_for_operations(self, tx: Tx, targets: list[HoldTarget]) -> int:
         ids = self.ledger.open_holds(tx, targets)
-        touched = sorted({t.operation_id for t, i in zip(targets, ids, strict=True) if i})
+        touched = sorted(
+            {t.operation_id for t, i in zip(targets, ids, strict=True) if i and t.operation_id}
+        )
         if touched:
             # A confirm racing this hold loses its compare-and-set and runs again (see above).
             tx.conn.execute(
@@ -192,9 +194,7 @@ class Sweep:
         )
 
     def _execution_failed(self, tx: Tx) -> tuple[int, bool]:
-        key = _key(
-            "execution_failed:", OPS.c.operation_id, OPS.c.attempt, EXECUTIONS.c.external_id
-        )
+        key = _key("execution_failed:", OPS.c.operation_id, OPS.c.attempt, EXECUTIONS.c.external_id)
         failed = sa.or_(
             EXECUTIONS.c.status.in_(sweep_rules.FAILED_EXECUTION_STATUSES),
             sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),

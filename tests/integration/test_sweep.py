@@ -81,7 +81,9 @@ def test_dispatch_past_its_deadline_gets_one_blocking_unknown_outcome_hold(
     ledger: Ledger, clock: FakeClock
 ) -> None:
     ledger.dispatch(OP, req(), actor="wf")
-    hold = fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(minutes=15), "unknown_outcome")
+    hold = fires_once_at(
+        ledger, clock, sweep(ledger), T0 + timedelta(minutes=15), "unknown_outcome"
+    )
     assert hold.blocking and hold.operation_id == OP and hold.execution_id == "exec-1"
     assert ledger.dispatch(OP, req("exec-2"), actor="wf").decision == "hold"
 
