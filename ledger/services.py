@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from ledger import chain, domain, outbox
 from ledger.domain import (
@@ -488,13 +489,13 @@ class Ledger:
         one outbox row per URL in the same transaction. Returns the new ids (``None`` where
         the cause already had a hold). Works a batch at a time so the sweep stays cheap."""
         keys = [t.hold.cause_key for t in targets]
-        taken: set[str] = set()
-        for i in range(0, len(keys), 500):
-            taken.update(
-                tx.conn.execute(
-                    sa.select(HOLDS.c.cause_key).where(HOLDS.c.cause_key.in_(keys[i : i + 500]))
-                ).scalars()
+        taken = set(
+            tx.conn.execute(
+                sa.select(HOLDS.c.cause_key).where(among(tx.conn, HOLDS.c.cause_key, keys))
             )
+            .scalars()
+            .all()
+        )
         fresh: dict[str, HoldTarget] = {}
         for t in targets:
             if t.hold.cause_key not in taken:
@@ -515,10 +516,7 @@ class Ledger:
             }
             for t in fresh.values()
         ]
-        ids = {
-            r.cause_key: int(r.id)
-            for r in tx.conn.execute(HOLDS.insert().returning(HOLDS.c.id, HOLDS.c.cause_key), rows)
-        }
+        ids = _insert_holds(tx.conn, rows)
         alerts: list[dict[str, Any]] = []
         for t, row in zip(fresh.values(), rows, strict=True):
             hold_id = ids[t.hold.cause_key]
@@ -703,6 +701,45 @@ class Ledger:
         if row is None:
             raise NotFound(f"no operation {operation_id!r}")
         return _to_domain(row), row
+
+
+def among(
+    conn: sa.Connection, column: sa.ColumnElement[Any], values: Sequence[Any]
+) -> sa.ColumnElement[bool]:
+    """``column IN values`` as one array parameter on PostgreSQL (one short statement the
+    driver parses once, however many values), an expanding ``IN`` on SQLite (callers keep
+    their lists to a batch)."""
+    if conn.dialect.name == "postgresql":
+        return column == sa.any_(sa.bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)
+
+
+_HOLD_COLUMNS = (
+    "cause_key", "reason", "blocking", "operation_id", "execution_id", "source", "detail",
+    "opened_at", "deadline",
+)  # fmt: skip
+_PG_HOLDS_INSERT = sa.text(
+    f"INSERT INTO holds ({', '.join(_HOLD_COLUMNS)}, version) "
+    "SELECT *, 0 FROM unnest(CAST(:cause_key AS varchar[]), CAST(:reason AS varchar[]), "
+    "CAST(:blocking AS boolean[]), CAST(:operation_id AS varchar[]), "
+    "CAST(:execution_id AS varchar[]), CAST(:source AS varchar[]), CAST(:detail AS varchar[]), "
+    "CAST(:opened_at AS timestamptz[]), CAST(:deadline AS timestamptz[])) "
+    "RETURNING cause_key, id"
+)
+
+
+def _insert_holds(conn: sa.Connection, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Insert hold rows; returns their ids by cause key. On PostgreSQL one statement over
+    arrays (``unnest``), however many rows; on SQLite an ``executemany`` and a lookup."""
+    if conn.dialect.name == "postgresql":
+        arrays = {c: [r[c] for r in rows] for c in _HOLD_COLUMNS}
+        return {k: int(i) for k, i in conn.execute(_PG_HOLDS_INSERT, arrays)}
+    conn.execute(HOLDS.insert(), rows)
+    keys = [r["cause_key"] for r in rows]
+    found = conn.execute(
+        sa.select(HOLDS.c.cause_key, HOLDS.c.id).where(HOLDS.c.cause_key.in_(keys))
+    )
+    return {k: int(i) for k, i in found}
 
 
 def _load(conn: sa.Connection, operation_id: str) -> Any:

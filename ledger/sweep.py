@@ -29,7 +29,7 @@ from ledger import domain, sweep_rules
 from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import State
 from ledger.models import Execution, Hold, Operation, Source, table
-from ledger.services import HoldTarget, Ledger, Tx, _to_domain
+from ledger.services import HoldTarget, Ledger, Tx, _to_domain, among
 
 OPS = table(Operation)
 HOLDS = table(Hold)
@@ -140,7 +140,7 @@ class Sweep:
             # A confirm racing this hold loses its compare-and-set and runs again (see above).
             tx.conn.execute(
                 OPS.update()
-                .where(OPS.c.operation_id.in_(touched))
+                .where(among(tx.conn, OPS.c.operation_id, touched))
                 .values(version=OPS.c.version + 1)
             )
         return sum(1 for i in ids if i)
@@ -213,7 +213,7 @@ class Sweep:
                     failed,
                     _unheld(key),
                 )
-                .order_by(OPS.c.operation_id)
+                .order_by(OPS.c.deadline)
                 .limit(self.batch),
                 OPS,
             )
