@@ -13,7 +13,7 @@ import functools
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -113,8 +113,9 @@ def run(
     host: str,
     port: int,
     say: Callable[[str], None] = print,
+    hints: Sequence[str] = (),
 ) -> None:
-    """Serve and schedule until SIGTERM or SIGINT."""
+    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed once listening."""
     runner = Runner(store, ledger, cfg)
     app = receiver_app(store, ledger, cfg, runner.registry)
     if app is not None:
@@ -122,6 +123,8 @@ def run(
 
         attach(app, runner.scheduler)
         say(f"flowledger API on http://{host}:{port} (docs at /docs, metrics at /metrics)")
+        for hint in hints:
+            say(hint)
         try:
             uvicorn.run(app, host=host, port=port, log_level="info")
         finally:
@@ -132,6 +135,8 @@ def run(
         f"flowledger metrics on http://{host}:{server.server_port}/metrics "
         "(this build has no webhook receiver)"
     )
+    for hint in hints:
+        say(hint)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -13,7 +13,7 @@ from ledger import housekeeping
 from ledger.alerts import Deliverer
 from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
 from ledger.config import FileConfig, load_config
-from ledger.storage import Store
+from ledger.storage import Store, hide_password
 from ledger.sweep import Sweep
 
 OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now and exit")]
@@ -47,6 +47,7 @@ def run(
     cfg = load_config()
     _logging()
     with opened(db) as store:
+        where = f" --db {db}" if db else ""
         runner.run(
             store,
             ledger_for(store, file=cfg),
@@ -54,6 +55,11 @@ def run(
             host=host or cfg.receiver.host,
             port=cfg.receiver.port if port is None else port,
             say=typer.echo,
+            hints=[
+                f"  create a token: flowledger token create NAME --scope write{where}",
+                f"  open the TUI:   flowledger tui{where}",
+                f"  database:       {hide_password(store.url)}",
+            ],
         )
 
 
