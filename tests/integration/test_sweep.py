@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
+from ledger import services
 from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import FailOutcome
 from ledger.models import Event, Execution, Hold, Operation, Source, table
@@ -321,3 +324,39 @@ def test_a_source_never_synced_is_stale_n_intervals_after_the_sweep_first_saw_it
     s = sweep(ledger)
     assert s.run().opened["source_stale"] == 0
     fires_once_at(ledger, clock, s, T0 + timedelta(minutes=5), "source_stale")
+
+
+# --------------------------------------------------------------------------- races
+
+
+def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The confirm reads the operation and its holds; the sweep then commits its hold before
+    the confirm writes. The confirm must notice (compare-and-set) and resolve that hold."""
+    ledger.dispatch(OP, req(), actor="wf")
+    clock.advance(minutes=20)
+    sweeper = threading.Thread(target=sweep(Ledger(ledger.store, clock=clock)).run)
+    read = services._open_holds
+    raced: list[bool] = []
+
+    def read_then_race(conn: Any, operation_id: str) -> Any:
+        holds_seen = read(conn, operation_id)
+        if not raced:
+            raced.append(True)
+            sweeper.start()
+            if ledger.store.dialect == "postgresql":
+                sweeper.join(30)  # the sweep commits between the confirm's read and write
+            # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
+        return holds_seen
+
+    monkeypatch.setattr(services, "_open_holds", read_then_race)
+    answer = ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    sweeper.join(30)
+    assert answer.state == "confirmed"
+    opened = holds(ledger, "unknown_outcome")
+    assert all(h.resolved_at is not None for h in opened)
+    if ledger.store.dialect == "postgresql":
+        assert [h.resolution for h in opened] == ["confirmed_by_receipt"]
+    else:
+        assert opened == []
