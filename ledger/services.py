@@ -488,6 +488,8 @@ class Ledger:
         place holds are opened. Each opening is an event and, when alert URLs are configured,
         one outbox row per URL in the same transaction. Returns the new ids (``None`` where
         the cause already had a hold). Works a batch at a time so the sweep stays cheap."""
+        if not targets:
+            return []
         keys = [t.hold.cause_key for t in targets]
         taken = set(
             tx.conn.execute(

@@ -171,3 +171,28 @@ def test_an_alert_for_a_url_no_longer_configured_waits_and_is_not_lost(
 
 def _stale_hold() -> Any:
     return stale_prepared_hold("op-1", 0, T0)
+
+
+def test_a_damaged_outbox_row_is_set_aside_and_the_next_alert_still_goes(
+    store: Store, clock: FakeClock, receiver: AlertReceiver
+) -> None:
+    ledger = alerting(store, clock, receiver.url)
+    ledger.open_hold(_stale_hold(), actor="test")
+    with store.engine.begin() as conn:
+        conn.execute(
+            OUTBOX.insert().values(
+                delivery_id="junk",
+                kind="hold_opened",
+                payload="{not json",
+                created_at=clock.now - timedelta(hours=1),
+                next_attempt_at=clock.now - timedelta(hours=1),
+            )
+        )
+    deliverer = Deliverer(store, AlertsConfig(urls=[receiver.url]), clock=clock, batch=1)
+    result = deliverer.deliver_due()
+    deliverer.close()
+    assert (result.sent, result.unroutable) == (1, 1)
+    junk = next(r for r in outbox(store) if r.delivery_id == "junk")
+    assert (
+        junk.delivered_at is None and junk.last_error == "the outbox row is not a flowledger alert"
+    )
