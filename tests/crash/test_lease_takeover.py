@@ -47,7 +47,9 @@ def test_only_the_leaseholder_runs_jobs_and_another_takes_over_when_it_dies(
     store, _ = init_ledger(pg_url)
     ledger = Ledger(store)
     config = tmp_path / "flowledger.toml"
-    config.write_text('[sweep]\ninterval = "100ms"\n\n[scheduler]\nlease = "2s"\n')
+    # A short lease keeps the takeover quick; long enough that a loaded machine still renews
+    # it (every third of it) before it runs out.
+    config.write_text('[sweep]\ninterval = "100ms"\n\n[scheduler]\nlease = "6s"\n')
     env = env_for(pg_url, config)
     args = ["run", "--host", "127.0.0.1", "--port", "0"]
     a = spawn(args, env, tmp_path / "a.log")
