@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DB     ?= ./var/flowledger.db
 
-.PHONY: install run test check bench clean
+.PHONY: install run test check bench bench-sweep clean
 
 install: $(STAMP)
 
@@ -17,8 +17,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/flowledger init --db $(DB)
-	$(BIN)/flowledger doctor --db $(DB)
-	$(BIN)/flowledger status --db $(DB)
+	$(BIN)/flowledger run --db $(DB)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -30,6 +29,9 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.transitions
+
+bench-sweep: $(STAMP)
+	$(BIN)/python -m bench.sweep
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -94,6 +94,25 @@ class AlertsConfig(_Section):
     timeout: Duration = timedelta(seconds=10)
     max_backoff: Duration = timedelta(minutes=30)
 
+    @field_validator("urls")
+    @classmethod
+    def _http_urls(cls, value: list[str]) -> list[str]:
+        # The message never repeats the URL: a webhook URL often carries a secret.
+        for n, url in enumerate(value):
+            if not url.startswith(("http://", "https://")) or len(url) > 2000:
+                raise ValueError(f"alert URL #{n + 1} must be an http:// or https:// URL")
+        if len(set(value)) != len(value):
+            raise ValueError("alert URLs must be distinct")
+        return value
+
+
+class SchedulerConfig(_Section):
+    """How ``flowledger run`` paces its own jobs; the lease decides which process runs them."""
+
+    lease: Duration = timedelta(seconds=30)
+    alerts_interval: Duration = timedelta(seconds=10)
+    housekeeping_interval: Duration = timedelta(hours=1)
+
 
 class ReceiverConfig(_Section):
     host: str = "127.0.0.1"
@@ -110,6 +129,7 @@ class FileConfig(_Section):
     sweep: SweepConfig = SweepConfig()
     alerts: AlertsConfig = AlertsConfig()
     receiver: ReceiverConfig = ReceiverConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
     max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
 
     @field_validator("sources")

@@ -5,11 +5,19 @@ Only ``ledger.services`` calls these; each is one short statement.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from ledger import domain
 from ledger.domain import OpenHold, Reason, State
+from ledger.models import Hold, Operation, table
 from ledger.tx import Row, Tx, from_db_time
+
+HOLDS = table(Hold)
+OPS = table(Operation)
 
 
 class Conflict(Exception):
@@ -28,7 +36,8 @@ def load_operation(tx: Tx, operation_id: str) -> Row | None:
     )
 
 
-def to_domain(row: Row) -> domain.Operation:
+def to_domain(row: Any) -> domain.Operation:
+    """A stored operation (a driver row or a SQLAlchemy row) as the rules see it."""
     return domain.Operation(
         operation_id=row.operation_id,
         state=State(row.state),
@@ -174,36 +183,64 @@ def insert_receipt(
     )
 
 
-def hold_exists(tx: Tx, cause_key: str) -> bool:
-    return tx.one("SELECT id FROM holds WHERE cause_key = :k", {"k": cause_key}) is not None
+def among(
+    conn: sa.Connection, column: sa.ColumnElement[Any], values: Sequence[Any]
+) -> sa.ColumnElement[bool]:
+    """``column IN values`` as one array parameter on PostgreSQL (one short statement the
+    driver parses once, however many values), an expanding ``IN`` on SQLite (callers keep
+    their lists to a batch)."""
+    if conn.dialect.name == "postgresql":
+        return column == sa.any_(sa.bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)
 
 
-def insert_hold(
-    tx: Tx,
-    hold: domain.NewHold,
-    *,
-    operation_id: str | None,
-    execution_id: str | None,
-    source: str | None,
-) -> int:
-    row = tx.one(
-        "INSERT INTO holds (cause_key, reason, blocking, operation_id, execution_id, source,"
-        " detail, opened_at, deadline, version) VALUES (:cause_key, :reason, :blocking,"
-        " :operation_id, :execution_id, :source, :detail, :now, :deadline, 0) RETURNING id",
-        {
-            "cause_key": hold.cause_key,
-            "reason": hold.reason.value,
-            "blocking": hold.blocking,
-            "operation_id": operation_id,
-            "execution_id": execution_id,
-            "source": source,
-            "detail": hold.detail[:2000],
-            "now": tx.time(tx.now),
-            "deadline": tx.time(domain.hold_deadline(tx.now, hold.reason)),
-        },
+def taken_cause_keys(tx: Tx, keys: Sequence[str]) -> set[str]:
+    return set(
+        tx.conn.execute(sa.select(HOLDS.c.cause_key).where(among(tx.conn, HOLDS.c.cause_key, keys)))
+        .scalars()
+        .all()
     )
-    assert row is not None
-    return int(row.id)
+
+
+_HOLD_COLUMNS = (
+    "cause_key", "reason", "blocking", "operation_id", "execution_id", "source", "detail",
+    "opened_at", "deadline",
+)  # fmt: skip
+_PG_HOLDS_INSERT = sa.text(
+    f"INSERT INTO holds ({', '.join(_HOLD_COLUMNS)}, version) "
+    "SELECT *, 0 FROM unnest(CAST(:cause_key AS varchar[]), CAST(:reason AS varchar[]), "
+    "CAST(:blocking AS boolean[]), CAST(:operation_id AS varchar[]), "
+    "CAST(:execution_id AS varchar[]), CAST(:source AS varchar[]), CAST(:detail AS varchar[]), "
+    "CAST(:opened_at AS timestamptz[]), CAST(:deadline AS timestamptz[])) "
+    "RETURNING cause_key, id"
+)
+
+
+def insert_holds(tx: Tx, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Insert hold rows; returns their ids by cause key. On PostgreSQL one statement over
+    arrays (``unnest``), however many rows; on SQLite an ``executemany`` and a lookup."""
+    conn = tx.conn
+    if conn.dialect.name == "postgresql":
+        arrays = {c: [r[c] for r in rows] for c in _HOLD_COLUMNS}
+        return {k: int(i) for k, i in conn.execute(_PG_HOLDS_INSERT, arrays)}
+    conn.execute(HOLDS.insert(), rows)
+    keys = [r["cause_key"] for r in rows]
+    found = conn.execute(
+        sa.select(HOLDS.c.cause_key, HOLDS.c.id).where(HOLDS.c.cause_key.in_(keys))
+    )
+    return {k: int(i) for k, i in found}
+
+
+def touch_operations(tx: Tx, operation_ids: Sequence[str]) -> None:
+    """Bump operations' ``version`` without changing them: a writer that read one before
+    this transaction (a confirm racing a new hold) then loses its compare-and-set and runs
+    again, now seeing the hold."""
+    if operation_ids:
+        tx.conn.execute(
+            OPS.update()
+            .where(among(tx.conn, OPS.c.operation_id, operation_ids))
+            .values(version=OPS.c.version + 1)
+        )
 
 
 def load_hold(tx: Tx, hold_id: int) -> Row | None:

@@ -11,13 +11,13 @@ dispatches of one operation produce exactly one ``go``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from ledger import domain, records
+from ledger import domain, outbox, records
 from ledger.domain import (
     Change,
     FailOutcome,
@@ -30,9 +30,11 @@ from ledger.domain import (
 from ledger.faults import crashpoint
 from ledger.hashing import input_hash as hash_input
 from ledger.hashing import is_valid_hash
+from ledger.models import Outbox, table
 from ledger.storage import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from ledger.tx import Row, Tx, from_db_time
 
+OUTBOX = table(Outbox)
 T = TypeVar("T")
 Clock = Callable[[], datetime]
 _PRINTABLE_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
@@ -94,6 +96,18 @@ class DispatchInput:
 
 
 @dataclass(frozen=True)
+class HoldTarget:
+    """A hold to open and what it concerns; an overdue hold ``refers_to`` the hold it is
+    about."""
+
+    hold: NewHold
+    operation_id: str | None = None
+    execution_id: str | None = None
+    source: str | None = None
+    refers_to: int | None = None
+
+
+@dataclass(frozen=True)
 class Answer:
     """What the ledger tells a workflow."""
 
@@ -128,6 +142,7 @@ class Ledger:
         dispatch_deadline: timedelta = domain.DEFAULT_DISPATCH_DEADLINE,
         clock: Clock = utcnow,
         retries: int = 20,
+        alert_urls: Sequence[str] = (),
     ) -> None:
         self.store = store
         self.secret = secret
@@ -135,6 +150,7 @@ class Ledger:
         self.dispatch_deadline = dispatch_deadline
         self.clock = clock
         self.retries = retries
+        self.alert_targets = sorted(outbox.targets_of(alert_urls))
         self._commits = 0
         self._dbapi = store.engine.dialect.dbapi
 
@@ -489,25 +505,68 @@ class Ledger:
         execution_id: str | None = None,
         source: str | None = None,
     ) -> int | None:
-        """The one place a hold is opened: at most once per cause key, with its event."""
-        if records.hold_exists(tx, hold.cause_key):
-            return None
-        hold_id = records.insert_hold(
-            tx, hold, operation_id=operation_id, execution_id=execution_id, source=source
-        )
-        tx.event(
-            "hold_opened",
-            operation_id,
+        return self.open_holds(tx, [HoldTarget(hold, operation_id, execution_id, source)])[0]
+
+    def open_holds(self, tx: Tx, targets: Sequence[HoldTarget]) -> list[int | None]:
+        """Open each hold whose cause key has none yet, in the caller's transaction: the one
+        place holds are opened. Each opening is an event and, when alert URLs are configured,
+        one outbox row per URL in the same transaction; each operation it concerns gets its
+        ``version`` bumped, so a writer that read the operation before the hold existed loses
+        its compare-and-set and decides again. Returns the new ids (``None`` where the cause
+        already had a hold). Works a batch at a time so the sweep stays cheap."""
+        if not targets:
+            return []
+        taken = records.taken_cause_keys(tx, [t.hold.cause_key for t in targets])
+        fresh: dict[str, HoldTarget] = {}
+        for t in targets:
+            if t.hold.cause_key not in taken:
+                fresh.setdefault(t.hold.cause_key, t)
+        if not fresh:
+            return [None] * len(targets)
+        rows: list[dict[str, Any]] = [
             {
-                "reason": hold.reason.value,
-                "blocking": hold.blocking,
-                "detail": hold.detail[:2000],
-                "execution_id": execution_id,
-                "source": source,
-            },
-            hold_id=hold_id,
+                "cause_key": t.hold.cause_key,
+                "reason": t.hold.reason.value,
+                "blocking": t.hold.blocking,
+                "operation_id": t.operation_id,
+                "execution_id": t.execution_id,
+                "source": t.source,
+                "detail": t.hold.detail[:2000],
+                "opened_at": tx.now,
+                "deadline": domain.hold_deadline(tx.now, t.hold.reason),
+            }
+            for t in fresh.values()
+        ]
+        ids = records.insert_holds(tx, rows)
+        records.touch_operations(
+            tx, sorted({t.operation_id for t in fresh.values() if t.operation_id})
         )
-        return hold_id
+        alerts: list[dict[str, Any]] = []
+        for t, row in zip(fresh.values(), rows, strict=True):
+            hold_id = ids[t.hold.cause_key]
+            tx.event(
+                "hold_opened",
+                t.operation_id,
+                {
+                    "reason": t.hold.reason.value,
+                    "blocking": t.hold.blocking,
+                    "detail": row["detail"],
+                    "execution_id": t.execution_id,
+                    "source": t.source,
+                    **({"refers_to": t.refers_to} if t.refers_to is not None else {}),
+                },
+                hold_id=hold_id,
+            )
+            if self.alert_targets:
+                alert = outbox.HoldAlert(
+                    hold_id, row["reason"], t.hold.blocking, t.operation_id, t.execution_id,
+                    t.source, row["detail"], tx.now, row["deadline"], t.refers_to,
+                )  # fmt: skip
+                alerts.extend(outbox.rows_for(alert, self.alert_targets, tx.now))
+        if alerts:
+            tx.conn.execute(OUTBOX.insert(), alerts)
+        first: dict[str, int | None] = {k: ids[k] for k in fresh}
+        return [first.pop(t.hold.cause_key, None) for t in targets]
 
     def _resolve(self, tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
         resolution = change.resolution.value if change.resolution else None

@@ -71,3 +71,25 @@ def dreq(execution_id: str = "exec-1", **kw: Any) -> domain.DispatchRequest:
     }
     values.update(kw)
     return domain.DispatchRequest(**values)
+
+
+def execution_row(
+    external_id: str,
+    status: str = "running",
+    *,
+    source: str = "prod-n8n",
+    started_at: datetime = T0,
+    final: bool | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """An ``executions`` row as the sync would store it."""
+    return {
+        "source": source,
+        "external_id": external_id,
+        "status": status,
+        "final": status not in ("running", "new", "waiting") if final is None else final,
+        "started_at": started_at,
+        "first_seen_at": started_at,
+        "last_seen_at": started_at,
+        **kw,
+    }

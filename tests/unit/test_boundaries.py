@@ -10,7 +10,7 @@ import pytest
 FORBIDDEN = ("sqlalchemy", "sqlmodel", "fastapi", "httpx", "apscheduler", "textual", "starlette")
 
 
-@pytest.mark.parametrize("module", ["ledger.domain", "ledger.hashing"])
+@pytest.mark.parametrize("module", ["ledger.domain", "ledger.hashing", "ledger.sweep_rules"])
 def test_core_imports_no_io_library(module: str) -> None:
     code = (
         f"import sys, {module}; bad = [m for m in sys.modules "

@@ -1,0 +1,115 @@
+"""The long-running process and its jobs one at a time: ``run``, ``sweep``, ``alerts``,
+``housekeeping`` (the last three with ``--once``, for people who prefer cron)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from ledger import housekeeping
+from ledger.alerts import Deliverer
+from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
+from ledger.config import FileConfig, load_config
+from ledger.storage import Store, hide_password
+from ledger.sweep import Sweep
+
+OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now and exit")]
+
+
+def _logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _need_once(once: bool, job: str) -> None:
+    if not once:
+        die(f"`flowledger {job}` runs with --once (e.g. from cron); `flowledger run` schedules it")
+
+
+@app.command()
+@one_line_errors
+def run(
+    db: DbOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on [receiver.host]")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on [receiver.port]")] = None,
+) -> None:
+    """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
+    from ledger import runner  # the server stack loads only for this command
+
+    cfg = load_config()
+    _logging()
+    with opened(db) as store:
+        where = f" --db {db}" if db else ""
+        runner.run(
+            store,
+            ledger_for(store, file=cfg),
+            cfg,
+            host=host or cfg.receiver.host,
+            port=cfg.receiver.port if port is None else port,
+            say=typer.echo,
+            hints=[
+                f"  create a token: flowledger token create NAME --scope write{where}",
+                f"  open the TUI:   flowledger tui{where}",
+                f"  database:       {hide_password(store.url)}",
+            ],
+        )
+
+
+@app.command()
+@one_line_errors
+def sweep(db: DbOption = None, once: OnceOption = False) -> None:
+    """Open the holds that are due (unknown outcome, failed or stuck executions, stale
+    prepared operations and sources, overdue holds), then deliver pending alerts."""
+    _need_once(once, "sweep")
+    cfg = load_config()
+    with opened(db) as store:
+        result = Sweep(ledger_for(store, file=cfg), cfg.sweep, cfg.sources).run()
+        typer.echo(f"sweep opened {result.total} holds")
+        for reason, count in sorted(result.opened.items()):
+            if count:
+                typer.echo(f"  {reason:<18} {count}")
+        if cfg.alerts.urls:
+            _deliver(store, cfg)
+
+
+@app.command()
+@one_line_errors
+def alerts(db: DbOption = None, once: OnceOption = False) -> None:
+    """Deliver the alerts that are due to the [alerts] urls."""
+    _need_once(once, "alerts")
+    cfg = load_config()
+    with opened(db) as store:
+        _deliver(store, cfg)
+
+
+def _deliver(store: Store, cfg: FileConfig) -> None:
+    deliverer = Deliverer(store, cfg.alerts)
+    try:
+        result = deliverer.deliver_due()
+    finally:
+        deliverer.close()
+    typer.echo(
+        f"alerts: {result.sent} delivered, {result.failed} to retry later"
+        + (f", {result.unroutable} for URLs no longer configured" if result.unroutable else "")
+    )
+
+
+@app.command(name="housekeeping")
+@one_line_errors
+def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
+    """Delete expired idempotency keys and alerts delivered over a week ago."""
+    _need_once(once, "housekeeping")
+    with opened(db) as store:
+        done = housekeeping.clean(store)
+    typer.echo(
+        f"removed {done.idempotency_keys} expired idempotency keys, "
+        f"{done.delivered_alerts} delivered alerts"
+    )

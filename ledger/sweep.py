@@ -1,0 +1,356 @@
+"""The staleness sweep: find what waited too long and open a hold for it, once per cause.
+
+Each rule reads its due rows through an index (operations by (state, deadline) and
+(state, updated_at); holds by (resolved_at, deadline); executions by (final, status)) inside a
+write transaction, a bounded batch at a time, and opens the holds through
+:meth:`Ledger.open_holds` in that same transaction, so each opening is an event (and an alert
+when alerting is configured). Rows that already have their hold are left out by the query
+itself (``NOT EXISTS`` on the unique cause key), so a repeated sweep reads little and opens
+nothing twice.
+
+Races with the workflow: the due operations are locked (``FOR UPDATE SKIP LOCKED`` on
+PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises writers anyway) and their ``version`` is
+bumped with the hold. A confirm that read the operation before the hold committed then loses
+its compare-and-set, runs again, sees the hold and resolves it; a confirm that committed first
+moves the operation out of ``dispatching`` and the sweep's query no longer matches it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from ledger import domain, sweep_rules
+from ledger.config import SourceConfig, SweepConfig
+from ledger.domain import State
+from ledger.models import Execution, Hold, Operation, Source, table
+from ledger.records import to_domain as _to_domain
+from ledger.services import HoldTarget, Ledger
+from ledger.tx import Tx
+
+OPS = table(Operation)
+HOLDS = table(Hold)
+EXECUTIONS = table(Execution)
+SOURCES = table(Source)
+
+log = logging.getLogger(__name__)
+
+# One rule reads at most this many rows per transaction.
+BATCH = 500
+
+
+@dataclass
+class SweepResult:
+    """Holds opened by each rule in one sweep."""
+
+    opened: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.opened.values())
+
+
+def _key(prefix: str, *parts: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
+    """The cause key as SQL, built the way :mod:`ledger.sweep_rules` builds it in Python."""
+    key: sa.ColumnElement[str] = sa.literal(prefix, sa.String)
+    for i, part in enumerate(parts):
+        text = part if isinstance(part.type, sa.String) else sa.cast(part, sa.String)
+        key = key + (":" if i else "") + text
+    return key
+
+
+def _unheld(key: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
+    return ~sa.exists().where(HOLDS.c.cause_key == key)
+
+
+# A batch of work: given the transaction, return (holds opened, whether to read another batch).
+Step = Callable[[Tx], tuple[int, bool]]
+
+
+class Sweep:
+    """The sweep over one ledger. ``sources`` are the configured sources (their intervals say
+    when each is stale); ``actor`` names who opened the holds in the event log."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        cfg: SweepConfig,
+        sources: Sequence[SourceConfig] = (),
+        *,
+        batch: int = BATCH,
+        actor: str = "sweep",
+    ) -> None:
+        self.ledger = ledger
+        self.cfg = cfg
+        self.sources = list(sources)
+        self.batch = batch
+        self.actor = actor
+        # Sources never synced successfully are stale counted from when this sweep first saw
+        # them (the table records no "configured at").
+        self._first_seen: dict[str, datetime] = {}
+
+    def run(self) -> SweepResult:
+        result = SweepResult()
+        rules: list[tuple[str, Step]] = [
+            ("unknown_outcome", self._unknown_outcome),
+            ("unknown_outcome_no_deadline", self._unknown_outcome_no_deadline),
+            ("execution_failed", self._execution_failed),
+            ("stale_prepared", self._stale_prepared),
+            ("execution_stuck", self._execution_stuck),
+            ("source_stale", self._source_stale),
+        ]
+        for name, step in rules:
+            reason = name.removesuffix("_no_deadline")
+            result.opened[reason] = result.opened.get(reason, 0) + self._drain(step)
+        # Last, so that a hold opened above is not reported overdue in the same sweep.
+        result.opened["overdue"] = self._drain(self._overdue())
+        if result.total:
+            log.info("sweep opened %d holds: %s", result.total, result.opened)
+        return result
+
+    def _drain(self, step: Step) -> int:
+        opened = 0
+        while True:
+            new, more = self.ledger.run(self.actor, step)
+            opened += new
+            if not more:
+                return opened
+
+    def _more(self, rows: Sequence[Any], opened: int) -> tuple[int, bool]:
+        # Rows that got their hold drop out of the query, so a full batch that opened
+        # something means more may wait; one that opened nothing would read the same rows.
+        return opened, len(rows) == self.batch and opened > 0
+
+    # ------------------------------------------------------------------ operations
+
+    def _locked(self, stmt: sa.Select[Any], of: sa.Table) -> sa.Select[Any]:
+        if self.ledger.store.dialect == "postgresql":
+            return stmt.with_for_update(skip_locked=True, of=of)
+        return stmt
+
+    def _open_for_operations(self, tx: Tx, targets: list[HoldTarget]) -> int:
+        # Opening bumps each operation's version: a confirm racing this hold loses its
+        # compare-and-set and runs again (see above).
+        return sum(1 for i in self.ledger.open_holds(tx, targets) if i)
+
+    def _unknown_outcome(self, tx: Tx) -> tuple[int, bool]:
+        key = _key("unknown_outcome:", OPS.c.operation_id, OPS.c.attempt)
+        rows = tx.conn.execute(
+            self._locked(
+                sa.select(OPS)
+                .where(
+                    OPS.c.state == State.DISPATCHING.value,
+                    OPS.c.deadline <= tx.now,
+                    _unheld(key),
+                )
+                .order_by(OPS.c.deadline)
+                .limit(self.batch),
+                OPS,
+            )
+        ).all()
+        return self._more(rows, self._open_for_operations(tx, [self._unknown(r) for r in rows]))
+
+    def _unknown_outcome_no_deadline(self, tx: Tx) -> tuple[int, bool]:
+        """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
+        from their last change."""
+        key = _key("unknown_outcome:", OPS.c.operation_id, OPS.c.attempt)
+        due = sweep_rules.cutoff(tx.now, self.cfg.dispatch_deadline)
+        rows = tx.conn.execute(
+            self._locked(
+                sa.select(OPS)
+                .where(
+                    OPS.c.state == State.DISPATCHING.value,
+                    OPS.c.updated_at <= due,
+                    OPS.c.deadline.is_(None),
+                    _unheld(key),
+                )
+                .order_by(OPS.c.updated_at)
+                .limit(self.batch),
+                OPS,
+            )
+        ).all()
+        return self._more(rows, self._open_for_operations(tx, [self._unknown(r) for r in rows]))
+
+    def _unknown(self, row: Any) -> HoldTarget:
+        op = _to_domain(row)
+        detail = sweep_rules.unknown_outcome_detail(row.deadline, row.execution_id)
+        return HoldTarget(
+            domain.unknown_outcome_hold(op, detail),
+            op.operation_id,
+            execution_id=row.execution_id,
+            source=row.source,
+        )
+
+    def _execution_failed(self, tx: Tx) -> tuple[int, bool]:
+        key = _key("execution_failed:", OPS.c.operation_id, OPS.c.attempt, EXECUTIONS.c.external_id)
+        failed = sa.or_(
+            EXECUTIONS.c.status.in_(sweep_rules.FAILED_EXECUTION_STATUSES),
+            sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),
+        )
+        rows = tx.conn.execute(
+            self._locked(
+                sa.select(
+                    OPS,
+                    EXECUTIONS.c.status.label("execution_status"),
+                    EXECUTIONS.c.gone_at.label("execution_gone_at"),
+                )
+                .select_from(OPS.join(EXECUTIONS, EXECUTIONS.c.external_id == OPS.c.execution_id))
+                .where(
+                    OPS.c.state == State.DISPATCHING.value,
+                    sa.or_(OPS.c.source.is_(None), OPS.c.source == EXECUTIONS.c.source),
+                    failed,
+                    _unheld(key),
+                )
+                .order_by(OPS.c.deadline)
+                .limit(self.batch),
+                OPS,
+            )
+        ).all()
+        targets = []
+        for r in rows:
+            status = r.execution_status
+            if status not in sweep_rules.FAILED_EXECUTION_STATUSES:
+                status = f"{status} and vanished from the tool"
+            detail = sweep_rules.execution_failed_detail(status, r.execution_id)
+            targets.append(
+                HoldTarget(
+                    domain.execution_failed_hold(_to_domain(r), r.execution_id, detail),
+                    r.operation_id,
+                    execution_id=r.execution_id,
+                    source=r.source,
+                )
+            )
+        return self._more(rows, self._open_for_operations(tx, targets))
+
+    def _stale_prepared(self, tx: Tx) -> tuple[int, bool]:
+        key = _key("stale_prepared:", OPS.c.operation_id, OPS.c.attempt)
+        due = sweep_rules.cutoff(tx.now, self.cfg.stale_prepared_after)
+        rows = tx.conn.execute(
+            self._locked(
+                sa.select(OPS.c.operation_id, OPS.c.attempt, OPS.c.updated_at, OPS.c.source)
+                .where(
+                    OPS.c.state == State.PREPARED.value,
+                    OPS.c.updated_at <= due,
+                    _unheld(key),
+                )
+                .order_by(OPS.c.updated_at)
+                .limit(self.batch),
+                OPS,
+            )
+        ).all()
+        targets = [
+            HoldTarget(
+                sweep_rules.stale_prepared_hold(r.operation_id, r.attempt, r.updated_at),
+                r.operation_id,
+                source=r.source,
+            )
+            for r in rows
+        ]
+        return self._more(rows, self._open_for_operations(tx, targets))
+
+    # ------------------------------------------------------------------ executions, sources
+
+    def _execution_stuck(self, tx: Tx) -> tuple[int, bool]:
+        key = _key("execution_stuck:", EXECUTIONS.c.source, EXECUTIONS.c.external_id)
+        due = sweep_rules.cutoff(tx.now, self.cfg.execution_stuck_after)
+        rows = tx.conn.execute(
+            sa.select(EXECUTIONS.c.source, EXECUTIONS.c.external_id, EXECUTIONS.c.started_at)
+            .where(
+                EXECUTIONS.c.final.is_(False),
+                EXECUTIONS.c.status == sweep_rules.RUNNING_EXECUTION_STATUS,
+                EXECUTIONS.c.gone_at.is_(None),
+                EXECUTIONS.c.started_at <= due,
+                _unheld(key),
+            )
+            .order_by(EXECUTIONS.c.started_at)
+            .limit(self.batch)
+        ).all()
+        targets = [
+            HoldTarget(
+                sweep_rules.execution_stuck_hold(r.source, r.external_id, r.started_at),
+                execution_id=r.external_id,
+                source=r.source,
+            )
+            for r in rows
+        ]
+        return self._more(rows, sum(1 for i in self.ledger.open_holds(tx, targets) if i))
+
+    def _source_stale(self, tx: Tx) -> tuple[int, bool]:
+        if not self.sources:
+            return 0, False
+        known = {
+            r.name: r
+            for r in tx.conn.execute(
+                sa.select(SOURCES.c.name, SOURCES.c.last_success_at).where(
+                    SOURCES.c.name.in_([s.name for s in self.sources])
+                )
+            )
+        }
+        targets = []
+        for src in self.sources:
+            row = known.get(src.name)
+            last = row.last_success_at if row is not None else None
+            reference = last or self._first_seen.setdefault(src.name, tx.now)
+            n = self.cfg.source_stale_intervals
+            if sweep_rules.source_stale_due(reference, src.interval, n, tx.now):
+                hold = sweep_rules.source_stale_hold(src.name, last, src.interval, n)
+                targets.append(HoldTarget(hold, source=src.name))
+        # A handful of rows: one pass, never a second batch.
+        return sum(1 for i in self.ledger.open_holds(tx, targets) if i), False
+
+    # ------------------------------------------------------------------ holds
+
+    def _overdue(self) -> Step:
+        """Open holds past their deadline (overdue holds themselves excepted), walked in
+        (deadline, id) order; those already reported are skipped by their cause key."""
+        cursor: list[Any] = []
+
+        def step(tx: Tx) -> tuple[int, bool]:
+            stmt = (
+                sa.select(
+                    HOLDS.c.id,
+                    HOLDS.c.reason,
+                    HOLDS.c.deadline,
+                    HOLDS.c.operation_id,
+                    HOLDS.c.execution_id,
+                    HOLDS.c.source,
+                )
+                .where(
+                    HOLDS.c.resolved_at.is_(None),
+                    HOLDS.c.deadline <= tx.now,
+                    HOLDS.c.reason != domain.Reason.OVERDUE.value,
+                )
+                .order_by(HOLDS.c.deadline, HOLDS.c.id)
+                .limit(self.batch)
+            )
+            if cursor:
+                deadline, hold_id = cursor
+                stmt = stmt.where(
+                    sa.or_(
+                        HOLDS.c.deadline > deadline,
+                        sa.and_(HOLDS.c.deadline == deadline, HOLDS.c.id > hold_id),
+                    )
+                )
+            rows = tx.conn.execute(self._locked(stmt, HOLDS)).all()
+            targets = [
+                HoldTarget(
+                    sweep_rules.overdue_hold(r.id, r.reason, r.deadline),
+                    r.operation_id,
+                    execution_id=r.execution_id,
+                    source=r.source,
+                    refers_to=r.id,
+                )
+                for r in rows
+            ]
+            opened = sum(1 for i in self.ledger.open_holds(tx, targets) if i)
+            if rows:
+                cursor[:] = [rows[-1].deadline, rows[-1].id]
+            # Rows already reported open nothing; keep walking while a full batch came back.
+            return opened, len(rows) == self.batch
+
+        return step

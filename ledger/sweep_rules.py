@@ -1,0 +1,77 @@
+"""The sweep's decisions as plain functions: when a row is due, and which hold it gets.
+
+No clock and no database here: the sweep passes ``now`` and the rows it read. The cause key of
+each hold is the rule's identity: the same cause always gives the same key, so the unique
+``holds.cause_key`` makes a repeated sweep open nothing twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ledger.domain import NewHold, Reason
+
+# Execution statuses that mean "the run ended badly": the write may or may not have happened.
+FAILED_EXECUTION_STATUSES = ("error", "crashed")
+RUNNING_EXECUTION_STATUS = "running"
+
+
+def cutoff(now: datetime, after: timedelta) -> datetime:
+    """Rows last touched at or before this time have waited ``after``: they are due."""
+    return now - after
+
+
+def stale_prepared_hold(operation_id: str, attempt: int, since: datetime) -> NewHold:
+    # The attempt number tells one prepared spell from the next (a release keeps the attempt
+    # it released, a dispatch raises it), so each spell gets its own hold.
+    return NewHold.of(
+        Reason.STALE_PREPARED,
+        f"stale_prepared:{operation_id}:{attempt}",
+        f"prepared since {since.isoformat()} and never dispatched",
+    )
+
+
+def unknown_outcome_detail(deadline: datetime | None, execution_id: str | None) -> str:
+    when = deadline.isoformat() if deadline is not None else "its deadline"
+    return f"no confirm or failure from execution {execution_id} by {when}"
+
+
+def execution_failed_detail(status: str, execution_id: str) -> str:
+    return f"execution {execution_id} ended {status} while the operation was dispatching"
+
+
+def execution_stuck_hold(source: str, external_id: str, started_at: datetime) -> NewHold:
+    return NewHold.of(
+        Reason.EXECUTION_STUCK,
+        f"execution_stuck:{source}:{external_id}",
+        f"execution {external_id} of {source} running since {started_at.isoformat()}",
+    )
+
+
+def overdue_hold(hold_id: int, reason: str, deadline: datetime) -> NewHold:
+    # One per hold and deadline: extending the deadline lets it fall overdue again.
+    return NewHold.of(
+        Reason.OVERDUE,
+        f"overdue:{hold_id}:{deadline.isoformat()}",
+        f"hold {hold_id} ({reason}) passed its deadline {deadline.isoformat()}",
+    )
+
+
+def source_stale_due(
+    reference: datetime, interval: timedelta, intervals: int, now: datetime
+) -> bool:
+    """A source is stale once ``intervals`` sync intervals passed since ``reference`` (its last
+    successful sync, or when this sweep first saw it without one)."""
+    return now - reference >= interval * intervals
+
+
+def source_stale_hold(
+    name: str, last_success_at: datetime | None, interval: timedelta, intervals: int
+) -> NewHold:
+    since = last_success_at.isoformat() if last_success_at is not None else "never"
+    return NewHold.of(
+        Reason.SOURCE_STALE,
+        f"source_stale:{name}:{since}",
+        f"source {name} last synced successfully: {since} "
+        f"({intervals} intervals of {interval.total_seconds():g}s passed)",
+    )

@@ -1,0 +1,46 @@
+"""`flowledger run`'s pieces: the jobs it schedules, and the scheduler riding the app lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from fastapi import FastAPI
+
+from ledger.config import FileConfig
+from ledger.runner import Runner, attach
+from ledger.scheduler import Job, Scheduler
+from ledger.services import Ledger
+
+
+def test_the_runner_schedules_sweep_alerts_and_housekeeping_under_a_lease(ledger: Ledger) -> None:
+    runner = Runner(ledger.store, ledger, FileConfig())
+    try:
+        assert set(runner.scheduler.jobs) >= {"sweep", "alerts", "housekeeping"}
+        assert runner.scheduler.jobs["sweep"].interval == timedelta(minutes=1)
+        assert runner.scheduler.lease is runner.lease
+        assert runner.sweep.actor == f"scheduler:{runner.lease.holder}"
+    finally:
+        runner.close()
+
+
+async def test_the_scheduler_starts_and_stops_with_the_apps_lifespan() -> None:
+    ran = threading.Event()
+    order: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def own(app: FastAPI) -> AsyncIterator[None]:
+        order.append("app up")
+        yield
+        order.append("app down")
+
+    app = FastAPI(lifespan=own)
+    sched = Scheduler([Job("tick", timedelta(milliseconds=20), ran.set)])
+    attach(app, sched)
+    async with app.router.lifespan_context(app):
+        assert sched.aps.running
+        assert ran.wait(30)
+    assert not sched.aps.running
+    assert order == ["app up", "app down"]

@@ -1,0 +1,86 @@
+"""`flowledger sweep/alerts/housekeeping --once`, and `run` refusing bad settings."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from ledger.cli.common import app
+from ledger.housekeeping import expire_idempotency_keys
+from ledger.models import IdempotencyKey, table
+from ledger.services import Ledger, utcnow
+from ledger.storage import Store
+from tests.factories import FakeClock, req
+
+KEYS = table(IdempotencyKey)
+runner = CliRunner()
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "flowledger.toml"
+    path.write_text("")
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(path))
+    return path
+
+
+def test_sweep_once_opens_due_holds_and_reports_them(
+    store: Store, db_url: str, config: Path
+) -> None:
+    Ledger(store).dispatch("op-1", req(deadline=utcnow() - timedelta(seconds=1)), actor="wf")
+    result = runner.invoke(app, ["sweep", "--once", "--db", db_url])
+    assert result.exit_code == 0, result.output
+    assert "sweep opened 1 holds" in result.output and "unknown_outcome" in result.output
+    again = runner.invoke(app, ["sweep", "--once", "--db", db_url])
+    assert "sweep opened 0 holds" in again.output
+
+
+def test_jobs_without_once_point_at_run(store: Store, db_url: str, config: Path) -> None:
+    for job in ("sweep", "alerts", "housekeeping"):
+        result = runner.invoke(app, [job, "--db", db_url])
+        assert result.exit_code == 2
+        assert "--once" in result.output and "flowledger run" in result.output
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[alerts]\nurls = ["file:///etc/passwd"]\n', "alerts.urls"),
+        ('[alerts]\nurls = ["http://a/", "http://a/"]\n', "distinct"),
+        ('[scheduler]\nlease = "-1s"\n', "scheduler.lease"),
+        ('[sweep]\ninterval = "soon"\n', "sweep.interval"),
+    ],
+)
+def test_bad_scheduling_settings_are_one_line_errors(
+    store: Store, db_url: str, config: Path, toml: str, message: str
+) -> None:
+    config.write_text(toml)
+    result = runner.invoke(app, ["run", "--db", db_url, "--port", "0"])
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_housekeeping_deletes_only_expired_idempotency_keys(store: Store, clock: FakeClock) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(
+            KEYS.insert(),
+            [
+                {
+                    "token_id": 1,
+                    "key": f"k{n}",
+                    "request_hash": "sha256:x",
+                    "created_at": clock.now,
+                    "expires_at": clock.now + timedelta(hours=n),
+                }
+                for n in range(5)
+            ],
+        )
+    clock.advance(hours=2)
+    assert expire_idempotency_keys(store, clock, batch=2) == 3
+    with store.reader.connect() as conn:
+        left = conn.execute(sa.select(KEYS.c.key).order_by(KEYS.c.key)).scalars().all()
+    assert left == ["k3", "k4"]

@@ -1,0 +1,96 @@
+"""Jobs survive their exceptions, never overlap themselves, and run only on the leaseholder."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES
+from prometheus_client import CollectorRegistry
+
+from ledger.lease import Lease
+from ledger.observability import JobMetrics
+from ledger.scheduler import Job, Scheduler
+from ledger.storage import Store
+from tests.factories import FakeClock
+
+WAIT = 30  # seconds: a generous bound on waiting for an event, never a pause
+FAST = timedelta(milliseconds=20)
+
+
+def test_a_job_that_raises_runs_again_and_is_counted() -> None:
+    calls: list[int] = []
+    second = threading.Event()
+
+    def flaky() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        second.set()
+
+    registry = CollectorRegistry()
+    metrics = JobMetrics(registry)
+    sched = Scheduler([Job("flaky", FAST, flaky)], metrics=metrics)
+    sched.start()
+    try:
+        assert second.wait(WAIT)
+    finally:
+        sched.shutdown()
+    assert registry.get_sample_value("flowledger_job_failures_total", {"job": "flaky"}) == 1
+    assert registry.get_sample_value("flowledger_job_runs_total", {"job": "flaky"}) >= 2
+
+
+def test_a_slow_job_is_not_started_twice() -> None:
+    running = threading.Event()
+    release = threading.Event()
+    skipped = threading.Event()
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+
+    def slow() -> None:
+        nonlocal inside, most
+        with lock:
+            inside += 1
+            most = max(most, inside)
+        running.set()
+        release.wait(WAIT)
+        with lock:
+            inside -= 1
+
+    registry = CollectorRegistry()
+    sched = Scheduler([Job("slow", FAST, slow)], metrics=JobMetrics(registry))
+    sched.aps.add_listener(lambda _: skipped.set(), EVENT_JOB_MAX_INSTANCES)
+    sched.start()
+    try:
+        assert running.wait(WAIT)
+        assert skipped.wait(WAIT)  # the scheduler tried to start it again, and did not
+        assert most == 1
+    finally:
+        release.set()
+        sched.shutdown()
+    assert most == 1
+    assert registry.get_sample_value("flowledger_job_skipped_total", {"job": "slow"}) >= 1
+
+
+def test_only_the_lease_holder_runs_jobs_and_an_expired_lease_is_taken_over(
+    store: Store, clock: FakeClock
+) -> None:
+    a = Lease(store, timedelta(seconds=30), holder="a", clock=clock)
+    b = Lease(store, timedelta(seconds=30), holder="b", clock=clock)
+    ran: list[str] = []
+    sa_ = Scheduler([Job("j", FAST, lambda: ran.append("a"))], lease=a)
+    sb = Scheduler([Job("j", FAST, lambda: ran.append("b"))], lease=b)
+    assert a.renew() and not b.renew()
+    assert sa_.run_job(sa_.jobs["j"]) and not sb.run_job(sb.jobs["j"])
+    clock.advance(seconds=29)
+    assert a.renew() and not b.renew()  # renewed: another 30 s from now
+    clock.advance(seconds=29)
+    assert not b.renew()
+    clock.advance(seconds=1)  # a did not renew: expired
+    assert not a.held()
+    assert b.renew() and not a.renew()
+    assert sb.run_job(sb.jobs["j"]) and not sa_.run_job(sa_.jobs["j"])
+    assert ran == ["a", "b"]
+    b.release()
+    assert a.renew()

@@ -1,0 +1,362 @@
+"""Each sweep rule fires exactly when due, never twice, and not for what was settled meanwhile."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from ledger import records
+from ledger.config import SourceConfig, SweepConfig
+from ledger.domain import FailOutcome
+from ledger.models import Event, Execution, Hold, Operation, Source, table
+from ledger.services import Ledger
+from ledger.sweep import Sweep
+from tests.factories import T0, FakeClock, execution_row, req
+
+HOLDS = table(Hold)
+EVENTS = table(Event)
+EXECUTIONS = table(Execution)
+SOURCES = table(Source)
+OPS = table(Operation)
+TICK = timedelta(microseconds=1)
+OP = "invoice:INV-42:send"
+SOURCE = SourceConfig(name="prod-n8n", kind="n8n", base_url="http://127.0.0.1:5678")
+
+
+def holds(ledger: Ledger, reason: str) -> list[Any]:
+    with ledger.store.reader.connect() as conn:
+        return conn.execute(
+            sa.select(HOLDS).where(HOLDS.c.reason == reason).order_by(HOLDS.c.id)
+        ).all()
+
+
+def opened_events(ledger: Ledger, reason: str) -> int:
+    with ledger.store.reader.connect() as conn:
+        data = conn.execute(
+            sa.select(EVENTS.c.data).where(EVENTS.c.kind == "hold_opened")
+        ).scalars()
+        return sum(1 for d in data if f'"reason":"{reason}"' in d)
+
+
+def sweep(ledger: Ledger, sources: tuple[SourceConfig, ...] = (SOURCE,), **cfg: Any) -> Sweep:
+    return Sweep(ledger, SweepConfig(**cfg), sources, batch=2)
+
+
+def at(clock: FakeClock, moment: Any) -> None:
+    clock.now = moment
+
+
+def fires_once_at(ledger: Ledger, clock: FakeClock, s: Sweep, due: Any, reason: str) -> Any:
+    """Nothing just before ``due``; one hold at ``due``; none more on later sweeps."""
+    at(clock, due - TICK)
+    assert s.run().opened[reason] == 0
+    assert holds(ledger, reason) == []
+    at(clock, due)
+    assert s.run().opened[reason] == 1
+    for _ in range(2):
+        clock.advance(minutes=1)
+        assert s.run().opened[reason] == 0
+    assert len(holds(ledger, reason)) == 1
+    assert opened_events(ledger, reason) == 1
+    return holds(ledger, reason)[0]
+
+
+def add_execution(ledger: Ledger, **row: Any) -> None:
+    with ledger.store.engine.begin() as conn:
+        conn.execute(EXECUTIONS.insert().values(**execution_row(**row)))
+
+
+def set_execution(ledger: Ledger, external_id: str, **values: Any) -> None:
+    with ledger.store.engine.begin() as conn:
+        conn.execute(
+            EXECUTIONS.update().where(EXECUTIONS.c.external_id == external_id).values(**values)
+        )
+
+
+# --------------------------------------------------------------------------- unknown_outcome
+
+
+def test_dispatch_past_its_deadline_gets_one_blocking_unknown_outcome_hold(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    hold = fires_once_at(
+        ledger, clock, sweep(ledger), T0 + timedelta(minutes=15), "unknown_outcome"
+    )
+    assert hold.blocking and hold.operation_id == OP and hold.execution_id == "exec-1"
+    assert ledger.dispatch(OP, req("exec-2"), actor="wf").decision == "hold"
+
+
+def test_the_operations_own_deadline_wins_over_the_default(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(deadline=T0 + timedelta(minutes=3)), actor="wf")
+    fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(minutes=3), "unknown_outcome")
+
+
+def test_an_operation_confirmed_before_the_sweep_gets_no_hold(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    clock.advance(minutes=14)
+    ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    clock.advance(hours=30)
+    assert sweep(ledger).run().total == 0
+    assert holds(ledger, "unknown_outcome") == []
+
+
+def test_a_late_confirm_resolves_the_sweeps_hold(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    clock.advance(minutes=20)
+    sweep(ledger).run()
+    answer = ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    assert answer.state == "confirmed"
+    (hold,) = holds(ledger, "unknown_outcome")
+    assert hold.resolution == "confirmed_by_receipt"
+
+
+def test_a_workflows_fail_unknown_and_the_sweep_share_one_hold(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    clock.advance(hours=1)
+    assert sweep(ledger).run().opened["unknown_outcome"] == 0
+    assert len(holds(ledger, "unknown_outcome")) == 1
+
+
+def test_many_due_operations_are_swept_in_batches(ledger: Ledger, clock: FakeClock) -> None:
+    for n in range(5):
+        ledger.dispatch(f"op-{n}", req(f"exec-{n}"), actor="wf")
+    clock.advance(minutes=15)
+    assert sweep(ledger).run().opened["unknown_outcome"] == 5
+    assert len(holds(ledger, "unknown_outcome")) == 5
+
+
+# --------------------------------------------------------------------------- execution_failed
+
+
+def test_an_errored_execution_holds_the_operation_it_was_dispatching(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    add_execution(ledger, external_id="exec-1", status="running")
+    s = sweep(ledger)
+    assert s.run().opened["execution_failed"] == 0
+    set_execution(ledger, "exec-1", status="error", final=True)
+    assert s.run().opened["execution_failed"] == 1
+    clock.advance(minutes=1)
+    assert s.run().opened["execution_failed"] == 0
+    (hold,) = holds(ledger, "execution_failed")
+    assert hold.blocking and hold.operation_id == OP and hold.execution_id == "exec-1"
+
+
+def test_a_crashed_execution_of_another_attempt_or_source_opens_nothing(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req("exec-2", source="prod-n8n"), actor="wf")
+    add_execution(ledger, external_id="exec-1", status="crashed")  # not the current attempt
+    add_execution(ledger, external_id="exec-2", status="crashed", source="test-n8n")
+    assert sweep(ledger).run().opened["execution_failed"] == 0
+
+
+def test_an_execution_that_vanished_unfinished_counts_as_failed(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    add_execution(ledger, external_id="exec-1", status="running", gone_at=T0)
+    assert sweep(ledger).run().opened["execution_failed"] == 1
+    assert "vanished" in holds(ledger, "execution_failed")[0].detail
+
+
+def test_an_errored_execution_after_the_confirm_opens_nothing(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req(), actor="wf")
+    ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    add_execution(ledger, external_id="exec-1", status="error")
+    assert sweep(ledger).run().total == 0
+
+
+# --------------------------------------------------------------------------- stale_prepared
+
+
+def test_a_prepared_operation_left_a_day_gets_a_non_blocking_hold(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True, actor="wf")
+    hold = fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(hours=24), "stale_prepared")
+    assert not hold.blocking
+
+
+def test_a_prepared_operation_dispatched_meanwhile_is_not_stale(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True, actor="wf")
+    clock.advance(hours=23)
+    ledger.dispatch(OP, req(input={"a": 1}), actor="wf")
+    ledger.confirm(OP, "R-1", actor="wf")
+    clock.advance(hours=48)
+    assert sweep(ledger).run().total == 0
+
+
+def test_the_stale_threshold_comes_from_the_config(ledger: Ledger, clock: FakeClock) -> None:
+    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True, actor="wf")
+    s = sweep(ledger, stale_prepared_after="2h")
+    fires_once_at(ledger, clock, s, T0 + timedelta(hours=2), "stale_prepared")
+
+
+# --------------------------------------------------------------------------- execution_stuck
+
+
+def test_an_execution_running_past_the_limit_gets_a_hold_of_its_own(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    add_execution(ledger, external_id="exec-9", status="running")
+    hold = fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(hours=2), "execution_stuck")
+    assert hold.operation_id is None and hold.execution_id == "exec-9"
+    assert hold.source == "prod-n8n"
+
+
+def test_an_execution_that_finished_meanwhile_is_not_stuck(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    add_execution(ledger, external_id="exec-9", status="running")
+    set_execution(ledger, "exec-9", status="success", final=True)
+    clock.advance(hours=5)
+    assert sweep(ledger).run().total == 0
+
+
+# --------------------------------------------------------------------------- overdue
+
+
+def _held(ledger: Ledger) -> Any:
+    ledger.dispatch(OP, req(), actor="wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    return holds(ledger, "unknown_outcome")[0]
+
+
+def test_a_hold_past_its_deadline_gets_an_overdue_hold_pointing_at_it(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    first = _held(ledger)
+    overdue = fires_once_at(ledger, clock, sweep(ledger), first.deadline, "overdue")
+    assert not overdue.blocking and overdue.operation_id == OP
+    assert str(first.id) in overdue.cause_key and str(first.id) in overdue.detail
+    with ledger.store.reader.connect() as conn:
+        data = conn.execute(
+            sa.select(EVENTS.c.data).where(EVENTS.c.hold_id == overdue.id)
+        ).scalar_one()
+    assert f'"refers_to":{first.id}' in data
+
+
+def test_an_extended_deadline_can_fall_overdue_again_but_overdue_holds_never_do(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    first = _held(ledger)
+    s = sweep(ledger, sources=())  # so that no source_stale hold falls overdue too
+    at(clock, first.deadline)
+    s.run()
+    new_deadline = clock.now + timedelta(hours=2)
+    ledger.update_hold(first.id, operator="ann", note="waiting on the bank", deadline=new_deadline)
+    at(clock, new_deadline - TICK)
+    assert s.run().opened["overdue"] == 0
+    at(clock, new_deadline + timedelta(days=3))  # the first overdue hold is long past its own
+    assert s.run().opened["overdue"] == 1
+    assert len(holds(ledger, "overdue")) == 2
+
+
+def test_a_hold_resolved_before_its_deadline_is_never_overdue(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    first = _held(ledger)
+    ledger.resolve(first.id, "release", note="bank says no payment", operator="ann")
+    at(clock, first.deadline + timedelta(days=1))
+    assert sweep(ledger).run().opened["overdue"] == 0
+
+
+# --------------------------------------------------------------------------- source_stale
+
+
+def _synced(ledger: Ledger, when: Any) -> None:
+    with ledger.store.engine.begin() as conn:
+        done = conn.execute(
+            SOURCES.update()
+            .where(SOURCES.c.name == SOURCE.name)
+            .values(last_sync_at=when, last_success_at=when)
+        )
+        if done.rowcount == 0:
+            conn.execute(
+                SOURCES.insert().values(
+                    name=SOURCE.name, kind="n8n", last_sync_at=when, last_success_at=when
+                )
+            )
+
+
+def test_a_source_not_synced_for_n_intervals_gets_one_hold(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    _synced(ledger, T0)
+    hold = fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(minutes=5), "source_stale")
+    assert hold.source == SOURCE.name and hold.operation_id is None
+
+
+def test_a_source_that_synced_meanwhile_is_not_stale_and_a_new_gap_is_a_new_cause(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    _synced(ledger, T0)
+    s = sweep(ledger)
+    at(clock, T0 + timedelta(minutes=4))
+    _synced(ledger, clock.now)
+    at(clock, T0 + timedelta(minutes=8))
+    assert s.run().opened["source_stale"] == 0
+    at(clock, T0 + timedelta(minutes=9))
+    assert s.run().opened["source_stale"] == 1
+
+
+def test_a_source_never_synced_is_stale_n_intervals_after_the_sweep_first_saw_it(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    s = sweep(ledger)
+    assert s.run().opened["source_stale"] == 0
+    fires_once_at(ledger, clock, s, T0 + timedelta(minutes=5), "source_stale")
+
+
+# --------------------------------------------------------------------------- races
+
+
+def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The confirm reads the operation and its holds; the sweep then commits its hold before
+    the confirm writes. The confirm must notice (compare-and-set) and resolve that hold."""
+    ledger.dispatch(OP, req(), actor="wf")
+    clock.advance(minutes=20)
+    sweeper = threading.Thread(target=sweep(Ledger(ledger.store, clock=clock)).run)
+    read = records.open_holds
+    raced: list[bool] = []
+
+    def read_then_race(tx: Any, operation_id: str) -> Any:
+        holds_seen = read(tx, operation_id)
+        if not raced:
+            raced.append(True)
+            sweeper.start()
+            if ledger.store.dialect == "postgresql":
+                sweeper.join(30)  # the sweep commits between the confirm's read and write
+            # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
+        return holds_seen
+
+    monkeypatch.setattr(records, "open_holds", read_then_race)
+    answer = ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    sweeper.join(30)
+    assert answer.state == "confirmed"
+    opened = holds(ledger, "unknown_outcome")
+    assert all(h.resolved_at is not None for h in opened)
+    if ledger.store.dialect == "postgresql":
+        assert [h.resolution for h in opened] == ["confirmed_by_receipt"]
+    else:
+        assert opened == []

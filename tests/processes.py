@@ -1,0 +1,33 @@
+"""Running ``flowledger`` in child processes, and waiting for what they leave behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+FLOWLEDGER = str(Path(sys.executable).parent / "flowledger")
+TIMEOUT = 60.0  # a generous bound on waiting for an observable event
+
+
+def env_for(db: str, config: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWLEDGER_CRASH")}
+    env.update(FLOWLEDGER_DB=db, FLOWLEDGER_CONFIG=str(config), **extra)
+    return env
+
+
+def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen([FLOWLEDGER, *args], env=env, stdout=out, stderr=out)
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
