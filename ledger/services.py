@@ -11,7 +11,7 @@ dispatches of one operation produce exactly one ``go``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -56,6 +56,14 @@ class InvalidInput(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one unit of a :meth:`Ledger.run_many` batch returned, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
 
 
 class _Conflict(Exception):
@@ -188,6 +196,64 @@ class Ledger:
                 raise
         raise RuntimeError("the transaction kept losing races; giving up")
 
+    def run_many(self, units: Sequence[tuple[str, Callable[[Tx], Any]]]) -> list[Outcome]:
+        """Run several units of work in ONE transaction (one commit, one fsync), each inside
+        its own SAVEPOINT: a unit that raises rolls back only its own writes and events, and
+        its error is returned in its :class:`Outcome`. When the transaction itself fails
+        (the commit, the chain append, a broken connection) every unit gets that error:
+        nothing of the batch is durable, so no caller may answer as if it were."""
+        outcomes: list[Outcome] = []
+        try:
+            with self.transaction("batch") as outer:
+                for actor, work in units:
+                    outcomes.append(self._run_unit(outer, actor, work))
+                crashpoint("batch_before_commit")
+        except Exception as exc:
+            return [Outcome(error=exc) for _ in units]
+        crashpoint("batch_after_commit")
+        return outcomes
+
+    def _run_unit(self, outer: Tx, actor: str, work: Callable[[Tx], Any]) -> Outcome:
+        for attempt in range(self.retries):
+            tx = Tx(outer.conn, outer.now, actor)
+            savepoint = outer.conn.begin_nested()
+            try:
+                value = work(tx)
+            except (_Conflict, sa.exc.IntegrityError) as exc:
+                savepoint.rollback()
+                if attempt + 1 >= self.retries:
+                    return Outcome(error=exc)
+                continue
+            except Exception as exc:
+                savepoint.rollback()
+                return Outcome(error=exc)
+            savepoint.commit()
+            outer.events.extend(tx.events)
+            return Outcome(value=value)
+        raise AssertionError("unreachable")
+
+    def execution_failed_work(self, execution_id: str, detail: str) -> Callable[[Tx], list[Any]]:
+        """A workflow execution errored: open a blocking ``execution_failed`` hold on every
+        operation it left ``dispatching`` (whose current attempt it made). Returns
+        ``(operation_id, hold_id or None when that cause already had one)`` pairs."""
+        check_id(execution_id, "execution_id")
+
+        def work(tx: Tx) -> list[Any]:
+            rows = tx.conn.execute(
+                sa.select(OPS)
+                .where(OPS.c.state == State.DISPATCHING.value, OPS.c.execution_id == execution_id)
+                .order_by(OPS.c.operation_id)
+            ).all()
+            opened = []
+            for row in rows:
+                op = _to_domain(row)
+                hold = domain.execution_failed_hold(op, execution_id, detail)
+                hold_id = self._open(tx, op.operation_id, hold, execution_id=execution_id)
+                opened.append((op.operation_id, hold_id))
+            return opened
+
+        return work
+
     # ------------------------------------------------------------------ workflow calls
 
     def input_hash_of(self, value: Any) -> str:
@@ -212,6 +278,11 @@ class Ledger:
         return given
 
     def dispatch(self, operation_id: str, req: DispatchInput, *, actor: str) -> Answer:
+        return self.run(actor, self.dispatch_work(operation_id, req))
+
+    def dispatch_work(self, operation_id: str, req: DispatchInput) -> Callable[[Tx], Answer]:
+        """Check the request now and return the dispatch as a unit of work, for ``run`` or
+        ``run_many``."""
         check_id(operation_id, "operation_id")
         check_id(req.execution_id, "execution_id")
         check_id(req.processing_version, "processing_version")
@@ -224,7 +295,7 @@ class Ledger:
             deadline=req.deadline,
             approval=req.approval,
         )
-        return self.run(actor, lambda tx: self._dispatch(tx, operation_id, req, request))
+        return lambda tx: self._dispatch(tx, operation_id, req, request)
 
     def _dispatch(
         self, tx: Tx, operation_id: str, req: DispatchInput, request: domain.DispatchRequest
@@ -294,7 +365,11 @@ class Ledger:
             [h for h in hold_ids if h is not None],
         )
 
-    def prepare(
+    def prepare(self, operation_id: str, *, actor: str, **fields: Any) -> Answer:
+        """Record the input and version without claiming; ``fields`` as :meth:`prepare_work`."""
+        return self.run(actor, self.prepare_work(operation_id, **fields))
+
+    def prepare_work(
         self,
         operation_id: str,
         *,
@@ -306,8 +381,7 @@ class Ledger:
         step: str | None = None,
         source: str | None = None,
         input_ref: str | None = None,
-        actor: str,
-    ) -> Answer:
+    ) -> Callable[[Tx], Answer]:
         check_id(operation_id, "operation_id")
         check_id(processing_version, "processing_version")
         digest = self._resolve_hash(has_input, input, input_hash)
@@ -343,7 +417,7 @@ class Ledger:
             assert final is not None
             return Answer(operation_id, final.state.value, attempt=final.attempt)
 
-        return self.run(actor, work)
+        return work
 
     def confirm(
         self,
@@ -354,6 +428,19 @@ class Ledger:
         detail: str | None = None,
         actor: str,
     ) -> Answer:
+        return self.run(
+            actor,
+            self.confirm_work(operation_id, receipt, execution_id=execution_id, detail=detail),
+        )
+
+    def confirm_work(
+        self,
+        operation_id: str,
+        receipt: str,
+        *,
+        execution_id: str | None = None,
+        detail: str | None = None,
+    ) -> Callable[[Tx], Answer]:
         check_id(operation_id, "operation_id")
         if not isinstance(receipt, str) or not receipt.strip() or len(receipt) > 1000:
             raise InvalidInput("receipt must be 1 to 1000 characters", "receipt")
@@ -399,7 +486,7 @@ class Ledger:
                 hold_ids=[h for h in hold_ids if h is not None],
             )
 
-        return self.run(actor, work)
+        return work
 
     def fail(
         self,
@@ -410,6 +497,18 @@ class Ledger:
         execution_id: str | None = None,
         actor: str,
     ) -> Answer:
+        return self.run(
+            actor, self.fail_work(operation_id, outcome, error, execution_id=execution_id)
+        )
+
+    def fail_work(
+        self,
+        operation_id: str,
+        outcome: FailOutcome,
+        error: str = "",
+        *,
+        execution_id: str | None = None,
+    ) -> Callable[[Tx], Answer]:
         check_id(operation_id, "operation_id")
         error = (error or "")[:2000]
 
@@ -436,7 +535,7 @@ class Ledger:
                 hold_ids=[h for h in hold_ids if h is not None],
             )
 
-        return self.run(actor, work)
+        return work
 
     # ------------------------------------------------------------------ holds
 
