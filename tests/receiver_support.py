@@ -119,7 +119,12 @@ def serve_process(
 ) -> subprocess.Popen[bytes]:
     """``flowledger serve`` as a child process (its own interpreter, its own writer)."""
     full_env = {**os.environ, "FLOWLEDGER_SECRET": SECRET.decode(), **(env or {})}
-    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    with contextlib.ExitStack() as stack:
+        out: Any = stack.enter_context(open(log, "ab")) if log else subprocess.DEVNULL
+        return _popen(full_env, out, db, port)
+
+
+def _popen(full_env: dict[str, str], out: Any, db: str, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
