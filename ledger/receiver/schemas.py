@@ -206,7 +206,7 @@ class N8nErrorDetail(_N8nPart):
 
 
 class N8nExecution(_N8nPart):
-    id: Id
+    id: Id | None = None
     url: Annotated[Text, Field(max_length=1000)] | None = None
     last_node_executed: Annotated[Text, Field(max_length=200)] | None = Field(
         default=None, alias="lastNodeExecuted"
@@ -238,7 +238,7 @@ class N8nErrorCreate(_N8nPart):
 
     def detail(self) -> str:
         ex, wf = self.execution, self.workflow
-        parts = [f"n8n execution {ex.id if ex else '?'} failed"]
+        parts = [f"n8n execution {(ex.id if ex else None) or '?'} failed"]
         if wf is not None and (wf.name or wf.id):
             parts.append(f"in workflow {wf.name or ''} ({wf.id or '?'})".replace("  ", " "))
         if ex is not None and ex.last_node_executed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +18,13 @@ from tests.functional.receiver.conftest import Api
 from tests.receiver_support import dispatch_body, make_signing_token, signature, snapshot
 
 DISPATCH = "/v1/operations/op-1/dispatch"
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """SQLite only: these refusals happen before any database work (the decisions, idempotency
+    and read tests run on both backends)."""
+    return str(tmp_path / "ledger.db")
 
 
 def _refused(api: Api, status: int, code: str, **kw: object) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,15 @@ from tests.functional.receiver.conftest import BODY_LIMIT, Api
 from tests.receiver_support import dispatch_body, snapshot
 
 DISPATCH = "/v1/operations/op-1/dispatch"
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """SQLite only: these refusals happen before any database work (the decisions, idempotency
+    and read tests run on both backends)."""
+    return str(tmp_path / "ledger.db")
+
+
 JSON = {"Content-Type": "application/json"}
 
 
