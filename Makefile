@@ -30,6 +30,7 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.transitions
+	$(BIN)/python -m bench.ingest
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
