@@ -126,21 +126,9 @@ def main() -> None:
         token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
         store.dispose()
         port = free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ledger.cli",
-                "serve",
-                "--db",
-                db,
-                "--port",
-                str(port),
-                "--no-access-log",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log"]
+        command = [*serve, "--db", db, "--port", str(port)]
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 30
             while True:

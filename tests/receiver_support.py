@@ -125,22 +125,9 @@ def serve_process(
 
 
 def _popen(full_env: dict[str, str], out: Any, db: str, port: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ledger.cli",
-            "serve",
-            "--db",
-            db,
-            "--port",
-            str(port),
-            "--no-access-log",
-        ],
-        env=full_env,
-        stdout=out,
-        stderr=out,
-    )
+    serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log"]
+    command = [*serve, "--db", db, "--port", str(port)]
+    return subprocess.Popen(command, env=full_env, stdout=out, stderr=out)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
