@@ -326,17 +326,18 @@ class Ledger:
         if change.new_attempt:
             assert change.operation is not None
             tx.conn.execute(
-                ATTEMPTS.insert().values(
-                    operation_id=operation_id,
-                    number=change.operation.attempt,
-                    execution_id=req.execution_id,
-                    run_index=req.run_index,
-                    workflow_id=req.workflow_id,
-                    step=req.step,
-                    source=req.source,
-                    dispatched_at=tx.now,
-                    deadline=change.operation.deadline,
-                )
+                ATTEMPTS.insert(),
+                {
+                    "operation_id": operation_id,
+                    "number": change.operation.attempt,
+                    "execution_id": req.execution_id,
+                    "run_index": req.run_index,
+                    "workflow_id": req.workflow_id,
+                    "step": req.step,
+                    "source": req.source,
+                    "dispatched_at": tx.now,
+                    "deadline": change.operation.deadline,
+                },
             )
         hold_ids = [
             self._open(tx, operation_id, h, execution_id=req.execution_id) for h in change.holds
@@ -459,16 +460,17 @@ class Ledger:
             if change.event is not None:
                 kind = "conflict" if change.holds else "workflow"
                 tx.conn.execute(
-                    RECEIPTS.insert().values(
-                        operation_id=operation_id,
-                        attempt=op.attempt,
-                        receipt=receipt,
-                        execution_id=execution_id,
-                        confirmed_at=tx.now,
-                        confirmed_by=tx.actor,
-                        kind=kind,
-                        detail=detail,
-                    )
+                    RECEIPTS.insert(),
+                    {
+                        "operation_id": operation_id,
+                        "attempt": op.attempt,
+                        "receipt": receipt,
+                        "execution_id": execution_id,
+                        "confirmed_at": tx.now,
+                        "confirmed_by": tx.actor,
+                        "kind": kind,
+                        "detail": detail,
+                    },
                 )
                 self._resolve(tx, change, operation_id, note="confirmed by the workflow")
                 tx.event(
@@ -757,8 +759,19 @@ class Ledger:
         return _to_domain(row), row
 
 
+_LOAD = sa.select(OPS).where(OPS.c.operation_id == sa.bindparam("op_id"))
+_OPEN_HOLDS = (
+    sa.select(HOLDS.c.id, HOLDS.c.reason, HOLDS.c.blocking, HOLDS.c.cause_key)
+    .where(HOLDS.c.operation_id == sa.bindparam("op_id"), HOLDS.c.resolved_at.is_(None))
+    .order_by(HOLDS.c.id)
+)
+_END_ATTEMPT = ATTEMPTS.update().where(
+    ATTEMPTS.c.operation_id == sa.bindparam("op_id"), ATTEMPTS.c.number == sa.bindparam("n")
+)
+
+
 def _load(conn: sa.Connection, operation_id: str) -> Any:
-    return conn.execute(sa.select(OPS).where(OPS.c.operation_id == operation_id)).first()
+    return conn.execute(_LOAD, {"op_id": operation_id}).first()
 
 
 def _to_domain(row: Any) -> domain.Operation:
@@ -778,12 +791,21 @@ def _to_domain(row: Any) -> domain.Operation:
 
 
 def _open_holds(conn: sa.Connection, operation_id: str) -> list[OpenHold]:
-    rows = conn.execute(
-        sa.select(HOLDS.c.id, HOLDS.c.reason, HOLDS.c.blocking, HOLDS.c.cause_key)
-        .where(HOLDS.c.operation_id == operation_id, HOLDS.c.resolved_at.is_(None))
-        .order_by(HOLDS.c.id)
-    ).all()
+    rows = conn.execute(_OPEN_HOLDS, {"op_id": operation_id}).all()
     return [OpenHold(r.id, Reason(r.reason), bool(r.blocking), r.cause_key) for r in rows]
+
+
+# Built once: executing a prepared statement with a parameter dict skips SQLAlchemy's
+# per-call statement construction, which dominated the writer's time under load.
+_COMPARE_AND_SET = (
+    OPS.update()
+    .where(
+        OPS.c.operation_id == sa.bindparam("cas_id"),
+        OPS.c.version == sa.bindparam("cas_version"),
+        OPS.c.state == sa.bindparam("cas_state"),
+    )
+    .values(version=OPS.c.version + 1)
+)
 
 
 def _save(tx: Tx, row: Any, op: domain.Operation, extra: dict[str, Any] | None = None) -> None:
@@ -799,29 +821,25 @@ def _save(tx: Tx, row: Any, op: domain.Operation, extra: dict[str, Any] | None =
     }
     if row is None:
         tx.conn.execute(
-            OPS.insert().values(
-                operation_id=op.operation_id,
-                input_hash=op.input_hash,
-                processing_version=op.processing_version,
-                max_attempts=op.max_attempts,
-                version=1,
-                created_at=tx.now,
+            OPS.insert(),
+            {
+                "operation_id": op.operation_id,
+                "input_hash": op.input_hash,
+                "processing_version": op.processing_version,
+                "max_attempts": op.max_attempts,
+                "version": 1,
+                "created_at": tx.now,
                 **values,
                 **(extra or {}),
-            )
+            },
         )
         return
     for key, value in (extra or {}).items():
         if value is not None:
             values[key] = value
     done = tx.conn.execute(
-        OPS.update()
-        .where(
-            OPS.c.operation_id == op.operation_id,
-            OPS.c.version == row.version,
-            OPS.c.state == row.state,
-        )
-        .values(version=OPS.c.version + 1, **values)
+        _COMPARE_AND_SET,
+        {"cas_id": op.operation_id, "cas_version": row.version, "cas_state": row.state, **values},
     )
     if done.rowcount != 1:
         raise _Conflict()
@@ -831,7 +849,12 @@ def _end_attempt(
     tx: Tx, operation_id: str, number: int, outcome: str, error: str | None = None
 ) -> None:
     tx.conn.execute(
-        ATTEMPTS.update()
-        .where(ATTEMPTS.c.operation_id == operation_id, ATTEMPTS.c.number == number)
-        .values(outcome=outcome, ended_at=tx.now, error=error or None)
+        _END_ATTEMPT,
+        {
+            "op_id": operation_id,
+            "n": number,
+            "outcome": outcome,
+            "ended_at": tx.now,
+            "error": error or None,
+        },
     )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ledger.cli.common import DbOption, app, ledger_for, one_line_errors, opened, settings
 from ledger.config import load_config
+
+SWITCH_INTERVAL = 0.0005  # seconds
 
 token_app = typer.Typer(no_args_is_help=True, help="API tokens for the webhook receiver.")
 app.add_typer(token_app, name="token")
@@ -31,6 +34,10 @@ def serve(
 
     file = load_config()
     env = settings()
+    # The writer thread releases the GIL on every SQLite call; with the default 5 ms switch
+    # interval each re-acquisition can wait that long behind the busy event loop (a convoy
+    # that made group commit CPU-idle). A short interval hands the GIL back promptly.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     with opened(db) as store:
         ledger = ledger_for(store, env, file)
         application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())

@@ -17,7 +17,7 @@ import anyio
 from fastapi import Request
 
 from ledger.receiver.errors import ApiError
-from ledger.receiver.state import state_of
+from ledger.receiver.state import current
 from ledger.receiver.tokens import Principal, signing_key
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -59,7 +59,7 @@ def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
     """A dependency that admits a token whose scope covers ``scope``."""
 
     async def dependency(request: Request) -> Principal:
-        st = state_of(request)
+        st = current(request)
         token = bearer(request)
         if st.tokens.stale:
             await anyio.to_thread.run_sync(st.tokens.reload)

@@ -26,6 +26,11 @@ class ReceiverState:
     in_flight: set[tuple[int, str]] = field(default_factory=set)
 
 
-def state_of(request: Request) -> ReceiverState:
+async def state_of(request: Request) -> ReceiverState:
+    """A dependency (async, so FastAPI does not hop to a worker thread to call it)."""
+    return current(request)
+
+
+def current(request: Request) -> ReceiverState:
     st: ReceiverState = request.app.state.receiver
     return st
