@@ -115,17 +115,25 @@ def server_thread(app: FastAPI) -> Iterator[str]:
 
 
 def serve_process(
-    db: str, port: int, *, env: dict[str, str] | None = None, log: Path | None = None
+    db: str,
+    port: int,
+    *,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+    access_log: bool = False,
 ) -> subprocess.Popen[bytes]:
     """``flowledger serve`` as a child process (its own interpreter, its own writer)."""
     full_env = {**os.environ, "FLOWLEDGER_SECRET": SECRET.decode(), **(env or {})}
     with contextlib.ExitStack() as stack:
         out: Any = stack.enter_context(open(log, "ab")) if log else subprocess.DEVNULL
-        return _popen(full_env, out, db, port)
+        return _popen(full_env, out, db, port, access_log)
 
 
-def _popen(full_env: dict[str, str], out: Any, db: str, port: int) -> subprocess.Popen[bytes]:
-    serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log"]
+def _popen(
+    full_env: dict[str, str], out: Any, db: str, port: int, access_log: bool
+) -> subprocess.Popen[bytes]:
+    serve = [sys.executable, "-m", "ledger.cli", "serve"]
+    serve.append("--access-log" if access_log else "--no-access-log")
     command = [*serve, "--db", db, "--port", str(port)]
     return subprocess.Popen(command, env=full_env, stdout=out, stderr=out)
 

@@ -3,6 +3,8 @@ processes on one PostgreSQL database). Fifty requests are released at once by a 
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,9 +24,12 @@ from tests.receiver_support import (
     auth,
     dispatch_body,
     free_port,
+    make_signing_token,
     make_token,
     serve_process,
     server_thread,
+    signature,
+    snapshot,
     stop,
     wait_until_serving,
 )
@@ -154,3 +159,69 @@ def test_open_store_is_not_needed_at_import() -> None:
     importlib.reload(module)
     assert not any(isinstance(v, Store) for v in vars(module).values())
     assert open_store  # the store comes from the caller (the CLI's `serve`)
+
+
+def test_a_truncated_body_writes_nothing_and_the_server_goes_on(
+    sqlite_server: tuple[Store, str, str],
+) -> None:
+    store, url, token = sqlite_server
+    before = snapshot(store)
+    body = json.dumps(dispatch_body()).encode()
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/operations/op-1/dispatch HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n".encode()
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[: len(body) // 2]
+        )
+        sock.shutdown(socket.SHUT_WR)  # the client goes away mid-body
+        while sock.recv(4096):
+            pass
+    assert snapshot(store) == before
+    after = httpx.post(
+        f"{url}/v1/operations/op-1/dispatch", json=dispatch_body(), headers=auth(token)
+    )
+    assert after.json()["decision"] == "go"
+
+
+def test_tokens_signatures_inputs_and_query_strings_never_reach_logs_or_events(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "ledger.db")
+    store, _ = init_ledger(db)
+    ledger = Ledger(store)
+    token = make_token(ledger, "plain")
+    signer, key = make_signing_token(ledger, "signer")
+    log = tmp_path / "serve.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = serve_process(db, port, log=log, access_log=True)
+    secret_input = {"card": "INPUT-MARKER-4111"}
+    try:
+        wait_until_serving(url, proc)
+        with httpx.Client(base_url=url, timeout=30) as client:
+            client.post(
+                "/v1/operations/op-1/dispatch?note=QUERY-MARKER",
+                json=dispatch_body(input=secret_input),
+                headers=auth(token),
+            )
+            raw = json.dumps(dispatch_body("exec-2", input=secret_input)).encode()
+            client.post(
+                "/v1/operations/op-2/dispatch",
+                content=raw,
+                headers={
+                    **auth(signer),
+                    "X-Flowledger-Signature": signature(key, raw),
+                    "Content-Type": "application/json",
+                },
+            )
+            client.post("/v1/operations/op-3/dispatch", content=b"{bad", headers=auth(token))
+            client.get("/v1/operations?after=QUERY-MARKER", headers=auth("flt_WRONG-TOKEN"))
+    finally:
+        stop(proc)
+    text = log.read_text(errors="replace") + repr(snapshot(store))
+    store.dispose()
+    assert "/v1/operations/op-1/dispatch" in text  # the access log is on
+    for marker in ("INPUT-MARKER", "QUERY-MARKER", token, signer, "flt_WRONG", key.hex()):
+        assert marker not in text
