@@ -62,7 +62,9 @@ def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
         st = current(request)
         token = bearer(request)
         if st.tokens.stale:
-            await anyio.to_thread.run_sync(st.tokens.reload)
+            async with st.token_reload:
+                if st.tokens.stale:
+                    await anyio.to_thread.run_sync(st.tokens.reload)
         principal = st.tokens.find(token)
         if principal is None:
             raise _unauthorized("unknown_token", "the token is unknown or revoked")

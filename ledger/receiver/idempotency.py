@@ -145,10 +145,10 @@ async def answer(
         except Exception as exc:
             raise as_api_error(exc) from None
         return Reply(200, dumps(render(value)), value)
-    slot = (principal.token_id, key)
-    if slot in st.in_flight:
-        raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
     fingerprint = request_hash(request.method, request.url.path, await request.body())
+    slot = (principal.token_id, key)
+    if slot in st.in_flight:  # checked and taken with no await in between
+        raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
     unit = keyed(
         work,
         render,

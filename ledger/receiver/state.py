@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -24,6 +25,8 @@ class ReceiverState:
     signature_window: float  # seconds
     # (token id, key) of the Idempotency-Key requests this process is running now.
     in_flight: set[tuple[int, str]] = field(default_factory=set)
+    # One token-cache reload at a time, however many requests find it stale together.
+    token_reload: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 async def state_of(request: Request) -> ReceiverState:
