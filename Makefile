@@ -29,6 +29,7 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.transitions
+	$(BIN)/python -m bench.ingest
 
 bench-sweep: $(STAMP)
 	$(BIN)/python -m bench.sweep

@@ -4,6 +4,8 @@
 point. Then it writes the point's name to the file ``FLOWLEDGER_CRASH_SIGNAL`` names and either
 exits at once without cleanup (``FLOWLEDGER_CRASH_MODE=exit``: ``os._exit``) or blocks until
 the test that watches the signal file kills it with SIGKILL (the default, ``wait``).
+``FLOWLEDGER_CRASH_SKIP=n`` lets the point pass ``n`` times first (to crash mid-stream, e.g.
+on the third group commit rather than the first).
 """
 
 from __future__ import annotations
@@ -12,11 +14,18 @@ import os
 import threading
 
 _AT = os.environ.get("FLOWLEDGER_CRASH_AT")
+_skip = int(os.environ.get("FLOWLEDGER_CRASH_SKIP", "0") or 0)
+_lock = threading.Lock()
 
 
 def crashpoint(name: str) -> None:
+    global _skip
     if _AT is None or name != _AT:
         return
+    with _lock:
+        if _skip > 0:
+            _skip -= 1
+            return
     signal_file = os.environ.get("FLOWLEDGER_CRASH_SIGNAL")
     if signal_file:
         # Written aside and renamed: the watcher never sees a half-written file.

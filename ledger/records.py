@@ -36,6 +36,15 @@ def load_operation(tx: Tx, operation_id: str) -> Row | None:
     )
 
 
+def dispatching_for_execution(tx: Tx, execution_id: str) -> list[Row]:
+    """Operations whose current attempt this execution made and which are still in flight."""
+    return tx.all(
+        f"SELECT {_OP_COLUMNS} FROM operations WHERE state = 'dispatching'"
+        " AND execution_id = :e ORDER BY operation_id",
+        {"e": execution_id},
+    )
+
+
 def to_domain(row: Any) -> domain.Operation:
     """A stored operation (a driver row or a SQLAlchemy row) as the rules see it."""
     return domain.Operation(

@@ -1,9 +1,8 @@
 """``flowledger run``: one long-running process with the scheduler and the webhook receiver.
 
-The scheduler starts and stops with the receiver app's lifespan. Wiring points to the other
-parts (each marked TEMPORARY below): the receiver app factory in ``ledger.receiver`` and the
-sync in ``ledger.sync``. Until they are in this tree the process runs the scheduler and serves
-only ``/metrics``; the merge replaces the guarded imports with plain ones.
+The scheduler starts and stops with the receiver app's lifespan, and its gauges and job
+counters join the receiver's registry, so one ``/metrics`` scrape sees the whole process.
+The sync jobs come from ``ledger.sync`` (TEMPORARY guarded import until it is in this tree).
 """
 
 from __future__ import annotations
@@ -11,17 +10,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import signal
-import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
-from ledger import housekeeping, observability
+from ledger import housekeeping, metrics, observability
 from ledger.alerts import Deliverer
 from ledger.config import FileConfig
 from ledger.lease import Lease
+from ledger.receiver import create_app
+from ledger.receiver.server import serve_app
 from ledger.scheduler import Job, Scheduler
 from ledger.services import Ledger
 from ledger.storage import Store
@@ -96,15 +95,6 @@ def attach(app: Any, scheduler: Scheduler) -> None:
     app.router.lifespan_context = lifespan
 
 
-def receiver_app(store: Store, ledger: Ledger, cfg: FileConfig, registry: CollectorRegistry) -> Any:
-    """The webhook receiver, or ``None`` while it is not part of this build."""
-    try:  # TEMPORARY: until ledger.receiver is in this tree; then a plain import at the top.
-        from ledger.receiver import create_app  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return None
-    return create_app(store=store, ledger=ledger, config=cfg, registry=registry)
-
-
 def run(
     store: Store,
     ledger: Ledger,
@@ -112,39 +102,19 @@ def run(
     *,
     host: str,
     port: int,
+    secret: bytes | None = None,
     say: Callable[[str], None] = print,
     hints: Sequence[str] = (),
 ) -> None:
-    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed once listening."""
-    runner = Runner(store, ledger, cfg)
-    app = receiver_app(store, ledger, cfg, runner.registry)
-    if app is not None:
-        import uvicorn
-
-        attach(app, runner.scheduler)
-        say(f"flowledger API on http://{host}:{port} (docs at /docs, metrics at /metrics)")
-        for hint in hints:
-            say(hint)
-        try:
-            uvicorn.run(app, host=host, port=port, log_level="info")
-        finally:
-            runner.deliverer.close()
-        return
-    server, _ = start_http_server(port, addr=host, registry=runner.registry)
-    say(
-        f"flowledger metrics on http://{host}:{server.server_port}/metrics "
-        "(this build has no webhook receiver)"
-    )
+    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed before serving."""
+    runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
+    app = create_app(ledger, config=cfg.receiver, secret=secret)
+    attach(app, runner.scheduler)
+    where = f"http://{host}:{port}" if port else f"a free port on {host} (uvicorn names it below)"
+    say(f"flowledger API on {where} (docs at /docs, metrics at /metrics)")
     for hint in hints:
         say(hint)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    runner.scheduler.start()
-    say(f"scheduler running as {runner.lease.holder}; Ctrl-C stops it")
     try:
-        stop.wait()
+        serve_app(app, host=host, port=port)
     finally:
-        runner.close()
-        server.shutdown()
-        server.server_close()
+        runner.deliverer.close()

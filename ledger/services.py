@@ -96,6 +96,14 @@ class DispatchInput:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What one unit of a :meth:`Ledger.run_many` batch returned, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
 class HoldTarget:
     """A hold to open and what it concerns; an overdue hold ``refers_to`` the hold it is
     about."""
@@ -206,6 +214,42 @@ class Ledger:
             return True
         return getattr(orig, "sqlstate", None) in ("40001", "40P01")
 
+    def run_many(self, units: Sequence[tuple[str, Callable[[Tx], Any]]]) -> list[Outcome]:
+        """Run several units of work in ONE transaction (one commit, one fsync), each inside
+        its own SAVEPOINT: a unit that raises rolls back only its own writes and events, and
+        its error is returned in its :class:`Outcome`. When the transaction itself fails
+        (the commit, the chain append, a broken connection) every unit gets that error:
+        nothing of the batch is durable, so no caller may answer as if it were."""
+        outcomes: list[Outcome] = []
+        try:
+            with self.transaction("batch") as tx:
+                for actor, work in units:
+                    outcomes.append(self._run_unit(tx, actor, work))
+                crashpoint("batch_before_commit")
+        except Exception as exc:
+            return [Outcome(error=exc) for _ in units]
+        crashpoint("batch_after_commit")
+        return outcomes
+
+    def _run_unit(self, tx: Tx, actor: str, work: Callable[[Tx], Any]) -> Outcome:
+        for attempt in range(self.retries):
+            tx.actor = actor
+            mark = len(tx.events)
+            tx.execute("SAVEPOINT flowledger_unit")
+            try:
+                value = work(tx)
+            except Exception as exc:
+                tx.execute("ROLLBACK TO SAVEPOINT flowledger_unit")
+                tx.execute("RELEASE SAVEPOINT flowledger_unit")
+                del tx.events[mark:]
+                lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
+                if lost and attempt + 1 < self.retries:
+                    continue
+                return Outcome(error=exc)
+            tx.execute("RELEASE SAVEPOINT flowledger_unit")
+            return Outcome(value=value)
+        raise AssertionError("unreachable")
+
     # ------------------------------------------------------------------ workflow calls
 
     def input_hash_of(self, value: Any) -> str:
@@ -232,11 +276,11 @@ class Ledger:
     def dispatch(self, operation_id: str, req: DispatchInput, *, actor: str) -> Answer:
         """Decide whether a workflow may write now; ``go`` is returned only after the
         ``dispatching`` state is committed."""
-        request = self.dispatch_request(operation_id, req)
-        return self.run(actor, lambda tx: self.dispatch_in(tx, operation_id, req, request))
+        return self.run(actor, self.dispatch_work(operation_id, req))
 
-    def dispatch_request(self, operation_id: str, req: DispatchInput) -> domain.DispatchRequest:
-        """Validate a dispatch before any transaction starts."""
+    def dispatch_work(self, operation_id: str, req: DispatchInput) -> Callable[[Tx], Answer]:
+        """Check the request now, before any transaction, and return the dispatch as a unit
+        of work for :meth:`run` or :meth:`run_many`."""
         check_id(operation_id, "operation_id")
         check_id(req.execution_id, "execution_id")
         check_id(req.processing_version, "processing_version")
@@ -251,7 +295,7 @@ class Ledger:
         )
         if req.run_index is not None and not 0 <= req.run_index < 2**31:
             raise InvalidInput("run_index must be between 0 and 2^31-1", "run_index")
-        return domain.DispatchRequest(
+        request = domain.DispatchRequest(
             input_hash=self._resolve_hash(req.has_input, req.input, req.input_hash),
             processing_version=req.processing_version,
             execution_id=req.execution_id,
@@ -259,15 +303,15 @@ class Ledger:
             deadline=req.deadline,
             approval=req.approval,
         )
+        return lambda tx: self._dispatch(tx, operation_id, req, request)
 
-    def dispatch_in(
+    def _dispatch(
         self,
         tx: Tx,
         operation_id: str,
         req: DispatchInput,
         request: domain.DispatchRequest,
     ) -> Answer:
-        """The dispatch rule inside a transaction the caller owns (group commit uses it)."""
         row = records.load_operation(tx, operation_id)
         op = records.to_domain(row) if row is not None else None
         holds = records.open_holds(tx, operation_id) if op is not None else []
@@ -321,7 +365,11 @@ class Ledger:
             [h for h in hold_ids if h is not None],
         )
 
-    def prepare(
+    def prepare(self, operation_id: str, *, actor: str, **fields: Any) -> Answer:
+        """Record the input and version without claiming; ``fields`` as :meth:`prepare_work`."""
+        return self.run(actor, self.prepare_work(operation_id, **fields))
+
+    def prepare_work(
         self,
         operation_id: str,
         *,
@@ -333,8 +381,7 @@ class Ledger:
         step: str | None = None,
         source: str | None = None,
         input_ref: str | None = None,
-        actor: str,
-    ) -> Answer:
+    ) -> Callable[[Tx], Answer]:
         """Record the input and version without claiming the operation."""
         check_id(operation_id, "operation_id")
         check_id(processing_version, "processing_version")
@@ -365,7 +412,7 @@ class Ledger:
             assert final is not None
             return Answer(operation_id, final.state.value, attempt=final.attempt)
 
-        return self.run(actor, work)
+        return work
 
     def confirm(
         self,
@@ -377,17 +424,28 @@ class Ledger:
         actor: str,
     ) -> Answer:
         """The workflow reports the target's receipt for its write."""
+        return self.run(
+            actor,
+            self.confirm_work(operation_id, receipt, execution_id=execution_id, detail=detail),
+        )
+
+    def confirm_work(
+        self,
+        operation_id: str,
+        receipt: str,
+        *,
+        execution_id: str | None = None,
+        detail: str | None = None,
+    ) -> Callable[[Tx], Answer]:
         check_id(operation_id, "operation_id")
         if not isinstance(receipt, str) or not receipt.strip() or len(receipt) > 1000:
             raise InvalidInput("receipt must be 1 to 1000 characters", "receipt")
         check_optional({"execution_id": execution_id})
         if detail is not None and len(detail) > 4000:
             raise InvalidInput("detail must be at most 4000 characters", "detail")
-        return self.run(
-            actor, lambda tx: self.confirm_in(tx, operation_id, receipt, execution_id, detail)
-        )
+        return lambda tx: self._confirm(tx, operation_id, receipt, execution_id, detail)
 
-    def confirm_in(
+    def _confirm(
         self,
         tx: Tx,
         operation_id: str,
@@ -441,13 +499,23 @@ class Ledger:
         actor: str,
     ) -> Answer:
         """The workflow reports that its write was rejected, or that it cannot tell."""
-        check_id(operation_id, "operation_id")
-        check_optional({"execution_id": execution_id})
         return self.run(
-            actor, lambda tx: self.fail_in(tx, operation_id, outcome, error, execution_id)
+            actor, self.fail_work(operation_id, outcome, error, execution_id=execution_id)
         )
 
-    def fail_in(
+    def fail_work(
+        self,
+        operation_id: str,
+        outcome: FailOutcome,
+        error: str = "",
+        *,
+        execution_id: str | None = None,
+    ) -> Callable[[Tx], Answer]:
+        check_id(operation_id, "operation_id")
+        check_optional({"execution_id": execution_id})
+        return lambda tx: self._fail(tx, operation_id, outcome, error, execution_id)
+
+    def _fail(
         self,
         tx: Tx,
         operation_id: str,
@@ -477,6 +545,31 @@ class Ledger:
             reason=change.holds[0].reason.value if change.holds else None,
             hold_ids=[h for h in hold_ids if h is not None],
         )
+
+    def execution_failed_work(
+        self, execution_id: str, detail: str
+    ) -> Callable[[Tx], list[tuple[str, int | None]]]:
+        """A workflow execution errored: open a blocking ``execution_failed`` hold on every
+        operation it left ``dispatching`` (whose current attempt it made). Returns
+        ``(operation_id, hold_id or None when that cause already had one)`` pairs."""
+        check_id(execution_id, "execution_id")
+
+        def work(tx: Tx) -> list[tuple[str, int | None]]:
+            ops = [
+                records.to_domain(r) for r in records.dispatching_for_execution(tx, execution_id)
+            ]
+            targets = [
+                HoldTarget(
+                    domain.execution_failed_hold(op, execution_id, detail),
+                    op.operation_id,
+                    execution_id=execution_id,
+                )
+                for op in ops
+            ]
+            ids = self.open_holds(tx, targets)
+            return [(op.operation_id, i) for op, i in zip(ops, ids, strict=True)]
+
+        return work
 
     # ------------------------------------------------------------------ holds
 

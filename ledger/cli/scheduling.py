@@ -11,7 +11,15 @@ import typer
 
 from ledger import housekeeping
 from ledger.alerts import Deliverer
-from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
+from ledger.cli.common import (
+    DbOption,
+    app,
+    die,
+    ledger_for,
+    one_line_errors,
+    opened,
+    settings,
+)
 from ledger.config import FileConfig, load_config
 from ledger.storage import Store, hide_password
 from ledger.sweep import Sweep
@@ -52,11 +60,12 @@ def run(
             store,
             ledger_for(store, file=cfg),
             cfg,
+            secret=settings().secret_bytes(),
             host=host or cfg.receiver.host,
             port=cfg.receiver.port if port is None else port,
             say=typer.echo,
             hints=[
-                f"  create a token: flowledger token create NAME --scope write{where}",
+                f"  create a token: flowledger token create --name NAME --scope write{where}",
                 f"  open the TUI:   flowledger tui{where}",
                 f"  database:       {hide_password(store.url)}",
             ],

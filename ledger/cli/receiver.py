@@ -1,0 +1,97 @@
+"""Running the webhook receiver and managing its tokens: ``serve``, ``token create|list|revoke``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ledger.cli.common import DbOption, app, ledger_for, one_line_errors, opened, settings
+from ledger.config import load_config
+
+token_app = typer.Typer(no_args_is_help=True, help="API tokens for the webhook receiver.")
+app.add_typer(token_app, name="token")
+
+
+@app.command()
+@one_line_errors
+def serve(
+    db: DbOption = None,
+    host: Annotated[str | None, typer.Option(help="Address to listen on [receiver.host]")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="Port to listen on [receiver.port]")
+    ] = None,
+    access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
+) -> None:
+    """Run the webhook receiver (HTTP API) until interrupted."""
+    from ledger.receiver import create_app
+    from ledger.receiver.server import serve_app
+
+    file = load_config()
+    env = settings()
+    with opened(db) as store:
+        ledger = ledger_for(store, env, file)
+        application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
+        serve_app(
+            application,
+            host=host or file.receiver.host,
+            port=file.receiver.port if port is None else port,
+            access_log=access_log,
+        )
+
+
+Scope = Annotated[str, typer.Option("--scope", help="write | read | operator")]
+
+
+@token_app.command("create")
+@one_line_errors
+def token_create(
+    name: Annotated[str, typer.Option("--name", help="A name to list and revoke it by")],
+    scope: Scope,
+    signing: Annotated[
+        bool, typer.Option("--signing", help="Also require HMAC-signed requests")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Create a token and print it once (with its signing secret when --signing)."""
+    from ledger.receiver.tokens import create_token
+
+    env = settings()
+    with opened(db) as store:
+        made = create_token(
+            ledger_for(store, env), name, scope, signing=signing, server_secret=env.secret_bytes()
+        )
+    typer.echo(f"token {made.name} ({made.scope}) created; it is shown only this once:")
+    typer.echo(made.token)
+    if made.signing_secret is not None:
+        typer.echo("signing secret (shown only this once):")
+        typer.echo(made.signing_secret)
+
+
+@token_app.command("list")
+@one_line_errors
+def token_list(db: DbOption = None) -> None:
+    """Tokens by name: scope, signing, created and revoked (never the token)."""
+    from ledger.receiver.tokens import list_tokens
+
+    with opened(db) as store:
+        rows = list_tokens(store)
+    if not rows:
+        typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
+    for r in rows:
+        state = f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active"
+        typer.echo(
+            f"{r['name']:<24} {r['scope']:<9} {'signing' if r['signing'] else '-':<8} "
+            f"created {r['created_at']:%Y-%m-%d %H:%M}  {state}"
+        )
+
+
+@token_app.command("revoke")
+@one_line_errors
+def token_revoke(name: str, db: DbOption = None) -> None:
+    """Revoke a token by name (a running receiver refuses it within 2 seconds)."""
+    from ledger.receiver.tokens import revoke_token
+
+    with opened(db) as store:
+        revoke_token(ledger_for(store), name)
+    typer.echo(f"token {name} revoked")

@@ -1,0 +1,34 @@
+"""The process's Prometheus metrics, in one registry that ``/metrics`` exposes.
+
+Other parts of the ledger add their gauges here, so one scrape sees the whole process. The
+registry is the library's own ``CollectorRegistry`` (not the global default), so tests that
+build several apps in one process never register a name twice.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+REQUEST_LATENCY = Histogram(
+    "flowledger_http_request_duration_seconds",
+    "Time from a request's first byte to its answer, by route template.",
+    ["route", "method", "status"],
+    registry=REGISTRY,
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+
+DISPATCH_DECISIONS = Counter(
+    "flowledger_dispatch_decisions_total",
+    "Dispatch answers given (replays of an Idempotency-Key are not counted again).",
+    ["decision", "reason"],
+    registry=REGISTRY,
+)
+
+COMMIT_BATCH_SIZE = Histogram(
+    "flowledger_commit_batch_units",
+    "Requests that shared one group commit (SQLite).",
+    registry=REGISTRY,
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+)

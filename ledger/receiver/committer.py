@@ -1,0 +1,135 @@
+"""Writing for many concurrent requests: group commit on SQLite, a pool on PostgreSQL.
+
+SQLite has one writer at a time and ``synchronous=FULL`` makes every commit an fsync, so one
+commit per request caps throughput at the disk's fsync rate. Here one writer thread takes every
+request waiting in its queue, runs them in one transaction with a savepoint each
+(:meth:`Ledger.run_many`), commits once, and only then answers each of them: a ``go`` is never
+sent before its commit is durable. While it waits for the disk, the next batch gathers.
+
+PostgreSQL has many writers and its own group commit; there each request runs in its own
+transaction (:meth:`Ledger.run`) on a thread pool, and the compare-and-set in the services keeps
+several receiver processes on one database correct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ledger.metrics import COMMIT_BATCH_SIZE
+from ledger.services import Ledger, Tx
+
+Work = Callable[[Tx], Any]
+
+
+class Committer(Protocol):
+    def start(self) -> None: ...
+    def submit(self, actor: str, work: Work) -> Future[Any]: ...
+    def close(self) -> None: ...
+
+
+async def commit(committer: Committer, actor: str, work: Work) -> Any:
+    """Run ``work`` durably and return its value (or raise its error) in the event loop."""
+    return await asyncio.wrap_future(committer.submit(actor, work))
+
+
+@dataclass
+class _Item:
+    actor: str
+    work: Work
+    future: Future[Any]
+
+
+class GroupCommitter:
+    """One writer thread; every request waiting when it is free shares the next commit."""
+
+    def __init__(self, ledger: Ledger, *, max_batch: int = 256) -> None:
+        self.ledger = ledger
+        self.max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name="flowledger-writer", daemon=True
+            )
+            self._thread.start()
+
+    def submit(self, actor: str, work: Work) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._queue.put(_Item(actor, work, future))
+        return future
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < self.max_batch:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            self._run(batch)
+            if stop:
+                return
+
+    def _run(self, batch: list[_Item]) -> None:
+        COMMIT_BATCH_SIZE.observe(len(batch))
+        try:
+            outcomes = self.ledger.run_many([(i.actor, i.work) for i in batch])
+        except BaseException as exc:  # the thread must go on serving the next batch
+            for item in batch:
+                item.future.set_exception(exc)
+            return
+        for item, outcome in zip(batch, outcomes, strict=True):
+            if outcome.error is not None:
+                item.future.set_exception(outcome.error)
+            else:
+                item.future.set_result(outcome.value)
+
+
+class PoolCommitter:
+    """One transaction per request on a pool of threads (PostgreSQL)."""
+
+    def __init__(self, ledger: Ledger, *, workers: int = 16) -> None:
+        self.ledger = ledger
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+
+    def start(self) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="flowledger-tx")
+
+    def submit(self, actor: str, work: Work) -> Future[Any]:
+        assert self._pool is not None, "start() the committer first"
+        return self._pool.submit(self.ledger.run, actor, work)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def committer_for(ledger: Ledger) -> Committer:
+    if ledger.store.dialect == "sqlite":
+        return GroupCommitter(ledger)
+    return PoolCommitter(ledger)

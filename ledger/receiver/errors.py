@@ -1,0 +1,128 @@
+"""One error shape for every failure: ``{"error": {"code", "message", "field"}}``.
+
+Domain errors map to HTTP codes here and nowhere else: ``IllegalTransition`` -> 409,
+``NotFound`` -> 404, ``InvalidInput`` -> 422. Messages never echo a raw input value (pydantic's
+``input`` is dropped), and an unexpected exception is logged by class name only: a driver's
+message can carry SQL parameters.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ledger.domain import IllegalTransition
+from ledger.services import InvalidInput, NotFound
+
+log = logging.getLogger("flowledger.receiver")
+
+
+class ApiError(Exception):
+    """An answer other than 200, raised anywhere in a request."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "field": field}}
+
+
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, **kw: Any
+) -> JSONResponse:
+    return JSONResponse(error_body(code, message, field), status_code=status, **kw)
+
+
+def as_api_error(exc: BaseException) -> ApiError:
+    """The HTTP answer for an exception raised by the services."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, IllegalTransition):
+        return ApiError(409, exc.code, str(exc))
+    if isinstance(exc, NotFound):
+        return ApiError(404, "not_found", str(exc))
+    if isinstance(exc, InvalidInput):
+        return ApiError(422, "invalid_input", str(exc), exc.field)
+    log.error("request failed: %s", type(exc).__name__)
+    return ApiError(503, "unavailable", "the ledger could not complete the request; retry later")
+
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def _field(loc: tuple[Any, ...]) -> str | None:
+    parts = [str(p) for p in loc if p not in ("body", "path", "query", "header")]
+    return ".".join(parts) or (str(loc[0]) if loc else None)
+
+
+def _validation_code(err: dict[str, Any]) -> str:
+    kind = str(err.get("type", ""))
+    if kind == "json_invalid":
+        return "invalid_json"
+    if kind == "extra_forbidden":
+        return "unknown_field"
+    if kind == "missing":
+        return "missing_field"
+    if kind.endswith("too_long"):
+        return "too_long"
+    return "invalid_input"
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that give every error the one shape."""
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, exc.field, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        err = dict(exc.errors()[0])
+        code = _validation_code(err)
+        if code == "invalid_json":
+            return error_response(400, code, "the body is not valid JSON")
+        message = str(err.get("msg", "invalid value"))
+        if code == "unknown_field":
+            message = "unknown field"
+        return error_response(422, code, message, _field(tuple(err.get("loc", ()))))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        if exc.status_code == 400:
+            message = "the body could not be read as JSON (malformed or nested too deeply)"
+            code = "invalid_json"
+        return error_response(exc.status_code, code, message, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        api = as_api_error(exc)
+        return error_response(api.status, api.code, api.message, api.field)

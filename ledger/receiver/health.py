@@ -1,0 +1,38 @@
+"""Liveness, readiness and metrics: unauthenticated, and saying nothing about the data."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ledger.metrics import REGISTRY
+from ledger.receiver.errors import error_response
+from ledger.receiver.state import ReceiverState, state_of
+from ledger.storage import LedgerError, check_schema
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    """The process is up and serving."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz(st: ReceiverState = Depends(state_of)) -> JSONResponse:
+    """The database answers and its schema is the one this flowledger knows."""
+    try:
+        check_schema(st.store)
+    except LedgerError:
+        return error_response(503, "not_ready", "the ledger database is unreachable or outdated")
+    except Exception:
+        return error_response(503, "not_ready", "the ledger database is unreachable")
+    return JSONResponse({"status": "ready"})
+
+
+@router.get("/metrics")
+def metrics() -> Response:
+    """Prometheus text format."""
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

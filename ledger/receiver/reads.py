@@ -1,0 +1,114 @@
+"""Read routes: one operation with its events, operations by state and hold, and the kept
+copies of executions. Every list is keyset-paged (``after`` + ``limit``), never loaded whole."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, Query
+
+from ledger import queries
+from ledger.domain import Reason, State
+from ledger.models import Execution, Hold, Operation, table
+from ledger.receiver.auth import require
+from ledger.receiver.errors import ApiError
+from ledger.receiver.schemas import (
+    ExecutionPage,
+    Id,
+    OperationDetailPublic,
+    OperationPage,
+)
+from ledger.receiver.state import ReceiverState, state_of
+from ledger.receiver.tokens import Principal
+from ledger.receiver.writes import OperationId
+
+OPS = table(Operation)
+HOLDS = table(Hold)
+EXECUTIONS = table(Execution)
+
+router = APIRouter(prefix="/v1", tags=["reads"])
+Reader = Annotated[Principal, Depends(require("read"))]
+St = Annotated[ReceiverState, Depends(state_of)]
+Limit = Annotated[int, Query(ge=1, le=500)]
+HoldFilter = Literal["open", "blocking", "none"] | Reason
+Text200 = Annotated[Id, Query()]
+
+
+@router.get("/operations/{operation_id:path}", response_model=OperationDetailPublic)
+def get_operation(operation_id: OperationId, principal: Reader, st: St) -> dict[str, Any]:
+    """The operation with its attempts, receipts, holds and events (oldest first, up to 500)."""
+    detail = queries.operation_detail(st.store, operation_id)
+    if detail is None:
+        raise ApiError(404, "not_found", f"no operation {operation_id!r}")
+    return {
+        "operation": detail.operation,
+        "attempts": detail.attempts,
+        "receipts": detail.receipts,
+        "holds": detail.holds,
+        "events": detail.events,
+    }
+
+
+@router.get("/operations", response_model=OperationPage)
+def list_operations(
+    principal: Reader,
+    st: St,
+    state: State | None = None,
+    hold: Annotated[
+        HoldFilter | None,
+        Query(description="open, blocking, none, or a hold reason (open holds only)"),
+    ] = None,
+    after: Text200 | None = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Operations by id, ``limit`` at a time after the id ``after``."""
+    stmt = sa.select(OPS).order_by(OPS.c.operation_id).limit(limit)
+    if state is not None:
+        stmt = stmt.where(OPS.c.state == state.value)
+    if after is not None:
+        stmt = stmt.where(OPS.c.operation_id > after)
+    if hold is not None:
+        open_hold = sa.select(HOLDS.c.id).where(
+            HOLDS.c.operation_id == OPS.c.operation_id, HOLDS.c.resolved_at.is_(None)
+        )
+        if hold == "none":
+            stmt = stmt.where(~open_hold.exists())
+        elif hold == "open":
+            stmt = stmt.where(open_hold.exists())
+        elif hold == "blocking":
+            stmt = stmt.where(open_hold.where(HOLDS.c.blocking.is_(True)).exists())
+        else:
+            stmt = stmt.where(open_hold.where(HOLDS.c.reason == str(hold)).exists())
+    with st.store.reader.connect() as conn:
+        rows = [queries.row_dict(r) for r in conn.execute(stmt)]
+    more = len(rows) == limit
+    return {"items": rows, "next_after": rows[-1]["operation_id"] if more else None}
+
+
+@router.get("/executions", response_model=ExecutionPage)
+def list_executions(
+    principal: Reader,
+    st: St,
+    source: Text200 | None = None,
+    status: Text200 | None = None,
+    gone: Annotated[bool | None, Query(description="only pruned (true) or present (false)")] = None,
+    after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """The ledger's copies of execution records, pruned ones (``gone_at`` set) included."""
+    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id).limit(limit)
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    if status is not None:
+        stmt = stmt.where(EXECUTIONS.c.status == status)
+    if gone is not None:
+        stmt = stmt.where(
+            EXECUTIONS.c.gone_at.is_not(None) if gone else EXECUTIONS.c.gone_at.is_(None)
+        )
+    if after is not None:
+        stmt = stmt.where(EXECUTIONS.c.id > after)
+    with st.store.reader.connect() as conn:
+        rows = [queries.row_dict(r) for r in conn.execute(stmt)]
+    more = len(rows) == limit
+    return {"items": rows, "next_after": rows[-1]["id"] if more else None}

@@ -1,0 +1,334 @@
+"""What the API accepts and shows, as model families: ``*Base`` holds the fields a family
+shares, ``*Create`` is what a client may send (unknown fields are errors), ``*Public`` is what
+the ledger answers. The stored form is ``ledger.models``; none of these is a table.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+from ledger import domain
+from ledger.domain import FailOutcome
+from ledger.services import DispatchInput
+
+MAX_INPUT_DEPTH = 64
+MAX_INT32 = 2**31 - 1
+
+
+def _storable(value: str) -> str:
+    """Text both databases can hold: no NUL, no lone surrogate (PostgreSQL and UTF-8 refuse
+    them, and a refusal there would be a server error instead of a clear answer)."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text") from None
+    return value
+
+
+def _printable(value: str) -> str:
+    _storable(value)
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+
+
+def _json_depth(value: Any) -> Any:
+    """Refuse inputs nested deeper than :data:`MAX_INPUT_DEPTH` (hashing recurses)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_INPUT_DEPTH:
+            raise ValueError(f"is nested deeper than {MAX_INPUT_DEPTH} levels")
+        if isinstance(item, dict):
+            for k, v in item.items():
+                _storable(k)
+                stack.append((v, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str):
+            _storable(item)
+    return value
+
+
+Id = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=domain.MAX_ID_LENGTH),
+    AfterValidator(_printable),
+]
+Text = Annotated[str, AfterValidator(_storable)]
+When = Annotated[AwareDatetime, AfterValidator(_utc)]
+RunIndex = Annotated[int, Field(ge=0, le=MAX_INT32)]
+InputHash = Annotated[str, StringConstraints(pattern=r"^(sha256|hmac-sha256):[0-9a-f]{64}$")]
+
+
+class _Accepts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- operations
+
+
+class OperationBase(_Accepts):
+    """What prepare and dispatch share: the logic's version and where the call comes from."""
+
+    processing_version: Id
+    workflow_id: Id | None = None
+    step: Id | None = None
+    source: Id | None = None
+    input_ref: Annotated[Text, Field(max_length=1000)] | None = None
+    input: Any = Field(
+        default=None,
+        description="The operation's input; hashed, then discarded (never stored or logged).",
+    )
+    input_hash: InputHash | None = Field(
+        default=None, description="Or the hash the client computed: sha256:<64 hex>."
+    )
+
+    @field_validator("input")
+    @classmethod
+    def _input_depth(cls, value: Any) -> Any:
+        return _json_depth(value)
+
+    @property
+    def has_input(self) -> bool:
+        return "input" in self.model_fields_set
+
+
+class PrepareCreate(OperationBase):
+    """Record the input and version without claiming the operation."""
+
+
+class ApprovalCreate(_Accepts):
+    version: Id
+    expires_at: When | None = None
+
+
+class DispatchCreate(OperationBase):
+    """Sent before the write: may this execution write now?"""
+
+    execution_id: Id
+    run_index: RunIndex | None = None
+    deadline: When | None = None
+    approval: ApprovalCreate | None = None
+
+    def to_input(self) -> DispatchInput:
+        approval = (
+            domain.Approval(self.approval.version, self.approval.expires_at)
+            if self.approval is not None
+            else None
+        )
+        return DispatchInput(
+            processing_version=self.processing_version,
+            execution_id=self.execution_id,
+            input=self.input,
+            input_hash=self.input_hash,
+            has_input=self.has_input,
+            workflow_id=self.workflow_id,
+            step=self.step,
+            run_index=self.run_index,
+            source=self.source,
+            deadline=self.deadline,
+            approval=approval,
+            input_ref=self.input_ref,
+        )
+
+
+class ConfirmCreate(_Accepts):
+    """Sent after a successful write, with the target's reference for it."""
+
+    receipt: Annotated[Text, Field(min_length=1, max_length=1000)]
+    execution_id: Id | None = None
+    detail: Annotated[Text, Field(max_length=4000)] | None = None
+
+
+class FailCreate(_Accepts):
+    """Sent when the write failed (``rejected``) or its outcome is unknown (``unknown``)."""
+
+    outcome: FailOutcome
+    error: Annotated[Text, Field(max_length=2000)] = ""
+    execution_id: Id | None = None
+
+
+class AnswerPublic(BaseModel):
+    """The ledger's answer to a workflow call. ``decision`` is set for dispatch only."""
+
+    operation_id: str
+    decision: domain.Decision | None
+    state: domain.State
+    attempt: int
+    reason: str | None
+    receipt: str | None
+
+
+# --------------------------------------------------------------------------- n8n error hook
+
+
+class _N8nPart(BaseModel):
+    """n8n sends more than the ledger keeps; the rest (``error.context`` with request bodies
+    and headers, the stack) is dropped on parsing and never stored or logged."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def _id_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class N8nErrorDetail(_N8nPart):
+    name: Annotated[Text, Field(max_length=200)] | None = None
+    message: Text | None = None
+    http_code: Annotated[Text, Field(max_length=20)] | None = Field(default=None, alias="httpCode")
+
+    @field_validator("http_code", mode="before")
+    @classmethod
+    def _code_text(cls, value: Any) -> Any:
+        return _id_text(value)
+
+
+class N8nExecution(_N8nPart):
+    id: Id | None = None
+    url: Annotated[Text, Field(max_length=1000)] | None = None
+    last_node_executed: Annotated[Text, Field(max_length=200)] | None = Field(
+        default=None, alias="lastNodeExecuted"
+    )
+    error: N8nErrorDetail | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> Any:
+        return _id_text(value)
+
+
+class N8nWorkflow(_N8nPart):
+    id: Id | None = None
+    name: Annotated[Text, Field(max_length=400)] | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> Any:
+        return _id_text(value)
+
+
+class N8nErrorCreate(_N8nPart):
+    """What n8n's Error Trigger hands an error workflow. Without ``execution`` (an error in
+    the trigger itself) there is no execution to look for."""
+
+    execution: N8nExecution | None = None
+    workflow: N8nWorkflow | None = None
+
+    def detail(self) -> str:
+        ex, wf = self.execution, self.workflow
+        parts = [f"n8n execution {(ex.id if ex else None) or '?'} failed"]
+        if wf is not None and (wf.name or wf.id):
+            parts.append(f"in workflow {wf.name or ''} ({wf.id or '?'})".replace("  ", " "))
+        if ex is not None and ex.last_node_executed:
+            parts.append(f"at node {ex.last_node_executed}")
+        err = ex.error if ex else None
+        if err is not None:
+            what = " ".join(p for p in (err.name, err.http_code) if p)
+            message = (err.message or "")[:500]
+            parts.append(f": {what}{': ' if what and message else ''}{message}")
+        if ex is not None and ex.url:
+            parts.append(f"({ex.url})")
+        return " ".join(parts).replace(" :", ":")[:2000]
+
+
+class HookHoldPublic(BaseModel):
+    operation_id: str
+    hold_id: int | None = Field(description="None when that cause already had a hold")
+
+
+class HookPublic(BaseModel):
+    execution_id: str | None
+    matched: int
+    holds: list[HookHoldPublic]
+
+
+# --------------------------------------------------------------------------- reads
+
+
+class EventPublic(BaseModel):
+    seq: int
+    at: datetime
+    actor: str
+    kind: str
+    hold_id: int | None
+    data: dict[str, Any]
+
+
+class OperationPublic(BaseModel):
+    operation_id: str
+    state: str
+    input_hash: str
+    processing_version: str
+    attempt: int
+    max_attempts: int
+    execution_id: str | None
+    run_index: int | None
+    workflow_id: str | None
+    step: str | None
+    source: str | None
+    input_ref: str | None
+    approval_version: str | None
+    approval_expires_at: datetime | None
+    receipt: str | None
+    deadline: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class OperationDetailPublic(BaseModel):
+    operation: OperationPublic
+    attempts: list[dict[str, Any]]
+    receipts: list[dict[str, Any]]
+    holds: list[dict[str, Any]]
+    events: list[EventPublic]
+
+
+class OperationPage(BaseModel):
+    items: list[OperationPublic]
+    next_after: str | None = Field(description="Pass as `after` for the next page")
+
+
+class ExecutionPublic(BaseModel):
+    id: int
+    source: str
+    external_id: str
+    workflow_id: str | None
+    workflow_name: str | None
+    status: str
+    mode: str | None
+    final: bool
+    started_at: datetime | None
+    stopped_at: datetime | None
+    retry_of: str | None
+    retry_success_id: str | None
+    wait_till: datetime | None
+    first_seen_at: datetime
+    last_seen_at: datetime
+    gone_at: datetime | None
+
+
+class ExecutionPage(BaseModel):
+    items: list[ExecutionPublic]
+    next_after: int | None = Field(description="Pass as `after` for the next page")

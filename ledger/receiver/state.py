@@ -1,0 +1,39 @@
+"""What a running receiver holds: its store, services, writer, token cache and limits."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from fastapi import Request
+
+from ledger.receiver.committer import Committer
+from ledger.receiver.tokens import TokenCache
+from ledger.services import Ledger
+from ledger.storage import Store
+
+
+@dataclass
+class ReceiverState:
+    store: Store
+    ledger: Ledger
+    committer: Committer
+    tokens: TokenCache
+    secret: bytes | None
+    body_limit: int
+    idempotency_ttl: float  # seconds
+    signature_window: float  # seconds
+    # (token id, key) of the Idempotency-Key requests this process is running now.
+    in_flight: set[tuple[int, str]] = field(default_factory=set)
+    # One token-cache reload at a time, however many requests find it stale together.
+    token_reload: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+async def state_of(request: Request) -> ReceiverState:
+    """A dependency (async, so FastAPI does not hop to a worker thread to call it)."""
+    return current(request)
+
+
+def current(request: Request) -> ReceiverState:
+    st: ReceiverState = request.app.state.receiver
+    return st

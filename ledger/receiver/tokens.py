@@ -1,0 +1,163 @@
+"""API tokens: created by the CLI, shown once, stored only as SHA-256 hashes.
+
+A token with request signing also gets a signing secret. The ledger must be able to recompute
+it to check signatures, yet the database must not hold it: the column keeps only a random salt
+and the secret is ``HMAC(FLOWLEDGER_SECRET, salt)``. Someone with the database but not the
+environment's secret can neither use the tokens nor forge signatures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from ledger.hashing import token_digest
+from ledger.models import ApiToken, table
+from ledger.services import Ledger, Tx
+from ledger.storage import LedgerError, Store
+
+TOKENS = table(ApiToken)
+SCOPES = ("write", "read", "operator")
+TOKEN_PREFIX = "flt_"
+_SALT_PREFIX = "kdf1:"
+_NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the token's id (idempotency keys are scoped by it), name and scope."""
+
+    token_id: int
+    name: str
+    scope: str
+    signing_salt: str | None
+
+    @property
+    def actor(self) -> str:
+        return f"token:{self.name}"
+
+    def may(self, needed: str) -> bool:
+        return self.scope == "operator" or self.scope == needed
+
+
+@dataclass(frozen=True)
+class NewToken:
+    name: str
+    scope: str
+    token: str
+    signing_secret: str | None
+
+
+def signing_key(server_secret: bytes, salt: str) -> bytes:
+    return hmac.new(
+        server_secret, b"flowledger-signing\x00" + salt.encode(), hashlib.sha256
+    ).digest()
+
+
+def create_token(
+    ledger: Ledger, name: str, scope: str, *, signing: bool, server_secret: bytes | None
+) -> NewToken:
+    if not _NAME.match(name):
+        raise LedgerError("a token name is 1 to 200 letters, digits or _.:@-")
+    if scope not in SCOPES:
+        raise LedgerError(f"scope must be one of {', '.join(SCOPES)}")
+    if signing and not server_secret:
+        raise LedgerError(
+            "request signing needs FLOWLEDGER_SECRET (the signing secret is derived from it "
+            "and never stored); set it here and for `flowledger serve`"
+        )
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    salt = _SALT_PREFIX + secrets.token_hex(16) if signing else None
+
+    def work(tx: Tx) -> None:
+        taken = tx.conn.execute(sa.select(TOKENS.c.id).where(TOKENS.c.name == name)).first()
+        if taken is not None:
+            raise LedgerError(f"a token named {name!r} exists; revoke it or choose another name")
+        tx.conn.execute(
+            TOKENS.insert().values(
+                name=name,
+                scope=scope,
+                token_hash=token_digest(token),
+                signing_secret=salt,
+                created_at=tx.now,
+            )
+        )
+        tx.event("token_created", None, {"name": name, "scope": scope, "signing": signing})
+
+    ledger.run("cli", work)
+    secret = signing_key(server_secret, salt).hex() if salt and server_secret else None
+    return NewToken(name, scope, token, secret)
+
+
+def list_tokens(store: Store) -> list[dict[str, Any]]:
+    cols = [TOKENS.c[c] for c in ("name", "scope", "created_at", "last_used_at", "revoked_at")]
+    with store.reader.connect() as conn:
+        rows = conn.execute(
+            sa.select(*cols, TOKENS.c.signing_secret.is_not(None).label("signing")).order_by(
+                TOKENS.c.name
+            )
+        ).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def revoke_token(ledger: Ledger, name: str) -> None:
+    def work(tx: Tx) -> None:
+        done = tx.conn.execute(
+            TOKENS.update()
+            .where(TOKENS.c.name == name, TOKENS.c.revoked_at.is_(None))
+            .values(revoked_at=tx.now)
+        )
+        if done.rowcount != 1:
+            raise LedgerError(f"no active token named {name!r}")
+        tx.event("token_revoked", None, {"name": name})
+
+    ledger.run("cli", work)
+
+
+class TokenCache:
+    """The active tokens, reloaded at most every ``ttl`` seconds, so that checking a request
+    costs no database round trip. A revocation takes effect within ``ttl``. Every lookup
+    compares the presented token's hash with each active hash by ``hmac.compare_digest``."""
+
+    def __init__(self, store: Store, ttl: float = 2.0) -> None:
+        self.store = store
+        self.ttl = ttl
+        self._tokens: list[tuple[str, Principal]] = []
+        self._loaded_at = -1e9
+        self._lock = threading.Lock()
+
+    @property
+    def stale(self) -> bool:
+        return time.monotonic() - self._loaded_at > self.ttl
+
+    def reload(self) -> None:
+        with self.store.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    TOKENS.c.id,
+                    TOKENS.c.name,
+                    TOKENS.c.scope,
+                    TOKENS.c.token_hash,
+                    TOKENS.c.signing_secret,
+                ).where(TOKENS.c.revoked_at.is_(None))
+            ).all()
+        tokens = [(r.token_hash, Principal(r.id, r.name, r.scope, r.signing_secret)) for r in rows]
+        with self._lock:
+            self._tokens = tokens
+            self._loaded_at = time.monotonic()
+
+    def find(self, token: str) -> Principal | None:
+        digest = token_digest(token)
+        found = None
+        for stored, principal in self._tokens:
+            if hmac.compare_digest(stored, digest):
+                found = principal
+        return found

@@ -1,0 +1,157 @@
+"""SIGKILL the receiver while a group commit is in flight, restart, and check that no answer
+was a lie: every ``go`` sent is ``dispatching`` in the database, every confirm answered is
+confirmed, and nothing unanswered was made ``confirmed`` by a dispatch.
+
+The crash is placed, not timed: ten sequential dispatches make exactly ten commits, so
+``FLOWLEDGER_CRASH_SKIP=10`` stops the writer inside the eleventh — the first batch of a burst
+of concurrent requests — and the test kills the process once the signal file says so.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from ledger import chain
+from ledger.migrate import init_ledger
+from ledger.models import Operation, table
+from ledger.services import Ledger
+from ledger.storage import open_store
+from tests.receiver_support import (
+    auth,
+    dispatch_body,
+    free_port,
+    make_token,
+    serve_process,
+    stop,
+    wait_until_serving,
+)
+
+pytestmark = pytest.mark.crash
+SEQUENTIAL = 10
+BURST = 30
+
+
+def _wait_for(path: Path, proc: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, "serve exited before reaching the crash point"
+        assert time.monotonic() < deadline, "the crash point was never reached"
+        time.sleep(0.01)
+
+
+def _states(db: str) -> dict[str, tuple[str, int, str | None]]:
+    store = open_store(db)
+    try:
+        with store.reader.connect() as conn:
+            ops = table(Operation)
+            rows = conn.execute(
+                sa.select(ops.c.operation_id, ops.c.state, ops.c.attempt, ops.c.receipt)
+            )
+            return {r.operation_id: (r.state, r.attempt, r.receipt) for r in rows}
+    finally:
+        store.dispose()
+
+
+@pytest.mark.parametrize("point", ["batch_before_commit", "batch_after_commit"])
+def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
+    tmp_path: Path, point: str
+) -> None:
+    db = str(tmp_path / "ledger.db")
+    store, _ = init_ledger(db)
+    token = make_token(Ledger(store), "n8n")
+    store.dispose()
+    signal_file = tmp_path / "crashed"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        "FLOWLEDGER_CRASH_AT": point,
+        "FLOWLEDGER_CRASH_SKIP": str(SEQUENTIAL),
+        "FLOWLEDGER_CRASH_SIGNAL": str(signal_file),
+    }
+    proc = serve_process(db, port, env=env, log=tmp_path / "serve.log")
+    requests: list[tuple[str, dict[str, Any]]] = []
+    answers: dict[int, httpx.Response] = {}
+    try:
+        wait_until_serving(url, proc)
+        with httpx.Client(base_url=url, headers=auth(token), timeout=60) as client:
+            for i in range(SEQUENTIAL):  # one commit each: the crash lands after these
+                requests.append((f"/v1/operations/seq-{i}/dispatch", dispatch_body(f"exec-s{i}")))
+                answers[i] = client.post(requests[-1][0], json=requests[-1][1])
+                assert answers[i].json()["decision"] == "go"
+        for i in range(BURST):
+            if i % 3 == 0:
+                n = i // 3
+                requests.append((f"/v1/operations/seq-{n}/confirm", {"receipt": f"R-{n}"}))
+            else:
+                requests.append((f"/v1/operations/burst-{i}/dispatch", dispatch_body(f"exec-b{i}")))
+
+        def send(i: int) -> None:
+            try:
+                with httpx.Client(base_url=url, headers=auth(token), timeout=60) as client:
+                    answers[i] = client.post(requests[i][0], json=requests[i][1])
+            except httpx.TransportError:
+                pass  # killed before it answered
+
+        threads = [
+            threading.Thread(target=send, args=(i,)) for i in range(SEQUENTIAL, len(requests))
+        ]
+        for t in threads:
+            t.start()
+        _wait_for(signal_file, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for t in threads:
+            t.join()
+    finally:
+        stop(proc)
+
+    states = _states(db)
+    for i, (path, body) in enumerate(requests):
+        op = path.split("/")[3]
+        answer = answers.get(i)
+        if path.endswith("/dispatch"):
+            if answer is not None:
+                assert answer.json()["decision"] == "go"
+                assert states[op][:2] == ("dispatching", 1) or states[op][0] == "confirmed"
+            else:
+                assert op not in states or states[op][0] == "dispatching"
+        else:
+            if answer is not None:
+                assert states[op] == ("confirmed", 1, body["receipt"])
+            assert states[op][0] in ("dispatching", "confirmed")
+    unanswered = [i for i in range(len(requests)) if i not in answers]
+    assert unanswered, "the crash should have left requests without an answer"
+    if point == "batch_after_commit":
+        assert any(requests[i][0].split("/")[3] in states for i in unanswered)
+
+    # Restart without the crash point: every unanswered request, sent again, gets the answer
+    # it would have had (the same execution's dispatch is a replay: go).
+    proc = serve_process(db, port, log=tmp_path / "serve.log")
+    try:
+        wait_until_serving(url, proc)
+        with httpx.Client(base_url=url, headers=auth(token), timeout=60) as client:
+            for i in unanswered:
+                again = client.post(requests[i][0], json=requests[i][1])
+                assert again.status_code == 200, again.text
+                if requests[i][0].endswith("/dispatch"):
+                    assert again.json()["decision"] == "go"
+                else:
+                    assert again.json()["state"] == "confirmed"
+                    assert again.json()["reason"] is None  # no receipt conflict
+    finally:
+        stop(proc)
+    store = open_store(db)
+    try:
+        with store.reader.connect() as conn:
+            assert chain.verify(conn).ok
+    finally:
+        store.dispose()

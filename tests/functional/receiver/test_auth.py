@@ -1,0 +1,139 @@
+"""Tokens, scopes and signatures: every refusal is 401/403 in the one error shape, and leaves
+the database exactly as it was."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ledger.cli import app as _app  # noqa: F401  (registers the commands)
+from ledger.cli.common import app
+from ledger.hashing import token_digest
+from ledger.receiver.tokens import revoke_token
+from tests.functional.receiver.conftest import Api
+from tests.receiver_support import dispatch_body, make_signing_token, signature, snapshot
+
+DISPATCH = "/v1/operations/op-1/dispatch"
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """SQLite only: these refusals happen before any database work (the decisions, idempotency
+    and read tests run on both backends)."""
+    return str(tmp_path / "ledger.db")
+
+
+def _refused(api: Api, status: int, code: str, **kw: object) -> None:
+    before = snapshot(api.ledger.store)
+    answer = api.post(DISPATCH, dispatch_body(), **kw)  # type: ignore[arg-type]
+    assert answer.status_code == status
+    assert answer.json()["error"]["code"] == code
+    assert snapshot(api.ledger.store) == before
+
+
+def test_no_token_is_401_with_a_challenge(api: Api) -> None:
+    _refused(api, 401, "missing_token", token=None)
+    assert api.post(DISPATCH, dispatch_body(), token=None).headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("header", ["Basic abc", "Bearer", "Bearer   ", "token"])
+def test_malformed_authorization_is_401(api: Api, header: str) -> None:
+    _refused(api, 401, "missing_token", token=None, headers={"Authorization": header})
+
+
+def test_unknown_token_is_401(api: Api) -> None:
+    _refused(api, 401, "unknown_token", token="flt_not-a-real-token")
+
+
+def test_revoked_token_is_401(api: Api) -> None:
+    revoke_token(api.ledger, "write")
+    _refused(api, 401, "unknown_token")
+
+
+def test_read_token_may_not_write_and_write_token_may_not_read(api: Api) -> None:
+    _refused(api, 403, "forbidden", token="read")
+    assert api.get("/v1/operations", token="write").status_code == 403
+    assert api.post("/v1/hooks/n8n/error", {}, token="read").status_code == 403
+
+
+def test_operator_token_may_do_everything(api: Api) -> None:
+    assert api.post(DISPATCH, dispatch_body(), token="operator").json()["decision"] == "go"
+    assert api.get("/v1/operations", token="operator").status_code == 200
+
+
+def _signed(api: Api, stamp: int | None = None, tamper: bool = False) -> tuple[str, dict[str, str]]:
+    token, key = make_signing_token(api.ledger, "signer")
+    body = json.dumps(dispatch_body()).encode()
+    sig = signature(key, body + (b" " if tamper else b""), stamp)
+    return token, {"X-Flowledger-Signature": sig, "Content-Type": "application/json"}
+
+
+def test_signed_request_is_accepted(api: Api) -> None:
+    token, headers = _signed(api)
+    answer = api.post(DISPATCH, token=token, headers=headers, content=json.dumps(dispatch_body()))
+    assert answer.status_code == 200 and answer.json()["decision"] == "go"
+
+
+@pytest.mark.parametrize(
+    ("skew", "tamper", "code"),
+    [(0, True, "bad_signature"), (-400, False, "stale_signature"), (400, False, "stale_signature")],
+)
+def test_bad_or_stale_signature_is_401(api: Api, skew: int, tamper: bool, code: str) -> None:
+    token, headers = _signed(api, int(time.time()) + skew, tamper)
+    _refused(api, 401, code, token=token, headers=headers, content=json.dumps(dispatch_body()))
+
+
+@pytest.mark.parametrize("value", [None, "garbage", "t=abc,v1=00", "t=1"])
+def test_signing_token_without_a_valid_signature_header_is_401(api: Api, value: str | None) -> None:
+    token, _ = make_signing_token(api.ledger, "signer")
+    headers = {} if value is None else {"X-Flowledger-Signature": value}
+    code = "signature_required" if value is None else "bad_signature"
+    _refused(api, 401, code, token=token, headers=headers)
+
+
+def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) -> None:
+    runner = CliRunner()
+    env = {"FLOWLEDGER_DB": db_url, "FLOWLEDGER_SECRET": "s3cret"}
+    assert runner.invoke(app, ["init"], env=env).exit_code == 0
+    made = runner.invoke(
+        app, ["token", "create", "--name", "n8n-prod", "--scope", "write", "--signing"], env=env
+    )
+    assert made.exit_code == 0, made.output
+    lines = made.output.splitlines()
+    token, secret = lines[1], lines[3]
+    assert token.startswith("flt_") and len(secret) == 64
+    listed = runner.invoke(app, ["token", "list"], env=env)
+    assert "n8n-prod" in listed.output and "signing" in listed.output
+    assert token not in listed.output and secret not in listed.output
+
+    from ledger.storage import open_store
+
+    store = open_store(db_url)
+    try:
+        dumped = repr(snapshot(store))
+    finally:
+        store.dispose()
+    assert token_digest(token) in dumped
+    assert token not in dumped and secret not in dumped
+
+    dup = runner.invoke(app, ["token", "create", "--name", "n8n-prod", "--scope", "read"], env=env)
+    assert dup.exit_code == 2 and "exists" in dup.output
+    bad = runner.invoke(app, ["token", "create", "--name", "x", "--scope", "admin"], env=env)
+    assert bad.exit_code == 2 and "scope" in bad.output
+    assert runner.invoke(app, ["token", "revoke", "n8n-prod"], env=env).exit_code == 0
+    again = runner.invoke(app, ["token", "revoke", "n8n-prod"], env=env)
+    assert again.exit_code == 2 and "no active token" in again.output
+
+
+def test_signing_needs_the_server_secret(db_url: str) -> None:
+    runner = CliRunner()
+    env = {"FLOWLEDGER_DB": db_url, "FLOWLEDGER_SECRET": ""}
+    runner.invoke(app, ["init"], env=env)
+    made = runner.invoke(
+        app, ["token", "create", "--name", "a", "--scope", "write", "--signing"], env=env
+    )
+    assert made.exit_code == 2 and "FLOWLEDGER_SECRET" in made.output
