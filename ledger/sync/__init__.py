@@ -1,0 +1,6 @@
+"""Pulling execution records from workflow tools into the ledger (see ``runner``)."""
+
+from ledger.sync.retry import Backoff
+from ledger.sync.runner import SyncReport, check_source, sync_source
+
+__all__ = ["Backoff", "SyncReport", "check_source", "sync_source"]

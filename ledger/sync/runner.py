@@ -1,0 +1,340 @@
+"""One sync of one source: new pages, then the non-final copies, then (when due) a walk of
+everything the tool still holds to notice what it pruned.
+
+Each page is written with the position that follows it in one transaction, so a crash (or a
+kill) between pages resumes at the next page: no gap, no duplicate. A retryable error (429,
+5xx, a network blip, a tool still starting) waits and resumes from the last stored position;
+any other error stops the run, records a one-line reason on the source, and leaves everything
+stored as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import httpx
+import sqlalchemy as sa
+
+from connectors import registry
+from connectors.base import Connector, ConnectorError, ExecutionRecord, Page, Settings
+from connectors.http import public_url
+from ledger.config import SourceConfig
+from ledger.faults import crashpoint
+from ledger.services import Ledger
+from ledger.sync import writes
+from ledger.sync.retry import Backoff, Clock, Sleep
+
+T = TypeVar("T")
+REFRESH_LIMIT = 500
+REFRESH_BATCH = 100
+GONE_BATCH = 1000
+
+
+@dataclass
+class SyncReport:
+    """What one run did; ``error`` is the one-line reason it stopped, if it did."""
+
+    source: str
+    pages: int = 0
+    new: int = 0
+    changed: int = 0
+    refreshed: int = 0
+    gone: int = 0
+    linked: int = 0
+    reconciled: bool = False
+    waited: float = 0.0
+    status: str = "ok"
+    error: str | None = None
+    total: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+Progress = Callable[[SyncReport], None]
+
+
+class ConfigProblem(ConnectorError):
+    """The source cannot run as configured (a missing environment variable, an unknown kind)."""
+
+    stops_source = True
+
+
+def connector_settings(cfg: SourceConfig) -> Settings:
+    """The connector's view of a source, secrets read from the environment now."""
+    for env_name in (cfg.api_key_env, cfg.username_env, cfg.password_env):
+        if env_name and cfg.secret(env_name) is None:
+            raise ConfigProblem(
+                f"environment variable {env_name} (named by source {cfg.name}) is not set"
+            )
+    if cfg.kind == "n8n" and not cfg.api_key_env:
+        raise ConfigProblem(f"source {cfg.name} has no api_key_env naming its n8n API key")
+    return Settings(
+        base_url=cfg.base_url,
+        api_key=cfg.secret(cfg.api_key_env),
+        username=cfg.secret(cfg.username_env),
+        password=cfg.secret(cfg.password_env),
+        page_size=cfg.page_size,
+        custom_data_workflows=tuple(cfg.custom_data_workflows),
+        custom_data_key=cfg.custom_data_key,
+    )
+
+
+def make_client() -> httpx.Client:
+    return httpx.Client(
+        timeout=httpx.Timeout(30.0, connect=10.0),
+        headers={"User-Agent": "flowledger-sync"},
+        follow_redirects=False,
+    )
+
+
+def build_connector(cfg: SourceConfig, client: httpx.Client) -> Connector:
+    settings = connector_settings(cfg)
+    try:
+        return registry.build(cfg.kind, client, settings)
+    except ValueError as exc:
+        raise ConfigProblem(str(exc)) from exc
+
+
+def check_source(cfg: SourceConfig, client: httpx.Client | None = None) -> str:
+    """One live call; returns what answered or raises a :class:`ConnectorError`."""
+    own = client is None
+    client = client or make_client()
+    try:
+        return _scrub(build_connector(cfg, client).check(), cfg)
+    except ConnectorError as exc:
+        raise type(exc)(_scrub(str(exc), cfg)) from None
+    finally:
+        if own:
+            client.close()
+
+
+def sync_source(
+    ledger: Ledger,
+    cfg: SourceConfig,
+    client: httpx.Client | None = None,
+    *,
+    clock: Clock | None = None,
+    sleep: Sleep = time.sleep,
+    backoff: Backoff = Backoff(),
+    reconcile: bool | None = None,
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Sync ``cfg`` once. ``reconcile``: ``None`` when due, ``True`` always, ``False`` never."""
+    own = client is None
+    client = client or make_client()
+    run = _Run(ledger, cfg, clock or ledger.clock, sleep, backoff, progress)
+    try:
+        run.go(client, reconcile)
+    finally:
+        if own:
+            client.close()
+    return run.report
+
+
+class _Run:
+    def __init__(
+        self,
+        ledger: Ledger,
+        cfg: SourceConfig,
+        clock: Clock,
+        sleep: Sleep,
+        backoff: Backoff,
+        progress: Progress | None,
+    ) -> None:
+        self.ledger = ledger
+        self.cfg = cfg
+        self.clock = clock
+        self.sleep = sleep
+        self.backoff = backoff
+        self.progress = progress
+        self.actor = f"sync:{cfg.name}"
+        self.report = SyncReport(cfg.name)
+        self.envelope: dict[str, Any] = {}
+
+    def go(self, client: httpx.Client, reconcile: bool | None) -> None:
+        started = self.clock()
+        with self.ledger.transaction(self.actor) as tx:
+            row = writes.ensure_source(
+                tx, self.cfg.name, self.cfg.kind, public_url(self.cfg.base_url)
+            )
+        self.envelope = _load_envelope(row.position)
+        first_run = self.envelope.get("c") is None
+        try:
+            connector = build_connector(self.cfg, client)
+            self._pages(connector)
+            self._refresh(connector)
+            due = self._reconcile_due(started) if reconcile is None else reconcile
+            if due and not first_run:
+                self._reconcile(connector, started)
+            if due or first_run:
+                self.envelope["reconciled_at"] = started.astimezone(UTC).isoformat()
+                with self.ledger.transaction(self.actor) as tx:
+                    writes.save_position(tx, self.cfg.name, json.dumps(self.envelope))
+            self.report.notes.extend(getattr(connector, "notes", []))
+        except ConnectorError as exc:
+            self.report.error = _scrub(str(exc), self.cfg)
+            self.report.status = "stopped" if exc.stops_source else "error"
+        with self.ledger.transaction(self.actor) as tx:
+            writes.record_outcome(
+                tx, self.cfg.name, status=self.report.status, error=self.report.error
+            )
+
+    # ------------------------------------------------------------------ retries
+
+    def _retrying(self, call: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except ConnectorError as exc:
+                self._wait(exc, attempt)
+                attempt += 1
+
+    def _wait(self, exc: ConnectorError, attempt: int) -> None:
+        delay = self.backoff.delay(exc, attempt, self.clock())
+        self.report.waited += delay
+        self.sleep(delay)
+
+    def _each_page(self, connector: Connector) -> Iterator[Page]:
+        """The connector's pages, resuming from the last stored position after a retryable
+        error (a generator that raised cannot go on)."""
+        attempt = 0
+        pages: Iterator[Page] | None = None
+        while True:
+            if pages is None:
+                pages = connector.pages(self.envelope.get("c"))
+            try:
+                page = next(pages)
+            except StopIteration:
+                return
+            except ConnectorError as exc:
+                pages = None
+                self._wait(exc, attempt)
+                attempt += 1
+                continue
+            attempt = 0
+            yield page
+
+    # ------------------------------------------------------------------ passes
+
+    def _pages(self, connector: Connector) -> None:
+        for page in self._each_page(connector):
+            number = self.report.pages + 1
+            self.envelope["c"] = page.position
+            with self.ledger.transaction(self.actor) as tx:
+                written = writes.store_records(tx, self.cfg.name, page.records)
+                writes.save_position(tx, self.cfg.name, json.dumps(self.envelope))
+                crashpoint(f"sync_page_{number}_before_commit")
+            crashpoint(f"sync_page_{number}_committed")
+            self.report.pages = number
+            self.report.new += written.new
+            self.report.changed += written.changed
+            self.report.linked += written.linked
+            self.report.total = page.total
+            if self.progress:
+                self.progress(self.report)
+
+    def _refresh(self, connector: Connector) -> None:
+        """Ask again for every copy that was not final, until the tool says it is."""
+        t = writes.EXECUTIONS
+        with self.ledger.store.reader.connect() as conn:
+            ids = list(
+                conn.execute(
+                    sa.select(t.c.external_id)
+                    .where(t.c.source == self.cfg.name, t.c.final.is_(False), t.c.gone_at.is_(None))
+                    .order_by(t.c.last_seen_at, t.c.id)
+                    .limit(REFRESH_LIMIT)
+                ).scalars()
+            )
+        for start in range(0, len(ids), REFRESH_BATCH):
+            batch = ids[start : start + REFRESH_BATCH]
+            found: list[ExecutionRecord] = []
+            missing: list[str] = []
+            for ext_id in batch:
+                record = self._retrying(lambda ext_id=ext_id: connector.fetch(ext_id))  # type: ignore[misc]
+                if record is None:
+                    missing.append(ext_id)
+                else:
+                    found.append(record)
+            with self.ledger.transaction(self.actor) as tx:
+                written = writes.store_records(tx, self.cfg.name, found)
+                self.report.gone += writes.mark_gone_by_id(tx, self.cfg.name, missing)
+            self.report.refreshed += len(batch)
+            self.report.changed += written.changed
+            self.report.linked += written.linked
+
+    def _reconcile_due(self, now: datetime) -> bool:
+        last = self.envelope.get("reconciled_at")
+        if not last:
+            return True
+        try:
+            when = datetime.fromisoformat(last)
+        except ValueError:
+            return True
+        return now - when >= self.cfg.reconcile_interval
+
+    def _reconcile(self, connector: Connector, started: datetime) -> None:
+        """Walk every id the tool holds; a final copy it no longer holds gets ``gone_at``.
+        Copies first seen during this run are left alone, and so are non-final ones (the
+        list leaves running executions out; they are refreshed by id instead)."""
+        present: set[str] = set()
+
+        def walk() -> None:
+            present.clear()
+            for ids in connector.present_ids():
+                present.update(ids)
+
+        self._retrying(walk)
+        t = writes.EXECUTIONS
+        after = 0
+        while True:
+            with self.ledger.store.reader.connect() as conn:
+                rows = conn.execute(
+                    sa.select(t.c.id, t.c.external_id)
+                    .where(
+                        t.c.source == self.cfg.name,
+                        t.c.final.is_(True),
+                        t.c.gone_at.is_(None),
+                        t.c.first_seen_at < started,
+                        t.c.id > after,
+                    )
+                    .order_by(t.c.id)
+                    .limit(GONE_BATCH)
+                ).all()
+            if not rows:
+                break
+            missing = [r.id for r in rows if r.external_id not in present]
+            if missing:
+                with self.ledger.transaction(self.actor) as tx:
+                    self.report.gone += writes.mark_gone(tx, missing)
+            after = rows[-1].id
+        self.report.reconciled = True
+
+
+def _load_envelope(position: str | None) -> dict[str, Any]:
+    """The sources.position column: the connector's own position under ``c``, and when the
+    last reconciliation ran."""
+    if not position:
+        return {}
+    try:
+        data = json.loads(position)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _scrub(message: str, cfg: SourceConfig) -> str:
+    """Belt and braces: no secret of the source survives into a stored or printed message."""
+    for env_name in (cfg.api_key_env, cfg.username_env, cfg.password_env):
+        secret = cfg.secret(env_name)
+        if secret and len(secret) >= 4:
+            message = message.replace(secret, "***")
+    return message
