@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ledger.cli import database, inspect  # noqa: F401  (register their commands)
+from ledger.cli import (  # noqa: F401  (register their commands)
+    database,
+    inspect,
+    sources,
+)
 from ledger.cli.common import app
 
 

@@ -166,7 +166,9 @@ class _Run:
                 tx, self.cfg.name, self.cfg.kind, public_url(self.cfg.base_url)
             )
         self.envelope = _load_envelope(row.position)
-        first_run = self.envelope.get("c") is None
+        # Until a first backfill completes there is nothing to reconcile against: it ends by
+        # setting reconciled_at.
+        first_run = not self.envelope.get("reconciled_at")
         try:
             connector = build_connector(self.cfg, client)
             self._pages(connector)
