@@ -25,7 +25,7 @@ from connectors.base import Connector, ConnectorError, ExecutionRecord, Page, Se
 from connectors.http import public_url
 from ledger.config import SourceConfig
 from ledger.faults import crashpoint
-from ledger.services import Ledger
+from ledger.services import Ledger, Tx
 from ledger.sync import writes
 from ledger.sync.retry import Backoff, Clock, Sleep
 
@@ -59,6 +59,10 @@ class SyncReport:
 
 
 Progress = Callable[[SyncReport], None]
+
+
+class Superseded(ConnectorError):
+    """Another sync of the same source moved its position while this one ran."""
 
 
 class ConfigProblem(ConnectorError):
@@ -158,6 +162,7 @@ class _Run:
         self.actor = f"sync:{cfg.name}"
         self.report = SyncReport(cfg.name)
         self.envelope: dict[str, Any] = {}
+        self.stored: str | None = None
 
     def go(self, client: httpx.Client, reconcile: bool | None) -> None:
         started = self.clock()
@@ -165,6 +170,7 @@ class _Run:
             row = writes.ensure_source(
                 tx, self.cfg.name, self.cfg.kind, public_url(self.cfg.base_url)
             )
+        self.stored = row.position
         self.envelope = _load_envelope(row.position)
         # Until a first backfill completes there is nothing to reconcile against: it ends by
         # setting reconciled_at.
@@ -179,8 +185,12 @@ class _Run:
             if due or first_run:
                 self.envelope["reconciled_at"] = started.astimezone(UTC).isoformat()
                 with self.ledger.transaction(self.actor) as tx:
-                    writes.save_position(tx, self.cfg.name, json.dumps(self.envelope))
+                    self._move(tx)
             self.report.notes.extend(getattr(connector, "notes", []))
+        except Superseded as exc:
+            # The other run owns the source now, and records how it ends.
+            self.report.error, self.report.status = str(exc), "superseded"
+            return
         except ConnectorError as exc:
             self.report.error = _scrub(str(exc), self.cfg)
             self.report.status = "stopped" if exc.stops_source else "error"
@@ -188,6 +198,15 @@ class _Run:
             writes.record_outcome(
                 tx, self.cfg.name, status=self.report.status, error=self.report.error
             )
+
+    def _move(self, tx: Tx) -> None:
+        new = json.dumps(self.envelope)
+        if not writes.save_position(tx, self.cfg.name, new, self.stored):
+            raise Superseded(
+                f"another sync of {self.cfg.name} moved its position meanwhile; this run "
+                "stopped and left the rest to it"
+            )
+        self.stored = new
 
     # ------------------------------------------------------------------ retries
 
@@ -232,8 +251,8 @@ class _Run:
             number = self.report.pages + 1
             self.envelope["c"] = page.position
             with self.ledger.transaction(self.actor) as tx:
+                self._move(tx)  # first: it takes the source's row lock
                 written = writes.store_records(tx, self.cfg.name, page.records)
-                writes.save_position(tx, self.cfg.name, json.dumps(self.envelope))
                 crashpoint(f"sync_page_{number}_before_commit")
             crashpoint(f"sync_page_{number}_committed")
             self.report.pages = number

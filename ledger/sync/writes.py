@@ -74,6 +74,11 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
         )
     }
     inserts = []
+    seen = [row.id for row in existing.values()]
+    if seen:
+        tx.conn.execute(
+            EXECUTIONS.update().where(EXECUTIONS.c.id.in_(seen)).values(last_seen_at=tx.now)
+        )
     for ext_id, record in latest.items():
         values = _values(record)
         row = existing.get(ext_id)
@@ -94,9 +99,7 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
         if changed or (values["extra"] is not None and values["extra"] != row.extra):
             out.changed += 1
             tx.conn.execute(
-                EXECUTIONS.update()
-                .where(EXECUTIONS.c.id == row.id)
-                .values(last_seen_at=tx.now, gone_at=None, **values)
+                EXECUTIONS.update().where(EXECUTIONS.c.id == row.id).values(gone_at=None, **values)
             )
     if inserts:
         tx.conn.execute(EXECUTIONS.insert(), inserts)
@@ -265,12 +268,15 @@ def ensure_source(tx: Tx, name: str, kind: str, base_url: str) -> Any:
     return row
 
 
-def save_position(tx: Tx, name: str, position: str) -> None:
-    tx.conn.execute(
+def save_position(tx: Tx, name: str, position: str, expected: str | None) -> bool:
+    """Move the source's position from ``expected`` to ``position``; ``False`` when another
+    sync of the same source moved it first (the row lock also orders their page writes)."""
+    done = tx.conn.execute(
         SOURCES.update()
-        .where(SOURCES.c.name == name)
+        .where(SOURCES.c.name == name, SOURCES.c.position.is_not_distinct_from(expected))
         .values(position=position, last_sync_at=tx.now)
     )
+    return done.rowcount == 1
 
 
 def record_outcome(tx: Tx, name: str, *, status: str, error: str | None) -> None:

@@ -336,3 +336,19 @@ def test_list_executions_pages_by_keyset(ledger: Ledger, store: Store, n8n: Fake
         after = page[-1]["id"]
     assert sorted(seen, key=int) == [str(i) for i in range(1, 26)]
     assert queries.list_executions(store, status="error") == []
+
+
+def test_two_syncs_of_one_source_never_interleave_their_pages(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    n8n.add(600)
+    other: list[Any] = []
+
+    def meanwhile(report: Any) -> None:
+        if report.pages == 1 and not other:
+            other.append(sync(Ledger(store), n8n))
+
+    first = sync(ledger, n8n, progress=meanwhile)
+    assert other[0].ok and other[0].new == 350
+    assert first.status == "superseded" and first.pages == 1
+    assert set(rows(store)) == n8n.ids() and source_row(store)["status"] == "ok"
