@@ -168,7 +168,7 @@ def executions(
         int | None, typer.Option("--after", help="Continue after this row id (from --json)")
     ] = None,
 ) -> None:
-    """The ledger's copies of execution records, newest first."""
+    """The ledger's copies of execution records, most recently started first."""
     with opened(db) as store:
         found = queries.list_executions(
             store,

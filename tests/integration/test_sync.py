@@ -323,32 +323,24 @@ def test_a_stale_cursor_lists_again_from_the_newest_without_duplicates(
     assert report.ok and set(rows(store)) == n8n.ids() and len(rows(store)) == 600
 
 
-def test_list_executions_pages_by_keyset(ledger: Ledger, store: Store, n8n: FakeN8n) -> None:
+def test_list_executions_pages_by_keyset_most_recent_first(
+    ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
+) -> None:
     n8n.add(25)
+    clock.advance(hours=1)  # the sync runs after they started
+    for i in range(1, 9):  # queued: no start time yet, ordered by when first seen (a tie)
+        n8n.executions[i]["startedAt"] = None
     sync(ledger, n8n)
     seen: list[str] = []
     after = None
     while True:
-        page = queries.list_executions(store, source="prod-n8n", after=after, limit=10)
+        page = queries.list_executions(store, source="prod-n8n", after=after, limit=4)
         if not page:
             break
         seen.extend(r["external_id"] for r in page)
         after = page[-1]["id"]
-    assert sorted(seen, key=int) == [str(i) for i in range(1, 26)]
+    assert len(seen) == len(set(seen)) == 25
+    assert set(seen[:8]) == {str(i) for i in range(1, 9)}  # seen at the run's time, later
+    assert seen[8:] == [str(i) for i in range(25, 8, -1)]
     assert queries.list_executions(store, status="error") == []
-
-
-def test_two_syncs_of_one_source_never_interleave_their_pages(
-    ledger: Ledger, store: Store, n8n: FakeN8n
-) -> None:
-    n8n.add(600)
-    other: list[Any] = []
-
-    def meanwhile(report: Any) -> None:
-        if report.pages == 1 and not other:
-            other.append(sync(Ledger(store), n8n))
-
-    first = sync(ledger, n8n, progress=meanwhile)
-    assert other[0].ok and other[0].new == 350
-    assert first.status == "superseded" and first.pages == 1
-    assert set(rows(store)) == n8n.ids() and source_row(store)["status"] == "ok"
+    assert queries.list_executions(store, after=10**9) == []

@@ -114,6 +114,15 @@ def test_check_says_what_answered(fake: Any) -> None:
             Malformed,
         ),
         (httpx.Response(200, json={"unexpected": True}), Malformed),
+        (httpx.Response(200, json={"data": [], "dag_runs": [], "nextCursor": 7}), Malformed),
+        (
+            httpx.Response(
+                200,
+                content=b"[" * 64,
+                headers={"content-length": str(10**9), "content-type": "application/json"},
+            ),
+            Malformed,
+        ),
         (
             httpx.Response(200, text="{not json", headers={"content-type": "application/json"}),
             Malformed,
