@@ -178,7 +178,7 @@ class _Run:
         try:
             connector = build_connector(self.cfg, client)
             self._pages(connector)
-            self._refresh(connector)
+            self._refresh(connector, started)
             due = self._reconcile_due(started) if reconcile is None else reconcile
             if due and not first_run:
                 self._reconcile(connector, started)
@@ -263,14 +263,20 @@ class _Run:
             if self.progress:
                 self.progress(self.report)
 
-    def _refresh(self, connector: Connector) -> None:
-        """Ask again for every copy that was not final, until the tool says it is."""
+    def _refresh(self, connector: Connector, started: datetime) -> None:
+        """Ask again for every copy that was not final, until the tool says it is (those
+        this run already stored are fresh enough)."""
         t = writes.EXECUTIONS
         with self.ledger.store.reader.connect() as conn:
             ids = list(
                 conn.execute(
                     sa.select(t.c.external_id)
-                    .where(t.c.source == self.cfg.name, t.c.final.is_(False), t.c.gone_at.is_(None))
+                    .where(
+                        t.c.source == self.cfg.name,
+                        t.c.final.is_(False),
+                        t.c.gone_at.is_(None),
+                        t.c.last_seen_at < started,
+                    )
                     .order_by(t.c.last_seen_at, t.c.id)
                     .limit(REFRESH_LIMIT)
                 ).scalars()
@@ -333,6 +339,13 @@ class _Run:
             if not rows:
                 break
             missing = [r.id for r in rows if r.external_id not in present]
+            if missing and not present:
+                # An empty list from a tool that held executions is far likelier a wrong
+                # project, key or proxy than a tool that pruned everything.
+                self.report.notes.append(
+                    "the tool listed no executions at all; no copy was marked gone"
+                )
+                return
             if missing:
                 with self.ledger.transaction(self.actor) as tx:
                     self.report.gone += writes.mark_gone(tx, missing)

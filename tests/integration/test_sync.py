@@ -344,3 +344,15 @@ def test_list_executions_pages_by_keyset_most_recent_first(
     assert seen[8:] == [str(i) for i in range(25, 8, -1)]
     assert queries.list_executions(store, status="error") == []
     assert queries.list_executions(store, after=10**9) == []
+
+
+def test_an_empty_list_from_a_tool_that_held_executions_marks_nothing_gone(
+    ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
+) -> None:
+    n8n.add(30)
+    sync(ledger, n8n)
+    clock.advance(hours=2)
+    n8n.intercept = lambda request: httpx.Response(200, json={"data": [], "nextCursor": None})
+    report = sync(ledger, n8n)
+    assert report.ok and report.gone == 0 and "listed no executions" in report.notes[0]
+    assert rows(store, gone=True) == {}
