@@ -116,10 +116,10 @@ class N8nConnector:
             floor = min(listed) if listed else None
             if reached and high is not None:
                 floor = high + 1
-            found, probes = self._probe_holes(low, floor, listed, probes)
-            fresh.extend(found)
             self._name(fresh)
             fresh = [self._custom_data(r) for r in fresh]
+            found, probes = self._probe_holes(low, floor, listed, probes)  # named by fetch
+            fresh.extend(found)
             if listed:
                 low = min(listed) if low is None else min(low, min(listed))
             if reached:

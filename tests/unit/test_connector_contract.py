@@ -18,6 +18,7 @@ from connectors.base import (
     ServerError,
     Unreachable,
 )
+from connectors.n8n import N8nConnector
 from tests.fakes.airflow import FakeAirflow
 from tests.fakes.n8n import FakeN8n
 
@@ -216,3 +217,15 @@ def test_n8n_without_a_key_is_an_auth_failure_before_any_request() -> None:
     with pytest.raises(AuthFailed, match="api_key_env"):
         connector.check()
     assert fake.requests == []
+
+
+def test_n8n_asks_for_at_most_its_budget_of_holes_newest_first() -> None:
+    fake = FakeN8n()
+    fake.add(1)
+    _, position = drain(connect(fake), None)
+    hidden = fake.add(10, status="waiting")
+    fake.unlisted.update(int(i) for i in hidden)
+    fake.add(1)
+    connector = N8nConnector(fake.client(), fake.settings(), max_probes=3)
+    records, _ = drain(connector, position)
+    assert {r.external_id for r in records if r.status == "waiting"} == set(hidden[-3:])
