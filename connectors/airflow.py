@@ -21,7 +21,7 @@ from urllib.parse import quote
 import httpx
 
 from connectors import fields
-from connectors.base import AuthFailed, ConnectorError, ExecutionRecord, Malformed, Page, Settings
+from connectors.base import AuthFailed, ExecutionRecord, Malformed, NoApi, Page, Settings
 from connectors.http import NotFound, public_url, request_json
 
 STATUS = {"queued": "new", "running": "running", "success": "success", "failed": "error"}
@@ -55,6 +55,14 @@ class AirflowConnector:
             raise Malformed("Airflow's /auth/token answered without an access_token")
         return token
 
+    def _list(self, params: dict[str, Any]) -> tuple[Any, httpx.Headers]:
+        try:
+            return self._get("/dags/~/dagRuns", params)
+        except NotFound as exc:
+            raise NoApi(
+                f"no Airflow 3 API at {public_url(self.base)}/api/v2 (404): check base_url"
+            ) from exc
+
     def _get(self, path: str, params: dict[str, Any] | None = None) -> tuple[Any, httpx.Headers]:
         for attempt in (1, 2):
             if self._token is None:
@@ -85,7 +93,7 @@ class AirflowConnector:
             params: dict[str, Any] = {"limit": self.limit, "offset": offset, "order_by": "id"}
             if since:
                 params["updated_at_gte"] = since
-            body, headers = self._get("/dags/~/dagRuns", params)
+            body, headers = self._list(params)
             raw = fields.items(body, "dag_runs", "the DAG run list")
             total = body.get("total_entries")
             if not isinstance(total, int) or isinstance(total, bool) or total < 0:
@@ -115,7 +123,7 @@ class AirflowConnector:
         offset = 0
         while True:
             params = {"limit": self.limit, "offset": offset, "order_by": "id"}
-            body, _ = self._get("/dags/~/dagRuns", params)
+            body, _ = self._list(params)
             raw = fields.items(body, "dag_runs", "the DAG run list")
             yield [self._name(fields.obj(item, "a DAG run")) for item in raw]
             offset += len(raw)
@@ -124,12 +132,7 @@ class AirflowConnector:
 
     def check(self) -> str:
         where = public_url(self.base)
-        try:
-            body, _ = self._get("/dags/~/dagRuns", {"limit": 1})
-        except NotFound as exc:
-            raise ConnectorError(
-                f"no Airflow 3 API at {where}/api/v2 (404): check base_url"
-            ) from exc
+        body, _ = self._list({"limit": 1})
         total = body.get("total_entries") if isinstance(body, dict) else None
         if not isinstance(total, int):
             raise Malformed(f"{where} answered, but not like the Airflow 3 API")

@@ -102,6 +102,12 @@ class AuthFailed(ConnectorError):
     stops_source = True
 
 
+class NoApi(ConnectorError):
+    """The base URL answers, but the tool's API is not there (404 on its list)."""
+
+    stops_source = True
+
+
 class Malformed(ConnectorError):
     """The answer is not what the tool's API promises (not JSON, wrong shape, oversized)."""
 

@@ -27,9 +27,9 @@ import httpx
 from connectors import fields
 from connectors.base import (
     AuthFailed,
-    ConnectorError,
     ExecutionRecord,
     Malformed,
+    NoApi,
     Page,
     Settings,
     clean_text,
@@ -77,7 +77,13 @@ class N8nConnector:
         return body
 
     def _list(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-        body = self._get("/executions", params)
+        try:
+            body = self._get("/executions", params)
+        except NotFound as exc:
+            raise NoApi(
+                f"no n8n public API at {public_url(self.api)} (404): check base_url, or "
+                "whether the API is disabled (N8N_PUBLIC_API_DISABLED)"
+            ) from exc
         raw = fields.items(body, "data", "the execution list")
         nxt = body.get("nextCursor")
         if nxt is not None and (not isinstance(nxt, str) or not nxt or len(nxt) > MAX_CURSOR):
@@ -123,8 +129,8 @@ class N8nConnector:
             if listed:
                 low = min(listed) if low is None else min(low, min(listed))
             if reached:
-                done_high = top if high is None or (top is not None and top > high) else high
-                yield Page(fresh, _dump_position({"high": _str(done_high)}))
+                done = max((v for v in (high, top) if v is not None), default=None)
+                yield Page(fresh, _dump_position({"high": _str(done)}))
                 return
             yield Page(
                 fresh,
@@ -160,11 +166,6 @@ class N8nConnector:
         where = public_url(self.api)
         try:
             raw, _ = self._list({"limit": 1})
-        except NotFound as exc:
-            raise ConnectorError(
-                f"no n8n public API at {where} (404): check base_url, or whether the API is "
-                "disabled (N8N_PUBLIC_API_DISABLED)"
-            ) from exc
         except Malformed as exc:
             raise Malformed(f"not the n8n public API: {exc}") from exc
         newest = fields.ident(raw[0], "id") if raw else None

@@ -13,6 +13,7 @@ from connectors.base import (
     Connector,
     ExecutionRecord,
     Malformed,
+    NoApi,
     NotReady,
     RateLimited,
     ServerError,
@@ -229,3 +230,14 @@ def test_n8n_asks_for_at_most_its_budget_of_holes_newest_first() -> None:
     connector = N8nConnector(fake.client(), fake.settings(), max_probes=3)
     records, _ = drain(connector, position)
     assert {r.external_id for r in records if r.status == "waiting"} == set(hidden[-3:])
+
+
+def test_a_base_url_without_the_api_stops_with_a_plain_reason(fake: Any) -> None:
+    fake.add(2)
+    connector = connect(fake)
+    if fake.kind == "airflow":
+        connector.check()
+    fake.inject(httpx.Response(404, text="Not Found"))
+    with pytest.raises(NoApi, match="check base_url") as caught:
+        drain(connector, None)
+    assert caught.value.stops_source
