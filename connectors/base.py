@@ -118,6 +118,7 @@ class Connector(Protocol):
     """One workflow-tool instance, read through its API."""
 
     kind: str
+    notes: list[str]  # what the run could not do but did not fail for (e.g. workflow names)
 
     def pages(self, position: str | None) -> Iterator[Page]:
         """Records new or changed since ``position`` (``None``: everything the tool still

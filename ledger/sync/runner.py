@@ -186,7 +186,7 @@ class _Run:
                 self.envelope["reconciled_at"] = started.astimezone(UTC).isoformat()
                 with self.ledger.transaction(self.actor) as tx:
                     self._move(tx)
-            self.report.notes.extend(getattr(connector, "notes", []))
+            self.report.notes.extend(connector.notes)
         except Superseded as exc:
             # The other run owns the source now, and records how it ends.
             self.report.error, self.report.status = str(exc), "superseded"
@@ -250,6 +250,8 @@ class _Run:
         for page in self._each_page(connector):
             number = self.report.pages + 1
             self.envelope["c"] = page.position
+            if not page.records and json.dumps(self.envelope) == self.stored:
+                continue  # a poll with nothing new: nothing to write
             with self.ledger.transaction(self.actor) as tx:
                 self._move(tx)  # first: it takes the source's row lock
                 written = writes.store_records(tx, self.cfg.name, page.records)
