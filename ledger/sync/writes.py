@@ -39,12 +39,16 @@ class Written:
     linked: int = 0
 
 
-def _values(record: ExecutionRecord) -> dict[str, Any]:
+def _values(record: ExecutionRecord, kept_extra: str | None = None) -> dict[str, Any]:
+    """The columns for ``record``; what the copy already had in ``extra`` stays unless the
+    record says otherwise (a link read once from customData is not lost on a later read).
+    Every ``extra`` value is short by construction, far inside the column's 8,000."""
     values = {name: getattr(record, name) for name in FIELDS}
-    extra = dict(record.extra)
+    extra = json.loads(kept_extra) if kept_extra else {}
+    extra.update(record.extra)
     if record.operation_id:
         extra["operation_id"] = record.operation_id
-    values["extra"] = json.dumps(extra, sort_keys=True)[:8000] if extra else None
+    values["extra"] = json.dumps(extra, sort_keys=True) if extra else None
     return values
 
 
@@ -70,9 +74,9 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
             EXECUTIONS.update().where(EXECUTIONS.c.id.in_(seen)).values(last_seen_at=tx.now)
         )
     for ext_id, record in latest.items():
-        values = _values(record)
         row = existing.get(ext_id)
         if row is None:
+            values = _values(record)
             inserts.append(
                 {
                     "source": source,
@@ -83,10 +87,8 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
                 }
             )
             continue
-        changed = row.gone_at is not None or any(
-            getattr(row, k) != v for k, v in values.items() if k != "extra"
-        )
-        if changed or (values["extra"] is not None and values["extra"] != row.extra):
+        values = _values(record, row.extra)
+        if row.gone_at is not None or any(getattr(row, k) != v for k, v in values.items()):
             out.changed += 1
             tx.conn.execute(
                 EXECUTIONS.update().where(EXECUTIONS.c.id == row.id).values(gone_at=None, **values)
