@@ -94,10 +94,7 @@ class AirflowConnector:
             if since:
                 params["updated_at_gte"] = since
             body, headers = self._list(params)
-            raw = fields.items(body, "dag_runs", "the DAG run list")
-            total = body.get("total_entries")
-            if not isinstance(total, int) or isinstance(total, bool) or total < 0:
-                raise Malformed("the DAG run list has no total_entries count")
+            raw, total = _runs(body)
             if started is None:
                 started = _server_time(headers).isoformat()
             records = [self._record(fields.obj(item, "a DAG run")) for item in raw]
@@ -124,18 +121,19 @@ class AirflowConnector:
         while True:
             params = {"limit": self.limit, "offset": offset, "order_by": "id"}
             body, _ = self._list(params)
-            raw = fields.items(body, "dag_runs", "the DAG run list")
+            raw, total = _runs(body)
             yield [self._name(fields.obj(item, "a DAG run")) for item in raw]
             offset += len(raw)
-            if not raw or offset >= int(body.get("total_entries") or 0):
+            if not raw or offset >= total:
                 return
 
     def check(self) -> str:
         where = public_url(self.base)
         body, _ = self._list({"limit": 1})
-        total = body.get("total_entries") if isinstance(body, dict) else None
-        if not isinstance(total, int):
-            raise Malformed(f"{where} answered, but not like the Airflow 3 API")
+        try:
+            _, total = _runs(body)
+        except Malformed as exc:
+            raise Malformed(f"{where} answered, but not like the Airflow 3 API: {exc}") from exc
         return f"Airflow API at {where} answers; {total} DAG run(s)"
 
     # ------------------------------------------------------------------ records
@@ -163,6 +161,14 @@ class AirflowConnector:
             stopped_at=fields.time(item, "end_date"),
             extra={"state": state},
         )
+
+
+def _runs(body: Any) -> tuple[list[Any], int]:
+    raw = fields.items(body, "dag_runs", "the DAG run list")
+    total = body.get("total_entries")
+    if not isinstance(total, int) or isinstance(total, bool) or total < 0:
+        raise Malformed("the DAG run list has no total_entries count")
+    return raw, total
 
 
 def _server_time(headers: httpx.Headers) -> datetime:
