@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import ssl
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
@@ -18,6 +18,7 @@ from connectors.base import (
     AuthFailed,
     ConnectorError,
     Malformed,
+    NoApi,
     NotReady,
     RateLimited,
     ServerError,
@@ -103,6 +104,9 @@ def request_json(
         )
     if status == 400:
         raise BadRequest(f"{tool} at {where} rejected the request (400): {_said(body)}")
+    if 300 <= status < 400:
+        target = public_url(urljoin(url, resp_headers.get("location", "")))
+        raise NoApi(f"{where} redirects ({status}) to {target}: set base_url to where the API is")
     if status >= 400:
         raise Malformed(f"{tool} at {where} rejected the request with {status}: {_said(body)}")
     if "json" not in content_type.lower():

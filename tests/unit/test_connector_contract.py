@@ -241,3 +241,15 @@ def test_a_base_url_without_the_api_stops_with_a_plain_reason(fake: Any) -> None
     with pytest.raises(NoApi, match="check base_url") as caught:
         drain(connector, None)
     assert caught.value.stops_source
+
+
+def test_a_redirect_is_named_with_where_it_points_without_its_query(fake: Any) -> None:
+    fake.add(1)
+    connector = connect(fake)
+    if fake.kind == "airflow":
+        connector.check()
+    fake.inject(httpx.Response(302, headers={"location": "https://sso.example.com/login?t=s3cr3t"}))
+    with pytest.raises(NoApi) as e:
+        drain(connector, None)
+    assert "redirects (302) to https://sso.example.com/login:" in str(e.value)
+    assert "s3cr3t" not in str(e.value)
