@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime, timedelta
 from typing import Annotated
 
@@ -12,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from connectors.base import ConnectorError
 from ledger import queries
 from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
 from ledger.cli.inspect import _json_default, _when
@@ -74,8 +74,6 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
 @one_line_errors
 def check(name: str) -> None:
     """One live call to the source; says plainly what is wrong, or what answered."""
-    from connectors.base import ConnectorError
-
     cfg = load_config().source(name)
     try:
         answer = check_source(cfg)
@@ -196,4 +194,3 @@ def executions(
         )
     if len(found) == limit:
         typer.echo(f"more: --after {found[-1]['id']}", err=True)
-    sys.stdout.flush()
