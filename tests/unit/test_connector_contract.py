@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -253,3 +254,16 @@ def test_a_redirect_is_named_with_where_it_points_without_its_query(fake: Any) -
         drain(connector, None)
     assert "redirects (302) to https://sso.example.com/login:" in str(e.value)
     assert "s3cr3t" not in str(e.value)
+
+
+def test_airflow_logs_in_with_its_credentials_and_again_when_the_token_expires() -> None:
+    fake = FakeAirflow()
+    fake.add(3)
+    connector = connect(fake, username="etl", password="pw-123")
+    assert len(drain(connector, None)[0]) == 3
+    login = [r for r in fake.requests if r.url.path == "/auth/token"]
+    assert [r.method for r in login] == ["POST"]
+    assert json.loads(login[0].content) == {"username": "etl", "password": "pw-123"}
+    fake.token = "jwt.renewed"  # the old token now answers 403 "Invalid JWT token"
+    assert len(drain(connector, None)[0]) == 3
+    assert len([r for r in fake.requests if r.url.path == "/auth/token"]) == 2
