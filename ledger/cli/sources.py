@@ -142,7 +142,7 @@ def _summary(r: SyncReport) -> str:
     counts = (
         f"{r.pages} pages, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
         f"{r.gone} gone, {r.linked} linked"
-        + (", reconciled" if r.reconciled else "")
+        + (f", reconciled ({r.recovered} recovered)" if r.reconciled else "")
         + (f", waited {r.waited:.0f}s" if r.waited else "")
     )
     notes = "".join(f"; note: {n}" for n in r.notes)

@@ -33,6 +33,7 @@ T = TypeVar("T")
 REFRESH_LIMIT = 500
 REFRESH_BATCH = 100
 GONE_BATCH = 1000
+RECOVER_LIMIT = 500
 
 
 @dataclass
@@ -47,6 +48,7 @@ class SyncReport:
     gone: int = 0
     linked: int = 0
     reconciled: bool = False
+    recovered: int = 0
     waited: float = 0.0
     status: str = "ok"
     error: str | None = None
@@ -283,6 +285,11 @@ class _Run:
                     .limit(REFRESH_LIMIT)
                 ).scalars()
             )
+        self._store_fetched(connector, ids)
+        self.report.refreshed += len(ids)
+
+    def _store_fetched(self, connector: Connector, ids: list[str]) -> None:
+        """Ask for each id, then store what the tool has and mark gone what it has not."""
         for start in range(0, len(ids), REFRESH_BATCH):
             batch = ids[start : start + REFRESH_BATCH]
             found: list[ExecutionRecord] = []
@@ -296,7 +303,7 @@ class _Run:
             with self.ledger.transaction(self.actor) as tx:
                 written = writes.store_records(tx, self.cfg.name, found)
                 self.report.gone += writes.mark_gone_by_id(tx, self.cfg.name, missing)
-            self.report.refreshed += len(batch)
+            self.report.new += written.new
             self.report.changed += written.changed
             self.report.linked += written.linked
 
@@ -352,7 +359,31 @@ class _Run:
                 with self.ledger.transaction(self.actor) as tx:
                     self.report.gone += writes.mark_gone(tx, missing)
             after = rows[-1].id
+        self._recover(connector, present)
         self.report.reconciled = True
+
+    def _recover(self, connector: Connector, present: set[str]) -> None:
+        """Fetch what the tool holds and the ledger never got: an execution the list left
+        out while it ran, in a gap past the probe budget, is listed once it ends, below the
+        position that incremental reads start from."""
+        t = writes.EXECUTIONS
+        ids = sorted(present)
+        unknown: list[str] = []
+        for start in range(0, len(ids), GONE_BATCH):
+            chunk = ids[start : start + GONE_BATCH]
+            with self.ledger.store.reader.connect() as conn:
+                known = set(
+                    conn.execute(
+                        sa.select(t.c.external_id).where(
+                            t.c.source == self.cfg.name, t.c.external_id.in_(chunk)
+                        )
+                    ).scalars()
+                )
+            unknown.extend(i for i in chunk if i not in known)
+            if len(unknown) >= RECOVER_LIMIT:
+                break
+        self._store_fetched(connector, unknown[:RECOVER_LIMIT])
+        self.report.recovered = len(unknown[:RECOVER_LIMIT])
 
 
 def _load_envelope(position: str | None) -> dict[str, Any]:

@@ -356,3 +356,23 @@ def test_an_empty_list_from_a_tool_that_held_executions_marks_nothing_gone(
     report = sync(ledger, n8n)
     assert report.ok and report.gone == 0 and "listed no executions" in report.notes[0]
     assert rows(store, gone=True) == {}
+
+
+def test_executions_past_the_probe_budget_are_recovered_when_the_list_shows_them(
+    ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
+) -> None:
+    n8n.add(2)
+    sync(ledger, n8n)
+    hidden = n8n.add(130, status="waiting")
+    n8n.unlisted.update(int(i) for i in hidden)
+    n8n.add(1)
+    sync(ledger, n8n)
+    assert len(set(hidden) - set(rows(store))) == 30  # 100 probed, the oldest 30 not
+    for ext_id in hidden:
+        n8n.set_status(ext_id, "success")
+    n8n.unlisted.clear()
+    clock.advance(hours=2)
+    report = sync(ledger, n8n)
+    assert report.reconciled and report.recovered == 30 and report.new == 30
+    assert set(rows(store)) == n8n.ids()
+    assert all(rows(store)[i]["status"] == "success" for i in hidden)
