@@ -33,7 +33,7 @@ from ledger.config import SourceConfig
 from ledger.migrate import init_ledger
 from ledger.services import Ledger
 from ledger.sync import sync_source
-from ledger.sync.runner import connector_settings
+from ledger.sync.connect import connector_settings
 
 KEY = "bench-key"
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

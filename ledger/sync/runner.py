@@ -20,13 +20,12 @@ from typing import Any, TypeVar
 import httpx
 import sqlalchemy as sa
 
-from connectors import registry
-from connectors.base import Connector, ConnectorError, ExecutionRecord, Page, Settings
+from connectors.base import Connector, ConnectorError, ExecutionRecord, Page
 from connectors.http import public_url
 from ledger.config import SourceConfig
 from ledger.faults import crashpoint
 from ledger.services import Ledger, Tx
-from ledger.sync import writes
+from ledger.sync import connect, writes
 from ledger.sync.retry import Backoff, Clock, Sleep
 
 T = TypeVar("T")
@@ -67,61 +66,6 @@ class Superseded(ConnectorError):
     """Another sync of the same source moved its position while this one ran."""
 
 
-class ConfigProblem(ConnectorError):
-    """The source cannot run as configured (a missing environment variable, an unknown kind)."""
-
-    stops_source = True
-
-
-def connector_settings(cfg: SourceConfig) -> Settings:
-    """The connector's view of a source, secrets read from the environment now."""
-    for env_name in (cfg.api_key_env, cfg.username_env, cfg.password_env):
-        if env_name and cfg.secret(env_name) is None:
-            raise ConfigProblem(
-                f"environment variable {env_name} (named by source {cfg.name}) is not set"
-            )
-    if cfg.kind == "n8n" and not cfg.api_key_env:
-        raise ConfigProblem(f"source {cfg.name} has no api_key_env naming its n8n API key")
-    return Settings(
-        base_url=cfg.base_url,
-        api_key=cfg.secret(cfg.api_key_env),
-        username=cfg.secret(cfg.username_env),
-        password=cfg.secret(cfg.password_env),
-        page_size=cfg.page_size,
-        custom_data_workflows=tuple(cfg.custom_data_workflows),
-        custom_data_key=cfg.custom_data_key,
-    )
-
-
-def make_client() -> httpx.Client:
-    return httpx.Client(
-        timeout=httpx.Timeout(30.0, connect=10.0),
-        headers={"User-Agent": "flowledger-sync"},
-        follow_redirects=False,
-    )
-
-
-def build_connector(cfg: SourceConfig, client: httpx.Client) -> Connector:
-    settings = connector_settings(cfg)
-    try:
-        return registry.build(cfg.kind, client, settings)
-    except ValueError as exc:
-        raise ConfigProblem(str(exc)) from exc
-
-
-def check_source(cfg: SourceConfig, client: httpx.Client | None = None) -> str:
-    """One live call; returns what answered or raises a :class:`ConnectorError`."""
-    own = client is None
-    client = client or make_client()
-    try:
-        return _scrub(build_connector(cfg, client).check(), cfg)
-    except ConnectorError as exc:
-        raise type(exc)(_scrub(str(exc), cfg)) from None
-    finally:
-        if own:
-            client.close()
-
-
 def sync_source(
     ledger: Ledger,
     cfg: SourceConfig,
@@ -135,7 +79,7 @@ def sync_source(
 ) -> SyncReport:
     """Sync ``cfg`` once. ``reconcile``: ``None`` when due, ``True`` always, ``False`` never."""
     own = client is None
-    client = client or make_client()
+    client = client or connect.make_client()
     run = _Run(ledger, cfg, clock or ledger.clock, sleep, backoff, progress)
     try:
         run.go(client, reconcile)
@@ -178,7 +122,7 @@ class _Run:
         # setting reconciled_at.
         first_run = not self.envelope.get("reconciled_at")
         try:
-            connector = build_connector(self.cfg, client)
+            connector = connect.build_connector(self.cfg, client)
             self._pages(connector)
             self._refresh(connector, started)
             due = self._reconcile_due(started) if reconcile is None else reconcile
@@ -194,7 +138,7 @@ class _Run:
             self.report.error, self.report.status = str(exc), "superseded"
             return
         except ConnectorError as exc:
-            self.report.error = _scrub(str(exc), self.cfg)
+            self.report.error = connect.scrub(str(exc), self.cfg)
             self.report.status = "stopped" if exc.stops_source else "error"
         with self.ledger.transaction(self.actor) as tx:
             writes.record_outcome(
@@ -396,12 +340,3 @@ def _load_envelope(position: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _scrub(message: str, cfg: SourceConfig) -> str:
-    """Belt and braces: no secret of the source survives into a stored or printed message."""
-    for env_name in (cfg.api_key_env, cfg.username_env, cfg.password_env):
-        secret = cfg.secret(env_name)
-        if secret and len(secret) >= 4:
-            message = message.replace(secret, "***")
-    return message
