@@ -65,6 +65,8 @@ class SourceConfig(_Section):
     # Workflows whose executions are read with their data to find customData links.
     custom_data_workflows: list[str] = Field(default_factory=list)
     custom_data_key: str = "ledger.operation_id"
+    # How often a sync walks the tool's whole list to notice pruned and deleted executions.
+    reconcile_interval: Duration = timedelta(hours=1)
 
     @field_validator("base_url")
     @classmethod

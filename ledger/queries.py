@@ -169,3 +169,50 @@ def iter_events(
         for r in rows:
             yield _event_dict(r)
         after = rows[-1].seq
+
+
+def list_executions(
+    store: Store,
+    *,
+    source: str | None = None,
+    status: str | None = None,
+    gone: bool | None = None,
+    after: int | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """The kept execution copies, most recently started first (queued ones by when the
+    ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
+    ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
+    ``False`` only those it still has."""
+    when = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
+    stmt = (
+        sa.select(EXECUTIONS)
+        .order_by(when.desc(), EXECUTIONS.c.id.desc())
+        .limit(max(1, min(limit, 1000)))
+    )
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    if status is not None:
+        stmt = stmt.where(EXECUTIONS.c.status == status)
+    if gone is True:
+        stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
+    elif gone is False:
+        stmt = stmt.where(EXECUTIONS.c.gone_at.is_(None))
+    with store.reader.connect() as conn:
+        if after is not None:
+            anchor = conn.execute(sa.select(when).where(EXECUTIONS.c.id == after)).first()
+            if anchor is None:
+                return []
+            stmt = stmt.where(
+                sa.or_(
+                    when < anchor[0],
+                    sa.and_(when == anchor[0], EXECUTIONS.c.id < after),
+                )
+            )
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def list_sources(store: Store) -> list[dict[str, Any]]:
+    """Every source the ledger has synced, with where it stands."""
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(sa.select(SOURCES).order_by(SOURCES.c.name))]

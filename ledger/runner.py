@@ -2,7 +2,7 @@
 
 The scheduler starts and stops with the receiver app's lifespan, and its gauges and job
 counters join the receiver's registry, so one ``/metrics`` scrape sees the whole process.
-The sync jobs come from ``ledger.sync`` (TEMPORARY guarded import until it is in this tree).
+One sync job runs per configured source.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ledger.scheduler import Job, Scheduler
 from ledger.services import Ledger
 from ledger.storage import Store
 from ledger.sweep import Sweep
+from ledger.sync import sync_source
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,6 @@ class Runner:
 
 def sync_jobs(ledger: Ledger, cfg: FileConfig) -> list[Job]:
     """One job per configured source, at its interval."""
-    try:  # TEMPORARY: until ledger.sync is in this tree; then a plain import at the top.
-        from ledger.sync import sync_source  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        if cfg.sources:
-            log.warning("sources are configured but this build has no sync; none will run")
-        return []
     return [
         Job(f"sync:{src.name}", src.interval, functools.partial(sync_source, ledger, src))
         for src in cfg.sources

@@ -124,7 +124,14 @@ def make_store(url: URL, *, create: bool = False) -> Store:
             pool_pre_ping=True,
             pool_size=10,
             max_overflow=20,
-            connect_args={"connect_timeout": 5, "application_name": "flowledger"},
+            # prepare_threshold=None: psycopg would otherwise prepare a statement after five
+            # runs, and PostgreSQL may keep the generic plan it made while a table was small
+            # (a sequential scan), which turns a growing backfill quadratic.
+            connect_args={
+                "connect_timeout": 5,
+                "application_name": "flowledger",
+                "prepare_threshold": None,
+            },
         )
     reader = engine.execution_options(flowledger_read=True)
     return Store(engine=engine, reader=reader, url=url)

@@ -7,6 +7,7 @@ from ledger.cli import (  # noqa: F401  (register their commands)
     inspect,
     receiver,
     scheduling,
+    sources,
 )
 from ledger.cli.common import app
 

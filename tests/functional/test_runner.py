@@ -44,3 +44,25 @@ async def test_the_scheduler_starts_and_stops_with_the_apps_lifespan() -> None:
         assert ran.wait(30)
     assert not sched.aps.running
     assert order == ["app up", "app down"]
+
+
+def test_the_runner_schedules_one_sync_job_per_source(ledger: Ledger) -> None:
+    cfg = FileConfig.model_validate(
+        {
+            "sources": [
+                {
+                    "name": "prod-n8n",
+                    "kind": "n8n",
+                    "base_url": "http://127.0.0.1:5678",
+                    "interval": "30s",
+                },
+                {"name": "etl", "kind": "airflow", "base_url": "http://127.0.0.1:8080"},
+            ]
+        }
+    )
+    runner = Runner(ledger.store, ledger, cfg)
+    try:
+        assert runner.scheduler.jobs["sync:prod-n8n"].interval == timedelta(seconds=30)
+        assert "sync:etl" in runner.scheduler.jobs
+    finally:
+        runner.close()

@@ -1,0 +1,91 @@
+"""SIGKILL in the middle of a multi-page sync, then sync again: no gap and no duplicate."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from ledger import chain
+from ledger.migrate import init_ledger
+from ledger.services import Ledger
+from ledger.storage import open_store
+from ledger.sync import sync_source
+from tests.crash.sync_child import ENV, source
+from tests.fakes.n8n import KEY, FakeN8n
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNT, PAGE = 1000, 100
+
+
+def wait_for_signal(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
+    """Block until the child has written the crash point's name (or has died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text():
+            return path.read_text()
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            raise AssertionError(f"the child exited ({proc.returncode}) before the point: {out}")
+        time.sleep(0.005)
+    raise AssertionError("the child never reached the crash point")
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize(
+    ("point", "kept"),
+    [("sync_page_3_before_commit", 2 * PAGE), ("sync_page_3_committed", 3 * PAGE)],
+)
+def test_sync_killed_between_pages_resumes_without_gap_or_duplicate(
+    db_url: str, tmp_path: Path, point: str, kept: int
+) -> None:
+    store, _ = init_ledger(db_url)
+    store.dispose()
+    flag = tmp_path / "crashed"
+    env = {
+        **os.environ,
+        ENV: KEY,
+        "FLOWLEDGER_CRASH_AT": point,
+        "FLOWLEDGER_CRASH_SIGNAL": str(flag),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.crash.sync_child", db_url, str(COUNT), str(PAGE)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert wait_for_signal(flag, proc) == point
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    store = open_store(db_url)
+    try:
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM executions")).scalar_one() == kept
+        fake = FakeN8n()
+        fake.add(COUNT)
+        os.environ[ENV] = KEY
+        try:
+            report = sync_source(Ledger(store), source(PAGE), fake.client(), sleep=lambda s: None)
+        finally:
+            del os.environ[ENV]
+        assert report.ok and report.new == COUNT - kept
+        assert len(fake.list_requests()) == COUNT // PAGE - kept // PAGE  # resumed, not restarted
+        with store.engine.connect() as conn:
+            ids = conn.execute(sa.text("SELECT external_id FROM executions")).scalars().all()
+            assert sorted(ids, key=int) == [str(i) for i in range(1, COUNT + 1)]
+            assert chain.verify(conn).ok
+    finally:
+        store.dispose()

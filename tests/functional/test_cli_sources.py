@@ -1,0 +1,147 @@
+"""``flowledger sources``, ``sources check``, ``sync --once`` and ``executions`` as a person
+runs them, against a fake n8n."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from ledger.cli.common import app
+from ledger.migrate import init_ledger
+from ledger.sync import connect
+from tests.fakes.n8n import KEY, FakeN8n
+
+CONFIG = """
+[[sources]]
+name = "prod-n8n"
+kind = "n8n"
+base_url = "http://n8n.test"
+api_key_env = "TEST_N8N_API_KEY"
+"""
+
+
+@pytest.fixture
+def n8n(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeN8n:
+    fake = FakeN8n()
+    (tmp_path / "flowledger.toml").write_text(CONFIG)
+    db = tmp_path / "ledger.db"
+    store, _ = init_ledger(str(db))
+    store.dispose()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
+    monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
+    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    monkeypatch.setattr(connect, "make_client", fake.client)
+    return fake
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_sync_once_then_list_what_was_kept(n8n: FakeN8n) -> None:
+    n8n.add(300)
+    code, out = run("sync", "--once")
+    assert code == 0, out
+    assert "prod-n8n: ok: 2 pages, 300 new" in out
+    code, out = run("executions", "--json", "--limit", "1000")
+    kept = json.loads(out)
+    assert code == 0 and {e["external_id"] for e in kept} == n8n.ids()
+    code, out = run("sources")
+    assert code == 0 and "prod-n8n" in out and " ok " in out
+    assert KEY not in out
+
+
+def test_executions_filters_by_status_and_gone(n8n: FakeN8n) -> None:
+    n8n.add(3)
+    (failed,) = n8n.add(1, status="error")
+    run("sync", "--once")
+    n8n.delete("1")
+    assert run("sync", "--once", "--reconcile")[0] == 0
+    code, out = run("executions", "--gone")
+    assert code == 0 and out.splitlines()[1].split()[1] == "1" and len(out.splitlines()) == 2
+    code, out = run("executions", "--status", "error", "--json")
+    assert [e["external_id"] for e in json.loads(out)] == [failed]
+    code, out = run("executions", "--limit", "2")
+    assert "more: --after" in out
+
+
+def test_a_stopped_source_says_why_and_exits_nonzero(n8n: FakeN8n) -> None:
+    n8n.add(2)
+    n8n.api_key = "another"
+    code, out = run("sync", "--once")
+    assert code == 1 and "prod-n8n: STOPPED: n8n refused the credentials (401)" in out
+    code, out = run("sources")
+    assert "stopped" in out and "401" in out
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (httpx.Response(401, json={"message": "unauthorized"}), "refused the credentials (401)"),
+        (httpx.Response(403, json={"message": "Forbidden"}), "lack a permission or scope"),
+        (
+            httpx.Response(
+                200, text="n8n is starting up. Please wait", headers={"content-type": "text/html"}
+            ),
+            "still starting up",
+        ),
+        (
+            httpx.Response(200, text="<html>Grafana</html>", headers={"content-type": "text/html"}),
+            "not JSON: is this the n8n API",
+        ),
+        (httpx.Response(404, text="Cannot GET /api/v1/executions"), "no n8n public API"),
+    ],
+)
+def test_sources_check_says_plainly_what_is_wrong(
+    n8n: FakeN8n, answer: httpx.Response, said: str
+) -> None:
+    n8n.inject(answer)
+    code, out = run("sources", "check", "prod-n8n")
+    assert code == 1 and said in out and KEY not in out
+
+
+def refused(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("[Errno 111] Connection refused")
+
+
+def bad_certificate(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("handshake failed") from ssl.SSLCertVerificationError(
+        "certificate verify failed: self-signed certificate"
+    )
+
+
+@pytest.mark.parametrize(
+    ("transport", "said"), [(refused, "cannot reach n8n"), (bad_certificate, "TLS failed")]
+)
+def test_sources_check_names_unreachable_and_tls(
+    n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch, transport: Any, said: str
+) -> None:
+    monkeypatch.setattr(
+        connect, "make_client", lambda: httpx.Client(transport=httpx.MockTransport(transport))
+    )
+    code, out = run("sources", "check", "prod-n8n")
+    assert code == 1 and said in out
+
+
+def test_sources_check_ok_names_what_answered(n8n: FakeN8n) -> None:
+    n8n.add(4)
+    code, out = run("sources", "check", "prod-n8n")
+    assert code == 0 and "n8n public API at http://n8n.test/api/v1 answers" in out
+
+
+def test_an_unknown_source_or_none_configured_is_one_line(n8n: FakeN8n, tmp_path: Path) -> None:
+    code, out = run("sync", "--once", "--source", "nope")
+    assert code == 2 and "no source named 'nope'" in out
+    (tmp_path / "flowledger.toml").write_text("")
+    code, out = run("sync", "--once")
+    assert code == 2 and "no sources configured" in out
+    code, out = run("sync")
+    assert code == 2 and "give --once" in out
