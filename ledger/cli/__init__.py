@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ledger.cli.operator  # noqa: F401  (the tui, handover and demo commands)
 from ledger.cli import database, inspect  # noqa: F401  (register their commands)
 from ledger.cli.common import app
 
