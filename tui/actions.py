@@ -121,7 +121,7 @@ class HoldActions:
             return
         hold = self.selected_hold()
         if hold is None:
-            self.app.report("No hold selected.", "warning")
+            self.app.report("No open hold selected.", "warning")
             return
         self._run_action(name, hold)
 

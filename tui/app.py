@@ -125,7 +125,7 @@ def make_app(
     read_only: bool = False,
     clock: Callable[[], datetime] = utcnow,
     report_dir: Path | None = None,
-    page_size: int = 100,
+    page_size: int = 60,
     refresh_seconds: float | None = 5.0,
 ) -> FlowledgerApp:
     """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer."""

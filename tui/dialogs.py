@@ -50,7 +50,14 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
             self.dismiss(None)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self._submit()
+        """Enter moves to the next empty field, and submits from the last one."""
+        inputs = list(self.query(Input))
+        later = inputs[inputs.index(event.input) + 1 :]
+        empty = next((i for i in later if not i.value.strip()), None)
+        if empty is not None:
+            empty.focus()
+        else:
+            self._submit()
 
     def _submit(self) -> None:
         values = {
@@ -69,6 +76,7 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
 class ConfirmDialog(ModalScreen[bool]):
     """The last look before a change: says plainly what will happen. ``y`` confirms."""
 
+    AUTO_FOCUS = "#no"  # enter alone never confirms a change
     BINDINGS = [
         Binding("y", "answer(True)", "Yes, do it"),
         Binding("n,escape", "answer(False)", "No"),

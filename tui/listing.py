@@ -37,7 +37,8 @@ class ListPane(Vertical):
         self.filter_text = ""
         self.total: int | None = None
         self.exhausted = False
-        self.generation = 0
+        self.generation = 0  # the newest load asked for
+        self.shown = -1  # the load whose rows are on screen
 
     @property
     def ctx(self) -> Context:
@@ -83,7 +84,7 @@ class ListPane(Vertical):
     @on(Input.Changed, ".filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
-        self.rows = []
+        self.rows, self.total = [], None
         self.reload(keep_cursor=False)
 
     @on(Input.Submitted, ".filter")
@@ -111,8 +112,15 @@ class ListPane(Vertical):
     @work(thread=True, exclusive=True, group="list-load")
     def _load(self, generation: int, limit: int, keep_cursor: bool) -> None:
         rows = self.fetch(None, 0, limit)
-        total = self.count()
-        self.app.call_from_thread(self._show, generation, rows, total, limit, keep_cursor)
+        self.app.call_from_thread(self._show, generation, rows, limit, keep_cursor)
+        total = self.count()  # after the rows are on screen: the count only adds "of N"
+        if total is not None:
+            self.app.call_from_thread(self._counted, generation, total)
+
+    def _counted(self, generation: int, total: int) -> None:
+        if generation == self.generation:
+            self.total = total
+            self._status()
 
     def load_more(self) -> None:
         if self.rows:
@@ -127,16 +135,16 @@ class ListPane(Vertical):
         self,
         generation: int,
         rows: list[dict[str, Any]],
-        total: int | None,
         limit: int,
         keep_cursor: bool,
     ) -> None:
         if generation != self.generation:
             return  # a newer filter or refresh is on its way
+        self.shown = generation
         table = self.table
         selected = self.current() if keep_cursor else None
         index = table.cursor_row
-        self.rows, self.total, self.exhausted = rows, total, len(rows) < limit
+        self.rows, self.exhausted = rows, len(rows) < limit
         table.clear()
         table.add_rows([self.cells(r) for r in rows])
         if rows:

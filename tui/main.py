@@ -70,8 +70,9 @@ class MainScreen(HoldActions, Screen[None]):
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
         self.refresh_bindings()
-        if self.active() == "events":
-            self.query_one(EventsPane).verify()
+        events = self.query_one(EventsPane)
+        if self.active() == "events" and not events.verified:
+            events.verify()  # once on first look; `v` walks the chain again
 
     def action_tab(self, name: str) -> None:
         self.query_one(TabbedContent).active = f"tab-{name}"

@@ -189,7 +189,10 @@ class EventsPane(ListPane):
             data[:120],
         ]
 
+    verified = False
+
     def verify(self) -> None:
+        self.verified = True
         self.query_one("#chain-status", Static).update("chain: verifying…")
         self._verify()
 
