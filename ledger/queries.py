@@ -432,3 +432,16 @@ def is_demo(store: Store) -> bool:
             sa.select(meta.c.value).where(meta.c.key == "demo")
         ).scalar_one_or_none()
     return value is not None
+
+
+def executions_by_ref(store: Store, external_ids: list[str]) -> list[dict[str, Any]]:
+    """The kept copies of the executions named (a hold may name one without an operation)."""
+    if not external_ids:
+        return []
+    with store.reader.connect() as conn:
+        rows = conn.execute(
+            sa.select(EXECUTIONS)
+            .where(EXECUTIONS.c.external_id.in_(external_ids))
+            .order_by(EXECUTIONS.c.id)
+        ).all()
+    return [row_dict(r) for r in rows]

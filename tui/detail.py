@@ -104,6 +104,10 @@ class DetailScreen(HoldActions, Screen[None]):
             else None
         )
         links = queries.source_urls(store)
+        if detail is None and hold is not None and hold["execution_id"]:
+            # A hold about an execution alone (stuck, failed): show that execution.
+            executions = queries.executions_by_ref(store, [hold["execution_id"]])
+            self.app.call_from_thread(self._show_executions, executions, links)
         self.app.call_from_thread(self._show, hold, detail, links)
 
     def _show(
@@ -150,26 +154,7 @@ class DetailScreen(HoldActions, Screen[None]):
             )
         self.query_one("#detail-receipts", Static).update(receipts)
 
-        execs = _table(
-            "Linked executions", ["source", "execution", "status", "started", "stopped", "gone at"]
-        )
-        for e in detail.executions:
-            kind, base = links.get(e["source"], (None, None))
-            url = execution_url(kind, base, e)
-            ident = (
-                Text(e["external_id"], style=f"underline link {url}") if url else e["external_id"]
-            )
-            execs.add_row(
-                e["source"],
-                ident,
-                e["status"],
-                when(e["started_at"]),
-                when(e["stopped_at"]),
-                Text(when(e["gone_at"]), style="yellow") if e["gone_at"] else "-",
-            )
-            if url:
-                execs.add_row("", Text(url, style=f"dim link {url}"), "", "", "", "")
-        self.query_one("#detail-executions", Static).update(execs)
+        self._show_executions(detail.executions, links)
 
         holds = _table("Holds", ["hold", "reason", "opened", "deadline", "owner", "resolution"])
         for h in detail.holds:
@@ -199,6 +184,30 @@ class DetailScreen(HoldActions, Screen[None]):
                 json.dumps(ev["data"], sort_keys=True),
             )
         self.query_one("#detail-events", Static).update(events)
+
+    def _show_executions(
+        self, executions: list[dict[str, Any]], links: dict[str, tuple[str, str | None]]
+    ) -> None:
+        execs = _table(
+            "Linked executions", ["source", "execution", "status", "started", "stopped", "gone at"]
+        )
+        for e in executions:
+            kind, base = links.get(e["source"], (None, None))
+            url = execution_url(kind, base, e)
+            ident = (
+                Text(e["external_id"], style=f"underline link {url}") if url else e["external_id"]
+            )
+            execs.add_row(
+                e["source"],
+                ident,
+                e["status"],
+                when(e["started_at"]),
+                when(e["stopped_at"]),
+                Text(when(e["gone_at"]), style="yellow") if e["gone_at"] else "-",
+            )
+            if url:
+                execs.add_row("", Text(url, style=f"dim link {url}"), "", "", "", "")
+        self.query_one("#detail-executions", Static).update(execs)
 
     def _hold_panel(self, h: dict[str, Any], now: datetime) -> Table:
         status = (

@@ -15,7 +15,14 @@ from ledger.models import Event, Hold, table
 from ledger.services import Ledger
 from ledger.storage import Store
 from tests.functional.conftest import SHIFT_END
-from tests.functional.tui_pilot import queue, queue_ids, select_hold, settle, start_action
+from tests.functional.tui_pilot import (
+    open_detail,
+    queue,
+    queue_ids,
+    select_hold,
+    settle,
+    start_action,
+)
 from tui.detail import DetailScreen
 from tui.dialogs import ConfirmDialog, FormDialog
 from tui.main import MainScreen
@@ -119,10 +126,7 @@ async def test_enter_opens_the_operation_detail(app_factory, demo_store) -> None
     app = app_factory()
     hold_id = open_hold_id(demo_store, "receipt_conflict")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select_hold(pilot, hold_id)
-        await pilot.press("enter")
-        await settle(pilot)
+        await open_detail(pilot, hold_id)
         assert isinstance(app.screen, DetailScreen)
         assert app.screen.hold is not None and app.screen.hold["id"] == hold_id
         operation = plain(app.screen.query_one("#detail-operation", Static).content)
@@ -307,3 +311,56 @@ async def test_the_handover_key_writes_the_same_report_as_the_command(
     shift = handover.Shift(SHIFT_END - handover.DEFAULT_SHIFT, SHIFT_END, "dave")
     assert written == handover.build(demo_store, shift)
     assert app.last_report.parent == tmp_path / "reports"
+
+
+async def test_scrolling_loads_the_next_page_without_gaps(app_factory, demo_store) -> None:
+    app = app_factory(page_size=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        expected = [r["id"] for r in queries.hold_queue(demo_store, SHIFT_END)]
+        assert len(queue_ids(app)) < len(expected)  # a page, and the next one near its end
+        for _ in range(12):
+            await pilot.press("down")
+            await settle(pilot)
+        assert queue_ids(app) == expected
+
+
+async def test_a_hold_on_an_execution_alone_shows_that_execution(app_factory, demo_store) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "execution_stuck")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_detail(pilot, hold_id)
+        executions = plain(app.screen.query_one("#detail-executions", Static).content)
+        assert "7460" in executions and "running" in executions
+        assert "https://n8n.example.com/workflow/wf-crm/executions/7460" in executions
+
+
+async def test_help_and_the_command_palette_offer_the_handover(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Handover report" in titles and "Show events" in titles
+
+
+@pytest.mark.parametrize(
+    ("deadline", "message"),
+    [("tomorrow", "give +30m, +2h, +1d"), ("2026-11-02 08:00", "the new deadline is in the past")],
+)
+async def test_a_bad_deadline_is_refused_and_changes_nothing(
+    app_factory, demo_store, deadline: str, message: str
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    before = hold_row(demo_store, hold_id).deadline
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "e", deadline=deadline, note="later")
+        if isinstance(app.screen, ConfirmDialog):
+            await pilot.press("y")
+        await settle(pilot)
+        assert message in app.last_message and "othing changed" in app.last_message
+    assert hold_row(demo_store, hold_id).deadline == before
+    assert events_by(demo_store, "operator:dave") == []

@@ -60,3 +60,11 @@ async def start_action(pilot: Pilot[Any], hold_id: int, key: str, **values: str)
     await select_hold(pilot, hold_id)
     await pilot.press(key)
     await fill(pilot, **values)
+
+
+async def open_detail(pilot: Pilot[Any], hold_id: int) -> None:
+    """From the queue, open the detail of one hold."""
+    await settle(pilot)
+    await select_hold(pilot, hold_id)
+    await pilot.press("enter")
+    await settle(pilot)

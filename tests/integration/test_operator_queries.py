@@ -99,3 +99,24 @@ def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
         assert "ix_holds_open_deadline" in plan
     finally:
         store.dispose()
+
+
+def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) -> None:
+    gone = queries.list_executions(demo_like_store, text="gone")
+    assert gone and all(e["gone_at"] is not None for e in gone)
+    page = queries.list_executions(demo_like_store, limit=5)
+    after = queries.list_executions(demo_like_store, before_id=page[-1]["id"], limit=1000)
+    ids = [e["id"] for e in page + after]
+    assert ids == sorted(ids, reverse=True)
+    assert queries.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
+
+
+@pytest.fixture
+def demo_like_store(store: Store) -> Store:
+    from datetime import UTC, datetime
+
+    from ledger import demo
+
+    demo.mark_demo(store)
+    demo.build_demo(store, "test", now=datetime(2026, 11, 2, 17, 0, tzinfo=UTC))
+    return store
