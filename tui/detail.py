@@ -58,6 +58,9 @@ def _table(title: str, columns: list[str]) -> Table:
     table = Table(title=title, title_justify="left", expand=True, show_edge=False)
     for column in columns:
         table.add_column(column, overflow="fold")
+    if columns == ["field", "value"]:  # a record: narrow names, wide values
+        table.columns[0].width = 20
+        table.columns[1].ratio = 1
     return table
 
 
@@ -122,6 +125,8 @@ class DetailScreen(HoldActions, Screen[None]):
             self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")
             return
         self.query_one("#detail-hold", Static).update(self._hold_panel(hold, now))
+        for section in ("operation", "attempts", "receipts", "holds", "events"):
+            self.query_one(f"#detail-{section}", Static).display = detail is not None
         if detail is None:
             return
         op = detail.operation
