@@ -44,8 +44,10 @@ def handover(
     db: DbOption = None,
     format: Annotated[str, typer.Option("--format", help="Output format")] = "md",
     since: Annotated[
-        datetime | None,
-        typer.Option(help="Start of the shift (ISO 8601; UTC when no offset) [default: 12 h ago]"),
+        str | None,
+        typer.Option(
+            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]"
+        ),
     ] = None,
     operator: Annotated[
         str | None, typer.Option(help="Who writes the report [default: your login name]")
@@ -56,14 +58,17 @@ def handover(
     if format != "md":
         die(f"unknown format {format!r}; only md is supported")
     now = utcnow()
-    if since is None:
-        since = now - report.DEFAULT_SHIFT
-    elif since.tzinfo is None:
-        since = since.replace(tzinfo=UTC)
-    if since > now:
+    start = now - report.DEFAULT_SHIFT
+    if since is not None:
+        try:
+            start = datetime.fromisoformat(since)
+        except ValueError:
+            die(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-02T08:00+01:00)")
+        start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
+    if start > now:
         die("--since is in the future")
     with opened(db) as store:
-        text = report.build(store, report.Shift(since, now, operator or getpass.getuser()))
+        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()))
     typer.echo(text, nl=False)
 
 

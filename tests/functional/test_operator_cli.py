@@ -86,5 +86,9 @@ def test_handover_refuses_bad_options(tmp_path: Path) -> None:
     assert bad_format.exit_code == 2 and "only md" in bad_format.output
     future = runner.invoke(app, ["handover", "--db", db, "--since", "2999-01-01T00:00:00"])
     assert future.exit_code == 2 and "future" in future.output
+    garbled = runner.invoke(app, ["handover", "--db", db, "--since", "yesterday"])
+    assert garbled.exit_code == 2 and "not an ISO 8601 time" in garbled.output
+    with_offset = runner.invoke(app, ["handover", "--db", db, "--since", "2026-11-02T08:00+01:00"])
+    assert with_offset.exit_code == 0 and "Shift: 2026-11-02 07:00 UTC" in with_offset.output
     missing = runner.invoke(app, ["handover", "--db", str(tmp_path / "nope.db")])
     assert missing.exit_code == 2 and "flowledger init" in missing.output
