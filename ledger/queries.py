@@ -11,7 +11,16 @@ from typing import Any
 import sqlalchemy as sa
 
 from ledger.chain import head
-from ledger.models import Attempt, Event, Execution, Hold, Operation, Receipt, Source, table
+from ledger.models import (
+    Attempt,
+    Event,
+    Execution,
+    Hold,
+    Operation,
+    Receipt,
+    Source,
+    table,
+)
 from ledger.storage import Store
 
 OPS = table(Operation)
@@ -213,6 +222,6 @@ def list_executions(
 
 
 def list_sources(store: Store) -> list[dict[str, Any]]:
-    """Every source the ledger has synced, with where it stands."""
+    """Every source the ledger has synced (a handful), with where its sync stands."""
     with store.reader.connect() as conn:
         return [row_dict(r) for r in conn.execute(sa.select(SOURCES).order_by(SOURCES.c.name))]

@@ -1,0 +1,100 @@
+"""The person on duty's commands: ``tui``, ``handover`` and ``demo``."""
+
+from __future__ import annotations
+
+import getpass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ledger import demo as demo_data
+from ledger import handover as report
+from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
+from ledger.migrate import init_ledger
+from ledger.services import utcnow
+from ledger.storage import LedgerError, open_store
+
+
+@app.command()
+@one_line_errors
+def tui(
+    db: DbOption = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Look only: no action is offered")
+    ] = False,
+    operator: Annotated[
+        str | None,
+        typer.Option(help="Name recorded with every action [default: your login name]"),
+    ] = None,
+) -> None:
+    """The terminal UI: the attention queue, operation detail, actions and handover."""
+    from tui import make_app  # the UI library loads only for this command
+
+    with opened(db) as store:
+        make_app(
+            ledger_for(store), operator=operator or getpass.getuser(), read_only=read_only
+        ).run()
+
+
+@app.command()
+@one_line_errors
+def handover(
+    db: DbOption = None,
+    format: Annotated[str, typer.Option("--format", help="Output format")] = "md",
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]"
+        ),
+    ] = None,
+    operator: Annotated[
+        str | None, typer.Option(help="Who writes the report [default: your login name]")
+    ] = None,
+) -> None:
+    """The handover report (Markdown): open holds by owner, what the shift resolved, sources
+    in trouble, and the chain's head hash."""
+    if format != "md":
+        die(f"unknown format {format!r}; only md is supported")
+    now = utcnow()
+    start = now - report.DEFAULT_SHIFT
+    if since is not None:
+        try:
+            start = datetime.fromisoformat(since)
+        except ValueError:
+            die(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-02T08:00+01:00)")
+        start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
+    if start > now:
+        die("--since is in the future")
+    with opened(db) as store:
+        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()))
+    typer.echo(text, nl=False)
+
+
+@app.command()
+@one_line_errors
+def demo(
+    db: Annotated[
+        str, typer.Option("--db", help="Where to build the demo ledger (a new file)")
+    ] = demo_data.DEMO_DEFAULT_DB,
+) -> None:
+    """Build a separate ledger holding a made-up shift, to try the terminal UI."""
+    if "://" in db:
+        raise LedgerError("the demo ledger is a local SQLite file; give a path")
+    path = Path(db)
+    if path.exists():
+        store = open_store(db)
+    else:
+        store, _ = init_ledger(db)
+        demo_data.mark_demo(store)
+    try:
+        demo_data.build_demo(store, db)
+        counts = demo_data.demo_counts(store)
+    finally:
+        store.dispose()
+    typer.echo(
+        f"demo ledger at {db}: {counts['operations']} operations, {counts['open_holds']} open "
+        "holds (made-up data)"
+    )
+    typer.echo(f"try it: flowledger tui --db {db}")

@@ -1,0 +1,174 @@
+"""The handover report: what the next person on duty needs, as Markdown they can read without
+the terminal UI. ``flowledger handover`` and the UI's handover key both call :func:`build`.
+
+It is built from reads only (queries) at a given ``now``, so the same ledger and time give the
+same text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ledger import queries, views
+from ledger.storage import Store
+
+DEFAULT_SHIFT = timedelta(hours=12)
+SOURCE_LAG_LIMIT = timedelta(hours=1)
+UNASSIGNED = "(unassigned)"
+_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class Shift:
+    since: datetime
+    until: datetime
+    operator: str | None = None
+
+
+def when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "-"
+
+
+def span(delta: timedelta) -> str:
+    """A short, human duration: ``3d 4h``, ``2h 05m``, ``12m``."""
+    seconds = int(abs(delta.total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m"
+
+
+def _cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    text = "-" if value is None or value == "" else str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _open_holds(store: Store, now: datetime) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    while True:
+        page = views.hold_queue(store, now, limit=_PAGE, offset=len(rows))
+        rows.extend(page)
+        if len(page) < _PAGE:
+            return rows
+
+
+def _resolved(store: Store, shift: Shift) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    while True:
+        after = rows[-1]["id"] if rows else 0
+        page = views.resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
+        rows.extend(page)
+        if len(page) < _PAGE:
+            return sorted(rows, key=lambda r: (r["resolved_at"], r["id"]))
+
+
+def sources_in_trouble(store: Store, now: datetime) -> list[tuple[dict[str, Any], str]]:
+    """Sources whose last sync failed, or that have not synced successfully for a while."""
+    trouble = []
+    for src in queries.list_sources(store):
+        problems = []
+        if src["status"] != "ok":
+            problems.append(f"status {src['status']}")
+        if src["last_error"]:
+            problems.append(f"last error at {when(src['last_error_at'])}: {src['last_error']}")
+        last_ok = src["last_success_at"]
+        if last_ok is None:
+            problems.append("never synced successfully")
+        elif now - last_ok > SOURCE_LAG_LIMIT:
+            problems.append(f"last successful sync {span(now - last_ok)} ago")
+        if problems:
+            trouble.append((src, "; ".join(problems)))
+    return trouble
+
+
+def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
+    """The report as Markdown."""
+    now = now or shift.until
+    holds = _open_holds(store, now)
+    resolved = _resolved(store, shift)
+    trouble = sources_in_trouble(store, now)
+    seq, head_hash = views.chain_head(store)
+    overdue = sum(1 for h in holds if h["deadline"] < now)
+    blocking = sum(1 for h in holds if h["blocking"])
+
+    out: list[str] = ["# Handover report", ""]
+    if views.is_demo(store):
+        out += ["> **Demo ledger: every record here is made-up sample data.**", ""]
+    out += [
+        f"- Shift: {when(shift.since)} to {when(shift.until)}",
+        f"- Written at: {when(now)}" + (f" by {shift.operator}" if shift.operator else ""),
+        f"- Open holds: {len(holds)} ({blocking} blocking, {overdue} overdue)",
+        f"- Resolved during the shift: {len(resolved)}",
+        f"- Sources in trouble: {len(trouble)}",
+        f"- Event chain head: seq {seq}, hash `{head_hash}`",
+        "",
+        "## Open holds by owner",
+        "",
+    ]
+    if not holds:
+        out += ["No open holds.", ""]
+    by_owner: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for h in holds:
+        by_owner[h["owner"] or UNASSIGNED].append(h)
+    for owner in sorted(by_owner, key=lambda o: (o != UNASSIGNED, o)):
+        items = by_owner[owner]
+        late = sum(1 for h in items if h["deadline"] < now)
+        out += [f"### {owner} — {len(items)} open, {late} overdue", ""]
+        out += [
+            "| deadline | hold | reason | operation | state | next action |",
+            "|---|---|---|---|---|---|",
+        ]
+        for h in items:
+            due = when(h["deadline"])
+            if h["deadline"] < now:
+                due = f"**OVERDUE {span(now - h['deadline'])}** ({due})"
+            reason = h["reason"] + (" (blocking)" if h["blocking"] else "")
+            out.append(
+                f"| {due} | {h['id']} | {reason} | {_cell(h['operation_id'] or h['source'])} "
+                f"| {_cell(h['operation_state'])} | {_cell(h['next_action'])} |"
+            )
+        out.append("")
+
+    out += ["## Resolved during the shift", ""]
+    if not resolved:
+        out += ["Nothing was resolved during the shift.", ""]
+    else:
+        people = Counter(r["resolved_by"] for r in resolved)
+        out += [
+            "By whom: " + ", ".join(f"{who} {n}" for who, n in sorted(people.items())) + ".",
+            "",
+            "| resolved at | hold | reason | operation | resolution | by | note |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in resolved:
+            out.append(
+                f"| {when(r['resolved_at'])} | {r['id']} | {r['reason']} "
+                f"| {_cell(r['operation_id'] or r['source'])} | {_cell(r['resolution'])} "
+                f"| {_cell(r['resolved_by'])} | {_cell(r['resolution_note'])} |"
+            )
+        out.append("")
+
+    out += ["## Sources in trouble", ""]
+    if not trouble:
+        out += ["All sources synced recently without errors.", ""]
+    for src, problem in trouble:
+        out.append(f"- **{_cell(src['name'])}** ({src['kind']}): {_cell(problem)}")
+    if trouble:
+        out.append("")
+    out += [
+        "## Event chain",
+        "",
+        f"Head at seq {seq}: `{head_hash}`. Keep this hash: "
+        f"`flowledger verify --expect-head {head_hash}` later proves nothing was removed "
+        "or rewritten since.",
+        "",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,281 @@
+"""Operator views: what the terminal UI and the handover report page through.
+
+Every list is bounded by a ``limit`` and ordered by an indexed column (or over open holds
+only, which the ``(resolved_at, deadline)`` index already narrows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from ledger.chain import head
+from ledger.models import LedgerMeta, table
+from ledger.queries import (
+    EVENTS,
+    EXECUTIONS,
+    HOLDS,
+    OPS,
+    _event_dict,
+    list_sources,
+    row_dict,
+)
+from ledger.storage import Store
+
+# --------------------------------------------------------------------------- operator views
+# The terminal UI and the handover report page through these; every list is bounded by a
+# ``limit`` and ordered by an indexed column (or over open holds only, which the
+# ``(resolved_at, deadline)`` index already narrows).
+
+QUEUE_SORTS = {
+    "deadline": HOLDS.c.deadline,
+    "opened": HOLDS.c.opened_at,
+    "reason": HOLDS.c.reason,
+    "owner": HOLDS.c.owner,
+    "operation": HOLDS.c.operation_id,
+    "state": OPS.c.state,
+    "workflow": OPS.c.workflow_id,
+}
+_FILTER_FIELDS = {
+    "reason": HOLDS.c.reason,
+    "owner": HOLDS.c.owner,
+    "op": HOLDS.c.operation_id,
+    "state": OPS.c.state,
+    "workflow": OPS.c.workflow_id,
+    "source": HOLDS.c.source,
+}
+
+
+@dataclass(frozen=True)
+class HoldFilter:
+    """What the queue shows: free words (each must appear in the operation, reason, owner,
+    workflow, detail or next action), ``field:value`` pairs, and ``overdue`` / ``blocking``."""
+
+    words: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()
+    overdue: bool = False
+    blocking: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> HoldFilter:
+        words: list[str] = []
+        fields: list[tuple[str, str]] = []
+        overdue = blocking = False
+        for token in text.split():
+            name, sep, value = token.partition(":")
+            if sep and name.lower() in _FILTER_FIELDS and value:
+                fields.append((name.lower(), value))
+            elif token.lower() == "overdue":
+                overdue = True
+            elif token.lower() == "blocking":
+                blocking = True
+            else:
+                words.append(token)
+        return cls(tuple(words), tuple(fields), overdue, blocking)
+
+
+def _like(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _contains(column: Any, text: str) -> Any:
+    return sa.func.lower(sa.func.coalesce(column, "")).like(_like(text), escape="\\")
+
+
+def _exec_status(ref: Any) -> Any:
+    """The newest kept copy's status of the execution ``ref`` names (``gone`` marked)."""
+    status = sa.case(
+        (EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.status + " (gone)"),
+        else_=EXECUTIONS.c.status,
+    )
+    return (
+        sa.select(status)
+        .where(EXECUTIONS.c.external_id == ref)
+        .order_by(EXECUTIONS.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _queue_where(flt: HoldFilter, now: datetime) -> list[Any]:
+    where: list[Any] = [HOLDS.c.resolved_at.is_(None)]
+    for word in flt.words:
+        where.append(
+            sa.or_(
+                *(
+                    _contains(col, word)
+                    for col in (
+                        HOLDS.c.operation_id,
+                        HOLDS.c.reason,
+                        HOLDS.c.owner,
+                        HOLDS.c.detail,
+                        HOLDS.c.next_action,
+                        HOLDS.c.source,
+                        OPS.c.workflow_id,
+                    )
+                )
+            )
+        )
+    for name, value in flt.fields:
+        where.append(_contains(_FILTER_FIELDS[name], value))
+    if flt.overdue:
+        where.append(HOLDS.c.deadline < now)
+    if flt.blocking:
+        where.append(HOLDS.c.blocking.is_(True))
+    return where
+
+
+def hold_queue(
+    store: Store,
+    now: datetime,
+    *,
+    flt: HoldFilter = HoldFilter(),
+    sort: str = "deadline",
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """One page of the attention queue: open holds with their operation's state and workflow
+    and the status of the execution they concern."""
+    column = QUEUE_SORTS[sort]
+    order = [column.desc() if descending else column.asc(), HOLDS.c.id]
+    stmt = (
+        sa.select(
+            HOLDS,
+            OPS.c.state.label("operation_state"),
+            OPS.c.workflow_id.label("workflow_id"),
+            _exec_status(sa.func.coalesce(HOLDS.c.execution_id, OPS.c.execution_id)).label(
+                "execution_status"
+            ),
+        )
+        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
+        .where(*_queue_where(flt, now))
+        .order_by(*order)
+        .limit(limit)
+        .offset(offset)
+    )
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def count_hold_queue(store: Store, now: datetime, *, flt: HoldFilter = HoldFilter()) -> int:
+    stmt = (
+        sa.select(sa.func.count())
+        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
+        .where(*_queue_where(flt, now))
+    )
+    if not flt.words and not any(name in ("state", "workflow") for name, _ in flt.fields):
+        stmt = sa.select(sa.func.count()).select_from(HOLDS).where(*_queue_where(flt, now))
+    with store.reader.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
+def hold(store: Store, hold_id: int) -> dict[str, Any] | None:
+    with store.reader.connect() as conn:
+        row = conn.execute(sa.select(HOLDS).where(HOLDS.c.id == hold_id)).first()
+    return row_dict(row) if row is not None else None
+
+
+def search_executions(
+    store: Store, *, text: str = "", before_id: int | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Kept executions, newest first (by id, keyset paged), ``gone`` ones included."""
+    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id.desc()).limit(limit)
+    if before_id is not None:
+        stmt = stmt.where(EXECUTIONS.c.id < before_id)
+    for word in text.split():
+        if word.lower() == "gone":
+            stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
+            continue
+        stmt = stmt.where(
+            sa.or_(
+                *(
+                    _contains(col, word)
+                    for col in (
+                        EXECUTIONS.c.external_id,
+                        EXECUTIONS.c.workflow_id,
+                        EXECUTIONS.c.workflow_name,
+                        EXECUTIONS.c.status,
+                        EXECUTIONS.c.source,
+                    )
+                )
+            )
+        )
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def source_urls(store: Store) -> dict[str, tuple[str, str | None]]:
+    """Each source's kind and base URL, to link an execution to the tool's own page."""
+    return {s["name"]: (s["kind"], s["base_url"]) for s in list_sources(store)}
+
+
+def recent_events(
+    store: Store, *, before_seq: int | None = None, text: str = "", limit: int = 200
+) -> list[dict[str, Any]]:
+    """The newest events first, keyset paged by sequence number."""
+    stmt = sa.select(EVENTS).order_by(EVENTS.c.seq.desc()).limit(limit)
+    if before_seq is not None:
+        stmt = stmt.where(EVENTS.c.seq < before_seq)
+    for word in text.split():
+        stmt = stmt.where(
+            sa.or_(
+                *(
+                    _contains(col, word)
+                    for col in (EVENTS.c.kind, EVENTS.c.actor, EVENTS.c.operation_id)
+                )
+            )
+        )
+    with store.reader.connect() as conn:
+        return [_event_dict(r) for r in conn.execute(stmt)]
+
+
+def resolved_holds(
+    store: Store, since: datetime, until: datetime, *, after_id: int = 0, limit: int = 1000
+) -> list[dict[str, Any]]:
+    """Holds resolved in ``[since, until)``, oldest resolution first, keyset paged by id
+    within the window (the ``(resolved_at, deadline)`` index bounds the scan)."""
+    stmt = (
+        sa.select(HOLDS)
+        .where(
+            HOLDS.c.resolved_at >= since,
+            HOLDS.c.resolved_at < until,
+            HOLDS.c.id > after_id,
+        )
+        .order_by(HOLDS.c.id)
+        .limit(limit)
+    )
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def chain_head(store: Store) -> tuple[int, str]:
+    with store.reader.connect() as conn:
+        return head(conn)
+
+
+def is_demo(store: Store) -> bool:
+    """Whether this ledger was built by ``flowledger demo`` (its data is made up)."""
+    meta = table(LedgerMeta)
+    with store.reader.connect() as conn:
+        value = conn.execute(
+            sa.select(meta.c.value).where(meta.c.key == "demo")
+        ).scalar_one_or_none()
+    return value is not None
+
+
+def executions_by_ref(store: Store, external_ids: list[str]) -> list[dict[str, Any]]:
+    """The kept copies of the executions named (a hold may name one without an operation)."""
+    if not external_ids:
+        return []
+    with store.reader.connect() as conn:
+        rows = conn.execute(
+            sa.select(EXECUTIONS)
+            .where(EXECUTIONS.c.external_id.in_(external_ids))
+            .order_by(EXECUTIONS.c.id)
+        ).all()
+    return [row_dict(r) for r in rows]

@@ -1,0 +1,68 @@
+"""Fixtures for the terminal UI and operator commands: a demo ledger at a fixed time, and an
+app over it with a fixed clock and no refresh timer (so that screens are reproducible)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ledger import demo
+from ledger.migrate import init_ledger
+from ledger.services import Ledger
+from ledger.storage import Store, open_store
+from tests.factories import FakeClock
+from tui import FlowledgerApp, make_app
+
+SHIFT_END = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo shift, built once; each test gets its own copy of the file."""
+    path = tmp_path_factory.mktemp("demo") / "demo.db"
+    store, _ = init_ledger(str(path))
+    demo.mark_demo(store)
+    demo.build_demo(store, str(path), now=SHIFT_END)
+    store.dispose()
+    return path
+
+
+@pytest.fixture
+def demo_store(demo_template: Path, tmp_path: Path) -> Iterator[Store]:
+    path = tmp_path / "demo.db"
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(f"{demo_template}{suffix}")
+        if source.exists():
+            shutil.copyfile(source, f"{path}{suffix}")
+    store = open_store(str(path))
+    yield store
+    store.dispose()
+
+
+@pytest.fixture
+def shift_clock() -> FakeClock:
+    return FakeClock(SHIFT_END)
+
+
+@pytest.fixture
+def demo_ledger(demo_store: Store, shift_clock: FakeClock) -> Ledger:
+    return Ledger(demo_store, clock=shift_clock)
+
+
+@pytest.fixture
+def app_factory(demo_ledger: Ledger, shift_clock: FakeClock, tmp_path: Path):  # type: ignore[no-untyped-def]
+    def build(**kw: object) -> FlowledgerApp:
+        options: dict[str, object] = {
+            "operator": "dave",
+            "clock": shift_clock,
+            "report_dir": tmp_path / "reports",
+            "refresh_seconds": None,
+        }
+        options.update(kw)
+        return make_app(demo_ledger, **options)  # type: ignore[arg-type]
+
+    return build

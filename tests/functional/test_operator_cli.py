@@ -1,0 +1,92 @@
+"""``flowledger demo`` and ``flowledger handover`` as a person runs them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from ledger import queries, views
+from ledger.cli import app
+from ledger.domain import BLOCKING_REASONS, Reason
+from ledger.storage import open_store
+
+runner = CliRunner()
+HOLD_REASONS = {r.value for r in Reason} - {"in_flight", "cancelled"}
+
+
+def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -> None:
+    db = str(tmp_path / "demo.db")
+    result = runner.invoke(app, ["demo", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert "made-up data" in result.output
+    store = open_store(db)
+    try:
+        assert views.is_demo(store)
+        with store.reader.connect() as conn:
+            states = set(conn.execute(sa.text("SELECT DISTINCT state FROM operations")).scalars())
+            reasons = set(conn.execute(sa.text("SELECT DISTINCT reason FROM holds")).scalars())
+            ids = conn.execute(sa.text("SELECT operation_id FROM operations")).scalars().all()
+            gone = conn.execute(
+                sa.text("SELECT count(*) FROM executions WHERE gone_at IS NOT NULL")
+            ).scalar_one()
+            resolved = conn.execute(
+                sa.text("SELECT count(*) FROM holds WHERE resolved_by LIKE 'operator:%'")
+            ).scalar_one()
+        assert states == {"prepared", "dispatching", "confirmed", "failed", "cancelled"}
+        assert reasons == HOLD_REASONS
+        assert all(i.startswith("demo:") for i in ids)
+        assert gone > 0 and resolved > 0
+        assert any(s["status"] == "error" for s in queries.list_sources(store))
+        blocking = views.hold_queue(store, datetime.now(UTC), flt=views.HoldFilter(blocking=True))
+        assert {h["reason"] for h in blocking} == {r.value for r in BLOCKING_REASONS}
+    finally:
+        store.dispose()
+
+
+def test_demo_refuses_to_write_twice_or_into_a_real_ledger(tmp_path: Path) -> None:
+    demo_db = str(tmp_path / "demo.db")
+    assert runner.invoke(app, ["demo", "--db", demo_db]).exit_code == 0
+    again = runner.invoke(app, ["demo", "--db", demo_db])
+    assert again.exit_code == 2 and "already holds demo data" in again.output
+    real = str(tmp_path / "real.db")
+    assert runner.invoke(app, ["init", "--db", real]).exit_code == 0
+    refused = runner.invoke(app, ["demo", "--db", real])
+    assert refused.exit_code == 2 and "is not a demo ledger" in refused.output
+    store = open_store(real)
+    try:
+        assert views.chain_head(store)[0] == 0 and not views.is_demo(store)
+    finally:
+        store.dispose()
+
+
+def test_handover_command_prints_the_report(tmp_path: Path) -> None:
+    db = str(tmp_path / "demo.db")
+    runner.invoke(app, ["demo", "--db", db])
+    result = runner.invoke(app, ["handover", "--db", db, "--operator", "dave"])
+    assert result.exit_code == 0, result.output
+    store = open_store(db)
+    try:
+        seq, head_hash = views.chain_head(store)
+    finally:
+        store.dispose()
+    assert result.output.startswith("# Handover report")
+    assert f"seq {seq}, hash `{head_hash}`" in result.output
+    assert "by dave" in result.output and "Demo ledger" in result.output
+
+
+def test_handover_refuses_bad_options(tmp_path: Path) -> None:
+    db = str(tmp_path / "x.db")
+    runner.invoke(app, ["init", "--db", db])
+    bad_format = runner.invoke(app, ["handover", "--db", db, "--format", "html"])
+    assert bad_format.exit_code == 2 and "only md" in bad_format.output
+    future = runner.invoke(app, ["handover", "--db", db, "--since", "2999-01-01T00:00:00"])
+    assert future.exit_code == 2 and "future" in future.output
+    garbled = runner.invoke(app, ["handover", "--db", db, "--since", "yesterday"])
+    assert garbled.exit_code == 2 and "not an ISO 8601 time" in garbled.output
+    with_offset = runner.invoke(app, ["handover", "--db", db, "--since", "2026-11-02T08:00+01:00"])
+    assert with_offset.exit_code == 0 and "Shift: 2026-11-02 07:00 UTC" in with_offset.output
+    missing = runner.invoke(app, ["handover", "--db", str(tmp_path / "nope.db")])
+    assert missing.exit_code == 2 and "flowledger init" in missing.output

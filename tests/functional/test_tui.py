@@ -1,0 +1,366 @@
+"""The terminal UI driven like a person would: keys in, widgets and the ledger checked."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from rich.console import Console
+from textual.widgets import Static
+
+from ledger import queries, views
+from ledger.models import Event, Hold, table
+from ledger.services import Ledger
+from ledger.storage import Store
+from tests.functional.conftest import SHIFT_END
+from tests.functional.tui_pilot import (
+    open_detail,
+    queue,
+    queue_ids,
+    select_hold,
+    settle,
+    start_action,
+)
+from tui.detail import DetailScreen
+from tui.dialogs import ConfirmDialog, FormDialog
+from tui.main import MainScreen
+from tui.panes import EventsPane
+
+HOLDS = table(Hold)
+EVENTS = table(Event)
+SIZE = (120, 40)
+
+
+def plain(renderable: Any) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def open_hold_id(store: Store, reason: str, operation_prefix: str = "") -> int:
+    flt = views.HoldFilter(
+        fields=(("reason", reason),), words=(operation_prefix,) if operation_prefix else ()
+    )
+    rows = views.hold_queue(store, SHIFT_END, flt=flt)
+    assert rows, f"no open {reason} hold in the demo"
+    return int(rows[0]["id"])
+
+
+def hold_row(store: Store, hold_id: int) -> Any:
+    with store.reader.connect() as conn:
+        return conn.execute(sa.select(HOLDS).where(HOLDS.c.id == hold_id)).one()
+
+
+def events_by(store: Store, actor: str) -> list[Any]:
+    with store.reader.connect() as conn:
+        return conn.execute(
+            sa.select(EVENTS).where(EVENTS.c.actor == actor).order_by(EVENTS.c.seq)
+        ).all()
+
+
+async def test_queue_shows_open_holds_soonest_deadline_first(app_factory, demo_store) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        expected = [r["id"] for r in views.hold_queue(demo_store, SHIFT_END)]
+        assert queue_ids(app) == expected
+        deadlines = [r["deadline"] for r in queue(app).rows]
+        assert deadlines == sorted(deadlines)
+        assert deadlines[0] < SHIFT_END  # the overdue ones lead
+
+
+async def test_filter_narrows_the_queue_and_survives_a_refresh(app_factory, demo_store) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"blocking")
+        await settle(pilot)
+        blocking = queue(app).rows
+        assert blocking and all(r["blocking"] for r in blocking)
+        await pilot.press("enter")  # back to the list, filter kept
+        await pilot.press("down")
+        selected = queue(app).current()
+        assert selected is not None
+        app.refresh_lists()
+        await settle(pilot)
+        assert queue(app).filter_text == "blocking"
+        assert [r["id"] for r in queue(app).rows] == [r["id"] for r in blocking]
+        assert queue(app).current()["id"] == selected["id"]  # type: ignore[index]
+        await pilot.press("slash", *" owner:carol")
+        await settle(pilot)
+        assert [r["owner"] for r in queue(app).rows] == ["carol"]
+
+
+async def test_a_refresh_keeps_the_cursor_on_its_hold_when_rows_move(
+    app_factory, demo_store, demo_ledger: Ledger
+) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        target = queue_ids(app)[3]
+        await select_hold(pilot, target)
+        first = queue_ids(app)[0]
+        demo_ledger.resolve(first, "cancel", note="handled elsewhere", operator="erin")
+        app.refresh_lists()
+        await settle(pilot)
+        assert first not in queue_ids(app)
+        assert queue(app).current()["id"] == target  # type: ignore[index]
+
+
+async def test_sorting_by_a_column_and_back(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("s")  # deadline -> opened
+        await settle(pilot)
+        opened = [r["opened_at"] for r in queue(app).rows]
+        assert opened == sorted(opened)
+        await pilot.press("S")
+        await settle(pilot)
+        assert [r["opened_at"] for r in queue(app).rows] == sorted(opened, reverse=True)
+
+
+async def test_enter_opens_the_operation_detail(app_factory, demo_store) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "receipt_conflict")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_detail(pilot, hold_id)
+        assert isinstance(app.screen, DetailScreen)
+        assert app.screen.hold is not None and app.screen.hold["id"] == hold_id
+        operation = plain(app.screen.query_one("#detail-operation", Static).content)
+        assert "demo:invoice:INV-1095:send" in operation and "sha256:" in operation
+        executions = plain(app.screen.query_one("#detail-executions", Static).content)
+        assert "https://n8n.example.com/workflow/wf-invoices/executions/7430" in executions
+        events = plain(app.screen.query_one("#detail-events", Static).content)
+        assert "receipt_conflict" in events and "hold_opened" in events
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+@pytest.mark.parametrize(
+    ("reason", "key", "values", "resolution", "state"),
+    [
+        (
+            "unknown_outcome",
+            "c",
+            {"receipt": "msg-777", "note": "seen in the sent log"},
+            "confirmed_with_evidence",
+            "confirmed",
+        ),
+        (
+            "unknown_outcome",
+            "r",
+            {"note": "target shows nothing"},
+            "released_for_retry",
+            "prepared",
+        ),
+        ("execution_failed", "x", {"note": "no longer wanted"}, "cancelled", "cancelled"),
+        ("approval_expired", "d", {"note": "approval renewed"}, "dismissed", "prepared"),
+    ],
+)
+async def test_resolving_a_hold_records_the_operator_and_shows_the_event(
+    app_factory, demo_store, reason, key, values, resolution, state
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, reason)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, key, **values)
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("y")
+        await settle(pilot)
+        row = hold_row(demo_store, hold_id)
+        assert (row.resolution, row.resolved_by) == (resolution, "operator:dave")
+        detail = queries.operation_detail(demo_store, row.operation_id)
+        assert detail is not None and detail.operation["state"] == state
+        assert hold_id not in queue_ids(app)
+        assert "by dave" in app.last_message
+        await pilot.press("4")
+        await settle(pilot)
+        newest = app.screen.query_one(EventsPane).rows[0]
+        assert (newest["kind"], newest["actor"], newest["hold_id"]) == (
+            "hold_resolved",
+            "operator:dave",
+            hold_id,
+        )
+
+
+async def test_release_warns_that_the_write_may_happen_twice(app_factory, demo_store) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "r", note="nothing in the bank portal")
+        assert isinstance(app.screen, ConfirmDialog)
+        assert "TWICE" in app.screen.message
+        await pilot.press("n")
+        await settle(pilot)
+        assert hold_row(demo_store, hold_id).resolved_at is None
+        assert events_by(demo_store, "operator:dave") == []
+
+
+async def test_a_note_is_required_before_anything_happens(app_factory, demo_store) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "c", receipt="msg-1")
+        assert isinstance(app.screen, FormDialog)  # still asking
+        await pilot.press("escape")
+        await settle(pilot)
+        assert hold_row(demo_store, hold_id).resolved_at is None
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "kind", "column", "expected"),
+    [
+        (
+            "a",
+            {"owner": "frank", "note": "frank knows the bank"},
+            "hold_assigned",
+            "owner",
+            "frank",
+        ),
+        (
+            "n",
+            {"note": "called the partner", "next_action": "wait for their callback"},
+            "hold_noted",
+            "next_action",
+            "wait for their callback",
+        ),
+    ],
+)
+async def test_assign_and_note_are_recorded_as_events(
+    app_factory, demo_store, key, values, kind, column, expected
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, key, **values)
+        await pilot.press("y")
+        await settle(pilot)
+    assert getattr(hold_row(demo_store, hold_id), column) == expected
+    [event] = events_by(demo_store, "operator:dave")
+    assert (event.kind, event.hold_id) == (kind, hold_id)
+
+
+async def test_extend_moves_the_deadline(app_factory, demo_store) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "e", deadline="+2h", note="bank answers soon")
+        assert "2026-11-02 19:00:00" in app.screen.message  # type: ignore[attr-defined]
+        await pilot.press("y")
+        await settle(pilot)
+    assert hold_row(demo_store, hold_id).deadline == SHIFT_END.replace(hour=19)
+
+
+async def test_read_only_mode_offers_no_action(app_factory, demo_store) -> None:
+    app = app_factory(read_only=True)
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        offered = {b.binding.action for b in app.active_bindings.values()}
+        assert not any(a.startswith("hold_action") for a in offered)
+        await select_hold(pilot, hold_id)
+        for key in "crxdaen":
+            await pilot.press(key)
+            await settle(pilot)
+            assert isinstance(app.screen, MainScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        offered = {b.binding.action for b in app.active_bindings.values()}
+        assert not any(a.startswith("hold_action") for a in offered)
+        await pilot.press("c")
+        assert isinstance(app.screen, DetailScreen)
+    assert hold_row(demo_store, hold_id).resolved_at is None
+    assert "READ-ONLY" in app.sub_title
+
+
+async def test_a_race_lost_to_another_operator_is_reported_and_changes_nothing(
+    app_factory, demo_store, demo_ledger: Ledger
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "c", receipt="msg-1", note="saw it")
+        # Meanwhile someone else decides the same hold.
+        demo_ledger.resolve(hold_id, "release", note="no trace at the target", operator="erin")
+        await pilot.press("y")
+        await settle(pilot)
+        assert "Someone else got there first" in app.last_message
+        assert "operator:erin" in app.last_message
+        assert "Nothing changed" in app.last_message
+    row = hold_row(demo_store, hold_id)
+    assert (row.resolution, row.resolved_by) == ("released_for_retry", "operator:erin")
+    assert events_by(demo_store, "operator:dave") == []
+
+
+async def test_the_handover_key_writes_the_same_report_as_the_command(
+    app_factory, demo_store, tmp_path
+) -> None:
+    from ledger import handover
+
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("H")
+        await settle(pilot)
+        assert app.last_report is not None
+        written = app.last_report.read_text(encoding="utf-8")
+    shift = handover.Shift(SHIFT_END - handover.DEFAULT_SHIFT, SHIFT_END, "dave")
+    assert written == handover.build(demo_store, shift)
+    assert app.last_report.parent == tmp_path / "reports"
+
+
+async def test_scrolling_loads_the_next_page_without_gaps(app_factory, demo_store) -> None:
+    app = app_factory(page_size=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        expected = [r["id"] for r in views.hold_queue(demo_store, SHIFT_END)]
+        assert len(queue_ids(app)) < len(expected)  # a page, and the next one near its end
+        for _ in range(12):
+            await pilot.press("down")
+            await settle(pilot)
+        assert queue_ids(app) == expected
+
+
+async def test_a_hold_on_an_execution_alone_shows_that_execution(app_factory, demo_store) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "execution_stuck")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_detail(pilot, hold_id)
+        executions = plain(app.screen.query_one("#detail-executions", Static).content)
+        assert "7460" in executions and "running" in executions
+        assert "https://n8n.example.com/workflow/wf-crm/executions/7460" in executions
+
+
+async def test_help_and_the_command_palette_offer_the_handover(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Handover report" in titles and "Show events" in titles
+
+
+@pytest.mark.parametrize(
+    ("deadline", "message"),
+    [("tomorrow", "give +30m, +2h, +1d"), ("2026-11-02 08:00", "the new deadline is in the past")],
+)
+async def test_a_bad_deadline_is_refused_and_changes_nothing(
+    app_factory, demo_store, deadline: str, message: str
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    before = hold_row(demo_store, hold_id).deadline
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "e", deadline=deadline, note="later")
+        if isinstance(app.screen, ConfirmDialog):
+            await pilot.press("y")
+        await settle(pilot)
+        assert message in app.last_message and "othing changed" in app.last_message
+    assert hold_row(demo_store, hold_id).deadline == before
+    assert events_by(demo_store, "operator:dave") == []

@@ -1,0 +1,70 @@
+"""Steps the UI tests share: wait for the workers, pick a hold, fill a dialog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from tui import FlowledgerApp
+from tui.main import MainScreen
+from tui.panes import QueuePane
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until no loading worker runs (a worker's result may start another). An action's
+    worker is left alone: it may be waiting for a dialog to be answered."""
+    app = pilot.app
+    for _ in range(10):
+        await pilot.pause()
+        loading = [w for w in app.workers if w.group != "hold-action" and not w.is_finished]
+        if not loading:
+            await pilot.pause()
+            return
+        await app.workers.wait_for_complete(loading)
+
+
+def queue(app: FlowledgerApp) -> QueuePane:
+    return app.screen.query_one(QueuePane) if isinstance(app.screen, MainScreen) else _main(app)
+
+
+def _main(app: FlowledgerApp) -> QueuePane:
+    main = next(s for s in app.screen_stack if isinstance(s, MainScreen))
+    return main.query_one(QueuePane)
+
+
+def queue_ids(app: FlowledgerApp) -> list[int]:
+    return [row["id"] for row in queue(app).rows]
+
+
+async def select_hold(pilot: Pilot[Any], hold_id: int) -> None:
+    pane = queue(pilot.app)  # type: ignore[arg-type]
+    pane.table.move_cursor(row=queue_ids(pilot.app).index(hold_id))  # type: ignore[arg-type]
+    await pilot.pause()
+    assert pane.current() is not None and pane.current()["id"] == hold_id  # type: ignore[index]
+
+
+async def fill(pilot: Pilot[Any], **values: str) -> None:
+    """Fill the open form's fields and submit it."""
+    for name, value in values.items():
+        pilot.app.screen.query_one(f"#field-{name}", Input).value = value
+    await pilot.pause()
+    await pilot.click("#ok")
+    await pilot.pause()
+
+
+async def start_action(pilot: Pilot[Any], hold_id: int, key: str, **values: str) -> None:
+    """Pick the hold, press the action's key and fill its form (the confirmation comes next)."""
+    await settle(pilot)
+    await select_hold(pilot, hold_id)
+    await pilot.press(key)
+    await fill(pilot, **values)
+
+
+async def open_detail(pilot: Pilot[Any], hold_id: int) -> None:
+    """From the queue, open the detail of one hold."""
+    await settle(pilot)
+    await select_hold(pilot, hold_id)
+    await pilot.press("enter")
+    await settle(pilot)

@@ -1,0 +1,110 @@
+"""The handover report says what the database says: counts, names, deadlines, the head hash."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from ledger import handover, views
+from ledger.domain import FailOutcome
+from ledger.models import Source, table
+from ledger.services import Ledger
+from tests.factories import T0, FakeClock, req
+
+
+def _unknown(ledger: Ledger, op: str, n: int) -> int:
+    ledger.dispatch(op, req(f"exec-{n}", input={"n": n}), actor="workflow")
+    answer = ledger.fail(op, FailOutcome.UNKNOWN, "timeout", execution_id=f"exec-{n}", actor="wf")
+    return answer.hold_ids[0]
+
+
+def scripted_shift(ledger: Ledger, clock: FakeClock) -> dict[str, int]:
+    """Before the shift: one hold. During it: four more, two resolved, one assigned."""
+    holds = {"old": _unknown(ledger, "op:old", 0)}
+    clock.advance(hours=2)  # the shift starts at T0 + 1h
+    for n, name in enumerate(["a", "b", "c", "d"], start=1):
+        holds[name] = _unknown(ledger, f"op:{name}", n)
+        clock.advance(minutes=10)
+    ledger.resolve(holds["a"], "confirm", receipt="R-a", note="seen at the target", operator="bob")
+    ledger.resolve(holds["b"], "release", note="nothing at the target", operator="carol")
+    ledger.update_hold(
+        holds["c"],
+        operator="bob",
+        owner="alice",
+        note="alice has access",
+        next_action="call the bank",
+    )
+    with ledger.store.engine.begin() as conn:
+        conn.execute(
+            table(Source).insert(),
+            [
+                {
+                    "name": "good",
+                    "kind": "n8n",
+                    "status": "ok",
+                    "last_success_at": clock.now,
+                    "last_error": None,
+                    "last_error_at": None,
+                },
+                {
+                    "name": "broken",
+                    "kind": "n8n",
+                    "status": "error",
+                    "last_success_at": clock.now - timedelta(hours=5),
+                    "last_error": "401 Unauthorized",
+                    "last_error_at": clock.now,
+                },
+            ],
+        )
+    clock.advance(minutes=50)
+    return holds
+
+
+def test_handover_report_matches_the_database(ledger: Ledger, clock: FakeClock) -> None:
+    holds = scripted_shift(ledger, clock)
+    now = clock.now
+    text = handover.build(ledger.store, handover.Shift(T0 + timedelta(hours=1), now, "dave"))
+
+    open_rows = views.hold_queue(ledger.store, now, limit=100)
+    overdue = [h for h in open_rows if h["deadline"] < now]
+    # "old" and "c" passed their one-hour deadline; "d" is due right now.
+    assert len(open_rows) == 3 and {h["id"] for h in overdue} == {holds["old"], holds["c"]}
+    assert f"- Open holds: 3 (3 blocking, {len(overdue)} overdue)" in text
+    assert "- Resolved during the shift: 2" in text
+    assert "By whom: operator:bob 1, operator:carol 1." in text
+    assert "### alice — 1 open, 1 overdue" in text
+    assert "### (unassigned) — 2 open, 1 overdue" in text
+    assert "call the bank" in text
+    for h in open_rows:
+        assert handover.when(h["deadline"]) in text
+    old = next(h for h in open_rows if h["id"] == holds["old"])
+    assert f"**OVERDUE {handover.span(now - old['deadline'])}**" in text
+    assert "| op:a | confirmed_with_evidence | operator:bob | seen at the target |" in text
+    assert "| op:b | released_for_retry | operator:carol | nothing at the target |" in text
+    assert "- **broken** (n8n): status error; last error at" in text
+    assert "good" not in text.split("## Sources in trouble")[1]
+    seq, head_hash = views.chain_head(ledger.store)
+    assert f"seq {seq}, hash `{head_hash}`" in text
+
+
+def test_resolutions_outside_the_shift_are_left_out(ledger: Ledger, clock: FakeClock) -> None:
+    holds = scripted_shift(ledger, clock)
+    later = handover.Shift(clock.now, clock.now + timedelta(hours=8))
+    text = handover.build(ledger.store, later)
+    assert "Nothing was resolved during the shift." in text
+    assert f"| {holds['a']} |" not in text
+
+
+def test_report_cells_cannot_break_the_markdown_table(ledger: Ledger, clock: FakeClock) -> None:
+    hold = _unknown(ledger, "op:x", 1)
+    ledger.update_hold(hold, operator="bob", note="n", next_action="a | b\nc")
+    text = handover.build(ledger.store, handover.Shift(T0, clock.now))
+    assert "a \\| b c" in text
+
+
+def test_an_empty_ledger_has_a_short_report(ledger: Ledger, clock: FakeClock) -> None:
+    text = handover.build(ledger.store, handover.Shift(T0 - timedelta(hours=8), T0))
+    assert "No open holds." in text and "All sources synced recently" in text
+    with ledger.store.reader.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one() == 0

@@ -1,0 +1,122 @@
+"""The paged, filtered reads behind the terminal UI: pages that neither overlap nor skip,
+filters that mean what they say, and plans that use the indexes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from ledger import queries, views
+from ledger.domain import FailOutcome
+from ledger.services import Ledger
+from ledger.storage import Store
+from tests.factories import FakeClock, req
+
+
+def _holds(ledger: Ledger, clock: FakeClock, n: int) -> list[int]:
+    ids = []
+    for i in range(n):
+        op = f"op:{i:03d}"
+        ledger.dispatch(op, req(f"exec-{i}", input={"i": i}), actor="wf")
+        ids.append(ledger.fail(op, FailOutcome.UNKNOWN, "t", actor="wf").hold_ids[0])
+        clock.advance(minutes=1)
+    return ids
+
+
+def test_pages_cover_the_queue_once_in_deadline_order(ledger: Ledger, clock: FakeClock) -> None:
+    ids = _holds(ledger, clock, 25)
+    seen = []
+    for offset in range(0, 30, 10):
+        seen += [
+            r["id"] for r in views.hold_queue(ledger.store, clock.now, limit=10, offset=offset)
+        ]
+    assert seen == ids
+    assert views.count_hold_queue(ledger.store, clock.now) == 25
+
+
+def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock) -> None:
+    ids = _holds(ledger, clock, 6)
+    ledger.update_hold(ids[2], operator="x", note="n", owner="Alice", next_action="ring 100%")
+    now = clock.now + timedelta(minutes=57)  # the first three are overdue by now
+
+    def found(text: str) -> list[int]:
+        flt = views.HoldFilter.parse(text)
+        rows = views.hold_queue(ledger.store, now, flt=flt)
+        assert views.count_hold_queue(ledger.store, now, flt=flt) == len(rows)
+        return [r["id"] for r in rows]
+
+    assert found("owner:alice") == [ids[2]]
+    assert found("ALICE overdue") == [ids[2]]
+    assert found("overdue") == ids[:3]
+    assert found("op:op:00") == ids
+    assert found("100%") == [ids[2]]
+    assert found("10_%") == []  # LIKE wildcards are matched literally
+    assert found("state:dispatching blocking workflow:wf-1") == ids
+    assert found("reason:max_attempts") == []
+
+
+def test_filter_parse_keeps_unknown_fields_as_words() -> None:
+    flt = views.HoldFilter.parse("foo:bar reason:unknown overdue x")
+    assert flt.words == ("foo:bar", "x")
+    assert flt.fields == (("reason", "unknown"),)
+    assert flt.overdue and not flt.blocking
+
+
+@pytest.mark.parametrize("sort", sorted(views.QUEUE_SORTS))
+def test_every_sort_is_total(ledger: Ledger, clock: FakeClock, sort: str) -> None:
+    ids = _holds(ledger, clock, 5)
+    rows = views.hold_queue(ledger.store, clock.now, sort=sort, descending=True)
+    assert sorted(r["id"] for r in rows) == sorted(ids)
+
+
+def test_events_and_executions_page_backwards_by_key(ledger: Ledger, clock: FakeClock) -> None:
+    _holds(ledger, clock, 4)
+    first = views.recent_events(ledger.store, limit=3)
+    rest = views.recent_events(ledger.store, before_seq=first[-1]["seq"], limit=100)
+    seqs = [e["seq"] for e in first + rest]
+    assert seqs == sorted(seqs, reverse=True) and len(seqs) == len(set(seqs))
+    assert [e["kind"] for e in views.recent_events(ledger.store, text="failed_unknown")] == [
+        "failed_unknown"
+    ] * 4
+
+
+def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
+    from ledger.migrate import init_ledger
+
+    store: Store
+    store, _ = init_ledger(sqlite_url)
+    try:
+        stmt = (
+            queries.HOLDS.select()
+            .where(queries.HOLDS.c.resolved_at.is_(None))
+            .order_by(queries.HOLDS.c.deadline, queries.HOLDS.c.id)
+            .limit(100)
+        )
+        with store.reader.connect() as conn:
+            sql = str(stmt.compile(conn, compile_kwargs={"literal_binds": True}))
+            plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+        assert "ix_holds_open_deadline" in plan
+    finally:
+        store.dispose()
+
+
+def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) -> None:
+    gone = views.search_executions(demo_like_store, text="gone")
+    assert gone and all(e["gone_at"] is not None for e in gone)
+    page = views.search_executions(demo_like_store, limit=5)
+    after = views.search_executions(demo_like_store, before_id=page[-1]["id"], limit=1000)
+    ids = [e["id"] for e in page + after]
+    assert ids == sorted(ids, reverse=True)
+    assert views.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
+
+
+@pytest.fixture
+def demo_like_store(store: Store) -> Store:
+    from datetime import UTC, datetime
+
+    from ledger import demo
+
+    demo.mark_demo(store)
+    demo.build_demo(store, "test", now=datetime(2026, 11, 2, 17, 0, tzinfo=UTC))
+    return store

@@ -1,0 +1,29 @@
+"""The terminal UI holds no business rules and writes nothing itself: every change goes through
+``ledger.services.Ledger``, every read through ``ledger.queries``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TUI = Path(__file__).resolve().parents[2] / "tui"
+# Table writes (``HOLDS.update(``), write transactions, the models, and chain appends.
+WRITES = re.compile(
+    r"\b[A-Z_]+\.(insert|update|delete)\(|engine\.begin|ledger\.models|chain\.append"
+)
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in TUI.glob("*.py")))
+def test_tui_modules_write_nothing_directly(module: str) -> None:
+    source = (TUI / module).read_text(encoding="utf-8")
+    assert WRITES.search(source) is None
+
+
+def test_the_cli_loads_the_ui_library_only_for_the_tui_command() -> None:
+    code = "import sys, ledger.cli; print(any(m.split('.')[0] == 'textual' for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,145 @@
+"""The Textual application: wiring only. Screens live in ``tui.main`` and ``tui.detail``,
+dialogs in ``tui.dialogs``; every read is a ``ledger.queries`` call and every change a
+``ledger.services.Ledger`` call, both in workers."""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from ledger import handover, views
+from ledger.services import Ledger, utcnow
+from tui.context import Context
+from tui.dialogs import HelpScreen, ReportScreen
+from tui.main import MainScreen
+
+CSS = """
+.dialog { width: 80; height: auto; max-height: 90%; padding: 1 2; border: thick $accent;
+          background: $surface; }
+.dialog.wide { width: 110; }
+ModalScreen { align: center middle; }
+.dialog-title { text-style: bold; margin-bottom: 1; }
+.dialog-subject { color: $text-muted; margin-bottom: 1; }
+.dialog-error { color: $error; }
+.dialog-buttons { height: auto; margin-top: 1; }
+.dialog-buttons Button { margin-right: 2; }
+#confirm-message { margin-bottom: 1; }
+.filter { height: 3; }
+.list-status { height: 1; color: $text-muted; padding: 0 1; }
+#chain-status { height: 1; padding: 0 1; }
+#detail Static { margin-bottom: 1; }
+"""
+
+
+class FlowledgerApp(App[None]):
+    TITLE = "flowledger"
+    CSS = CSS
+    BINDINGS = [
+        Binding("question_mark", "help", "Help"),
+        Binding("H", "handover", "Handover"),
+        Binding("ctrl+r", "refresh_now", "Refresh", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.last_message = ""
+        self.last_report: Path | None = None
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        marks = [f"operator {self.ctx.operator}"]
+        if self.ctx.read_only:
+            marks.append("READ-ONLY")
+        if self.ctx.demo:
+            marks.append("DEMO DATA")
+        self.sub_title = " · ".join(marks)
+        if self.ctx.refresh_seconds:
+            self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
+
+    def report(self, message: str, severity: str = "information") -> None:
+        """Tell the person what happened (and keep it for whoever asks)."""
+        self.last_message = message
+        self.notify(message, severity=severity, timeout=8)  # type: ignore[arg-type]
+
+    def refresh_lists(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.refresh_lists()
+
+    def action_refresh_now(self) -> None:
+        self.refresh_lists()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_handover(self) -> None:
+        self._write_handover()
+
+    @work(thread=True, exclusive=True, group="handover")
+    def _write_handover(self) -> None:
+        now = self.ctx.now()
+        shift = handover.Shift(now - handover.DEFAULT_SHIFT, now, self.ctx.operator)
+        text = handover.build(self.ctx.store, shift, now=now)
+        path = self.ctx.report_dir / f"handover-{now:%Y%m%d-%H%M}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        self.last_report = path
+        self.call_from_thread(self.push_screen, ReportScreen(text, str(path)))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Handover report", "Write the shift's report (Markdown)", self.action_handover
+        )
+        yield SystemCommand("Refresh", "Reload every list now", self.refresh_lists)
+        for key, name in (("1", "queue"), ("2", "executions"), ("3", "sources"), ("4", "events")):
+            yield SystemCommand(
+                f"Show {name}", f"Switch to the {name} tab (key {key})", _tab(self, name)
+            )
+
+
+def _tab(app: FlowledgerApp, name: str) -> Callable[[], None]:
+    def switch() -> None:
+        for screen in app.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.action_tab(name)
+
+    return switch
+
+
+def make_app(
+    ledger: Ledger,
+    *,
+    operator: str | None = None,
+    read_only: bool = False,
+    clock: Callable[[], datetime] = utcnow,
+    report_dir: Path | None = None,
+    page_size: int = 60,
+    refresh_seconds: float | None = 5.0,
+) -> FlowledgerApp:
+    """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer."""
+    ctx = Context(
+        ledger=ledger,
+        operator=operator or getpass.getuser(),
+        read_only=read_only,
+        clock=clock,
+        report_dir=report_dir or Path.cwd(),
+        page_size=page_size,
+        refresh_seconds=refresh_seconds,
+        demo=views.is_demo(ledger.store),
+    )
+    return FlowledgerApp(ctx)
+
+
+__all__ = ["FlowledgerApp", "make_app"]

@@ -1,0 +1,30 @@
+"""What every screen of the UI is given: the services, who is acting, and the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from ledger.services import Ledger
+from ledger.storage import Store
+
+
+@dataclass(frozen=True)
+class Context:
+    ledger: Ledger
+    operator: str
+    read_only: bool
+    clock: Callable[[], datetime]
+    report_dir: Path
+    page_size: int = 100
+    refresh_seconds: float | None = 5.0
+    demo: bool = False
+
+    @property
+    def store(self) -> Store:
+        return self.ledger.store
+
+    def now(self) -> datetime:
+        return self.clock()

@@ -1,0 +1,163 @@
+"""Modal screens: the form an action asks for, the confirmation before it runs, help, and the
+handover report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Markdown, Static
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    label: str
+    required: bool = True
+    placeholder: str = ""
+
+
+class FormDialog(ModalScreen[dict[str, str] | None]):
+    """Ask for an action's values; every required field must be filled before it returns."""
+
+    BINDINGS = [Binding("escape", "cancel", "Back")]
+
+    def __init__(self, title: str, subject: str, fields: list[Field]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.subject = subject
+        self.fields = fields
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(self.subject, classes="dialog-subject")
+            for f in self.fields:
+                yield Label(f.label + ("" if f.required else " (optional)"))
+                yield Input(placeholder=f.placeholder, id=f"field-{f.name}")
+            yield Static("", id="form-error", classes="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Continue", variant="primary", id="ok")
+                yield Button("Back", id="back")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter moves to the next empty field, and submits from the last one."""
+        inputs = list(self.query(Input))
+        later = inputs[inputs.index(event.input) + 1 :]
+        empty = next((i for i in later if not i.value.strip()), None)
+        if empty is not None:
+            empty.focus()
+        else:
+            self._submit()
+
+    def _submit(self) -> None:
+        values = {
+            f.name: self.query_one(f"#field-{f.name}", Input).value.strip() for f in self.fields
+        }
+        missing = [f.label for f in self.fields if f.required and not values[f.name]]
+        if missing:
+            self.query_one("#form-error", Static).update(f"Required: {', '.join(missing)}")
+            return
+        self.dismiss(values)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """The last look before a change: says plainly what will happen. ``y`` confirms."""
+
+    AUTO_FOCUS = "#no"  # enter alone never confirms a change
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes, do it"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.message = message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(self.message, id="confirm-message")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Yes, do it (y)", variant="error", id="yes")
+                yield Button("No (n)", id="no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+HELP = """\
+# flowledger — keys
+
+| key | where | what |
+|---|---|---|
+| `1` `2` `3` `4` | anywhere | queue, executions, sources, events |
+| `/` | lists | filter (`escape` back to the list); see below |
+| `s` / `S` | queue | next sort column / reverse the order (or click a column header) |
+| `enter` | queue | open the operation behind the hold |
+| `c` | hold | confirm with evidence (receipt and note) |
+| `r` | hold | release for retry (note; the write may happen twice if the evidence is wrong) |
+| `x` | hold | cancel the operation (note) |
+| `d` | hold | dismiss a non-blocking hold (note) |
+| `a` | hold | assign an owner (note) |
+| `e` | hold | extend the deadline: `+30m`, `+2h`, `+1d` or `YYYY-MM-DD HH:MM` UTC (note) |
+| `n` | hold | add a note and the next action |
+| `v` | events | verify the event chain |
+| `H` | anywhere | write the handover report (Markdown) |
+| `ctrl+r` | anywhere | refresh now (lists also refresh on their own) |
+| `ctrl+p` | anywhere | command palette |
+| `?` | anywhere | this help |
+| `q` | anywhere | quit (`escape` closes a detail or dialog) |
+
+The queue's filter takes words (all must match), `reason:` `owner:` `state:` `workflow:`
+`op:` `source:` pairs, and `overdue` / `blocking`.
+
+Every action asks for a note, asks again before it acts, and is recorded as an event under
+your operator name. In read-only mode no action is offered.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog wide"):
+            yield Markdown(HELP)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ReportScreen(ModalScreen[None]):
+    """The handover report as written, and where."""
+
+    BINDINGS = [Binding("escape,q", "close", "Close")]
+
+    def __init__(self, markdown: str, path: str) -> None:
+        super().__init__()
+        self.markdown = markdown
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog wide"):
+            yield Label(f"Handover report written to {self.path}", classes="dialog-title")
+            yield Markdown(self.markdown)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,75 @@
+"""How values read on screen: short hashes, ages, times, and the deadline a person types."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from rich.text import Text
+
+from ledger.handover import span
+
+_RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+
+
+def short_hash(value: str | None, keep: int = 12) -> str:
+    """``sha256:0123456789ab…`` — enough to compare by eye, short enough for a column."""
+    if not value:
+        return "-"
+    prefix, _, digest = value.rpartition(":")
+    return f"{prefix + ':' if prefix else ''}{digest[:keep]}…" if len(digest) > keep else value
+
+
+def when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def clock_time(value: datetime | None, now: datetime) -> str:
+    """Today's times as ``HH:MM``, other days with the date."""
+    if value is None:
+        return "-"
+    value = value.astimezone(UTC)
+    return value.strftime("%H:%M") if value.date() == now.date() else value.strftime("%m-%d %H:%M")
+
+
+def age(value: datetime | None, now: datetime) -> str:
+    return span(now - value).replace(" ", "") if value else "-"
+
+
+def text(value: Any) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def deadline_cell(deadline: datetime, now: datetime) -> Text:
+    if deadline < now:
+        return Text(f"OVERDUE {age(deadline, now)}", style="bold red")
+    return Text(f"in {age(now, deadline)}")
+
+
+def clip(value: str, width: int) -> str:
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def parse_deadline(value: str, now: datetime) -> datetime:
+    """``+30m``, ``+2h``, ``+1d``, or ``YYYY-MM-DD HH:MM`` (UTC)."""
+    value = value.strip()
+    match = _RELATIVE.match(value)
+    if match:
+        return now + timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("give +30m, +2h, +1d or YYYY-MM-DD HH:MM (UTC)") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def execution_url(kind: str | None, base_url: str | None, execution: dict[str, Any]) -> str | None:
+    """The tool's own page for an execution, when its source has a base URL."""
+    if not base_url or kind != "n8n" or not execution.get("workflow_id"):
+        return None
+    return (
+        f"{base_url.rstrip('/')}/workflow/{execution['workflow_id']}"
+        f"/executions/{execution['external_id']}"
+    )

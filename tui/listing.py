@@ -1,0 +1,175 @@
+"""A paged, filtered, live list: the shape shared by the queue, executions and events.
+
+Rows come from the database a page at a time in a thread worker; scrolling near the end loads
+the next page; a refresh re-reads as many rows as are loaded and puts the cursor back on the
+same row (by key), so neither the cursor nor the filter is lost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Input, Static
+
+if TYPE_CHECKING:
+    from tui.app import FlowledgerApp
+    from tui.context import Context
+
+Cell = str | Text
+
+
+class ListPane(Vertical):
+    """Subclasses name their columns and say how to fetch a page and draw a row."""
+
+    BINDINGS = [Binding("escape", "leave_filter", "Back to list", show=False)]
+    COLUMNS: list[tuple[str, str]] = []  # (key, label)
+    FILTER_HINT = "/ filter"
+    app: FlowledgerApp
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
+        self.rows: list[dict[str, Any]] = []
+        self.filter_text = ""
+        self.total: int | None = None
+        self.exhausted = False
+        self.generation = 0  # the newest load asked for
+        self.shown = -1  # the load whose rows are on screen
+
+    @property
+    def ctx(self) -> Context:
+        return self.app.ctx
+
+    # -- subclass hooks -------------------------------------------------------------
+
+    def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def count(self) -> int | None:
+        return None
+
+    def cells(self, row: dict[str, Any]) -> list[Cell]:
+        raise NotImplementedError
+
+    def key(self, row: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    # -- layout ----------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder=self.FILTER_HINT, classes="filter")
+        table: DataTable[Cell] = DataTable(cursor_type="row", zebra_stripes=True)
+        for key, label in self.COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Static("loading…", classes="list-status")
+
+    @property
+    def table(self) -> DataTable[Cell]:
+        return self.query_one(DataTable)
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    def focus_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_leave_filter(self) -> None:
+        self.table.focus()
+
+    @on(Input.Changed, ".filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        self.rows, self.total = [], None
+        self.reload(keep_cursor=False)
+
+    @on(Input.Submitted, ".filter")
+    def _filter_submitted(self) -> None:
+        self.table.focus()
+
+    @on(DataTable.RowHighlighted)
+    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+        if not self.exhausted and event.cursor_row >= len(self.rows) - 5:
+            self.load_more()
+
+    def current(self) -> dict[str, Any] | None:
+        if not self.rows or self.table.row_count == 0:
+            return None
+        index = self.table.cursor_row
+        return self.rows[index] if 0 <= index < len(self.rows) else None
+
+    # -- loading ---------------------------------------------------------------------
+
+    def reload(self, keep_cursor: bool = True) -> None:
+        self.generation += 1
+        limit = max(self.ctx.page_size, len(self.rows))
+        self._load(self.generation, limit, keep_cursor)
+
+    @work(thread=True, exclusive=True, group="list-load")
+    def _load(self, generation: int, limit: int, keep_cursor: bool) -> None:
+        rows = self.fetch(None, 0, limit)
+        self.app.call_from_thread(self._show, generation, rows, limit, keep_cursor)
+        total = self.count()  # after the rows are on screen: the count only adds "of N"
+        if total is not None:
+            self.app.call_from_thread(self._counted, generation, total)
+
+    def _counted(self, generation: int, total: int) -> None:
+        if generation == self.generation:
+            self.total = total
+            self._status()
+
+    def load_more(self) -> None:
+        if self.rows:
+            self._load_more(self.generation, self.rows[-1], len(self.rows))
+
+    @work(thread=True, exclusive=True, group="list-more")
+    def _load_more(self, generation: int, last: dict[str, Any], offset: int) -> None:
+        rows = self.fetch(last, offset, self.ctx.page_size)
+        self.app.call_from_thread(self._append, generation, offset, rows)
+
+    def _show(
+        self,
+        generation: int,
+        rows: list[dict[str, Any]],
+        limit: int,
+        keep_cursor: bool,
+    ) -> None:
+        if generation != self.generation:
+            return  # a newer filter or refresh is on its way
+        self.shown = generation
+        table = self.table
+        selected = self.current() if keep_cursor else None
+        index = table.cursor_row
+        self.rows, self.exhausted = rows, len(rows) < limit
+        table.clear()
+        table.add_rows([self.cells(r) for r in rows])
+        if rows:
+            if selected is not None:
+                keys = [self.key(r) for r in rows]
+                wanted = self.key(selected)
+                index = keys.index(wanted) if wanted in keys else min(index, len(rows) - 1)
+            table.move_cursor(row=max(0, min(index, len(rows) - 1)) if keep_cursor else 0)
+        self._status()
+
+    def _append(self, generation: int, offset: int, rows: list[dict[str, Any]]) -> None:
+        if generation != self.generation or offset != len(self.rows):
+            return
+        self.rows.extend(rows)
+        self.exhausted = len(rows) < self.ctx.page_size
+        self.table.add_rows([self.cells(r) for r in rows])
+        self._status()
+
+    def _status(self) -> None:
+        shown = len(self.rows)
+        of = f" of {self.total:,}" if self.total is not None else ("" if self.exhausted else "+")
+        flt = f"  filter: {self.filter_text}" if self.filter_text else ""
+        self.query_one(".list-status", Static).update(
+            f"{shown:,}{of} rows{flt}{self.status_suffix()}"
+        )
+
+    def status_suffix(self) -> str:
+        return ""

@@ -1,0 +1,111 @@
+"""The main screen: the attention queue first, then executions, sources and the event log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
+
+from tui.actions import ACTION_BINDINGS, HoldActions
+from tui.detail import DetailScreen
+from tui.listing import ListPane
+from tui.panes import EventsPane, ExecutionsPane, QueuePane, SourcesPane
+
+if TYPE_CHECKING:
+    from tui.app import FlowledgerApp
+
+TABS = {"1": "queue", "2": "executions", "3": "sources", "4": "events"}
+
+
+class MainScreen(HoldActions, Screen[None]):
+    BINDINGS = [
+        Binding("1", "tab('queue')", "Queue", show=False),
+        Binding("2", "tab('executions')", "Executions", show=False),
+        Binding("3", "tab('sources')", "Sources", show=False),
+        Binding("4", "tab('events')", "Events", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort", "Sort", show=False),
+        Binding("S", "reverse", "Reverse sort", show=False),
+        Binding("v", "verify", "Verify chain", show=False),
+        *ACTION_BINDINGS,
+    ]
+    app: FlowledgerApp
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial="tab-queue"):
+            with TabPane("Queue [1]", id="tab-queue"):
+                yield QueuePane(id="queue")
+            with TabPane("Executions [2]", id="tab-executions"):
+                yield ExecutionsPane(id="executions")
+            with TabPane("Sources [3]", id="tab-sources"):
+                yield SourcesPane(id="sources")
+            with TabPane("Events [4]", id="tab-events"):
+                yield EventsPane(id="events")
+        yield Footer()
+
+    @property
+    def queue(self) -> QueuePane:
+        return self.query_one(QueuePane)
+
+    def active(self) -> str:
+        return str(self.query_one(TabbedContent).active).removeprefix("tab-")
+
+    def on_mount(self) -> None:
+        self.queue.table.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "hold_action":
+            return not self.app.ctx.read_only and self.active() == "queue"
+        if action in ("sort", "reverse"):
+            return self.active() == "queue"
+        if action == "verify":
+            return self.active() == "events"
+        return True
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
+        events = self.query_one(EventsPane)
+        if self.active() == "events" and not events.verified:
+            events.verify()  # once on first look; `v` walks the chain again
+
+    def action_tab(self, name: str) -> None:
+        self.query_one(TabbedContent).active = f"tab-{name}"
+        pane = self.query_one(f"#{name}")
+        pane.query_one(DataTable).focus()
+
+    def action_filter(self) -> None:
+        pane = self.query_one(f"#{self.active()}")
+        if isinstance(pane, ListPane):
+            pane.focus_filter()
+
+    def action_sort(self) -> None:
+        self.queue.next_sort()
+
+    def action_reverse(self) -> None:
+        self.queue.set_sort(self.queue.sort, not self.queue.descending)
+
+    def action_verify(self) -> None:
+        self.query_one(EventsPane).verify()
+
+    def selected_hold(self) -> dict[str, Any] | None:
+        return self.queue.current() if self.active() == "queue" else None
+
+    def after_action(self) -> None:
+        self.refresh_lists()
+
+    def refresh_lists(self) -> None:
+        for pane in self.query(ListPane):
+            pane.reload()
+        self.query_one(SourcesPane).reload()
+
+    @on(DataTable.RowSelected, "#queue DataTable")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        hold = self.queue.current()
+        if hold is not None:
+            self.app.push_screen(DetailScreen(hold["id"]))

@@ -1,0 +1,253 @@
+"""The lists on the main screen: the attention queue, kept executions, sources, and the event
+log with the chain's verify status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from ledger import chain, queries, views
+from tui.format import age, clip, clock_time, deadline_cell, text
+from tui.listing import Cell, ListPane
+
+SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
+HEADER_SORT = {
+    "operation": "operation",
+    "reason": "reason",
+    "state": "state",
+    "age": "opened",
+    "deadline": "deadline",
+    "owner": "owner",
+    "workflow": "workflow",
+}
+
+
+class QueuePane(ListPane):
+    """Open holds, soonest deadline first; overdue ones in red."""
+
+    COLUMNS = [
+        ("hold", "hold"),
+        ("operation", "operation"),
+        ("reason", "reason"),
+        ("state", "state"),
+        ("age", "age"),
+        ("deadline", "deadline"),
+        ("owner", "owner"),
+        ("workflow", "workflow"),
+        ("execution", "execution"),
+    ]
+    FILTER_HINT = "/ filter: words, reason: owner: state: workflow: op: source:, overdue, blocking"
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
+        self.sort = "deadline"
+        self.descending = False
+
+    def _filter(self) -> views.HoldFilter:
+        return views.HoldFilter.parse(self.filter_text)
+
+    def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        return views.hold_queue(
+            self.ctx.store,
+            self.ctx.now(),
+            flt=self._filter(),
+            sort=self.sort,
+            descending=self.descending,
+            limit=limit,
+            offset=offset,
+        )
+
+    def count(self) -> int:
+        return views.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
+
+    def key(self, row: dict[str, Any]) -> str:
+        return str(row["id"])
+
+    def cells(self, row: dict[str, Any]) -> list[Cell]:
+        now = self.ctx.now()
+        overdue = row["deadline"] < now
+        style = "red" if overdue else ""
+        reason = Text(clip(row["reason"], 16), style="bold yellow" if row["blocking"] else "")
+        subject = clip(row["operation_id"] or f"source {row['source'] or '-'}", 26)
+        return [
+            Text(str(row["id"]), style=style),
+            Text(subject, style=style),
+            reason,
+            text(row["operation_state"]),
+            age(row["opened_at"], now),
+            deadline_cell(row["deadline"], now),
+            text(row["owner"]),
+            text(row["workflow_id"]),
+            text(row["execution_status"]),
+        ]
+
+    def status_suffix(self) -> str:
+        return f"  sorted by {self.sort} {'↓' if self.descending else '↑'}"
+
+    def set_sort(self, sort: str, descending: bool | None = None) -> None:
+        if descending is None:
+            descending = not self.descending if sort == self.sort else False
+        self.sort, self.descending = sort, descending
+        self.reload(keep_cursor=True)
+
+    def next_sort(self) -> None:
+        self.set_sort(SORT_ORDER[(SORT_ORDER.index(self.sort) + 1) % len(SORT_ORDER)], False)
+
+    @on(DataTable.HeaderSelected)
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        sort = HEADER_SORT.get(str(event.column_key.value))
+        if sort is not None:
+            self.set_sort(sort)
+
+
+class ExecutionsPane(ListPane):
+    """The ledger's copies of execution records, newest first; pruned ones say when."""
+
+    COLUMNS = [
+        ("source", "source"),
+        ("id", "execution"),
+        ("workflow", "workflow"),
+        ("status", "status"),
+        ("started", "started"),
+        ("stopped", "stopped"),
+        ("retry_of", "retry of"),
+        ("gone", "gone from the tool"),
+    ]
+    FILTER_HINT = "/ filter: id, workflow, status, source; gone"
+
+    def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        return views.search_executions(
+            self.ctx.store,
+            text=self.filter_text,
+            before_id=after["id"] if after else None,
+            limit=limit,
+        )
+
+    def key(self, row: dict[str, Any]) -> str:
+        return str(row["id"])
+
+    def cells(self, row: dict[str, Any]) -> list[Cell]:
+        now = self.ctx.now()
+        status = row["status"]
+        style = "red" if status in ("error", "crashed") else "yellow" if not row["final"] else ""
+        name = row["workflow_name"] or row["workflow_id"]
+        return [
+            row["source"],
+            row["external_id"],
+            text(name),
+            Text(status, style=style),
+            clock_time(row["started_at"], now),
+            clock_time(row["stopped_at"], now),
+            text(row["retry_of"]),
+            Text(clock_time(row["gone_at"], now), style="dim") if row["gone_at"] else "",
+        ]
+
+
+class EventsPane(ListPane):
+    """The event log, newest first, under the chain's verify status."""
+
+    COLUMNS = [
+        ("seq", "seq"),
+        ("at", "at"),
+        ("actor", "actor"),
+        ("kind", "kind"),
+        ("operation", "operation"),
+        ("hold", "hold"),
+        ("data", "data"),
+    ]
+    FILTER_HINT = "/ filter: kind, actor, operation"
+
+    def compose(self) -> ComposeResult:
+        yield Static("chain: not verified yet (press v)", id="chain-status")
+        yield from super().compose()
+
+    def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        return views.recent_events(
+            self.ctx.store,
+            text=self.filter_text,
+            before_seq=after["seq"] if after else None,
+            limit=limit,
+        )
+
+    def key(self, row: dict[str, Any]) -> str:
+        return str(row["seq"])
+
+    def cells(self, row: dict[str, Any]) -> list[Cell]:
+        data = ", ".join(f"{k}={v}" for k, v in sorted(row["data"].items()) if v is not None)
+        return [
+            str(row["seq"]),
+            clock_time(row["at"], self.ctx.now()),
+            row["actor"],
+            row["kind"],
+            text(row["operation_id"]),
+            text(row["hold_id"]),
+            data[:120],
+        ]
+
+    verified = False
+
+    def verify(self) -> None:
+        self.verified = True
+        self.query_one("#chain-status", Static).update("chain: verifying…")
+        self._verify()
+
+    @work(thread=True, exclusive=True, group="verify")
+    def _verify(self) -> None:
+        with self.ctx.store.reader.connect() as conn:
+            result = chain.verify(conn)
+        if result.ok:
+            line = Text(
+                f"chain OK: {result.checked:,} events, head seq {result.head_seq} "
+                f"hash {result.head_hash}",
+                style="green",
+            )
+        else:
+            line = Text(
+                f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
+                f"({result.checked:,} events good before it)",
+                style="bold red",
+            )
+        self.app.call_from_thread(self.query_one("#chain-status", Static).update, line)
+
+
+class SourcesPane(Vertical):
+    """Each source: last sync, lag since the last success, last error."""
+
+    COLUMNS = ["source", "kind", "status", "last sync", "lag", "last error", "base URL"]
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[Cell] = DataTable(cursor_type="row", zebra_stripes=True)
+        table.add_columns(*self.COLUMNS)
+        yield table
+
+    def on_mount(self) -> None:
+        self.reload()
+
+    @work(thread=True, exclusive=True, group="sources")
+    def reload(self) -> None:
+        ctx = self.app.ctx  # type: ignore[attr-defined]
+        rows = queries.list_sources(ctx.store)
+        self.app.call_from_thread(self._show, rows, ctx.now())
+
+    def _show(self, rows: list[dict[str, Any]], now: Any) -> None:
+        table = self.query_one(DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for s in rows:
+            bad = s["status"] != "ok" or bool(s["last_error"])
+            table.add_row(
+                s["name"],
+                s["kind"],
+                Text(s["status"], style="bold red" if bad else "green"),
+                clock_time(s["last_sync_at"], now),
+                age(s["last_success_at"], now) if s["last_success_at"] else "never",
+                Text(text(s["last_error"]), style="red" if s["last_error"] else ""),
+                text(s["base_url"]),
+            )
+        if rows:
+            table.move_cursor(row=min(cursor, len(rows) - 1))
