@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DB     ?= ./var/flowledger.db
 
-.PHONY: install run test check bench bench-sweep clean
+.PHONY: install run test check bench clean
 
 install: $(STAMP)
 
@@ -27,12 +27,16 @@ check: $(STAMP)
 	$(BIN)/ruff format --check ledger connectors tui tests bench
 	$(BIN)/mypy
 
+# Benchmarks print figures measured in one run against a baseline; none is a test.
 bench: $(STAMP)
 	$(BIN)/python -m bench.transitions
 	$(BIN)/python -m bench.ingest
-
-bench-sweep: $(STAMP)
+	$(BIN)/python -m bench.sync
 	$(BIN)/python -m bench.sweep
+	$(BIN)/python -m bench.tui
+
+bench-%: $(STAMP)
+	$(BIN)/python -m bench.$*
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -72,14 +72,18 @@ def operation_detail(
             .order_by(EVENTS.c.seq)
             .limit(event_limit)
         ).all()
-        exec_ids = sorted({a.execution_id for a in attempts})
+        # An attempt that names its source matches only that source's copy: two tools can
+        # both have an execution "42".
+        refs = {(a.source, a.execution_id) for a in attempts}
+        matches = [
+            sa.and_(EXECUTIONS.c.external_id == e, *([EXECUTIONS.c.source == s] if s else []))
+            for s, e in sorted(refs, key=lambda r: (r[0] or "", r[1]))
+        ]
         executions = (
             conn.execute(
-                sa.select(EXECUTIONS)
-                .where(EXECUTIONS.c.external_id.in_(exec_ids))
-                .order_by(EXECUTIONS.c.id)
+                sa.select(EXECUTIONS).where(sa.or_(*matches)).order_by(EXECUTIONS.c.id)
             ).all()
-            if exec_ids
+            if matches
             else []
         )
     return OperationDetail(

@@ -57,11 +57,20 @@ def utcnow() -> datetime:
 
 
 def check_id(value: str, field: str) -> str:
-    if not isinstance(value, str) or not _PRINTABLE_ID.match(value):
+    if not isinstance(value, str) or not _PRINTABLE_ID.match(value) or not _encodable(value):
         raise InvalidInput(
             f"{field} must be 1 to {domain.MAX_ID_LENGTH} printable characters", field
         )
     return value
+
+
+def _encodable(value: str) -> bool:
+    """A lone surrogate passes JSON but no database can store it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_optional(values: dict[str, Any]) -> None:

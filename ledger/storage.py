@@ -121,6 +121,7 @@ def make_store(url: URL, *, create: bool = False) -> Store:
     else:
         engine = sa.create_engine(
             url,
+            hide_parameters=True,  # database errors never echo the values they were given
             pool_pre_ping=True,
             pool_size=10,
             max_overflow=20,
@@ -177,7 +178,12 @@ def _sqlite_engine(path: Path, *, create: bool) -> Engine:
         return conn
 
     engine = sa.create_engine(
-        "sqlite://", creator=connect, pool_size=8, max_overflow=16, poolclass=sa.pool.QueuePool
+        "sqlite://",
+        creator=connect,
+        hide_parameters=True,
+        pool_size=8,
+        max_overflow=16,
+        poolclass=sa.pool.QueuePool,
     )
 
     @sa.event.listens_for(engine, "begin")

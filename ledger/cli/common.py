@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import wraps
 from typing import Annotated, Any, TypeVar
 
@@ -54,6 +54,18 @@ def one_line_errors(fn: F) -> F:
             die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {err['msg']}")
 
     return wrapper  # type: ignore[return-value]
+
+
+def parse_since(value: str | None, option: str = "--since") -> datetime | None:
+    """An ISO 8601 time from the command line; UTC when it names no offset."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        die(f"{option} {value!r} is not an ISO 8601 time (e.g. 2026-11-02T08:00+01:00)")
+        raise  # unreachable: die exits
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def settings() -> Settings:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
 from ledger import chain, queries
-from ledger.cli.common import DbOption, app, die, one_line_errors, opened
+from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
 from ledger.services import utcnow
 
 
@@ -146,16 +146,15 @@ def export(
     db: DbOption = None,
     format: Annotated[str, typer.Option("--format", help="Output format")] = "jsonl",
     since: Annotated[
-        datetime | None,
+        str | None,
         typer.Option(help="Only events at or after this time (ISO 8601; UTC when no offset)"),
     ] = None,
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
     if format != "jsonl":
         die(f"unknown format {format!r}; only jsonl is supported")
-    if since is not None and since.tzinfo is None:
-        since = since.replace(tzinfo=UTC)
+    start = parse_since(since)
     with opened(db) as store:
         out = sys.stdout
-        for event in queries.iter_events(store, since=since):
+        for event in queries.iter_events(store, since=start):
             out.write(json.dumps(event, default=_json_default, sort_keys=True) + "\n")

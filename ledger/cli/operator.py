@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +10,15 @@ import typer
 
 from ledger import demo as demo_data
 from ledger import handover as report
-from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
+from ledger.cli.common import (
+    DbOption,
+    app,
+    die,
+    ledger_for,
+    one_line_errors,
+    opened,
+    parse_since,
+)
 from ledger.migrate import init_ledger
 from ledger.services import utcnow
 from ledger.storage import LedgerError, open_store
@@ -58,13 +65,7 @@ def handover(
     if format != "md":
         die(f"unknown format {format!r}; only md is supported")
     now = utcnow()
-    start = now - report.DEFAULT_SHIFT
-    if since is not None:
-        try:
-            start = datetime.fromisoformat(since)
-        except ValueError:
-            die(f"--since {since!r} is not an ISO 8601 time (e.g. 2026-11-02T08:00+01:00)")
-        start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
+    start = parse_since(since) or now - report.DEFAULT_SHIFT
     if start > now:
         die("--since is in the future")
     with opened(db) as store:

@@ -238,3 +238,14 @@ def test_database_from_the_environment(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("FLOWLEDGER_DB", str(db))
     assert cli("init")[0] == 0 and db.exists()
     assert cli("status")[0] == 0
+
+
+@pytest.mark.parametrize("since", ["2000-01-01T00:00:00+02:00", "2000-01-01T00:00:00Z"])
+def test_export_since_takes_an_offset(busy_ledger: str, since: str) -> None:
+    code, out, _ = cli("export", "--since", since, "--db", busy_ledger)
+    assert code == 0 and len(out.splitlines()) == 6
+
+
+def test_export_since_refuses_a_garbled_time_in_one_line(busy_ledger: str) -> None:
+    code, out, err = cli("export", "--since", "yesterday-ish", "--db", busy_ledger)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "ISO 8601" in err

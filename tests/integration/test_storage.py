@@ -269,3 +269,25 @@ def test_oversized_optional_fields_are_refused_before_any_write(
         ledger.dispatch(OP, replace(req(), **{field: bad}), actor="t")
     assert caught.value.field in (field, "approval_version")
     assert count(store, "SELECT count(*) FROM events") == 0
+
+
+def test_a_lone_surrogate_id_is_refused_before_any_write(ledger: Ledger, store: Store) -> None:
+    with pytest.raises(InvalidInput):
+        ledger.dispatch("op-\ud800", req(), actor="t")
+    assert count(store, "SELECT count(*) FROM events") == 0
+
+
+def test_detail_shows_only_the_attempts_own_sources_execution(ledger: Ledger, store: Store) -> None:
+    from dataclasses import replace
+
+    from tests.factories import execution_row
+
+    ledger.dispatch(OP, replace(req("42"), source="prod-n8n"), actor="t")
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(queries.EXECUTIONS),
+            [execution_row("42", source="prod-n8n"), execution_row("42", source="staging-n8n")],
+        )
+    detail = queries.operation_detail(store, OP)
+    assert detail is not None
+    assert [(e["source"], e["external_id"]) for e in detail.executions] == [("prod-n8n", "42")]
