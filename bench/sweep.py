@@ -188,7 +188,6 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--due", type=int, default=10_000)
     args = parser.parse_args()
-    print("figures are provisional: the machine is shared")
     with tempfile.TemporaryDirectory() as tmp:
         bench("SQLite", str(Path(tmp) / "bench.db"), args.ops, args.due)
     pg = os.environ.get("FLOWLEDGER_BENCH_PG_URL") or os.environ.get("FLOWLEDGER_TEST_PG_URL")

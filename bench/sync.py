@@ -132,7 +132,6 @@ def main() -> None:
         os.environ["BENCH_N8N_KEY"] = KEY
         cfg = SourceConfig(name="bench", kind="n8n", base_url=base, api_key_env="BENCH_N8N_KEY")
         print(f"flowledger sync bench: {args.count:,} executions, 250 a page, {base}")
-        print("(provisional: the machine is shared; figures move with its load)")
         rss0 = peak_rss_mb()
 
         with httpx.Client() as client:

@@ -8,8 +8,8 @@ loading every open hold at once.
 
     python -m bench.tui [--operations N] [--open-holds N]
 
-Goals: first paint <= 1.5 s, filter <= 200 ms. The machine may be shared: figures are
-provisional.
+Goals: first paint <= 1.5 s, filter <= 200 ms. Figures move with whatever else the machine
+is doing; run it on a quiet one.
 """
 
 from __future__ import annotations
@@ -193,7 +193,6 @@ def main(argv: list[str] | None = None) -> None:
     print(f"ratio baseline / paged query:           {everything / page:7.1f}x")
     print(f"ratio first paint / goal:               {paint / 1.5:7.2f}")
     print(f"ratio worst filter / goal:              {worst / 0.2:7.2f}")
-    print("figures are provisional: the machine is shared")
     sys.stdout.flush()
 
 

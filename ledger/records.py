@@ -36,6 +36,26 @@ def load_operation(tx: Tx, operation_id: str) -> Row | None:
     )
 
 
+def load_with_holds(tx: Tx, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
+    """The operation and its open holds in one round trip (the hot path reads both)."""
+    rows = tx.all(
+        f"SELECT {', '.join('o.' + c.strip() for c in _OP_COLUMNS.split(','))},"
+        " h.id AS hold_id, h.reason AS hold_reason, h.blocking AS hold_blocking,"
+        " h.cause_key AS hold_cause_key FROM operations o LEFT JOIN holds h"
+        " ON h.operation_id = o.operation_id AND h.resolved_at IS NULL"
+        " WHERE o.operation_id = :id ORDER BY h.id",
+        {"id": operation_id},
+    )
+    if not rows:
+        return None, []
+    holds = [
+        OpenHold(r.hold_id, Reason(r.hold_reason), bool(r.hold_blocking), r.hold_cause_key)
+        for r in rows
+        if r.hold_id is not None
+    ]
+    return rows[0], holds
+
+
 def dispatching_for_execution(tx: Tx, execution_id: str) -> list[Row]:
     """Operations whose current attempt this execution made and which are still in flight."""
     return tx.all(
@@ -88,7 +108,7 @@ def save_operation(
         "run_index": op.run_index,
         "receipt": op.receipt,
         "deadline": tx.time(op.deadline),
-        "now": tx.time(tx.now),
+        "now": tx.db_now,
     }
     approval_expires = extra.pop("approval_expires_at", None)
     if row is None:
@@ -143,7 +163,7 @@ def insert_attempt(tx: Tx, op: domain.Operation, extra: dict[str, Any]) -> None:
             "workflow_id": extra.get("workflow_id"),
             "step": extra.get("step"),
             "source": extra.get("source"),
-            "now": tx.time(tx.now),
+            "now": tx.db_now,
             "deadline": tx.time(op.deadline),
         },
     )
@@ -157,7 +177,7 @@ def end_attempt(
         " WHERE operation_id = :id AND number = :number",
         {
             "outcome": outcome,
-            "now": tx.time(tx.now),
+            "now": tx.db_now,
             "error": error or None,
             "id": operation_id,
             "number": number,
@@ -184,7 +204,7 @@ def insert_receipt(
             "attempt": attempt,
             "receipt": receipt,
             "execution_id": execution_id,
-            "now": tx.time(tx.now),
+            "now": tx.db_now,
             "actor": tx.actor,
             "kind": kind,
             "detail": detail,
@@ -267,7 +287,7 @@ def close_hold(tx: Tx, hold_id: int, resolution: str | None, note: str) -> bool:
             " resolution = :resolution, resolution_note = :note, version = version + 1"
             " WHERE id = :id AND resolved_at IS NULL",
             {
-                "now": tx.time(tx.now),
+                "now": tx.db_now,
                 "actor": tx.actor,
                 "resolution": resolution,
                 "note": note,

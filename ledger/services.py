@@ -183,6 +183,7 @@ class Ledger:
             self.store.engine.raw_connection(),
             self.clock().astimezone(UTC),
             actor,
+            self.store.chain_hint,
         )
         try:
             tx.begin()
@@ -321,9 +322,8 @@ class Ledger:
         req: DispatchInput,
         request: domain.DispatchRequest,
     ) -> Answer:
-        row = records.load_operation(tx, operation_id)
+        row, holds = records.load_with_holds(tx, operation_id)
         op = records.to_domain(row) if row is not None else None
-        holds = records.open_holds(tx, operation_id) if op is not None else []
         change = domain.dispatch(
             op,
             request,
@@ -462,8 +462,10 @@ class Ledger:
         execution_id: str | None = None,
         detail: str | None = None,
     ) -> Answer:
-        op, row = self._require(tx, operation_id)
-        holds = records.open_holds(tx, operation_id)
+        row, holds = records.load_with_holds(tx, operation_id)
+        if row is None:
+            raise NotFound(f"no operation {operation_id!r}")
+        op = records.to_domain(row)
         change = domain.confirm(op, receipt, holds)
         hold_ids = [
             self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,16 @@ class LedgerError(Exception):
     """A problem a person can fix; its message is one line that says how."""
 
 
+@dataclass
+class ChainHint:
+    """The chain head this process last wrote: a guess that saves the writer a read. A
+    writer appends after it with a compare-and-set on the head's sequence number, and reads
+    the head only when the guess is stale (another process, or a rolled-back transaction)."""
+
+    seq: int | None = None
+    hash: str = ""
+
+
 @dataclass(frozen=True)
 class Store:
     """The engines of one open ledger: ``engine`` writes (``BEGIN IMMEDIATE`` on SQLite),
@@ -52,6 +62,7 @@ class Store:
     engine: Engine
     reader: Engine
     url: URL
+    chain_hint: ChainHint = field(default_factory=ChainHint, compare=False, repr=False)
 
     @property
     def dialect(self) -> str:
@@ -181,6 +192,9 @@ def _sqlite_engine(path: Path, *, create: bool) -> Engine:
         "sqlite://",
         creator=connect,
         hide_parameters=True,
+        # Every transaction ends in an explicit commit or rollback (ledger.tx), so the pool
+        # need not roll back again on each return.
+        pool_reset_on_return=None,
         pool_size=8,
         max_overflow=16,
         poolclass=sa.pool.QueuePool,

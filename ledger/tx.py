@@ -9,6 +9,7 @@ are written once with ``:name`` placeholders (sqlite3's named style) and rewritt
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -18,7 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from ledger import chain
-from ledger.hashing import canonical_json, chain_hash
+from ledger.hashing import canonical_json
+from ledger.storage import ChainHint
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -46,6 +48,13 @@ def from_db_time(value: Any) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+_ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
+_INSERT_EVENT = (
+    "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
+    " VALUES (:seq, :at, :actor, :kind, :operation_id, :hold_id, :data, :prev_hash, :hash)"
+)
+
+
 class Row(dict[str, Any]):
     """A result row with attribute access."""
 
@@ -60,8 +69,16 @@ class Tx:
     """One write transaction: the connection, the time it runs at, who acts, and the events
     to append just before commit."""
 
-    def __init__(self, engine: sa.Engine, pooled: Any, now: datetime, actor: str) -> None:
+    def __init__(
+        self,
+        engine: sa.Engine,
+        pooled: Any,
+        now: datetime,
+        actor: str,
+        chain_hint: ChainHint | None = None,
+    ) -> None:
         self.engine = engine
+        self.chain_hint = chain_hint or ChainHint()
         self.now = now
         self.actor = actor
         self.dialect = engine.dialect.name
@@ -69,6 +86,7 @@ class Tx:
         self._cursor = pooled.driver_connection.cursor()
         self._conn: sa.Connection | None = None
         self.events: list[chain.PendingEvent] = []
+        self.db_now = to_db_time(now, self.dialect)  # ``now`` as bound to a statement
 
     @property
     def conn(self) -> sa.Connection:
@@ -141,45 +159,62 @@ class Tx:
         )
 
     def append_events(self) -> None:
-        """Chain the pending events after the head (locked on PostgreSQL; SQLite's
-        ``BEGIN IMMEDIATE`` already holds the write lock)."""
+        """Chain the pending events after the head. The head row is the lock every appender
+        takes (SQLite's ``BEGIN IMMEDIATE`` holds it already): the update is a compare-and-set
+        on the sequence number this process last wrote, and only when that is stale is the
+        head read (``FOR UPDATE`` on PostgreSQL) and the events sealed again."""
         if not self.events:
             return
+        hint = self.chain_hint
+        if hint.seq is not None:
+            rows = self._seal(hint.seq, hint.hash)
+            if self.update(_ADVANCE_HEAD + " AND seq = :old", self._head(rows, hint.seq)) == 1:
+                self._insert_events(rows)
+                return
         lock = "" if self.dialect == "sqlite" else " FOR UPDATE"
         head = self.one(f"SELECT seq, hash FROM chain_head WHERE id = 1{lock}")
         assert head is not None
-        seq, prev = int(head.seq), str(head.hash)
+        rows = self._seal(int(head.seq), str(head.hash))
+        self.execute(_ADVANCE_HEAD, self._head(rows, int(head.seq)))
+        self._insert_events(rows)
+
+    def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         for ev in self.events:
             seq += 1
-            body = chain.event_body(
-                seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, ev.data
+            data = canonical_json(ev.data).decode()
+            sealed = chain.sealed_json(
+                seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data
             )
-            digest = chain_hash(prev, body)
+            digest = hashlib.sha256(prev.encode("ascii") + sealed).hexdigest()
             rows.append(
                 {
                     "seq": seq,
-                    "at": self.time(ev.at),
+                    "at": self.db_now if ev.at is self.now else self.time(ev.at),
                     "actor": ev.actor,
                     "kind": ev.kind,
                     "operation_id": ev.operation_id,
                     "hold_id": ev.hold_id,
-                    "data": canonical_json(ev.data).decode(),
+                    "data": data,
                     "prev_hash": prev,
                     "hash": digest,
                 }
             )
             prev = digest
-        self._many(
-            "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash,"
-            " hash) VALUES (:seq, :at, :actor, :kind, :operation_id, :hold_id, :data,"
-            " :prev_hash, :hash)",
-            rows,
-        )
-        self.execute(
-            "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1",
-            {"seq": seq, "hash": prev},
-        )
+        return rows
+
+    @staticmethod
+    def _head(rows: list[dict[str, Any]], old: int) -> dict[str, Any]:
+        return {"seq": rows[-1]["seq"], "hash": rows[-1]["hash"], "old": old}
+
+    def _insert_events(self, rows: list[dict[str, Any]]) -> None:
+        if len(rows) == 1:  # the usual case; executemany costs more for a single row
+            self.execute(_INSERT_EVENT, rows[0])
+        else:
+            self._many(_INSERT_EVENT, rows)
+        # A guess until the commit; a rollback leaves it stale, and the next writer's
+        # compare-and-set notices.
+        self.chain_hint.seq, self.chain_hint.hash = rows[-1]["seq"], rows[-1]["hash"]
         self.events.clear()
 
     def _many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:

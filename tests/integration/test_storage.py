@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -206,11 +207,11 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
         pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
     ledger.dispatch(OP, req("exec-1"), actor="t")
     ledger.fail(OP, FailOutcome.REJECTED, "422", actor="t")
-    original = records.load_operation
+    original = records.load_with_holds
     loads = []
 
-    def load_then_lose_the_race(tx: Tx, operation_id: str) -> Row | None:
-        row = original(tx, operation_id)
+    def load_then_lose_the_race(tx: Tx, operation_id: str) -> tuple[Row | None, list[Any]]:
+        row, holds = original(tx, operation_id)
         assert row is not None
         loads.append(row.version)
         if len(loads) == 1:  # another receiver claims it after our read, before our write
@@ -219,9 +220,9 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
                     "UPDATE operations SET state = 'dispatching', execution_id = 'exec-9', "
                     "attempt = 2, version = version + 1"
                 )
-        return row
+        return row, holds
 
-    monkeypatch.setattr(records, "load_operation", load_then_lose_the_race)
+    monkeypatch.setattr(records, "load_with_holds", load_then_lose_the_race)
     answer = ledger.dispatch(OP, req("exec-2"), actor="t")
     assert (answer.decision, answer.reason) == ("hold", "in_flight")
     assert loads == [loads[0], loads[0] + 1]
@@ -291,3 +292,29 @@ def test_detail_shows_only_the_attempts_own_sources_execution(ledger: Ledger, st
     detail = queries.operation_detail(store, OP)
     assert detail is not None
     assert [(e["source"], e["external_id"]) for e in detail.executions] == [("prod-n8n", "42")]
+
+
+def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
+    ledger: Ledger, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer guesses the head from its own last append; a transaction that appended and
+    then failed before its commit leaves that guess stale, and the next append must notice."""
+    from ledger import services
+
+    ledger.dispatch("op-1", req("e-1"), actor="t")
+
+    def fail_before_commit(name: str) -> None:
+        if name == "before_commit":
+            raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(services, "crashpoint", fail_before_commit)
+    with pytest.raises(RuntimeError):
+        ledger.dispatch("op-2", req("e-2"), actor="t")
+    monkeypatch.undo()
+    other = Ledger(store)  # a second writer with the same store (as a second thread would be)
+    other.dispatch("op-3", req("e-3"), actor="t")
+    ledger.dispatch("op-4", req("e-4"), actor="t")
+    with store.reader.connect() as conn:
+        result = chain.verify(conn)
+    assert result.ok and result.checked == 3
+    assert count(store, "SELECT count(*) FROM operations") == 3

@@ -337,7 +337,7 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
     ledger.dispatch(OP, req(), actor="wf")
     clock.advance(minutes=20)
     sweeper = threading.Thread(target=sweep(Ledger(ledger.store, clock=clock)).run)
-    read = records.open_holds
+    read = records.load_with_holds
     raced: list[bool] = []
 
     def read_then_race(tx: Any, operation_id: str) -> Any:
@@ -350,7 +350,7 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
             # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
         return holds_seen
 
-    monkeypatch.setattr(records, "open_holds", read_then_race)
+    monkeypatch.setattr(records, "load_with_holds", read_then_race)
     answer = ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
     sweeper.join(30)
     assert answer.state == "confirmed"

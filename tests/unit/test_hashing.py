@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ledger.chain import event_body, sealed_json
 from ledger.hashing import canonical_json, chain_hash, input_hash, is_valid_hash
 
 
@@ -33,3 +37,38 @@ def test_malformed_hashes_are_rejected(value: str) -> None:
 
 def test_chain_hash_depends_on_previous_hash() -> None:
     assert chain_hash("0" * 64, {"a": 1}) != chain_hash("1" * 64, {"a": 1})
+
+
+_text = st.text(max_size=20)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(
+    seq=st.integers(min_value=1, max_value=2**62),
+    at=st.datetimes(timezones=st.just(UTC)),
+    actor=_text,
+    kind=_text,
+    operation_id=st.none() | _text,
+    hold_id=st.none() | st.integers(min_value=1, max_value=2**31),
+    data=st.dictionaries(_text, _json, max_size=4),
+)
+def test_the_writers_sealed_json_is_the_canonical_event(
+    seq: int,
+    at: datetime,
+    actor: str,
+    kind: str,
+    operation_id: str | None,
+    hold_id: int | None,
+    data: dict[str, object],
+) -> None:
+    """The writer builds the sealed bytes around the stored data; ``verify`` rebuilds them
+    from the row with ``canonical_json``. They must agree to the byte."""
+    body = event_body(seq, at, actor, kind, operation_id, hold_id, data)
+    data_json = canonical_json(data).decode()
+    assert sealed_json(seq, at, actor, kind, operation_id, hold_id, data_json) == canonical_json(
+        body
+    )
