@@ -57,10 +57,13 @@ def load_with_holds(tx: Tx, operation_id: str) -> tuple[Row | None, list[OpenHol
 
 
 def dispatching_for_execution(tx: Tx, execution_id: str) -> list[Row]:
-    """Operations whose current attempt this execution made and which are still in flight."""
+    """Operations whose current attempt this execution made and which are still in flight,
+    locked on PostgreSQL so that a confirm committing meanwhile is seen (the row is read
+    again after the lock) instead of getting a hold it no longer needs."""
+    lock = "" if tx.dialect == "sqlite" else " FOR UPDATE"
     return tx.all(
         f"SELECT {_OP_COLUMNS} FROM operations WHERE state = 'dispatching'"
-        " AND execution_id = :e ORDER BY operation_id",
+        f" AND execution_id = :e ORDER BY operation_id{lock}",
         {"e": execution_id},
     )
 

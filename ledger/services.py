@@ -10,6 +10,7 @@ dispatches of one operation produce exactly one ``go``.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from ledger.models import Outbox, table
 from ledger.storage import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from ledger.tx import Row, Tx, from_db_time
 
+log = logging.getLogger(__name__)
 OUTBOX = table(Outbox)
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -198,7 +200,10 @@ class Ledger:
             tx.close()
         self._commits += 1
         if WAL_RESET_AFFECTED and self._commits % CHECKPOINT_EVERY == 0:
-            self.store.checkpoint()
+            try:
+                self.store.checkpoint()
+            except Exception:  # committed already; a busy checkpoint is tried again later
+                log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
 
     def run(self, actor: str, work: Callable[[Tx], T]) -> T:
         """Run ``work`` in a transaction, again from the start when it lost a race: a lost
@@ -537,8 +542,10 @@ class Ledger:
         error = (error or "")[:2000]
         op, row = self._require(tx, operation_id)
         change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
+        # Unknown leaves the operation as it is but opens a hold: compare-and-set it anyway, so
+        # a confirm that committed since our read makes this run again (and refuse).
+        records.save_operation(tx, row, change.operation or op)
         if change.operation is not None:
-            records.save_operation(tx, row, change.operation)
             records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
         hold_ids = [
             self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds

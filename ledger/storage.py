@@ -241,7 +241,7 @@ def open_store(db: str | None) -> Store:
 def check_schema(store: Store) -> None:
     where = _where(store.url)
     try:
-        version = read_schema_version(store.engine)
+        version = read_schema_version(store.reader)  # never waits for the write lock
     except sa.exc.OperationalError as exc:
         raise LedgerError(f"cannot open {where}: {_first_line(exc)}") from exc
     except sa.exc.DatabaseError as exc:

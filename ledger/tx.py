@@ -106,6 +106,7 @@ class Tx:
         self._pooled.commit()
 
     def rollback(self) -> None:
+        self.chain_hint.seq = None  # whatever this transaction appended is not there
         try:
             self._pooled.rollback()
         except Exception:  # the connection died with the transaction: never reuse it
@@ -168,7 +169,8 @@ class Tx:
         hint = self.chain_hint
         if hint.seq is not None:
             rows = self._seal(hint.seq, hint.hash)
-            if self.update(_ADVANCE_HEAD + " AND seq = :old", self._head(rows, hint.seq)) == 1:
+            guess = {**self._head(rows, hint.seq), "old_hash": hint.hash}
+            if self.update(_ADVANCE_HEAD + " AND seq = :old AND hash = :old_hash", guess) == 1:
                 self._insert_events(rows)
                 return
         lock = "" if self.dialect == "sqlite" else " FOR UPDATE"

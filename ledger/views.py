@@ -86,15 +86,19 @@ def _contains(column: Any, text: str) -> Any:
     return sa.func.lower(sa.func.coalesce(column, "")).like(_like(text), escape="\\")
 
 
-def _exec_status(ref: Any) -> Any:
-    """The newest kept copy's status of the execution ``ref`` names (``gone`` marked)."""
+def _exec_status(ref: Any, source: Any) -> Any:
+    """The newest kept copy's status of the execution ``ref`` names (``gone`` marked), from
+    ``source`` when one is known: two tools can both have an execution "42"."""
     status = sa.case(
         (EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.status + " (gone)"),
         else_=EXECUTIONS.c.status,
     )
     return (
         sa.select(status)
-        .where(EXECUTIONS.c.external_id == ref)
+        .where(
+            EXECUTIONS.c.external_id == ref,
+            sa.or_(source.is_(None), EXECUTIONS.c.source == source),
+        )
         .order_by(EXECUTIONS.c.id.desc())
         .limit(1)
         .scalar_subquery()
@@ -148,9 +152,10 @@ def hold_queue(
             HOLDS,
             OPS.c.state.label("operation_state"),
             OPS.c.workflow_id.label("workflow_id"),
-            _exec_status(sa.func.coalesce(HOLDS.c.execution_id, OPS.c.execution_id)).label(
-                "execution_status"
-            ),
+            _exec_status(
+                sa.func.coalesce(HOLDS.c.execution_id, OPS.c.execution_id),
+                sa.func.coalesce(HOLDS.c.source, OPS.c.source),
+            ).label("execution_status"),
         )
         .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
         .where(*_queue_where(flt, now))
@@ -268,14 +273,16 @@ def is_demo(store: Store) -> bool:
     return value is not None
 
 
-def executions_by_ref(store: Store, external_ids: list[str]) -> list[dict[str, Any]]:
-    """The kept copies of the executions named (a hold may name one without an operation)."""
+def executions_by_ref(
+    store: Store, external_ids: list[str], source: str | None = None
+) -> list[dict[str, Any]]:
+    """The kept copies of the executions named (a hold may name one without an operation),
+    only ``source``'s when it is known."""
     if not external_ids:
         return []
+    stmt = sa.select(EXECUTIONS).where(EXECUTIONS.c.external_id.in_(external_ids))
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
     with store.reader.connect() as conn:
-        rows = conn.execute(
-            sa.select(EXECUTIONS)
-            .where(EXECUTIONS.c.external_id.in_(external_ids))
-            .order_by(EXECUTIONS.c.id)
-        ).all()
+        rows = conn.execute(stmt.order_by(EXECUTIONS.c.id)).all()
     return [row_dict(r) for r in rows]

@@ -109,7 +109,7 @@ class DetailScreen(HoldActions, Screen[None]):
         links = views.source_urls(store)
         if detail is None and hold is not None and hold["execution_id"]:
             # A hold about an execution alone (stuck, failed): show that execution.
-            executions = views.executions_by_ref(store, [hold["execution_id"]])
+            executions = views.executions_by_ref(store, [hold["execution_id"]], hold["source"])
             self.app.call_from_thread(self._show_executions, executions, links)
         self.app.call_from_thread(self._show, hold, detail, links)
 

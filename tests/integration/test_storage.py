@@ -295,11 +295,13 @@ def test_detail_shows_only_the_attempts_own_sources_execution(ledger: Ledger, st
 
 
 def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
-    ledger: Ledger, store: Store, monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger, store: Store, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The writer guesses the head from its own last append; a transaction that appended and
-    then failed before its commit leaves that guess stale, and the next append must notice."""
+    """The writer guesses the head from its own last append. A transaction that appended and
+    then failed before its commit must not leave a guess that another process's append (to
+    the same sequence number) would seem to confirm."""
     from ledger import services
+    from ledger.storage import open_store
 
     ledger.dispatch("op-1", req("e-1"), actor="t")
 
@@ -311,10 +313,38 @@ def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
     with pytest.raises(RuntimeError):
         ledger.dispatch("op-2", req("e-2"), actor="t")
     monkeypatch.undo()
-    other = Ledger(store)  # a second writer with the same store (as a second thread would be)
-    other.dispatch("op-3", req("e-3"), actor="t")
+    elsewhere = open_store(db_url)  # another process: its own engine and its own guess
+    try:
+        Ledger(elsewhere).dispatch("op-3", req("e-3"), actor="t")
+    finally:
+        elsewhere.dispose()
     ledger.dispatch("op-4", req("e-4"), actor="t")
     with store.reader.connect() as conn:
         result = chain.verify(conn)
     assert result.ok and result.checked == 3
     assert count(store, "SELECT count(*) FROM operations") == 3
+
+
+def test_an_unknown_failure_racing_a_confirm_opens_no_hold(
+    ledger: Ledger, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fail(unknown) reads the operation; a confirm commits before it writes. The fail must
+    lose its compare-and-set and then refuse, leaving no blocking hold on a confirmed write."""
+    if store.dialect == "sqlite":
+        pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
+    ledger.dispatch(OP, req("exec-1"), actor="t")
+    original = records.load_operation
+    raced: list[bool] = []
+
+    def read_then_confirm_elsewhere(tx: Tx, operation_id: str) -> Row | None:
+        row = original(tx, operation_id)
+        if not raced:
+            raced.append(True)
+            Ledger(store).confirm(OP, "R-1", execution_id="exec-1", actor="other")
+        return row
+
+    monkeypatch.setattr(records, "load_operation", read_then_confirm_elsewhere)
+    with pytest.raises(IllegalTransition):
+        ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t")
+    assert count(store, "SELECT count(*) FROM holds") == 0
+    assert queries.operation_detail(store, OP).operation["state"] == "confirmed"  # type: ignore[union-attr]
