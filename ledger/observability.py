@@ -17,13 +17,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ledger import queries
 from ledger.domain import State
-from ledger.models import Hold, Operation, Outbox, Source, table
+from ledger.models import Outbox, Source, table
 from ledger.services import Clock, utcnow
 from ledger.storage import Store
 
-OPS = table(Operation)
-HOLDS = table(Hold)
 SOURCES = table(Source)
 OUTBOX = table(Outbox)
 
@@ -61,19 +60,9 @@ class LedgerCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         now = self.clock()
+        st = queries.status(self.store, now)
+        by_state, by_reason, overdue = st.by_state, st.open_holds, st.overdue
         with self.store.reader.connect() as conn:
-            by_state: dict[str, int] = dict(
-                conn.execute(sa.select(OPS.c.state, sa.func.count()).group_by(OPS.c.state)).all()
-            )
-            open_ = HOLDS.c.resolved_at.is_(None)
-            by_reason: dict[str, int] = dict(
-                conn.execute(
-                    sa.select(HOLDS.c.reason, sa.func.count()).where(open_).group_by(HOLDS.c.reason)
-                ).all()
-            )
-            overdue = conn.execute(
-                sa.select(sa.func.count()).where(open_, HOLDS.c.deadline <= now)
-            ).scalar_one()
             sources = conn.execute(sa.select(SOURCES).order_by(SOURCES.c.name)).all()
             pending = conn.execute(
                 sa.select(sa.func.count()).where(OUTBOX.c.delivered_at.is_(None))

@@ -160,7 +160,7 @@ def status(store: Store, now: datetime) -> Status:
             sa.select(sa.func.count()).where(open_q, HOLDS.c.blocking.is_(True))
         ).scalar_one()
         overdue = conn.execute(
-            sa.select(sa.func.count()).where(open_q, HOLDS.c.deadline < now)
+            sa.select(sa.func.count()).where(open_q, HOLDS.c.deadline <= now)
         ).scalar_one()
         seq, digest = head(conn)
     return Status(by_state, holds, blocking, overdue, seq, digest)

@@ -127,7 +127,7 @@ def _queue_where(flt: HoldFilter, now: datetime) -> list[Any]:
     for name, value in flt.fields:
         where.append(_contains(_FILTER_FIELDS[name], value))
     if flt.overdue:
-        where.append(HOLDS.c.deadline < now)
+        where.append(HOLDS.c.deadline <= now)
     if flt.blocking:
         where.append(HOLDS.c.blocking.is_(True))
     return where

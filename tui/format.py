@@ -43,7 +43,7 @@ def text(value: Any) -> str:
 
 
 def deadline_cell(deadline: datetime, now: datetime) -> Text:
-    if deadline < now:
+    if deadline <= now:
         return Text(f"OVERDUE {age(deadline, now)}", style="bold red")
     return Text(f"in {age(now, deadline)}")
 
