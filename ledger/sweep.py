@@ -108,15 +108,19 @@ class Sweep:
             reason = name.removesuffix("_no_deadline")
             result.opened[reason] = result.opened.get(reason, 0) + self._drain(step)
         # Last, so that a hold opened above is not reported overdue in the same sweep.
-        result.opened["overdue"] = self._drain(self._overdue())
+        result.opened["overdue"] = self._drain(*self._overdue())
         if result.total:
             log.info("sweep opened %d holds: %s", result.total, result.opened)
         return result
 
-    def _drain(self, step: Step) -> int:
+    def _drain(self, step: Step, committed: Callable[[], None] | None = None) -> int:
+        """Run ``step`` until it says there is no more; ``committed`` is told after each
+        batch's commit (a step that lost a race runs again from where it stood)."""
         opened = 0
         while True:
             new, more = self.ledger.run(self.actor, step)
+            if committed is not None:
+                committed()
             opened += new
             if not more:
                 return opened
@@ -305,10 +309,15 @@ class Sweep:
 
     # ------------------------------------------------------------------ holds
 
-    def _overdue(self) -> Step:
+    def _overdue(self) -> tuple[Step, Callable[[], None]]:
         """Open holds past their deadline (overdue holds themselves excepted), walked in
-        (deadline, id) order; those already reported are skipped by their cause key."""
+        (deadline, id) order; those already reported are skipped by their cause key. The walk
+        moves on only once a batch is committed."""
         cursor: list[Any] = []
+        proposed: list[Any] = []
+
+        def advance() -> None:
+            cursor[:] = proposed
 
         def step(tx: Tx) -> tuple[int, bool]:
             stmt = (
@@ -348,9 +357,8 @@ class Sweep:
                 for r in rows
             ]
             opened = sum(1 for i in self.ledger.open_holds(tx, targets) if i)
-            if rows:
-                cursor[:] = [rows[-1].deadline, rows[-1].id]
+            proposed[:] = [rows[-1].deadline, rows[-1].id] if rows else cursor
             # Rows already reported open nothing; keep walking while a full batch came back.
             return opened, len(rows) == self.batch
 
-        return step
+        return step, advance

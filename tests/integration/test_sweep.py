@@ -360,3 +360,35 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
         assert [h.resolution for h in opened] == ["confirmed_by_receipt"]
     else:
         assert opened == []
+
+
+def test_a_retried_overdue_batch_is_walked_again_not_skipped(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that loses its commit runs again from where the walk stood, not past its rows."""
+    from ledger import services
+
+    for i in range(5):
+        ledger.dispatch(f"op-{i}", req(f"e-{i}"), actor="wf")
+        ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout", actor="wf")
+        clock.advance(seconds=1)
+    clock.advance(days=1)
+    s = Sweep(ledger, SweepConfig(), (), batch=2)
+    original = ledger.open_holds
+    batches: list[int] = []
+    failed: list[bool] = []
+
+    def count_overdue_batches(tx: Any, targets: Any) -> Any:
+        if any(t.hold.reason.value == "overdue" for t in targets):
+            batches.append(len(targets))
+        return original(tx, targets)
+
+    def lose_the_second_batchs_commit(name: str) -> None:
+        if name == "before_commit" and len(batches) == 2 and not failed:
+            failed.append(True)
+            raise records.Conflict()
+
+    monkeypatch.setattr(ledger, "open_holds", count_overdue_batches)
+    monkeypatch.setattr(services, "crashpoint", lose_the_second_batchs_commit)
+    assert s.run().opened["overdue"] == 5
+    assert failed and len(holds(ledger, "overdue")) == 5
