@@ -1,0 +1,96 @@
+"""flowledger.toml: the defaults, the durations, and every bad file as one clear error."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from ledger.config import FileConfig, load_config, parse_duration
+from ledger.storage import LedgerError
+
+SOURCE = """
+[[sources]]
+name = "prod-n8n"
+kind = "n8n"
+base_url = "http://127.0.0.1:5678/"
+api_key_env = "N8N_API_KEY"
+interval = "90s"
+"""
+
+
+def write(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "flowledger.toml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_no_file_means_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    assert load_config() == FileConfig()
+
+
+def test_a_source_is_read_with_its_interval_and_a_trimmed_url(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, SOURCE))
+    src = cfg.source("prod-n8n")
+    assert (src.interval, src.base_url) == (timedelta(seconds=90), "http://127.0.0.1:5678")
+    with pytest.raises(LedgerError, match="no source named 'nope'"):
+        cfg.source("nope")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("90s", 90), ("15m", 900), ("24h", 86400), ("2d", 172800), ("250ms", 0.25), (30, 30)],
+)
+def test_durations(value: object, seconds: float) -> None:
+    assert parse_duration(value) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("value", ["soon", "-5m", "0s", "", True, "5 fortnights"])
+def test_bad_durations_are_refused(value: object) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("[sweep\ninterval = 1", "not valid TOML"),  # truncated table header
+        ('[[sources]]\nname = "a"\nkind = "n8n"\n', "sources.0.base_url"),  # missing field
+        (SOURCE + 'colour = "blue"\n', "sources.0.colour"),  # unknown key
+        ('[sweep]\nintervall = "1m"\n', "sweep.intervall"),  # a typo is not ignored
+        (SOURCE + SOURCE, "unique"),
+        (SOURCE.replace("http://", "ftp://"), "base_url"),
+        (SOURCE.replace('"N8N_API_KEY"', '"N8N API KEY; rm -rf /"'), "api_key_env"),
+        ("max_attempts = 0\n", "max_attempts"),
+        ("[receiver]\nport = 70000\n", "receiver.port"),
+        (b"\xff\xfe\x00binary", "cannot read"),
+    ],
+)
+def test_a_bad_file_is_one_line_naming_the_file_and_the_key(
+    tmp_path: Path, text: str | bytes, where: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(LedgerError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert where in message and str(path) in message
+    assert "\n" not in message
+
+
+def test_the_api_key_itself_never_enters_the_config(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match="api_key"):
+        load_config(write(tmp_path, SOURCE.replace("api_key_env", "api_key")))
+
+
+def test_config_pointed_at_a_missing_file_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(LedgerError, match="not a file"):
+        load_config()
