@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, Query
 
 from ledger import queries
 from ledger.domain import Reason, State
-from ledger.models import Execution, Hold, Operation, table
 from ledger.receiver.auth import require
 from ledger.receiver.errors import ApiError
 from ledger.receiver.schemas import (
@@ -23,9 +22,7 @@ from ledger.receiver.state import ReceiverState, state_of
 from ledger.receiver.tokens import Principal
 from ledger.receiver.writes import OperationId
 
-OPS = table(Operation)
-HOLDS = table(Hold)
-EXECUTIONS = table(Execution)
+OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
 
 router = APIRouter(prefix="/v1", tags=["reads"])
 Reader = Annotated[Principal, Depends(require("read"))]
