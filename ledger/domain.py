@@ -23,9 +23,6 @@ class State(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
-TERMINAL_STATES = frozenset({State.CONFIRMED, State.CANCELLED})
-
-
 class Decision(enum.StrEnum):
     GO = "go"
     SKIP = "skip"

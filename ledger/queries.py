@@ -102,19 +102,6 @@ def _event_dict(row: Any) -> dict[str, Any]:
     return d
 
 
-def list_operations(
-    store: Store, *, state: str | None = None, after: str | None = None, limit: int = 100
-) -> list[dict[str, Any]]:
-    """Operations by id, ``limit`` at a time after the id ``after`` (keyset paging)."""
-    stmt = sa.select(OPS).order_by(OPS.c.operation_id).limit(limit)
-    if state is not None:
-        stmt = stmt.where(OPS.c.state == state)
-    if after is not None:
-        stmt = stmt.where(OPS.c.operation_id > after)
-    with store.reader.connect() as conn:
-        return [row_dict(r) for r in conn.execute(stmt)]
-
-
 def open_holds(
     store: Store, *, limit: int = 100, offset: int = 0, reason: str | None = None
 ) -> list[dict[str, Any]]:
