@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from starlette.types import Receive, Scope, Send
 
 from ledger.config import ReceiverConfig
 from ledger.receiver import errors, health, reads, writes
 from ledger.receiver.committer import Committer, commit, committer_for
 from ledger.receiver.idempotency import purge_expired
+from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyLimit, Timing
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import TokenCache
@@ -24,6 +28,23 @@ or `fail` after it. Business decisions are always 200 with `decision` (`go`, `sk
 so an n8n IF node can branch on it. Authenticate with `Authorization: Bearer <token>`
 (`flowledger token create`). Errors have one shape: `{"error": {"code", "message", "field"}}`.
 """
+
+
+class Receiver(FastAPI):
+    """FastAPI behind the write lane: every HTTP request passes the latency timer and the body
+    limit, then the lane serves the workflow calls and hands the rest to FastAPI. The lane sits
+    in front of FastAPI's own middleware (error pages, telemetry checks) because those cost
+    CPU on every call and the lane answers every error itself."""
+
+    def __init__(self, state: ReceiverState, body_limit: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.front = Timing(BodyLimit(WriteLane(super().__call__, state), limit=body_limit))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.front(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -58,7 +79,9 @@ def create_app(
                 await purger
             state.committer.close()
 
-    app = FastAPI(
+    app = Receiver(
+        state,
+        config.body_limit,
         title="flowledger",
         version="1",
         description=DESCRIPTION,
@@ -68,11 +91,21 @@ def create_app(
     )
     app.state.receiver = state
     errors.install(app)
-    app.include_router(writes.router)
     app.include_router(reads.router)
     app.include_router(health.router)
-    app.add_middleware(BodyLimit, limit=config.body_limit)
-    app.add_middleware(Timing)
+
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema of its routes and of the calls the write lane serves."""
+        if app.openapi_schema is None:
+            app.openapi_schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=[*writes.documented_routes(), *app.routes],
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 

@@ -17,7 +17,7 @@ import anyio
 from fastapi import Request
 
 from ledger.receiver.errors import ApiError
-from ledger.receiver.state import current
+from ledger.receiver.state import ReceiverState, current
 from ledger.receiver.tokens import Principal, signing_key
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -27,8 +27,8 @@ def _unauthorized(code: str, message: str) -> ApiError:
     return ApiError(401, code, message, headers=_CHALLENGE)
 
 
-def bearer(request: Request) -> str:
-    header = request.headers.get("authorization")
+def bearer(header: str | None) -> str:
+    """The token in an ``Authorization: Bearer <token>`` header."""
     if not header:
         raise _unauthorized("missing_token", "send Authorization: Bearer <token>")
     scheme, _, token = header.partition(" ")
@@ -55,33 +55,46 @@ def check_signature(header: str | None, body: bytes, key: bytes, now: float, win
         raise _unauthorized("bad_signature", "signature does not match the body")
 
 
+async def authenticate(
+    st: ReceiverState,
+    scope: str,
+    *,
+    authorization: str | None,
+    signature: str | None,
+    body: bytes,
+) -> Principal:
+    """The principal of a request whose token's scope covers ``scope``; 401 or 403 if none."""
+    token = bearer(authorization)
+    if st.tokens.stale:
+        async with st.token_reload:
+            if st.tokens.stale:
+                await anyio.to_thread.run_sync(st.tokens.reload)
+    principal = st.tokens.find(token)
+    if principal is None:
+        raise _unauthorized("unknown_token", "the token is unknown or revoked")
+    if not principal.may(scope):
+        raise ApiError(403, "forbidden", f"this route needs the {scope} scope")
+    if principal.signing_salt is not None:
+        if st.secret is None:
+            raise _unauthorized(
+                "signing_unavailable", "the receiver has no secret to check signatures with"
+            )
+        key = signing_key(st.secret, principal.signing_salt)
+        check_signature(signature, body, key, time.time(), st.signature_window)
+    return principal
+
+
 def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
     """A dependency that admits a token whose scope covers ``scope``."""
 
     async def dependency(request: Request) -> Principal:
-        st = current(request)
-        token = bearer(request)
-        if st.tokens.stale:
-            async with st.token_reload:
-                if st.tokens.stale:
-                    await anyio.to_thread.run_sync(st.tokens.reload)
-        principal = st.tokens.find(token)
-        if principal is None:
-            raise _unauthorized("unknown_token", "the token is unknown or revoked")
-        if not principal.may(scope):
-            raise ApiError(403, "forbidden", f"this route needs the {scope} scope")
-        if principal.signing_salt is not None:
-            if st.secret is None:
-                raise _unauthorized(
-                    "signing_unavailable", "the receiver has no secret to check signatures with"
-                )
-            check_signature(
-                request.headers.get("x-flowledger-signature"),
-                await request.body(),
-                signing_key(st.secret, principal.signing_salt),
-                time.time(),
-                st.signature_window,
-            )
-        return principal
+        headers = request.headers
+        return await authenticate(
+            current(request),
+            scope,
+            authorization=headers.get("authorization"),
+            signature=headers.get("x-flowledger-signature"),
+            body=await request.body(),
+        )
 
     return dependency

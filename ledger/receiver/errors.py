@@ -9,6 +9,7 @@ message can carry SQL parameters.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -20,6 +21,7 @@ from ledger.domain import IllegalTransition
 from ledger.services import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")
+INVALID_JSON = "the body is not valid JSON (malformed, or nested too deeply)"
 
 
 class ApiError(Exception):
@@ -95,6 +97,17 @@ def _validation_code(err: dict[str, Any]) -> str:
     return "invalid_input"
 
 
+def validation_error(errors: Sequence[Any], where: str = "body") -> ApiError:
+    """The answer for pydantic's errors (the first one); ``where`` names a value that failed
+    as a whole (a body that is not an object, say)."""
+    err = dict(errors[0]) if errors else {}
+    code = _validation_code(err)
+    if code == "invalid_json":
+        return ApiError(400, code, INVALID_JSON)
+    message = "unknown field" if code == "unknown_field" else str(err.get("msg", "invalid value"))
+    return ApiError(422, code, message, _field(tuple(err.get("loc", ()))) or where)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that give every error the one shape."""
 
@@ -104,22 +117,15 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        err = dict(exc.errors()[0])
-        code = _validation_code(err)
-        if code == "invalid_json":
-            return error_response(400, code, "the body is not valid JSON")
-        message = str(err.get("msg", "invalid value"))
-        if code == "unknown_field":
-            message = "unknown field"
-        return error_response(422, code, message, _field(tuple(err.get("loc", ()))))
+        api = validation_error(exc.errors())
+        return error_response(api.status, api.code, api.message, api.field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
         if exc.status_code == 400:
-            message = "the body could not be read as JSON (malformed or nested too deeply)"
-            code = "invalid_json"
+            code, message = "invalid_json", INVALID_JSON
         return error_response(exc.status_code, code, message, headers=exc.headers)
 
     @app.exception_handler(Exception)

@@ -12,26 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import Request
-from fastapi.responses import Response
 
 from ledger.models import IdempotencyKey, table
 from ledger.receiver.committer import commit
-from ledger.receiver.errors import ApiError, as_api_error
+from ledger.receiver.errors import ApiError, as_api_error, error_body
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import Principal
 from ledger.services import Answer, Tx
 
 KEYS = table(IdempotencyKey)
 HEADER = "Idempotency-Key"
-REPLAYED = "Idempotent-Replayed"
-JSON = "application/json"
+REPLAYED = b"idempotent-replayed"
+JSON = b"application/json"
 
 
 @dataclass(frozen=True)
@@ -42,23 +40,34 @@ class Reply:
     body: bytes
     value: Any = None
     replayed: bool = False
+    headers: Mapping[str, str] | None = None
 
-    def response(self) -> Response:
-        headers = {REPLAYED: "true"} if self.replayed else None
-        return Response(self.body, self.status, headers=headers, media_type=JSON)
+    @classmethod
+    def error(cls, exc: ApiError) -> Reply:
+        body = dumps(error_body(exc.code, exc.message, exc.field))
+        return cls(exc.status, body, headers=exc.headers)
+
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """The headers as ASGI sends them."""
+        headers = [(b"content-type", JSON), (b"content-length", str(len(self.body)).encode())]
+        if self.replayed:
+            headers.append((REPLAYED, b"true"))
+        for name, value in (self.headers or {}).items():
+            headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+        return headers
 
 
 def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
 
 
-def key_of(request: Request) -> str | None:
-    key = request.headers.get(HEADER)
-    if key is None:
+def key_of(header: str | None) -> str | None:
+    """The ``Idempotency-Key`` header's value, checked; None when the request has none."""
+    if header is None:
         return None
-    if not 1 <= len(key) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in key):
+    if not 1 <= len(header) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in header):
         raise ApiError(422, "invalid_input", "1 to 200 visible ASCII characters", HEADER)
-    return key
+    return header
 
 
 def request_hash(method: str, path: str, body: bytes) -> str:
@@ -132,20 +141,21 @@ def _render(value: Any) -> Any:
 
 async def answer(
     st: ReceiverState,
-    request: Request,
     principal: Principal,
     work: Callable[[Tx], Any],
+    *,
+    key: str | None,
+    fingerprint: str,
     render: Callable[[Any], Any] = _render,
 ) -> Reply:
-    """Run ``work`` through the writer, honouring an ``Idempotency-Key``; map errors."""
-    key = key_of(request)
+    """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
+    :func:`request_hash` of the request it came with); map errors."""
     if key is None:
         try:
             value = await commit(st.committer, principal.actor, work)
         except Exception as exc:
             raise as_api_error(exc) from None
         return Reply(200, dumps(render(value)), value)
-    fingerprint = request_hash(request.method, request.url.path, await request.body())
     slot = (principal.token_id, key)
     if slot in st.in_flight:  # checked and taken with no await in between
         raise ApiError(409, "idempotency_in_flight", "a request with this key is running")

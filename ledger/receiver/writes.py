@@ -1,18 +1,21 @@
 """The calls a workflow makes around each write: dispatch, prepare, confirm, fail, and the
-n8n error hook. Each route validates, builds one unit of work in the services, and hands it to
-the writer; the answer is sent only after the unit's commit is durable."""
+n8n error hook. Each is one row of :data:`CALLS`: the body it accepts and how that body becomes
+one unit of work in the services. The write lane (:mod:`ledger.receiver.lane`) serves these
+rows; the same rows document them in the OpenAPI (:func:`documented_routes`)."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import Response
+from fastapi import Path
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 from ledger.metrics import DISPATCH_DECISIONS
-from ledger.receiver.auth import require
-from ledger.receiver.errors import as_api_error
-from ledger.receiver.idempotency import answer
+from ledger.receiver.committer import Work
 from ledger.receiver.schemas import (
     AnswerPublic,
     ConfirmCreate,
@@ -23,63 +26,51 @@ from ledger.receiver.schemas import (
     N8nErrorCreate,
     PrepareCreate,
 )
-from ledger.receiver.state import ReceiverState, state_of
-from ledger.receiver.tokens import Principal
-from ledger.services import Answer
+from ledger.services import Answer, Ledger
 
-router = APIRouter(prefix="/v1", tags=["workflow calls"])
-
-Writer = Annotated[Principal, Depends(require("write"))]
-State = Annotated[ReceiverState, Depends(state_of)]
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
+OPERATION_PATH = "/v1/operations/{operation_id:path}"
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"description": "no, unknown or revoked token; bad or stale signature"},
     403: {"description": "the token's scope does not cover this route"},
     409: {"description": "illegal transition, or the Idempotency-Key is running"},
     413: {"description": "body over the limit"},
+    415: {"description": "a Content-Type other than JSON"},
     422: {"description": "invalid input, or an Idempotency-Key reused with another body"},
 }
 
 
-def _build(make: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call a services ``*_work`` builder, mapping its input checks to HTTP errors."""
-    try:
-        return make(*args, **kwargs)
-    except Exception as exc:
-        raise as_api_error(exc) from None
+@dataclass(frozen=True)
+class Call:
+    """One workflow call: where it is posted, what it accepts, what it does."""
+
+    name: str
+    path: str  # the route template, as documented and as labelled in the metrics
+    body: type[BaseModel]
+    work: Callable[[Ledger, str | None, Any], Work]  # (ledger, operation id, body) -> unit
+    doc: str
+    response: type[BaseModel] = AnswerPublic
+    tag: str = "workflow calls"
+    observe: Callable[[Any], None] | None = None  # sees the value a committed unit returned
+
+    @property
+    def has_operation(self) -> bool:
+        return "{operation_id" in self.path
 
 
-@router.post(
-    "/operations/{operation_id:path}/dispatch", response_model=AnswerPublic, responses=ERRORS
-)
-async def dispatch(
-    operation_id: OperationId,
-    body: DispatchCreate,
-    request: Request,
-    principal: Writer,
-    st: State,
-) -> Response:
-    """May this execution write now? Always 200 with ``decision`` go, skip or hold."""
-    work = _build(st.ledger.dispatch_work, operation_id, body.to_input())
-    reply = await answer(st, request, principal, work)
-    if isinstance(reply.value, Answer):
-        DISPATCH_DECISIONS.labels(reply.value.decision or "go", reply.value.reason or "").inc()
-    return reply.response()
+def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate) -> Work:
+    assert operation_id is not None
+    return ledger.dispatch_work(operation_id, body.to_input())
 
 
-@router.post(
-    "/operations/{operation_id:path}/prepare", response_model=AnswerPublic, responses=ERRORS
-)
-async def prepare(
-    operation_id: OperationId,
-    body: PrepareCreate,
-    request: Request,
-    principal: Writer,
-    st: State,
-) -> Response:
-    """Record the input and processing version without claiming the operation."""
-    work = _build(
-        st.ledger.prepare_work,
+def _count_decision(value: Any) -> None:
+    if isinstance(value, Answer):
+        DISPATCH_DECISIONS.labels(value.decision or "go", value.reason or "").inc()
+
+
+def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> Work:
+    assert operation_id is not None
+    return ledger.prepare_work(
         operation_id,
         processing_version=body.processing_version,
         input=body.input,
@@ -90,73 +81,110 @@ async def prepare(
         source=body.source,
         input_ref=body.input_ref,
     )
-    return (await answer(st, request, principal, work)).response()
 
 
-@router.post(
-    "/operations/{operation_id:path}/confirm", response_model=AnswerPublic, responses=ERRORS
-)
-async def confirm(
-    operation_id: OperationId,
-    body: ConfirmCreate,
-    request: Request,
-    principal: Writer,
-    st: State,
-) -> Response:
-    """The write succeeded: record the target's receipt."""
-    work = _build(
-        st.ledger.confirm_work,
-        operation_id,
-        body.receipt,
-        execution_id=body.execution_id,
-        detail=body.detail,
+def _confirm(ledger: Ledger, operation_id: str | None, body: ConfirmCreate) -> Work:
+    assert operation_id is not None
+    return ledger.confirm_work(
+        operation_id, body.receipt, execution_id=body.execution_id, detail=body.detail
     )
-    return (await answer(st, request, principal, work)).response()
 
 
-@router.post("/operations/{operation_id:path}/fail", response_model=AnswerPublic, responses=ERRORS)
-async def fail(
-    operation_id: OperationId,
-    body: FailCreate,
-    request: Request,
-    principal: Writer,
-    st: State,
-) -> Response:
-    """The write failed (``rejected``: nothing was written) or nobody can tell (``unknown``:
-    a blocking hold is opened for a person)."""
-    work = _build(
-        st.ledger.fail_work,
-        operation_id,
-        body.outcome,
-        body.error,
-        execution_id=body.execution_id,
+def _fail(ledger: Ledger, operation_id: str | None, body: FailCreate) -> Work:
+    assert operation_id is not None
+    return ledger.fail_work(operation_id, body.outcome, body.error, execution_id=body.execution_id)
+
+
+def _n8n_error(ledger: Ledger, operation_id: str | None, body: N8nErrorCreate) -> Work:
+    execution_id = body.execution.id if body.execution is not None else None
+    opened_by = (
+        ledger.execution_failed_work(execution_id, body.detail())
+        if execution_id is not None
+        else None  # an error in a trigger: no execution to match
     )
-    return (await answer(st, request, principal, work)).response()
 
-
-def _hook_answer(execution_id: str | None) -> Any:
-    def render(opened: list[tuple[str, int | None]]) -> dict[str, Any]:
+    def work(tx: Any) -> dict[str, Any]:
+        opened = opened_by(tx) if opened_by is not None else []
         return {
             "execution_id": execution_id,
             "matched": len(opened),
             "holds": [{"operation_id": op, "hold_id": hold} for op, hold in opened],
         }
 
-    return render
+    return work
 
 
-@router.post("/hooks/n8n/error", response_model=HookPublic, responses=ERRORS, tags=["hooks"])
-async def n8n_error(
-    body: N8nErrorCreate, request: Request, principal: Writer, st: State
-) -> Response:
-    """Point an n8n error workflow's HTTP Request here with what its Error Trigger received.
-    Every operation that this execution left ``dispatching`` gets a blocking
-    ``execution_failed`` hold at once. Only ids, names, ``lastNodeExecuted`` and the error's
-    name, message and httpCode are kept; ``error.context`` and the stack are dropped."""
-    execution_id = body.execution.id if body.execution is not None else None
-    if execution_id is None:
-        work: Any = lambda tx: []  # noqa: E731  (an error in a trigger: no execution to match)
-    else:
-        work = _build(st.ledger.execution_failed_work, execution_id, body.detail())
-    reply = await answer(st, request, principal, work, render=_hook_answer(execution_id))
-    return reply.response()
+CALLS: tuple[Call, ...] = (
+    Call(
+        "dispatch",
+        f"{OPERATION_PATH}/dispatch",
+        DispatchCreate,
+        _dispatch,
+        "May this execution write now? Always 200 with ``decision`` go, skip or hold.",
+        observe=_count_decision,
+    ),
+    Call(
+        "prepare",
+        f"{OPERATION_PATH}/prepare",
+        PrepareCreate,
+        _prepare,
+        "Record the input and processing version without claiming the operation.",
+    ),
+    Call(
+        "confirm",
+        f"{OPERATION_PATH}/confirm",
+        ConfirmCreate,
+        _confirm,
+        "The write succeeded: record the target's receipt.",
+    ),
+    Call(
+        "fail",
+        f"{OPERATION_PATH}/fail",
+        FailCreate,
+        _fail,
+        "The write failed (``rejected``: nothing was written) or nobody can tell "
+        "(``unknown``: a blocking hold is opened for a person).",
+    ),
+    Call(
+        "n8n_error",
+        "/v1/hooks/n8n/error",
+        N8nErrorCreate,
+        _n8n_error,
+        "Point an n8n error workflow's HTTP Request here with what its Error Trigger "
+        "received. Every operation that this execution left ``dispatching`` gets a blocking "
+        "``execution_failed`` hold at once. Only ids, names, ``lastNodeExecuted`` and the "
+        "error's name, message and httpCode are kept; ``error.context`` and the stack are "
+        "dropped.",
+        response=HookPublic,
+        tag="hooks",
+    ),
+)
+
+
+def _served_by_the_lane(**_: Any) -> None:
+    raise RuntimeError("workflow calls are served by the write lane, not the router")
+
+
+def documented_route(call: Call) -> APIRoute:
+    """The call as FastAPI documents a route: path parameter, body schema, answers. The route
+    is only described, never mounted; the write lane serves the path."""
+    kind = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("body", kind, annotation=call.body)]
+    if call.has_operation:
+        params.insert(0, inspect.Parameter("operation_id", kind, annotation=OperationId))
+    endpoint: Any = lambda **kw: _served_by_the_lane(**kw)  # noqa: E731
+    endpoint.__signature__ = inspect.Signature(params)
+    return APIRoute(
+        call.path,
+        endpoint,
+        methods=["POST"],
+        name=call.name,
+        description=call.doc,
+        response_model=call.response,
+        responses=ERRORS,
+        tags=[call.tag],
+    )
+
+
+def documented_routes() -> list[APIRoute]:
+    return [documented_route(call) for call in CALLS]

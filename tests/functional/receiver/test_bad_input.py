@@ -145,3 +145,25 @@ def test_a_bad_idempotency_key_is_422(api: Api) -> None:
     headers = {"Idempotency-Key": "has space"}
     error = _check(api, 422, "invalid_input", json=dispatch_body(), headers=headers)
     assert error["field"] == "Idempotency-Key"
+
+
+@pytest.mark.parametrize("media", ["text/plain", "application/x-www-form-urlencoded", "text/json"])
+def test_a_body_sent_as_another_media_type_is_415(api: Api, media: str) -> None:
+    raw = json.dumps(dispatch_body()).encode()
+    _check(api, 415, "unsupported_media_type", content=raw, headers={"Content-Type": media})
+
+
+def test_json_with_a_charset_or_a_json_suffix_is_accepted(api: Api) -> None:
+    raw = json.dumps(dispatch_body()).encode()
+    for n, media in enumerate(["application/json; charset=utf-8", "application/vnd.x+json"]):
+        path = f"/v1/operations/op-{n}/dispatch"
+        answer = api.post(path, content=raw, headers={"Content-Type": media})
+        assert answer.status_code == 200, answer.text
+
+
+def test_an_empty_body_is_422_naming_the_body(api: Api) -> None:
+    assert _check(api, 422, "missing_field", content=b"", headers=JSON)["field"] == "body"
+
+
+def test_a_bad_token_is_refused_before_the_body_is_read(api: Api) -> None:
+    _check(api, 401, "unknown_token", content=b"{", headers=JSON, token="nobody")

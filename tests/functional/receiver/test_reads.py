@@ -108,4 +108,6 @@ def test_openapi_documents_every_route(api: Api) -> None:
         "/v1/executions",
     ):
         assert path in paths
+    body = spec["paths"]["/v1/operations/{operation_id}/dispatch"]["post"]["requestBody"]
+    assert body["content"]["application/json"]["schema"]["$ref"].endswith("/DispatchCreate")
     assert api.get("/docs", token=None).status_code == 200
