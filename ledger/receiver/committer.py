@@ -14,6 +14,7 @@ several receiver processes on one database correct.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -30,19 +31,20 @@ Work = Callable[[Tx], Any]
 class Committer(Protocol):
     def start(self) -> None: ...
     def submit(self, actor: str, work: Work) -> Future[Any]: ...
+    async def commit(self, actor: str, work: Work) -> Any: ...
     def close(self) -> None: ...
 
 
 async def commit(committer: Committer, actor: str, work: Work) -> Any:
     """Run ``work`` durably and return its value (or raise its error) in the event loop."""
-    return await asyncio.wrap_future(committer.submit(actor, work))
+    return await committer.commit(actor, work)
 
 
 @dataclass
 class _Item:
     actor: str
     work: Work
-    future: Future[Any]
+    future: Future[Any] | asyncio.Future[Any]
 
 
 class GroupCommitter:
@@ -62,9 +64,17 @@ class GroupCommitter:
             self._thread.start()
 
     def submit(self, actor: str, work: Work) -> Future[Any]:
+        """From any thread: a future settled once the unit's batch has committed."""
         future: Future[Any] = Future()
         self._queue.put(_Item(actor, work, future))
         return future
+
+    async def commit(self, actor: str, work: Work) -> Any:
+        """From an event loop: the batch settles all of its loop's futures in one callback,
+        so a batch of n requests wakes the loop once, not n times."""
+        future = asyncio.get_running_loop().create_future()
+        self._queue.put(_Item(actor, work, future))
+        return await future
 
     def close(self) -> None:
         if self._thread is not None:
@@ -96,15 +106,34 @@ class GroupCommitter:
         COMMIT_BATCH_SIZE.observe(len(batch))
         try:
             outcomes = self.ledger.run_many([(i.actor, i.work) for i in batch])
+            settled = [(i.future, o.value, o.error) for i, o in zip(batch, outcomes, strict=True)]
         except BaseException as exc:  # the thread must go on serving the next batch
-            for item in batch:
-                item.future.set_exception(exc)
-            return
-        for item, outcome in zip(batch, outcomes, strict=True):
-            if outcome.error is not None:
-                item.future.set_exception(outcome.error)
+            settled = [(i.future, None, exc) for i in batch]
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Settled]] = {}
+        for future, value, error in settled:
+            if isinstance(future, asyncio.Future):
+                by_loop.setdefault(future.get_loop(), []).append((future, value, error))
+            elif error is not None:
+                future.set_exception(error)
             else:
-                item.future.set_result(outcome.value)
+                future.set_result(value)
+        for loop, ours in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
+                loop.call_soon_threadsafe(_settle, ours)
+
+
+_Settled = tuple["asyncio.Future[Any]", Any, BaseException | None]
+
+
+def _settle(settled: list[_Settled]) -> None:
+    """In the loop: hand each waiting request its value or error (unless it was cancelled)."""
+    for future, value, error in settled:
+        if future.done():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
 
 
 class PoolCommitter:
@@ -122,6 +151,9 @@ class PoolCommitter:
     def submit(self, actor: str, work: Work) -> Future[Any]:
         assert self._pool is not None, "start() the committer first"
         return self._pool.submit(self.ledger.run, actor, work)
+
+    async def commit(self, actor: str, work: Work) -> Any:
+        return await asyncio.wrap_future(self.submit(actor, work))
 
     def close(self) -> None:
         if self._pool is not None:

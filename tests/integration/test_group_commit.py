@@ -3,6 +3,9 @@ waiting requests into one commit."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import sqlalchemy as sa
 
 from ledger import chain
@@ -86,3 +89,31 @@ def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> Non
         writer.close()
     assert all(e is not None for e in errors)
     assert _ops(ledger) == {}
+
+
+def test_waiters_in_an_event_loop_share_a_commit_and_a_cancelled_one_spoils_nothing(
+    ledger: Ledger,
+) -> None:
+    writer = GroupCommitter(ledger)
+
+    async def main() -> list[Any]:
+        waiters = [
+            asyncio.ensure_future(
+                writer.commit("t", ledger.dispatch_work(f"op-{i}", req(f"e-{i}")))
+            )
+            for i in range(10)
+        ]
+        await asyncio.sleep(0)  # every unit is queued before the writer starts
+        waiters[3].cancel()  # its client went away; the unit itself still runs
+        writer.start()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    commits_before = ledger._commits
+    try:
+        answers = asyncio.run(main())
+    finally:
+        writer.close()
+    assert isinstance(answers[3], asyncio.CancelledError)
+    assert {a.decision for n, a in enumerate(answers) if n != 3} == {"go"}
+    assert ledger._commits - commits_before == 1
+    assert len(_ops(ledger)) == 10
