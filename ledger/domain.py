@@ -444,8 +444,10 @@ def execution_failed_hold(op: Operation, execution_id: str, detail: str) -> NewH
     )
 
 
-def deadline_passed(op: Operation, now: datetime) -> bool:
-    return op.state is State.DISPATCHING and op.deadline is not None and op.deadline <= now
+def is_overdue(deadline: datetime, now: datetime) -> bool:
+    """A deadline is missed from its very instant on. Every screen, report and count uses this;
+    the sweep's and the queue's SQL say the same with ``deadline <= now``."""
+    return deadline <= now
 
 
 # --------------------------------------------------------------------------- resolutions

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ledger import queries, views
+from ledger.domain import is_overdue
 from ledger.storage import Store
 
 DEFAULT_SHIFT = timedelta(hours=12)
@@ -96,7 +97,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     resolved = _resolved(store, shift)
     trouble = sources_in_trouble(store, now)
     seq, head_hash = views.chain_head(store)
-    overdue = sum(1 for h in holds if h["deadline"] < now)
+    overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
 
     out: list[str] = ["# Handover report", ""]
@@ -120,7 +121,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         by_owner[h["owner"] or UNASSIGNED].append(h)
     for owner in sorted(by_owner, key=lambda o: (o != UNASSIGNED, o)):
         items = by_owner[owner]
-        late = sum(1 for h in items if h["deadline"] < now)
+        late = sum(1 for h in items if is_overdue(h["deadline"], now))
         out += [f"### {owner} — {len(items)} open, {late} overdue", ""]
         out += [
             "| deadline | hold | reason | operation | state | next action |",
@@ -128,7 +129,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         ]
         for h in items:
             due = when(h["deadline"])
-            if h["deadline"] < now:
+            if is_overdue(h["deadline"], now):
                 due = f"**OVERDUE {span(now - h['deadline'])}** ({due})"
             reason = h["reason"] + (" (blocking)" if h["blocking"] else "")
             out.append(

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ledger import queries, views
+from ledger.domain import is_overdue
 from tui.actions import ACTION_BINDINGS, HoldActions
 from tui.format import age, execution_url, short_hash, text, when
 
@@ -219,7 +220,7 @@ class DetailScreen(HoldActions, Screen[None]):
             Text(f"resolved: {h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
             if h["resolved_at"]
             else Text("OVERDUE", style="bold red")
-            if h["deadline"] < now
+            if is_overdue(h["deadline"], now)
             else Text("open", style="bold yellow")
         )
         table = _table(f"Hold {h['id']}", ["field", "value"])

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from ledger.domain import is_overdue
 from ledger.handover import span
 
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
@@ -43,7 +44,7 @@ def text(value: Any) -> str:
 
 
 def deadline_cell(deadline: datetime, now: datetime) -> Text:
-    if deadline <= now:
+    if is_overdue(deadline, now):
         return Text(f"OVERDUE {age(deadline, now)}", style="bold red")
     return Text(f"in {age(now, deadline)}")
 

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from ledger import chain, queries, views
+from ledger.domain import is_overdue
 from tui.format import age, clip, clock_time, deadline_cell, text
 from tui.listing import Cell, ListPane
 
@@ -70,7 +71,7 @@ class QueuePane(ListPane):
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         now = self.ctx.now()
-        overdue = row["deadline"] < now
+        overdue = is_overdue(row["deadline"], now)
         style = "red" if overdue else ""
         reason = Text(clip(row["reason"], 16), style="bold yellow" if row["blocking"] else "")
         subject = clip(row["operation_id"] or f"source {row['source'] or '-'}", 26)

@@ -218,7 +218,8 @@ def test_released_operation_dispatches_as_the_next_attempt() -> None:
     assert again.operation is not None and again.operation.attempt == 2
 
 
-def test_deadline_passed_only_for_dispatching_past_its_deadline() -> None:
-    assert not domain.deadline_passed(op(D), T0 + timedelta(minutes=14))
-    assert domain.deadline_passed(op(D), T0 + timedelta(minutes=15))
-    assert not domain.deadline_passed(op(C), T0 + timedelta(hours=1))
+def test_a_deadline_is_missed_from_its_very_instant_on() -> None:
+    deadline = T0 + timedelta(minutes=15)
+    assert not domain.is_overdue(deadline, deadline - timedelta(microseconds=1))
+    assert domain.is_overdue(deadline, deadline)
+    assert domain.is_overdue(deadline, deadline + timedelta(hours=1))
