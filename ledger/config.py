@@ -87,6 +87,13 @@ class SweepConfig(_Section):
     stale_prepared_after: Duration = timedelta(hours=24)
     execution_stuck_after: Duration = timedelta(hours=2)
     source_stale_intervals: int = Field(default=5, ge=1, le=10_000)
+    # How long a person has to act on a new hold before it is overdue (and alerted again).
+    blocking_hold_deadline: Duration = domain.DEFAULT_BLOCKING_HOLD_DEADLINE
+    hold_deadline: Duration = domain.DEFAULT_HOLD_DEADLINE
+
+    @property
+    def hold_deadlines(self) -> domain.HoldDeadlines:
+        return domain.HoldDeadlines(self.blocking_hold_deadline, self.hold_deadline)
 
 
 class AlertsConfig(_Section):

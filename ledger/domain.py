@@ -84,6 +84,7 @@ class IllegalTransition(Exception):
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_DISPATCH_DEADLINE = timedelta(minutes=15)
 DEFAULT_HOLD_DEADLINE = timedelta(hours=4)
+DEFAULT_BLOCKING_HOLD_DEADLINE = timedelta(hours=1)  # the workflow's writes wait meanwhile
 MAX_ID_LENGTH = 200
 
 
@@ -547,8 +548,12 @@ def dismiss(hold: OpenHold, note: str) -> Change:
     )
 
 
-def hold_deadline(opened_at: datetime, reason: Reason) -> datetime:
-    """When a person should have acted on a hold of this reason."""
-    if reason in BLOCKING_REASONS:
-        return opened_at + timedelta(hours=1)
-    return opened_at + DEFAULT_HOLD_DEADLINE
+@dataclass(frozen=True)
+class HoldDeadlines:
+    """How long a person has to act on a new hold: less when it blocks the workflow."""
+
+    blocking: timedelta = DEFAULT_BLOCKING_HOLD_DEADLINE
+    other: timedelta = DEFAULT_HOLD_DEADLINE
+
+    def of(self, opened_at: datetime, reason: Reason) -> datetime:
+        return opened_at + (self.blocking if reason in BLOCKING_REASONS else self.other)

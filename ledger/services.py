@@ -159,6 +159,7 @@ class Ledger:
         secret: bytes | None = None,
         max_attempts: int = domain.DEFAULT_MAX_ATTEMPTS,
         dispatch_deadline: timedelta = domain.DEFAULT_DISPATCH_DEADLINE,
+        hold_deadlines: domain.HoldDeadlines = domain.HoldDeadlines(),
         clock: Clock = utcnow,
         retries: int = 20,
         alert_urls: Sequence[str] = (),
@@ -167,6 +168,7 @@ class Ledger:
         self.secret = secret
         self.max_attempts = max_attempts
         self.dispatch_deadline = dispatch_deadline
+        self.hold_deadlines = hold_deadlines
         self.clock = clock
         self.retries = retries
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
@@ -644,7 +646,7 @@ class Ledger:
                 "source": t.source,
                 "detail": t.hold.detail[:2000],
                 "opened_at": tx.now,
-                "deadline": domain.hold_deadline(tx.now, t.hold.reason),
+                "deadline": self.hold_deadlines.of(tx.now, t.hold.reason),
             }
             for t in fresh.values()
         ]

@@ -95,5 +95,6 @@ def ledger_for(store: Store, env: Settings | None = None, file: FileConfig | Non
         secret=env.secret_bytes(),
         max_attempts=env.max_attempts or file.max_attempts,
         dispatch_deadline=deadline,
+        hold_deadlines=file.sweep.hold_deadlines,
         alert_urls=file.alerts.urls,
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger import domain
 from ledger.config import FileConfig, load_config, parse_duration
 from ledger.storage import LedgerError
 
@@ -94,3 +95,10 @@ def test_config_pointed_at_a_missing_file_says_so(
     monkeypatch.setenv("FLOWLEDGER_CONFIG", str(tmp_path / "missing.toml"))
     with pytest.raises(LedgerError, match="not a file"):
         load_config()
+
+
+def test_hold_deadlines_are_read_from_the_sweep_section(tmp_path: Path) -> None:
+    text = '[sweep]\nblocking_hold_deadline = "10m"\nhold_deadline = "1d"\n'
+    deadlines = load_config(write(tmp_path, text)).sweep.hold_deadlines
+    assert (deadlines.blocking, deadlines.other) == (timedelta(minutes=10), timedelta(days=1))
+    assert FileConfig().sweep.hold_deadlines == domain.HoldDeadlines()

@@ -1,0 +1,40 @@
+"""A new hold's deadline comes from the configured hold deadlines, through the CLI's wiring."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import sqlalchemy as sa
+
+from ledger import domain
+from ledger.cli.common import ledger_for
+from ledger.config import FileConfig, Settings, SweepConfig
+from ledger.models import Hold, table
+from ledger.services import Ledger
+from ledger.storage import Store
+from tests.factories import FakeClock, req
+
+
+def _deadlines(store: Store) -> dict[str, object]:
+    with store.reader.connect() as conn:
+        rows = conn.execute(sa.select(table(Hold).c.reason, table(Hold).c.deadline)).all()
+    return {r.reason: r.deadline for r in rows}
+
+
+def test_a_blocking_and_a_non_blocking_hold_get_their_own_configured_deadlines(
+    store: Store, clock: FakeClock
+) -> None:
+    sweep = SweepConfig(blocking_hold_deadline=timedelta(minutes=10), hold_deadline="2d")
+    configured = ledger_for(store, Settings(), FileConfig(sweep=sweep))
+    ledger = Ledger(store, clock=clock, hold_deadlines=configured.hold_deadlines)
+    ledger.dispatch("op-1", req("exec-1"), actor="t")
+    ledger.fail(
+        "op-1", domain.FailOutcome.UNKNOWN, "timeout", actor="t"
+    )  # blocking: unknown_outcome
+    ledger.dispatch("op-2", req("exec-3"), actor="t")
+    ledger.dispatch("op-2", req("exec-4", input={"invoice": "other"}), actor="t")  # input_mismatch
+    deadlines = _deadlines(store)
+    assert deadlines == {
+        "unknown_outcome": clock.now + timedelta(minutes=10),
+        "input_mismatch": clock.now + timedelta(days=2),
+    }
