@@ -71,7 +71,8 @@ def token_create(
 @token_app.command("list")
 @one_line_errors
 def token_list(db: DbOption = None) -> None:
-    """Tokens by name: scope, signing, created and revoked (never the token)."""
+    """Tokens by name: scope, signing, created, last used (to the minute a running receiver
+    writes it) and revoked; never the token."""
     from ledger.receiver.tokens import list_tokens
 
     with opened(db) as store:
@@ -80,9 +81,10 @@ def token_list(db: DbOption = None) -> None:
         typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
     for r in rows:
         state = f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active"
+        used = f"used {r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never used"
         typer.echo(
             f"{r['name']:<24} {r['scope']:<9} {'signing' if r['signing'] else '-':<8} "
-            f"created {r['created_at']:%Y-%m-%d %H:%M}  {state}"
+            f"created {r['created_at']:%Y-%m-%d %H:%M}  {used:<21} {state}"
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
@@ -13,15 +13,16 @@ from starlette.types import Receive, Scope, Send
 
 from ledger.config import ReceiverConfig
 from ledger.receiver import errors, health, reads, writes
-from ledger.receiver.committer import Committer, commit, committer_for
+from ledger.receiver.committer import Committer, Work, commit, committer_for
 from ledger.receiver.idempotency import purge_expired
 from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyLimit, Timing
 from ledger.receiver.state import ReceiverState
-from ledger.receiver.tokens import TokenCache
+from ledger.receiver.tokens import TokenCache, record_use
 from ledger.services import Ledger
 
 PURGE_EVERY = 600.0  # seconds between two sweeps of expired idempotency keys
+TOKEN_USE_EVERY = 60.0  # seconds between two writes of the tokens' last use
 
 DESCRIPTION = """Workflows call `dispatch` before each write to another system and `confirm`
 or `fail` after it. Business decisions are always 200 with `decision` (`go`, `skip`, `hold`),
@@ -70,13 +71,19 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.committer.start()
-        purger = asyncio.create_task(_purge_now_and_then(state))
+        chores = [
+            asyncio.create_task(_every(PURGE_EVERY, lambda: _quietly(state, purge_expired))),
+            asyncio.create_task(_every(TOKEN_USE_EVERY, lambda: _record_token_use(state))),
+        ]
         try:
             yield
         finally:
-            purger.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await purger
+            for chore in chores:
+                chore.cancel()
+            for chore in chores:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await chore
+            await _record_token_use(state)  # what the last minute saw
             state.committer.close()
 
     app = Receiver(
@@ -109,8 +116,19 @@ def create_app(
     return app
 
 
-async def _purge_now_and_then(state: ReceiverState) -> None:
+async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:
     while True:
-        await asyncio.sleep(PURGE_EVERY)
-        with contextlib.suppress(Exception):
-            await commit(state.committer, "receiver", purge_expired)
+        await asyncio.sleep(seconds)
+        await chore()
+
+
+async def _quietly(state: ReceiverState, work: Work) -> None:
+    """Housekeeping through the writer; a failure waits for the next turn."""
+    with contextlib.suppress(Exception):
+        await commit(state.committer, "receiver", work)
+
+
+async def _record_token_use(state: ReceiverState) -> None:
+    used = state.tokens.take_used()
+    if used:  # a minute of "last used" lost to a failure harms nobody
+        await _quietly(state, record_use(used))

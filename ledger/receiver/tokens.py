@@ -14,7 +14,9 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -122,10 +124,33 @@ def revoke_token(ledger: Ledger, name: str) -> None:
     ledger.run("cli", work)
 
 
+def record_use(used: dict[int, datetime]) -> Callable[[Tx], int]:
+    """A unit that moves each token's ``last_used_at`` forward to when it was last seen (never
+    back: several receivers may share the database). Not an event: when a token was last used
+    is for finding unused tokens, not part of the ledger's history."""
+
+    def work(tx: Tx) -> int:
+        for token_id, at in used.items():
+            tx.conn.execute(
+                TOKENS.update()
+                .where(
+                    TOKENS.c.id == token_id,
+                    sa.or_(TOKENS.c.last_used_at.is_(None), TOKENS.c.last_used_at < at),
+                )
+                .values(last_used_at=at)
+            )
+        return len(used)
+
+    return work
+
+
 class TokenCache:
     """The active tokens, reloaded at most every ``ttl`` seconds, so that checking a request
     costs no database round trip. A revocation takes effect within ``ttl``. Every lookup
-    compares the presented token's hash with each active hash by ``hmac.compare_digest``."""
+    compares the presented token's hash with each active hash by ``hmac.compare_digest``.
+
+    When each token was last used is kept here too, and written now and then
+    (:meth:`take_used` + :func:`record_use`) rather than by every request."""
 
     def __init__(self, store: Store, ttl: float = 2.0) -> None:
         self.store = store
@@ -133,6 +158,7 @@ class TokenCache:
         self._tokens: list[tuple[str, Principal]] = []
         self._loaded_at = -1e9
         self._lock = threading.Lock()
+        self._used: dict[int, float] = {}  # token id -> time.time() of its last request
 
     @property
     def stale(self) -> bool:
@@ -160,4 +186,11 @@ class TokenCache:
         for stored, principal in self._tokens:
             if hmac.compare_digest(stored, digest):
                 found = principal
+        if found is not None:
+            self._used[found.token_id] = time.time()
         return found
+
+    def take_used(self) -> dict[int, datetime]:
+        """The tokens used since the last call, with when each was last used."""
+        used, self._used = self._used, {}
+        return {token_id: datetime.fromtimestamp(t, UTC) for token_id, t in used.items()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -13,9 +14,18 @@ from typer.testing import CliRunner
 from ledger.cli import app as _app  # noqa: F401  (registers the commands)
 from ledger.cli.common import app
 from ledger.hashing import token_digest
-from ledger.receiver.tokens import revoke_token
-from tests.functional.receiver.conftest import Api
-from tests.receiver_support import dispatch_body, make_signing_token, signature, snapshot
+from ledger.receiver import create_app
+from ledger.receiver.tokens import list_tokens, revoke_token
+from ledger.services import Ledger
+from tests.functional.receiver.conftest import Api, running
+from tests.receiver_support import (
+    SECRET,
+    dispatch_body,
+    make_signing_token,
+    make_token,
+    signature,
+    snapshot,
+)
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 
@@ -137,3 +147,30 @@ def test_signing_needs_the_server_secret(db_url: str) -> None:
         app, ["token", "create", "--name", "a", "--scope", "write", "--signing"], env=env
     )
     assert made.exit_code == 2 and "FLOWLEDGER_SECRET" in made.output
+
+
+def test_when_a_token_was_last_used_is_written_by_the_receiver_not_by_each_request(
+    ledger: Ledger, db_url: str
+) -> None:
+    tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
+    receiver = create_app(ledger, secret=SECRET, token_ttl=0.0)
+    with running(receiver, ledger, tokens) as api:
+        before = snapshot(ledger.store)
+        assert api.post(DISPATCH, dispatch_body(), headers=IDEMPOTENT).status_code == 200
+        assert api.post(DISPATCH, dispatch_body(), headers=IDEMPOTENT).status_code == 200
+        assert _last_used(ledger) == {"write": None, "read": None}  # not yet written
+        assert snapshot(ledger.store) != before  # (the dispatch itself was)
+    used = _last_used(ledger)  # the receiver stopped: what it saw is written
+    assert used["read"] is None and used["write"] is not None
+    assert abs(used["write"].timestamp() - time.time()) < 600
+
+    listed = CliRunner().invoke(app, ["token", "list"], env={"FLOWLEDGER_DB": db_url})
+    lines = {line.split()[0]: line for line in listed.output.splitlines()}
+    assert "never used" in lines["read"] and f"used {used['write']:%Y-%m-%d}" in lines["write"]
+
+
+IDEMPOTENT = {"Idempotency-Key": "k-1"}
+
+
+def _last_used(ledger: Ledger) -> dict[str, Any]:
+    return {r["name"]: r["last_used_at"] for r in list_tokens(ledger.store)}
