@@ -6,147 +6,55 @@ write the outcome with a compare-and-set on the operation's ``version`` column, 
 events, commit. A lost compare-and-set (another writer got there first) or a unique-key race
 on PostgreSQL retries the whole transaction against the fresh rows, so two concurrent
 dispatches of one operation produce exactly one ``go``.
+
+The values it takes and answers are in :mod:`ledger.values`; holds are opened, closed and
+decided on by :mod:`ledger.holds`, always inside a transaction run here.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ledger import domain, outbox, records
-from ledger.domain import (
-    Change,
-    FailOutcome,
-    IllegalTransition,
-    NewHold,
-    OpenHold,
-    Reason,
-    State,
-)
+from ledger.domain import FailOutcome, IllegalTransition, NewHold, Reason
 from ledger.faults import crashpoint
 from ledger.hashing import input_hash as hash_input
 from ledger.hashing import is_valid_hash
-from ledger.models import Outbox, table
+from ledger.holds import close_holds, require_operation, resolution_work, update_work
+from ledger.holds import open_holds as open_hold_rows
 from ledger.storage import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
-from ledger.tx import Row, Tx, from_db_time
+from ledger.tx import Tx
+from ledger.values import (
+    Answer,
+    Clock,
+    DispatchInput,
+    HoldTarget,
+    InvalidInput,
+    NotFound,
+    Outcome,
+    check_id,
+    check_optional,
+    utcnow,
+)
 
+__all__ = [
+    "Answer",
+    "Clock",
+    "DispatchInput",
+    "HoldTarget",
+    "InvalidInput",
+    "Ledger",
+    "NotFound",
+    "Outcome",
+    "Tx",
+    "utcnow",
+]
 log = logging.getLogger(__name__)
-OUTBOX = table(Outbox)
 T = TypeVar("T")
-Clock = Callable[[], datetime]
-_PRINTABLE_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
-
-
-class NotFound(LookupError):
-    """The operation or hold named does not exist."""
-
-
-class InvalidInput(ValueError):
-    """A value the ledger refuses; ``field`` names it for the caller."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def check_id(value: str, field: str) -> str:
-    if not isinstance(value, str) or not _PRINTABLE_ID.match(value) or not _encodable(value):
-        raise InvalidInput(
-            f"{field} must be 1 to {domain.MAX_ID_LENGTH} printable characters", field
-        )
-    return value
-
-
-def _encodable(value: str) -> bool:
-    """A lone surrogate passes JSON but no database can store it."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def check_optional(values: dict[str, Any]) -> None:
-    """Optional names (workflow, step, source, approval version) follow the id rule;
-    ``input_ref`` may be longer (a URL) but not unbounded."""
-    for field_name, value in values.items():
-        if value is None:
-            continue
-        if field_name == "input_ref":
-            if not isinstance(value, str) or not 0 < len(value) <= 1000:
-                raise InvalidInput("input_ref must be 1 to 1000 characters", field_name)
-        else:
-            check_id(value, field_name)
-
-
-@dataclass(frozen=True)
-class DispatchInput:
-    """What a workflow sends before its write."""
-
-    processing_version: str
-    execution_id: str
-    input: Any = None
-    input_hash: str | None = None
-    has_input: bool = False
-    workflow_id: str | None = None
-    step: str | None = None
-    run_index: int | None = None
-    source: str | None = None
-    deadline: datetime | None = None
-    approval: domain.Approval | None = None
-    input_ref: str | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one unit of a :meth:`Ledger.run_many` batch returned, or the error it raised."""
-
-    value: Any = None
-    error: BaseException | None = None
-
-
-@dataclass(frozen=True)
-class HoldTarget:
-    """A hold to open and what it concerns; an overdue hold ``refers_to`` the hold it is
-    about."""
-
-    hold: NewHold
-    operation_id: str | None = None
-    execution_id: str | None = None
-    source: str | None = None
-    refers_to: int | None = None
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the ledger tells a workflow."""
-
-    operation_id: str
-    state: str
-    decision: str | None = None
-    attempt: int = 0
-    reason: str | None = None
-    receipt: str | None = None
-    hold_ids: list[int] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "operation_id": self.operation_id,
-            "decision": self.decision,
-            "state": self.state,
-            "attempt": self.attempt,
-            "reason": self.reason,
-            "receipt": self.receipt,
-        }
 
 
 class Ledger:
@@ -491,7 +399,7 @@ class Ledger:
                 execution_id=execution_id,
                 detail=detail,
             )
-            self._resolve(tx, change, operation_id, note="confirmed by the workflow")
+            close_holds(tx, change, operation_id, note="confirmed by the workflow")
             tx.event(
                 change.event,
                 operation_id,
@@ -542,7 +450,7 @@ class Ledger:
         execution_id: str | None = None,
     ) -> Answer:
         error = (error or "")[:2000]
-        op, row = self._require(tx, operation_id)
+        op, row = require_operation(tx, operation_id)
         change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
         # Unknown leaves the operation as it is but opens a hold: compare-and-set it anyway, so
         # a confirm that committed since our read makes this run again (and refuse).
@@ -621,88 +529,9 @@ class Ledger:
         return self.open_holds(tx, [HoldTarget(hold, operation_id, execution_id, source)])[0]
 
     def open_holds(self, tx: Tx, targets: Sequence[HoldTarget]) -> list[int | None]:
-        """Open each hold whose cause key has none yet, in the caller's transaction: the one
-        place holds are opened. Each opening is an event and, when alert URLs are configured,
-        one outbox row per URL in the same transaction; each operation it concerns gets its
-        ``version`` bumped, so a writer that read the operation before the hold existed loses
-        its compare-and-set and decides again. Returns the new ids (``None`` where the cause
-        already had a hold). Works a batch at a time so the sweep stays cheap."""
-        if not targets:
-            return []
-        taken = records.taken_cause_keys(tx, [t.hold.cause_key for t in targets])
-        fresh: dict[str, HoldTarget] = {}
-        for t in targets:
-            if t.hold.cause_key not in taken:
-                fresh.setdefault(t.hold.cause_key, t)
-        if not fresh:
-            return [None] * len(targets)
-        rows: list[dict[str, Any]] = [
-            {
-                "cause_key": t.hold.cause_key,
-                "reason": t.hold.reason.value,
-                "blocking": t.hold.blocking,
-                "operation_id": t.operation_id,
-                "execution_id": t.execution_id,
-                "source": t.source,
-                "detail": t.hold.detail[:2000],
-                "opened_at": tx.now,
-                "deadline": self.hold_deadlines.of(tx.now, t.hold.reason),
-            }
-            for t in fresh.values()
-        ]
-        ids = records.insert_holds(tx, rows)
-        records.touch_operations(
-            tx, sorted({t.operation_id for t in fresh.values() if t.operation_id})
-        )
-        alerts: list[dict[str, Any]] = []
-        for t, row in zip(fresh.values(), rows, strict=True):
-            hold_id = ids[t.hold.cause_key]
-            tx.event(
-                "hold_opened",
-                t.operation_id,
-                {
-                    "reason": t.hold.reason.value,
-                    "blocking": t.hold.blocking,
-                    "detail": row["detail"],
-                    "execution_id": t.execution_id,
-                    "source": t.source,
-                    **({"refers_to": t.refers_to} if t.refers_to is not None else {}),
-                },
-                hold_id=hold_id,
-            )
-            if self.alert_targets:
-                alert = outbox.HoldAlert(
-                    hold_id, row["reason"], t.hold.blocking, t.operation_id, t.execution_id,
-                    t.source, row["detail"], tx.now, row["deadline"], t.refers_to,
-                )  # fmt: skip
-                alerts.extend(outbox.rows_for(alert, self.alert_targets, tx.now))
-        if alerts:
-            tx.conn.execute(OUTBOX.insert(), alerts)
-        first: dict[str, int | None] = {k: ids[k] for k in fresh}
-        return [first.pop(t.hold.cause_key, None) for t in targets]
-
-    def _resolve(self, tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
-        resolution = change.resolution.value if change.resolution else None
-        for hold_id in change.resolve_holds:
-            if records.close_hold(tx, hold_id, resolution, note):
-                data: dict[str, Any] = {"resolution": resolution, "note": note}
-                if change.receipt:
-                    data["receipt"] = change.receipt
-                tx.event("hold_resolved", operation_id, data, hold_id=hold_id)
-
-    def _open_hold_row(self, tx: Tx, hold_id: int) -> Row:
-        row = records.load_hold(tx, hold_id)
-        if row is None:
-            raise NotFound(f"no hold {hold_id}")
-        if row.resolved_at is not None:
-            when = from_db_time(row.resolved_at)
-            assert when is not None
-            raise IllegalTransition(
-                f"hold {hold_id} was already resolved by {row.resolved_by} "
-                f"({row.resolution}) at {when:%Y-%m-%d %H:%M:%S} UTC",
-                code="already_resolved",
-            )
-        return row
+        """Open each hold whose cause key has none yet, in the caller's transaction, with this
+        ledger's deadlines and alert targets (:func:`ledger.holds.open_holds`)."""
+        return open_hold_rows(tx, targets, self.hold_deadlines, self.alert_targets)
 
     def resolve(
         self,
@@ -715,52 +544,8 @@ class Ledger:
     ) -> Answer | None:
         """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
         ``cancel`` or ``dismiss``. Every one needs a note and is recorded with the operator."""
-        if action not in ("confirm", "release", "cancel", "dismiss"):
-            raise InvalidInput(f"unknown action {action!r}", "action")
+        work = resolution_work(hold_id, action, note, receipt)
         check_id(operator, "operator")
-
-        def work(tx: Tx) -> Answer | None:
-            row = self._open_hold_row(tx, hold_id)
-            hold = OpenHold(row.id, Reason(row.reason), bool(row.blocking), row.cause_key)
-            if action == "dismiss":
-                change = domain.dismiss(hold, note)
-                self._resolve(tx, change, row.operation_id, note.strip())
-                return None
-            if row.operation_id is None:
-                raise IllegalTransition(
-                    f"hold {hold_id} concerns no operation; dismiss it once handled"
-                )
-            op, op_row = self._require(tx, row.operation_id)
-            holds = records.open_holds(tx, op.operation_id)
-            if action == "confirm":
-                change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
-            elif action == "release":
-                change = domain.release_for_retry(op, hold, holds, note)
-            else:
-                change = domain.cancel(op, holds, note)
-            if change.operation is not None:
-                records.save_operation(tx, op_row, change.operation)
-            if action in ("confirm", "release") and op.state is State.DISPATCHING:
-                outcome = "confirmed" if action == "confirm" else "released"
-                records.end_attempt(tx, op.operation_id, op.attempt, outcome)
-            if action == "confirm":
-                records.insert_receipt(
-                    tx,
-                    op.operation_id,
-                    op.attempt,
-                    receipt or "",
-                    kind="evidence",
-                    detail=note.strip(),
-                )
-            self._resolve(tx, change, op.operation_id, note.strip())
-            final = change.operation or op
-            return Answer(
-                op.operation_id,
-                final.state.value,
-                attempt=final.attempt,
-                receipt=final.receipt,
-            )
-
         return self.run(f"operator:{operator}", work)
 
     def update_hold(
@@ -780,36 +565,5 @@ class Ledger:
         check_id(operator, "operator")
         if owner is not None:
             check_id(owner, "owner")
-
-        def work(tx: Tx) -> None:
-            row = self._open_hold_row(tx, hold_id)
-            values: dict[str, Any] = {}
-            data: dict[str, Any] = {"note": note}
-            if owner is not None:
-                values["owner"] = data["owner"] = owner
-            if deadline is not None:
-                if deadline <= tx.now:
-                    raise InvalidInput("the new deadline is in the past", "deadline")
-                values["deadline"] = tx.time(deadline)
-                data["deadline"] = deadline.astimezone(UTC).isoformat()
-            if next_action is not None:
-                values["next_action"] = data["next_action"] = next_action[:1000]
-            records.change_hold(tx, hold_id, row.version, values)
-            kind = (
-                "hold_assigned"
-                if owner is not None
-                else "hold_extended"
-                if deadline is not None
-                else "hold_noted"
-            )
-            tx.event(kind, row.operation_id, data, hold_id=hold_id)
-
+        work = update_work(hold_id, note, owner=owner, deadline=deadline, next_action=next_action)
         self.run(f"operator:{operator}", work)
-
-    # ------------------------------------------------------------------ helpers
-
-    def _require(self, tx: Tx, operation_id: str) -> tuple[domain.Operation, Row]:
-        row = records.load_operation(tx, operation_id)
-        if row is None:
-            raise NotFound(f"no operation {operation_id!r}")
-        return records.to_domain(row), row
