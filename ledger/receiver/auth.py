@@ -46,7 +46,8 @@ def check_signature(header: str | None, body: bytes, key: bytes, now: float, win
         k, _, v = piece.strip().partition("=")
         parts[k] = v
     stamp, given = parts.get("t", ""), parts.get("v1", "")
-    if not stamp.isdigit() or len(stamp) > 12 or not given:
+    well_formed = stamp.isascii() and stamp.isdigit() and given.isascii()
+    if not well_formed or len(stamp) > 12 or not given:
         raise _unauthorized("bad_signature", "signature header must be t=<unix>,v1=<hex>")
     if abs(now - int(stamp)) > window:
         raise _unauthorized("stale_signature", "signature timestamp is outside the window")

@@ -130,6 +130,8 @@ def _settle(settled: list[_Settled]) -> None:
     for future, value, error in settled:
         if future.done():
             continue
+        if isinstance(error, StopIteration):  # a future refuses it, and the batch would stall
+            error = RuntimeError(f"a unit of work raised {error!r}")
         if error is not None:
             future.set_exception(error)
         else:

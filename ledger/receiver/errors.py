@@ -84,6 +84,9 @@ def _field(loc: tuple[Any, ...]) -> str | None:
     return ".".join(parts) or (str(loc[0]) if loc else None)
 
 
+_NOT_AN_OBJECT = frozenset({"model_type", "model_attributes_type", "dict_type"})
+
+
 def _validation_code(err: dict[str, Any]) -> str:
     kind = str(err.get("type", ""))
     if kind == "json_invalid":
@@ -104,7 +107,12 @@ def validation_error(errors: Sequence[Any], where: str = "body") -> ApiError:
     code = _validation_code(err)
     if code == "invalid_json":
         return ApiError(400, code, INVALID_JSON)
-    message = "unknown field" if code == "unknown_field" else str(err.get("msg", "invalid value"))
+    if code == "unknown_field":
+        message = "unknown field"
+    elif err.get("type") in _NOT_AN_OBJECT:  # pydantic's message names the model's class
+        message = "must be a JSON object"
+    else:
+        message = str(err.get("msg", "invalid value"))
     return ApiError(422, code, message, _field(tuple(err.get("loc", ()))) or where)
 
 

@@ -16,9 +16,10 @@ import json
 from collections.abc import Mapping
 from re import Pattern
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import TypeAdapter, ValidationError
-from starlette.routing import compile_path
+from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ledger.receiver.auth import authenticate
@@ -29,6 +30,7 @@ from ledger.receiver.state import ReceiverState
 from ledger.receiver.writes import CALLS, Call, documented_route
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
+NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
 _WANTED = {
     b"authorization": "authorization",
     b"x-flowledger-signature": "signature",
@@ -49,7 +51,7 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 def _is_json(content_type: str | None) -> bool:
     if content_type is None:
-        return True
+        return False  # as FastAPI's routes: the documented body is application/json
     media = content_type.partition(";")[0].strip().lower()
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
@@ -80,23 +82,29 @@ class WriteLane:
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            path = scope["path"]
-            for pattern, call, route in self.routes:
-                match = pattern.match(path)
-                if match is not None:
-                    scope["route"] = route  # what the latency metric is labelled with
-                    reply = await self._serve(call, match.groupdict(), scope, receive)
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": reply.status,
-                            "headers": reply.raw_headers(),
-                        }
-                    )
-                    await send({"type": "http.response.body", "body": reply.body})
-                    return
-        await self.app(scope, receive, send)
+        reply = await self._reply(scope, receive) if scope["type"] == "http" else None
+        if reply is None:
+            await self.app(scope, receive, send)
+        else:
+            await _send(send, reply)
+
+    async def _reply(self, scope: Scope, receive: Receive) -> Reply | None:
+        """The lane's answer, or None for a request FastAPI serves."""
+        path, method = get_route_path(scope), scope["method"]
+        for pattern, call, route in self.routes:
+            match = pattern.match(path)
+            if match is None:
+                continue
+            if method == "POST":
+                scope["route"] = route  # what the latency metric is labelled with
+                return await self._serve(call, match.groupdict(), scope, receive)
+            if call.has_operation and method in ("GET", "HEAD"):
+                return None  # reads the operation whose id ends in "/dispatch", say
+            return Reply.error(NOT_ALLOWED)
+        slashed = method == "POST" and path.endswith("/")
+        if slashed and any(p.match(path[:-1]) for p, _, _ in self.routes):
+            return _without_slash(scope)
+        return None
 
     async def _serve(
         self, call: Call, params: Mapping[str, str], scope: Scope, receive: Receive
@@ -116,7 +124,8 @@ class WriteLane:
                 body=body,
             )
             if not _is_json(headers.get("content_type")):
-                raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+                message = "send the body with Content-Type: application/json"
+                raise ApiError(415, "unsupported_media_type", message)
             operation_id = None
             if call.has_operation:
                 try:
@@ -138,6 +147,21 @@ class WriteLane:
             return Reply.error(exc)
         except Exception as exc:  # never a 500 with a trace: the one shape, logged by class
             return Reply.error(as_api_error(exc))
+
+
+async def _send(send: Send, reply: Reply) -> None:
+    start = {"type": "http.response.start", "status": reply.status, "headers": reply.raw_headers()}
+    await send(start)
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+def _without_slash(scope: Scope) -> Reply:
+    """A 307 to the path without its trailing slash, as FastAPI's router answers (307 keeps
+    the method and the body)."""
+    path = scope["path"][:-1]  # the full path: root_path included, as ASGI has it
+    query = scope.get("query_string", b"").decode("latin-1")
+    location = quote(path, safe="/:@!$&'()*+,;=-._~%") + (f"?{query}" if query else "")
+    return Reply(307, b"", headers={"Location": location})
 
 
 async def _body(receive: Receive) -> bytes | None:

@@ -117,3 +117,28 @@ def test_waiters_in_an_event_loop_share_a_commit_and_a_cancelled_one_spoils_noth
     assert {a.decision for n, a in enumerate(answers) if n != 3} == {"go"}
     assert ledger._commits - commits_before == 1
     assert len(_ops(ledger)) == 10
+
+
+def test_a_unit_raising_stop_iteration_fails_alone_and_its_batch_is_answered(
+    ledger: Ledger,
+) -> None:
+    def odd(tx: Tx) -> None:
+        raise StopIteration  # an asyncio future refuses this exception as such
+
+    writer = GroupCommitter(ledger)
+
+    async def main() -> list[Any]:
+        units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(4)]
+        waiters = [
+            asyncio.ensure_future(writer.commit("t", u)) for u in [*units[:2], odd, *units[2:]]
+        ]
+        await asyncio.sleep(0)
+        writer.start()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
+    try:
+        answers = asyncio.run(asyncio.wait_for(main(), timeout=60))
+    finally:
+        writer.close()
+    assert isinstance(answers[2], RuntimeError)
+    assert [a.decision for n, a in enumerate(answers) if n != 2] == ["go"] * 4

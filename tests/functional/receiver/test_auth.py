@@ -105,6 +105,15 @@ def test_signing_token_without_a_valid_signature_header_is_401(api: Api, value: 
     _refused(api, 401, code, token=token, headers=headers)
 
 
+@pytest.mark.parametrize("stamp", ["now", "²"])
+def test_a_signature_header_with_non_ascii_is_401_not_a_server_error(api: Api, stamp: str) -> None:
+    token, _ = make_signing_token(api.ledger, "signer")
+    t = str(int(time.time())) if stamp == "now" else stamp
+    value = f"t={t},v1={'é' * 64 if stamp == 'now' else '00'}".encode("latin-1", "replace")
+    headers = {"X-Flowledger-Signature": value, "Content-Type": "application/json"}
+    _refused(api, 401, "bad_signature", token=token, headers=headers)
+
+
 def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) -> None:
     runner = CliRunner()
     env = {"FLOWLEDGER_DB": db_url, "FLOWLEDGER_SECRET": "s3cret"}

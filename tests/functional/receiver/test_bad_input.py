@@ -8,10 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio.from_thread
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
+from ledger.config import ReceiverConfig
+from ledger.receiver import create_app
+from ledger.services import Ledger
 from tests.functional.receiver.conftest import BODY_LIMIT, Api
-from tests.receiver_support import dispatch_body, snapshot
+from tests.receiver_support import auth, dispatch_body, make_token, snapshot
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 
@@ -167,3 +174,58 @@ def test_an_empty_body_is_422_naming_the_body(api: Api) -> None:
 
 def test_a_bad_token_is_refused_before_the_body_is_read(api: Api) -> None:
     _check(api, 401, "unknown_token", content=b"{", headers=JSON, token="nobody")
+
+
+def test_a_body_without_a_content_type_is_415(api: Api) -> None:
+    raw = json.dumps(dispatch_body()).encode()
+    _check(api, 415, "unsupported_media_type", content=raw)
+
+
+@pytest.mark.parametrize("raw", [b"null", b"[]", b'"text"', b"12"])
+def test_a_body_that_is_not_an_object_says_so_without_naming_a_class(api: Api, raw: bytes) -> None:
+    error = _check(api, 422, "invalid_input", content=raw, headers=JSON)
+    assert error == {"code": "invalid_input", "message": "must be a JSON object", "field": "body"}
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+def test_other_methods_on_a_write_path_are_405_naming_post(api: Api, method: str) -> None:
+    before = snapshot(api.ledger.store)
+    answer = api.request(method, DISPATCH, token="write", json=dispatch_body())
+    assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
+    assert answer.json()["error"]["code"] == "method_not_allowed"
+    assert snapshot(api.ledger.store) == before
+
+
+def test_the_hook_path_takes_only_post(api: Api) -> None:
+    answer = api.request("GET", "/v1/hooks/n8n/error", token="write")
+    assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
+
+
+def test_a_trailing_slash_is_redirected_with_307_keeping_the_method(api: Api) -> None:
+    answer = api.post(f"{DISPATCH}/?x=1", dispatch_body())
+    assert (answer.status_code, answer.headers["location"]) == (307, f"{DISPATCH}?x=1")
+
+
+def test_reading_an_operation_whose_id_ends_like_a_call_still_reads(api: Api) -> None:
+    assert api.get(DISPATCH).status_code == 404  # the operation "op-1/dispatch" does not exist
+
+
+def test_the_write_calls_work_when_the_receiver_is_mounted_under_a_prefix(
+    ledger: Ledger,
+) -> None:
+    receiver = create_app(ledger, config=ReceiverConfig(body_limit=BODY_LIMIT), token_ttl=0.0)
+    outer = Starlette(routes=[Mount("/ledger", app=receiver)])
+    token = make_token(ledger, "w")
+    lifespan = receiver.router.lifespan_context(receiver)
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(lifespan),
+    ):
+        transport = httpx.ASGITransport(app=outer)
+
+        async def post() -> httpx.Response:
+            async with httpx.AsyncClient(transport=transport, base_url="http://x") as c:
+                return await c.post(f"/ledger{DISPATCH}", json=dispatch_body(), headers=auth(token))
+
+        answer = portal.call(post)
+    assert answer.status_code == 200 and answer.json()["decision"] == "go"
