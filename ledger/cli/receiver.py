@@ -84,7 +84,7 @@ def token_list(db: DbOption = None) -> None:
         used = f"used {r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never used"
         typer.echo(
             f"{r['name']:<24} {r['scope']:<9} {'signing' if r['signing'] else '-':<8} "
-            f"created {r['created_at']:%Y-%m-%d %H:%M}  {used:<21} {state}"
+            f"created {r['created_at']:%Y-%m-%d %H:%M}  {used:<21}  {state}"
         )
 
 
