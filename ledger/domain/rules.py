@@ -1,167 +1,27 @@
-"""The ledger's rules as plain functions over plain values.
-
-Nothing here reads a clock, a file, a socket or a database: the caller passes the current time
-and the operation as it is stored, and gets back what must change and what to answer. Every
-illegal move raises :class:`IllegalTransition`; every legal one returns a value describing the
-new state, the holds to open and the event to record, so that storage can write all of it in
-one transaction.
-"""
+"""The workflow's moves: dispatch, prepare, confirm and fail, each a pure function from the
+stored operation (and its open holds) to a :class:`~ledger.domain.model.Change`."""
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
-
-class State(enum.StrEnum):
-    PREPARED = "prepared"
-    DISPATCHING = "dispatching"
-    CONFIRMED = "confirmed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class Decision(enum.StrEnum):
-    GO = "go"
-    SKIP = "skip"
-    HOLD = "hold"
-
-
-class Reason(enum.StrEnum):
-    """Why a dispatch was not answered ``go``, and why a hold exists."""
-
-    # Holds a person must resolve (blocking).
-    UNKNOWN_OUTCOME = "unknown_outcome"
-    EXECUTION_FAILED = "execution_failed"
-    RECEIPT_CONFLICT = "receipt_conflict"
-    # Attention items that do not block dispatches.
-    INPUT_MISMATCH = "input_mismatch"
-    VERSION_MISMATCH = "version_mismatch"
-    APPROVAL_EXPIRED = "approval_expired"
-    APPROVAL_VERSION = "approval_version_mismatch"
-    MAX_ATTEMPTS = "max_attempts"
-    STALE_PREPARED = "stale_prepared"
-    EXECUTION_STUCK = "execution_stuck"
-    OVERDUE = "overdue"
-    SOURCE_STALE = "source_stale"
-    # Answers only: no hold is opened for these.
-    IN_FLIGHT = "in_flight"
-    CANCELLED = "cancelled"
-
-
-BLOCKING_REASONS = frozenset(
-    {Reason.UNKNOWN_OUTCOME, Reason.EXECUTION_FAILED, Reason.RECEIPT_CONFLICT}
+from ledger.domain.model import (
+    DEFAULT_DISPATCH_DEADLINE,
+    DEFAULT_MAX_ATTEMPTS,
+    OUTCOME_REASONS,
+    Change,
+    Decision,
+    DispatchRequest,
+    FailOutcome,
+    IllegalTransition,
+    NewHold,
+    OpenHold,
+    Operation,
+    Reason,
+    Resolution,
+    State,
 )
-
-# Holds about "did the write of the current attempt happen?"; resolving the outcome resolves
-# all of them at once.
-OUTCOME_REASONS = frozenset({Reason.UNKNOWN_OUTCOME, Reason.EXECUTION_FAILED})
-
-
-class FailOutcome(enum.StrEnum):
-    REJECTED = "rejected"  # the target said no: nothing was written
-    UNKNOWN = "unknown"  # the call died: the write may or may not have happened
-
-
-class Resolution(enum.StrEnum):
-    CONFIRMED_WITH_EVIDENCE = "confirmed_with_evidence"
-    RELEASED_FOR_RETRY = "released_for_retry"
-    CANCELLED = "cancelled"
-    DISMISSED = "dismissed"
-    CONFIRMED_BY_RECEIPT = "confirmed_by_receipt"  # the workflow's own late confirm
-
-
-class IllegalTransition(Exception):
-    """An action that the state machine does not allow from the current state."""
-
-    def __init__(self, message: str, *, code: str = "illegal_transition") -> None:
-        super().__init__(message)
-        self.code = code
-
-
-DEFAULT_MAX_ATTEMPTS = 5
-DEFAULT_DISPATCH_DEADLINE = timedelta(minutes=15)
-DEFAULT_HOLD_DEADLINE = timedelta(hours=4)
-DEFAULT_BLOCKING_HOLD_DEADLINE = timedelta(hours=1)  # the workflow's writes wait meanwhile
-MAX_ID_LENGTH = 200
-
-
-# --------------------------------------------------------------------------- values
-
-
-@dataclass(frozen=True)
-class Approval:
-    version: str
-    expires_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Operation:
-    """An operation as stored: what the rules need to decide."""
-
-    operation_id: str
-    state: State
-    input_hash: str
-    processing_version: str
-    attempt: int = 0
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    execution_id: str | None = None
-    run_index: int | None = None
-    receipt: str | None = None
-    deadline: datetime | None = None
-    version: int = 0
-
-
-@dataclass(frozen=True)
-class OpenHold:
-    hold_id: int
-    reason: Reason
-    blocking: bool
-    cause_key: str
-
-
-@dataclass(frozen=True)
-class DispatchRequest:
-    input_hash: str
-    processing_version: str
-    execution_id: str
-    run_index: int | None = None
-    deadline: datetime | None = None
-    approval: Approval | None = None
-
-
-@dataclass(frozen=True)
-class NewHold:
-    """A hold the caller must open (at most once per ``cause_key``)."""
-
-    reason: Reason
-    cause_key: str
-    detail: str
-    blocking: bool
-
-    @classmethod
-    def of(cls, reason: Reason, cause_key: str, detail: str) -> NewHold:
-        return cls(reason, cause_key, detail, reason in BLOCKING_REASONS)
-
-
-@dataclass(frozen=True)
-class Change:
-    """The outcome of one rule: the operation afterwards (``None`` when unchanged), the answer,
-    the holds to open or resolve, and the event to record."""
-
-    decision: Decision | None
-    operation: Operation | None
-    event: str | None
-    reason: Reason | None = None
-    receipt: str | None = None
-    holds: tuple[NewHold, ...] = ()
-    resolve_holds: tuple[int, ...] = ()
-    resolution: Resolution | None = None
-    new_attempt: bool = False
-    data: dict[str, Any] = field(default_factory=dict)
-
 
 # --------------------------------------------------------------------------- dispatch
 
@@ -443,117 +303,3 @@ def execution_failed_hold(op: Operation, execution_id: str, detail: str) -> NewH
         f"execution_failed:{op.operation_id}:{op.attempt}:{execution_id}",
         detail,
     )
-
-
-def is_overdue(deadline: datetime, now: datetime) -> bool:
-    """A deadline is missed from its very instant on. Every screen, report and count uses this;
-    the sweep's and the queue's SQL say the same with ``deadline <= now``."""
-    return deadline <= now
-
-
-# --------------------------------------------------------------------------- resolutions
-
-
-def _require_note(note: str) -> str:
-    note = note.strip()
-    if not note:
-        raise IllegalTransition("a note is required", code="note_required")
-    return note
-
-
-def confirm_with_evidence(
-    op: Operation, hold: OpenHold, holds: list[OpenHold], receipt: str, note: str
-) -> Change:
-    """A person saw the effect in the target system and records its receipt."""
-    _require_note(note)
-    if not receipt.strip():
-        raise IllegalTransition("a receipt is required", code="receipt_required")
-    if hold.reason is Reason.RECEIPT_CONFLICT:
-        # The person names the receipt that stands; an operation that had failed or been
-        # cancelled is confirmed, since the effect happened.
-        conflict = [h.hold_id for h in holds if h.reason is Reason.RECEIPT_CONFLICT]
-        changed = replace(op, state=State.CONFIRMED, receipt=receipt)
-        return Change(
-            None,
-            changed,
-            "hold_resolved",
-            receipt=receipt,
-            resolve_holds=tuple(conflict),
-            resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
-            data={"receipt": receipt},
-        )
-    if op.state is not State.DISPATCHING:
-        raise IllegalTransition(
-            f"operation {op.operation_id} is {op.state.value}; confirm with evidence applies "
-            "to a dispatched operation"
-        )
-    outcome = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS) or (hold.hold_id,)
-    return Change(
-        None,
-        replace(op, state=State.CONFIRMED, receipt=receipt),
-        "hold_resolved",
-        receipt=receipt,
-        resolve_holds=outcome,
-        resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
-        data={"receipt": receipt, "attempt": op.attempt},
-    )
-
-
-def release_for_retry(op: Operation, hold: OpenHold, holds: list[OpenHold], note: str) -> Change:
-    """A person has evidence the write did not happen: the operation may be dispatched again."""
-    _require_note(note)
-    if op.state is not State.DISPATCHING or hold.reason not in OUTCOME_REASONS:
-        raise IllegalTransition(
-            f"release for retry applies to an unknown outcome of a dispatched operation; "
-            f"{op.operation_id} is {op.state.value} with a {hold.reason.value} hold"
-        )
-    outcome = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
-    return Change(
-        None,
-        replace(op, state=State.PREPARED, execution_id=None, run_index=None, deadline=None),
-        "hold_resolved",
-        resolve_holds=outcome,
-        resolution=Resolution.RELEASED_FOR_RETRY,
-        data={"attempt": op.attempt},
-    )
-
-
-def cancel(op: Operation, holds: list[OpenHold], note: str) -> Change:
-    """A person decides the operation will not happen (or not be retried)."""
-    _require_note(note)
-    if op.state is State.CANCELLED:
-        raise IllegalTransition(f"operation {op.operation_id} is already cancelled")
-    if op.state is State.CONFIRMED and not any(h.reason is Reason.RECEIPT_CONFLICT for h in holds):
-        raise IllegalTransition(f"operation {op.operation_id} is confirmed; it cannot be cancelled")
-    return Change(
-        None,
-        replace(op, state=State.CANCELLED),
-        "hold_resolved",
-        resolve_holds=tuple(h.hold_id for h in holds),
-        resolution=Resolution.CANCELLED,
-        data={"from": op.state.value},
-    )
-
-
-def dismiss(hold: OpenHold, note: str) -> Change:
-    """Close an attention item that does not block (a person has seen it)."""
-    _require_note(note)
-    if hold.blocking:
-        raise IllegalTransition(
-            "a blocking hold is resolved by confirm, release for retry or cancel, not dismissed",
-            code="blocking_hold",
-        )
-    return Change(
-        None, None, "hold_resolved", resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED
-    )
-
-
-@dataclass(frozen=True)
-class HoldDeadlines:
-    """How long a person has to act on a new hold: less when it blocks the workflow."""
-
-    blocking: timedelta = DEFAULT_BLOCKING_HOLD_DEADLINE
-    other: timedelta = DEFAULT_HOLD_DEADLINE
-
-    def of(self, opened_at: datetime, reason: Reason) -> datetime:
-        return opened_at + (self.blocking if reason in BLOCKING_REASONS else self.other)
