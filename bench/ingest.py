@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import socket
 import sqlite3
@@ -21,9 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 
 from ledger.migrate import init_ledger
 from ledger.receiver.tokens import create_token
@@ -100,13 +104,104 @@ async def _client(port: int, token: str, ops: list[int], latencies: list[float],
 
 
 async def drive(
-    port: int, token: str, pairs: int, clients: int, run: str
+    ports: list[int], token: str, pairs: int, clients: int, run: str
 ) -> tuple[int, float, list[float]]:
+    """Client ``c`` talks to ``ports[c % len(ports)]``: several receivers share the load."""
     latencies: list[float] = []
     shares = [list(range(c, pairs, clients)) for c in range(clients)]
     started = time.perf_counter()
-    counts = await asyncio.gather(*(_client(port, token, s, latencies, run) for s in shares))
+    counts = await asyncio.gather(
+        *(_client(ports[c % len(ports)], token, s, latencies, run) for c, s in enumerate(shares))
+    )
     return sum(counts), time.perf_counter() - started, latencies
+
+
+@contextlib.contextmanager
+def receivers(db: str, count: int) -> Iterator[list[int]]:
+    """``count`` ``flowledger serve`` processes on one ledger, each on a free loopback port."""
+    ports = [free_port() for _ in range(count)]
+    serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log", "--db", db]
+    procs = [
+        subprocess.Popen(
+            [*serve, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for port in ports
+    ]
+    try:
+        for port in ports:
+            _wait_healthy(port)
+        yield ports
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
+
+
+def _wait_healthy(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def measure(db: str, processes: int, pairs: int, clients: int) -> tuple[int, float, list[float]]:
+    """A fresh token on the ledger at ``db``, a warm-up, then the timed run."""
+    store, _ = init_ledger(db)
+    token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
+    store.dispose()
+    with receivers(db, processes) as ports:
+        asyncio.run(drive(ports, token.token, 200, clients, "warm"))
+        return asyncio.run(drive(ports, token.token, pairs, clients, "run"))
+
+
+def report(label: str, done: int, elapsed: float, latencies: list[float], pairs: int) -> float:
+    rate = done / elapsed
+    q = statistics.quantiles(latencies, n=100)
+    print(f"{label}: {done} durable transitions ({pairs} pairs) in {elapsed:.2f} s")
+    print(f"  throughput      {rate:,.0f} transitions/s")
+    print(f"  latency p50     {q[49] * 1000:.1f} ms")
+    print(f"  latency p99     {q[98] * 1000:.1f} ms")
+    return rate
+
+
+def bare_postgres_rate(url: str, rows: int) -> float:
+    """Rows per second into PostgreSQL, one INSERT + COMMIT each (synchronous_commit on)."""
+    engine = sa.create_engine(sa.make_url(url).set(drivername="postgresql+psycopg"))
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("CREATE TABLE bare (id TEXT PRIMARY KEY, state TEXT, data TEXT)")
+            conn.commit()
+            started = time.perf_counter()
+            for i in range(rows):
+                conn.exec_driver_sql(
+                    "INSERT INTO bare VALUES (%s, 'dispatching', %s)", (f"op-{i}", "x" * 200)
+                )
+                conn.commit()
+            return rows / (time.perf_counter() - started)
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def fresh_postgres(server: str) -> Iterator[str]:
+    """A new, empty database on ``server``, dropped afterwards."""
+    name = f"fl_bench_{uuid.uuid4().hex[:8]}"
+    admin_url = sa.make_url(server).set(drivername="postgresql+psycopg")
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield sa.make_url(server).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
 
 
 def main() -> None:
@@ -121,44 +216,15 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-ingest-") as tmp:
         directory = Path(tmp)
-        db = str(directory / "ledger.db")
-        store, _ = init_ledger(db)
-        token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
-        store.dispose()
         bare_before = bare_sqlite_rate(directory, args.bare_rows)
-        port = free_port()
-        serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log"]
-        command = [*serve, "--db", db, "--port", str(port)]
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
-            asyncio.run(drive(port, token.token, 200, args.clients, "warm"))
-            done, elapsed, latencies = asyncio.run(
-                drive(port, token.token, args.pairs, args.clients, "run")
-            )
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+        done, elapsed, latencies = measure(
+            str(directory / "ledger.db"), 1, args.pairs, args.clients
+        )
         # The disk is shared: measure the baseline before and after, and use the mean.
         bare = (bare_before + bare_sqlite_rate(directory, args.bare_rows)) / 2
 
-    rate = done / elapsed
-    q = statistics.quantiles(latencies, n=100)
-    print(
-        f"receiver: {done} durable transitions ({args.pairs} dispatch+confirm pairs) "
-        f"from {args.clients} clients in {elapsed:.2f} s"
-    )
-    print(f"  throughput      {rate:,.0f} transitions/s")
-    print(f"  latency p50     {q[49] * 1000:.1f} ms")
-    print(f"  latency p99     {q[98] * 1000:.1f} ms")
+    label = f"receiver on SQLite, {args.clients} clients"
+    rate = report(label, done, elapsed, latencies, args.pairs)
     print(
         f"bare sqlite3, one commit per row (WAL, synchronous=FULL): {bare:,.0f} rows/s "
         f"(mean of before {bare_before:,.0f} and after): a durable commit costs "
@@ -166,6 +232,20 @@ def main() -> None:
     )
     print(f"ratio receiver / bare loop: {rate / bare:.2f}")
     print(f"cpus: {os.cpu_count()}  (goal: >= 2,000/s, p99 <= 50 ms on 2 cores, ratio >= 1.0)")
+
+    server = os.environ.get("FLOWLEDGER_BENCH_PG_URL") or os.environ.get("FLOWLEDGER_TEST_PG_URL")
+    if not server:
+        print("\nPostgreSQL: set FLOWLEDGER_BENCH_PG_URL to measure the scale-out path too")
+        return
+    print()
+    for processes in (1, 2):
+        with fresh_postgres(server) as url:
+            done, elapsed, latencies = measure(url, processes, args.pairs, args.clients)
+            bare = bare_postgres_rate(url, args.bare_rows)
+        label = f"receiver on PostgreSQL, {processes} serve process(es), {args.clients} clients"
+        rate = report(label, done, elapsed, latencies, args.pairs)
+        print(f"  bare psycopg loop, one commit per row: {bare:,.0f} rows/s")
+        print(f"  ratio receiver / bare loop: {rate / bare:.2f}")
 
 
 if __name__ == "__main__":

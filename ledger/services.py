@@ -57,6 +57,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class _BatchAborted(Exception):
+    """The server aborted a batch's transaction to break a deadlock: run it all again."""
+
+
+def _aborted_by_server(exc: BaseException) -> bool:
+    """A PostgreSQL serialization failure or deadlock."""
+    return getattr(getattr(exc, "orig", exc), "sqlstate", None) in ("40001", "40P01")
+
+
 class Ledger:
     """The ledger's services over one store. ``clock`` is injectable for tests."""
 
@@ -137,24 +146,34 @@ class Ledger:
         dbapi = self._dbapi
         if dbapi is not None and isinstance(orig, dbapi.IntegrityError):
             return True
-        return getattr(orig, "sqlstate", None) in ("40001", "40P01")
+        return _aborted_by_server(exc)
 
     def run_many(self, units: Sequence[tuple[str, Callable[[Tx], Any]]]) -> list[Outcome]:
         """Run several units of work in ONE transaction (one commit, one fsync), each inside
         its own SAVEPOINT: a unit that raises rolls back only its own writes and events, and
         its error is returned in its :class:`Outcome`. When the transaction itself fails
         (the commit, the chain append, a broken connection) every unit gets that error:
-        nothing of the batch is durable, so no caller may answer as if it were."""
-        outcomes: list[Outcome] = []
-        try:
-            with self.transaction("batch") as tx:
-                for actor, work in units:
-                    outcomes.append(self._run_unit(tx, actor, work))
-                crashpoint("batch_before_commit")
-        except Exception as exc:
-            return [Outcome(error=exc) for _ in units]
-        crashpoint("batch_after_commit")
-        return outcomes
+        nothing of the batch is durable, so no caller may answer as if it were.
+
+        A deadlock or serialization failure (PostgreSQL, two batches locking the same
+        operations in opposite orders) runs the whole batch again: retrying only the unit
+        would wait again on a lock the other batch cannot release while this one keeps the
+        locks of its earlier units."""
+        for attempt in range(self.retries):
+            outcomes: list[Outcome] = []
+            try:
+                with self.transaction("batch") as tx:
+                    for actor, work in units:
+                        outcomes.append(self._run_unit(tx, actor, work))
+                    crashpoint("batch_before_commit")
+            except Exception as exc:
+                aborted = isinstance(exc, _BatchAborted) or _aborted_by_server(exc)
+                if aborted and attempt + 1 < self.retries:
+                    continue
+                return [Outcome(error=exc) for _ in units]
+            crashpoint("batch_after_commit")
+            return outcomes
+        raise RuntimeError("unreachable")
 
     def _run_unit(self, tx: Tx, actor: str, work: Callable[[Tx], Any]) -> Outcome:
         for attempt in range(self.retries):
@@ -164,6 +183,8 @@ class Ledger:
             try:
                 value = work(tx)
             except Exception as exc:
+                if _aborted_by_server(exc):
+                    raise _BatchAborted from exc  # the whole transaction rolls back
                 tx.execute("ROLLBACK TO SAVEPOINT flowledger_unit")
                 tx.execute("RELEASE SAVEPOINT flowledger_unit")
                 del tx.events[mark:]
@@ -173,7 +194,7 @@ class Ledger:
                 return Outcome(error=exc)
             tx.execute("RELEASE SAVEPOINT flowledger_unit")
             return Outcome(value=value)
-        raise AssertionError("unreachable")
+        raise RuntimeError("unreachable")
 
     # ------------------------------------------------------------------ workflow calls
 

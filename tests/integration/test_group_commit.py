@@ -4,8 +4,12 @@ waiting requests into one commit."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from ledger import chain
@@ -142,3 +146,38 @@ def test_a_unit_raising_stop_iteration_fails_alone_and_its_batch_is_answered(
         writer.close()
     assert isinstance(answers[2], RuntimeError)
     assert [a.decision for n, a in enumerate(answers) if n != 2] == ["go"] * 4
+
+
+def test_two_batches_that_deadlock_are_each_run_again_whole_and_both_commit(
+    ledger: Ledger,
+) -> None:
+    """Batch A locks op-1 then op-2, batch B op-2 then op-1. PostgreSQL aborts one to break
+    the deadlock; retrying only that unit would wait again on the lock the other batch holds
+    for its first unit, so the whole batch runs again."""
+    if ledger.store.dialect == "sqlite":
+        pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
+    for op in ("op-1", "op-2"):
+        ledger.dispatch(op, req(f"e-{op}"), actor="t")
+    both_hold_one = threading.Barrier(2, timeout=30)
+    waited: set[str] = set()
+
+    def touch(op: str, then_wait: str | None = None) -> Callable[[Tx], str]:
+        def work(tx: Tx) -> str:
+            tx.execute(
+                "UPDATE operations SET version = version WHERE operation_id = :id", {"id": op}
+            )
+            if then_wait is not None and then_wait not in waited:  # only the first time
+                waited.add(then_wait)
+                both_hold_one.wait()
+            return op
+
+        return work
+
+    batches = {
+        "a": [("a", touch("op-1", then_wait="a")), ("a", touch("op-2"))],
+        "b": [("b", touch("op-2", then_wait="b")), ("b", touch("op-1"))],
+    }
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip(batches, pool.map(ledger.run_many, batches.values()), strict=True))
+    assert [o.value for o in results["a"]] == ["op-1", "op-2"]
+    assert [o.value for o in results["b"]] == ["op-2", "op-1"]
