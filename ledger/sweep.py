@@ -196,6 +196,24 @@ class Sweep:
             EXECUTIONS.c.status.in_(sweep_rules.FAILED_EXECUTION_STATUSES),
             sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),
         )
+        # Execution ids repeat across tool instances. An operation that names no source is
+        # matched only by an id no other source also has, and only within its own workflow:
+        # a blocking hold from a stranger's failure would stop a healthy write (the
+        # unknown_outcome deadline still catches an operation this leaves unmatched).
+        other = EXECUTIONS.alias("other")
+        ambiguous = sa.exists().where(
+            other.c.external_id == EXECUTIONS.c.external_id,
+            other.c.source != EXECUTIONS.c.source,
+        )
+        same_workflow = sa.or_(
+            OPS.c.workflow_id.is_(None),
+            EXECUTIONS.c.workflow_id.is_(None),
+            OPS.c.workflow_id == EXECUTIONS.c.workflow_id,
+        )
+        ours = sa.or_(
+            OPS.c.source == EXECUTIONS.c.source,
+            sa.and_(OPS.c.source.is_(None), same_workflow, ~ambiguous),
+        )
         rows = tx.conn.execute(
             self._locked(
                 sa.select(
@@ -206,7 +224,7 @@ class Sweep:
                 .select_from(OPS.join(EXECUTIONS, EXECUTIONS.c.external_id == OPS.c.execution_id))
                 .where(
                     OPS.c.state == State.DISPATCHING.value,
-                    sa.or_(OPS.c.source.is_(None), OPS.c.source == EXECUTIONS.c.source),
+                    ours,
                     failed,
                     _unheld(key),
                 )

@@ -164,6 +164,26 @@ def test_a_crashed_execution_of_another_attempt_or_source_opens_nothing(
     assert sweep(ledger).run().opened["execution_failed"] == 0
 
 
+@pytest.mark.parametrize(
+    "stranger",
+    [
+        {"source": "staging-n8n", "workflow_id": "wf-other"},  # same id on another instance
+        {"source": "prod-n8n", "workflow_id": "wf-other"},  # a workflow the operation is not
+    ],
+)
+def test_a_failed_execution_of_a_stranger_with_the_same_id_opens_nothing(
+    ledger: Ledger, clock: FakeClock, stranger: dict[str, str]
+) -> None:
+    """n8n numbers executions per instance, and the dispatch's ``source`` is optional."""
+    ledger.dispatch(OP, req("11"), actor="wf")  # workflow wf-1, no source
+    if stranger["source"] != "prod-n8n":
+        add_execution(ledger, external_id="11", status="success", workflow_id="wf-1")
+    add_execution(ledger, external_id="11", status="error", **stranger)
+    clock.advance(minutes=1)
+    assert sweep(ledger).run().opened["execution_failed"] == 0
+    assert ledger.dispatch(OP, req("12"), actor="wf").reason != "execution_failed"
+
+
 def test_an_execution_that_vanished_unfinished_counts_as_failed(
     ledger: Ledger, clock: FakeClock
 ) -> None:
