@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobExecutionEvent
+from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -23,6 +24,7 @@ from ledger.observability import JobMetrics
 
 log = logging.getLogger(__name__)
 LEASE_JOB = "lease"
+JOB_THREADS = 10  # APScheduler's default pool size, for every job but the lease's
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,12 @@ class Scheduler:
         self.aps = BackgroundScheduler(
             timezone=UTC,
             job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
+            # The lease is renewed on a thread of its own: ten slow jobs (sources waiting out
+            # timeouts, say) filling the shared pool must not let it lapse under them.
+            executors={
+                "default": ThreadPoolExecutor(JOB_THREADS),
+                LEASE_JOB: ThreadPoolExecutor(1),
+            },
         )
         self.aps.add_listener(self._skipped, EVENT_JOB_MAX_INSTANCES)
         if lease is not None:
@@ -65,6 +73,7 @@ class Scheduler:
             id=job.id,
             name=job.id,
             next_run_time=datetime.now(UTC),
+            executor=LEASE_JOB if job.id == LEASE_JOB else "default",
         )
 
     def start(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES
@@ -10,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from ledger.lease import Lease
 from ledger.observability import JobMetrics
-from ledger.scheduler import Job, Scheduler
+from ledger.scheduler import JOB_THREADS, Job, Scheduler
 from ledger.storage import Store
 from tests.factories import FakeClock
 
@@ -94,3 +95,35 @@ def test_only_the_lease_holder_runs_jobs_and_an_expired_lease_is_taken_over(
     assert ran == ["a", "b"]
     b.release()
     assert a.renew()
+
+
+def test_the_lease_is_renewed_while_slow_jobs_fill_every_job_thread(store: Store) -> None:
+    lease = Lease(store, timedelta(seconds=3), holder="a")
+    release, all_busy, renewed_while_busy = (threading.Event() for _ in range(3))
+    busy: list[str] = []
+    renew = lease.renew
+
+    def counting_renew() -> bool:
+        if all_busy.is_set():
+            renewed_while_busy.set()
+        return renew()
+
+    def slow(name: str) -> Callable[[], None]:
+        def job() -> None:
+            busy.append(name)
+            if len(busy) == JOB_THREADS:
+                all_busy.set()
+            release.wait(60)
+
+        return job
+
+    lease.renew = counting_renew  # type: ignore[method-assign]
+    jobs = [Job(f"sync:{n}", FAST, slow(f"s{n}")) for n in range(JOB_THREADS)]
+    s = Scheduler(jobs, lease=lease)
+    s.start()
+    try:
+        assert all_busy.wait(30), "the slow jobs never filled the pool"
+        assert renewed_while_busy.wait(30), "the lease was not renewed while the pool was full"
+    finally:
+        release.set()
+        s.shutdown()
