@@ -76,7 +76,7 @@ def sources_in_trouble(store: Store, now: datetime) -> list[tuple[dict[str, Any]
     trouble = []
     for src in queries.list_sources(store):
         problems = []
-        if src["status"] != "ok":
+        if src["status"] not in ("ok", "new"):  # "new": said below as never synced
             problems.append(f"status {src['status']}")
         if src["last_error"]:
             problems.append(f"last error at {when(src['last_error_at'])}: {src['last_error']}")

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -183,7 +183,10 @@ class Source(SQLModel, table=True):
     last_success_at: datetime | None = _ts(default=None)
     last_error: str | None = Field(default=None, max_length=2000)
     last_error_at: datetime | None = _ts(default=None)
-    status: str = Field(default="ok", max_length=16)
+    status: str = Field(default="ok", max_length=16)  # new (never synced), ok, error, stopped
+    # When the ledger first saw it (a sync or the sweep): "stale" counts from here until a
+    # first successful sync.
+    first_seen_at: datetime | None = _ts(default=None)
 
 
 class Execution(SQLModel, table=True):

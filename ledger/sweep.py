@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +30,7 @@ from ledger.domain import State
 from ledger.models import Execution, Hold, Operation, Source, table
 from ledger.records import to_domain as _to_domain
 from ledger.services import HoldTarget, Ledger
+from ledger.sync.writes import ensure_source
 from ledger.tx import Tx
 
 OPS = table(Operation)
@@ -90,9 +90,6 @@ class Sweep:
         self.sources = list(sources)
         self.batch = batch
         self.actor = actor
-        # Sources never synced successfully are stale counted from when this sweep first saw
-        # them (the table records no "configured at").
-        self._first_seen: dict[str, datetime] = {}
 
     def run(self) -> SweepResult:
         result = SweepResult()
@@ -308,7 +305,7 @@ class Sweep:
         known = {
             r.name: r
             for r in tx.conn.execute(
-                sa.select(SOURCES.c.name, SOURCES.c.last_success_at).where(
+                sa.select(SOURCES.c.name, SOURCES.c.last_success_at, SOURCES.c.first_seen_at).where(
                     SOURCES.c.name.in_([s.name for s in self.sources])
                 )
             )
@@ -317,7 +314,11 @@ class Sweep:
         for src in self.sources:
             row = known.get(src.name)
             last = row.last_success_at if row is not None else None
-            reference = last or self._first_seen.setdefault(src.name, tx.now)
+            first = row.first_seen_at if row is not None else None
+            if row is None or first is None:  # never synced nor seen: it is seen now
+                ensure_source(tx, src.name, src.kind, src.base_url)
+                first = tx.now
+            reference = last or first
             n = self.cfg.source_stale_intervals
             if sweep_rules.source_stale_due(reference, src.interval, n, tx.now):
                 hold = sweep_rules.source_stale_hold(src.name, last, src.interval, n)

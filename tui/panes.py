@@ -240,7 +240,7 @@ class SourcesPane(Vertical):
         cursor = table.cursor_row
         table.clear()
         for s in rows:
-            bad = s["status"] != "ok" or bool(s["last_error"])
+            bad = s["status"] != "ok" or bool(s["last_error"])  # "new" too: never synced
             table.add_row(
                 s["name"],
                 s["kind"],

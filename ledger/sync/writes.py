@@ -130,14 +130,23 @@ def mark_gone_by_id(tx: Tx, source: str, external_ids: Sequence[str]) -> int:
 
 
 def ensure_source(tx: Tx, name: str, kind: str, base_url: str) -> Any:
+    """The source's row, made on first sight (with ``first_seen_at``) and kept in step with
+    the configured kind and URL."""
     row = tx.conn.execute(sa.select(SOURCES).where(SOURCES.c.name == name)).first()
     if row is None:
-        tx.conn.execute(SOURCES.insert().values(name=name, kind=kind, base_url=base_url))
-        return tx.conn.execute(sa.select(SOURCES).where(SOURCES.c.name == name)).one()
-    if (row.kind, row.base_url) != (kind, base_url):
         tx.conn.execute(
-            SOURCES.update().where(SOURCES.c.name == name).values(kind=kind, base_url=base_url)
+            SOURCES.insert().values(
+                name=name, kind=kind, base_url=base_url, status="new", first_seen_at=tx.now
+            )
         )
+        return tx.conn.execute(sa.select(SOURCES).where(SOURCES.c.name == name)).one()
+    changes: dict[str, Any] = {}
+    if (row.kind, row.base_url) != (kind, base_url):
+        changes.update(kind=kind, base_url=base_url)
+    if row.first_seen_at is None:  # a row from before sources remembered it
+        changes["first_seen_at"] = tx.now
+    if changes:
+        tx.conn.execute(SOURCES.update().where(SOURCES.c.name == name).values(**changes))
     return row
 
 

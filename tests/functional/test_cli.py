@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from ledger.cli import app
 from ledger.domain import FailOutcome
 from ledger.migrate import init_ledger
+from ledger.models import SCHEMA_VERSION
 from ledger.services import Ledger
 from tests.factories import req
 
@@ -78,7 +79,7 @@ def test_export_writes_every_event_as_json_lines(busy_ledger: str) -> None:
 
 def test_doctor_reports_the_database(busy_ledger: str) -> None:
     code, out, _ = cli("doctor", "--db", busy_ledger)
-    assert code == 0 and "schema version:  1" in out
+    assert code == 0 and f"schema version:  {SCHEMA_VERSION}" in out
     if "://" not in busy_ledger:
         assert "journal mode:    wal" in out and "synchronous:     FULL" in out
         assert "wal-reset bug:" in out
@@ -249,3 +250,24 @@ def test_export_since_takes_an_offset(busy_ledger: str, since: str) -> None:
 def test_export_since_refuses_a_garbled_time_in_one_line(busy_ledger: str) -> None:
     code, out, err = cli("export", "--since", "yesterday-ish", "--db", busy_ledger)
     assert code == 2 and out == "" and err.count("\n") == 1 and "ISO 8601" in err
+
+
+def test_migrate_upgrades_a_ledger_made_with_the_first_schema(tmp_path: Path) -> None:
+    from alembic import command
+
+    from ledger.migrate import alembic_config
+    from ledger.storage import make_store, resolve_url
+
+    db = tmp_path / "first.db"
+    store = make_store(resolve_url(str(db)), create=True)
+    with store.engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0001")
+        conn.exec_driver_sql("INSERT INTO sources (name, kind, status) VALUES ('old', 'n8n', 'ok')")
+    store.dispose()
+    code, _, err = cli("status", "--db", str(db))
+    assert code == 2 and "run `flowledger migrate`" in err
+    code, _, err = cli("migrate", "--db", str(db))
+    assert code == 0, err
+    assert cli("status", "--db", str(db))[0] == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT name, first_seen_at FROM sources").fetchall() == [("old", None)]

@@ -346,6 +346,18 @@ def test_a_source_never_synced_is_stale_n_intervals_after_the_sweep_first_saw_it
     fires_once_at(ledger, clock, s, T0 + timedelta(minutes=5), "source_stale")
 
 
+def test_first_sight_of_a_source_outlives_the_sweep_that_saw_it(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    """Cron's `sweep --once`, a restart and a lease takeover each make a new sweep."""
+    assert sweep(ledger).run().opened["source_stale"] == 0
+    for _ in range(4):
+        clock.advance(minutes=1)
+        assert sweep(ledger).run().opened["source_stale"] == 0
+    clock.advance(minutes=1)  # five one-minute intervals since the first sweep saw it
+    assert sweep(ledger).run().opened["source_stale"] == 1
+
+
 # --------------------------------------------------------------------------- races
 
 
