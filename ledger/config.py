@@ -8,12 +8,14 @@ database, logs or events.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,24 +26,42 @@ from ledger.storage import LedgerError
 CONFIG_FILE = "flowledger.toml"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+MAX_DURATION = timedelta(days=36_500)
+_OUT_OF_RANGE = (
+    f"a duration must be at least 1 microsecond and at most {MAX_DURATION.days}d (100 years)"
+)
 
 
 def parse_duration(value: Any) -> timedelta:
-    """``"90s"``, ``"15m"``, ``"24h"``, ``"2d"``, or a number of seconds."""
+    """``"90s"``, ``"15m"``, ``"24h"``, ``"2d"``, or a number of seconds: at least a microsecond
+    once rounded (a zero lease or interval would never let a job run) and at most
+    :data:`MAX_DURATION`, so that adding one to a time stays inside the calendar."""
     if isinstance(value, timedelta):
-        return value
+        duration = value
+    else:
+        seconds = _seconds(value)
+        # Checked before timedelta() sees it: past its range it raises OverflowError, and NaN
+        # compares false both ways.
+        if not 0 < seconds <= MAX_DURATION.total_seconds():
+            raise ValueError(_OUT_OF_RANGE)
+        duration = timedelta(seconds=seconds)
+    if not timedelta(0) < duration <= MAX_DURATION:
+        raise ValueError(_OUT_OF_RANGE)
+    return duration
+
+
+def _seconds(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("a duration is a number of seconds or a string such as '15m'")
     if isinstance(value, int | float):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(str(value))
-        if not match:
-            raise ValueError(f"{value!r} is not a duration (use e.g. '90s', '15m', '24h', '2d')")
-        seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if seconds <= 0:
-        raise ValueError("a duration must be positive")
-    return timedelta(seconds=seconds)
+        try:
+            return float(value)
+        except OverflowError:  # an integer past any float
+            return math.inf
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (use e.g. '90s', '15m', '24h', '2d')")
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
@@ -68,11 +88,40 @@ class SourceConfig(_Section):
     # How often a sync walks the tool's whole list to notice pruned and deleted executions.
     reconcile_interval: Duration = timedelta(hours=1)
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        # Imported here: the registry loads every connector and httpx, which importing the
+        # configuration alone does not need.
+        from connectors.registry import KINDS
+
+        if value not in KINDS:
+            raise ValueError(f"unknown source kind {value!r} (known: {', '.join(sorted(KINDS))})")
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        # The messages never repeat the URL: it may carry a user and password (urlsplit's own
+        # messages name at most the host).
         if not value.startswith(("http://", "https://")):
             raise ValueError("base_url must start with http:// or https://")
+        if any(ch.isspace() or not ch.isprintable() for ch in value):
+            raise ValueError("base_url must not contain spaces or control characters")
+        try:
+            parts = urlsplit(value)
+        except ValueError as exc:
+            raise ValueError(f"base_url is not a valid URL ({exc})") from None
+        if not parts.hostname:
+            raise ValueError("base_url names no host")
+        try:
+            bad_port = parts.port == 0
+        except ValueError:  # not a number, or past 65535
+            bad_port = True
+        if bad_port:
+            raise ValueError("base_url's port must be a number from 1 to 65535")
+        if "?" in value or "#" in value:
+            raise ValueError("base_url must not have a query or fragment (paths are appended)")
         return value.rstrip("/")
 
     def secret(self, env_name: str | None) -> str | None:

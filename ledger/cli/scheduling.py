@@ -47,7 +47,9 @@ def _need_once(once: bool, job: str) -> None:
 def run(
     db: DbOption = None,
     host: Annotated[str | None, typer.Option(help="Address to listen on [receiver.host]")] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on [receiver.port]")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="Port to listen on [receiver.port]")
+    ] = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
     from ledger import runner  # the server stack loads only for this command

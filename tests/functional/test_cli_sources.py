@@ -4,6 +4,7 @@ runs them, against a fake n8n."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import ssl
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,23 @@ def test_an_unknown_source_or_none_configured_is_one_line(n8n: FakeN8n, tmp_path
     assert code == 2 and "no sources configured" in out
     code, out = run("sync")
     assert code == 2 and "give --once" in out
+
+
+@pytest.mark.parametrize(
+    ("bad", "key"),
+    [
+        (CONFIG.replace('"n8n"', '"zapier"'), "sources.0.kind: Value error, unknown source kind"),
+        (CONFIG.replace("n8n.test", "n8n.test:99999"), "sources.0.base_url"),
+        (CONFIG.replace("n8n.test", "[::1"), "sources.0.base_url"),
+    ],
+)
+@pytest.mark.parametrize("command", [("sync", "--once"), ("sources", "check", "prod-n8n")])
+def test_a_bad_source_is_one_line_and_writes_nothing(
+    n8n: FakeN8n, tmp_path: Path, bad: str, key: str, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "flowledger.toml").write_text(bad)
+    code, out = run(*command)
+    assert code == 2 and out.count("\n") == 1
+    assert out.startswith(f"flowledger: {tmp_path / 'flowledger.toml'}: {key}")
+    with sqlite3.connect(tmp_path / "ledger.db") as db:
+        assert db.execute("SELECT count(*) FROM sources").fetchone() == (0,)

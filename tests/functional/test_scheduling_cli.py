@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
+from ledger import runner as runner_module
 from ledger.cli.common import app
 from ledger.housekeeping import expire_idempotency_keys
 from ledger.models import IdempotencyKey, table
@@ -53,6 +54,9 @@ def test_jobs_without_once_point_at_run(store: Store, db_url: str, config: Path)
         ('[alerts]\nurls = ["http://a/", "http://a/"]\n', "distinct"),
         ('[scheduler]\nlease = "-1s"\n', "scheduler.lease"),
         ('[sweep]\ninterval = "soon"\n', "sweep.interval"),
+        ("[scheduler]\nlease = inf\n", "scheduler.lease"),
+        ('[sweep]\ninterval = "99999999999d"\n', "sweep.interval"),
+        ("[sweep]\ndispatch_deadline = 1e300\n", "sweep.dispatch_deadline"),
     ],
 )
 def test_bad_scheduling_settings_are_one_line_errors(
@@ -62,6 +66,18 @@ def test_bad_scheduling_settings_are_one_line_errors(
     result = runner.invoke(app, ["run", "--db", db_url, "--port", "0"])
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
+    assert result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_run_refuses_a_port_out_of_range_before_starting(
+    store: Store, db_url: str, config: Path, monkeypatch: pytest.MonkeyPatch, port: str
+) -> None:
+    started: list[int] = []
+    monkeypatch.setattr(runner_module, "run", lambda *a, **kw: started.append(kw["port"]))
+    result = runner.invoke(app, ["run", "--db", db_url, "--port", port])
+    assert result.exit_code == 2 and "Invalid value for '--port'" in result.output
+    assert started == []
 
 
 def test_housekeeping_deletes_only_expired_idempotency_keys(store: Store, clock: FakeClock) -> None:

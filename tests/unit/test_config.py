@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -46,15 +48,43 @@ def test_a_source_is_read_with_its_interval_and_a_trimmed_url(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [("90s", 90), ("15m", 900), ("24h", 86400), ("2d", 172800), ("250ms", 0.25), (30, 30)],
+    [
+        ("90s", 90),
+        ("15m", 900),
+        ("24h", 86400),
+        ("2d", 172800),
+        ("250ms", 0.25),
+        (30, 30),
+        ("0.000001s", 0.000001),  # the smallest: one microsecond
+        ("36500d", 36500 * 86400),  # the longest: a hundred years
+    ],
 )
 def test_durations(value: object, seconds: float) -> None:
     assert parse_duration(value) == timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("value", ["soon", "-5m", "0s", "", True, "5 fortnights"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "soon",
+        "-5m",
+        "0s",
+        "",
+        True,
+        "5 fortnights",
+        "0.0000001s",  # rounds to zero microseconds
+        1e-7,
+        timedelta(0),
+        "36501d",
+        "99999999999d",  # past what timedelta can hold
+        1e300,
+        10**400,  # past what a float can hold
+        float("inf"),
+        float("nan"),
+    ],
+)
 def test_bad_durations_are_refused(value: object) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="duration"):
         parse_duration(value)
 
 
@@ -67,6 +97,19 @@ def test_bad_durations_are_refused(value: object) -> None:
         ('[sweep]\nintervall = "1m"\n', "sweep.intervall"),  # a typo is not ignored
         (SOURCE + SOURCE, "unique"),
         (SOURCE.replace("http://", "ftp://"), "base_url"),
+        (SOURCE.replace(":5678", ":99999"), "sources.0.base_url"),  # port out of range
+        (SOURCE.replace(":5678", ":0"), "sources.0.base_url"),
+        (SOURCE.replace(":5678", ":56a"), "sources.0.base_url"),
+        (SOURCE.replace("127.0.0.1:5678", "[::1"), "sources.0.base_url"),  # unclosed bracket
+        (SOURCE.replace("127.0.0.1", ""), "sources.0.base_url"),  # no host
+        (SOURCE.replace("127.0.0.1", "a\\u0000b"), "sources.0.base_url"),  # a control character
+        (SOURCE.replace("5678/", "5678/?a=1"), "sources.0.base_url"),  # paths are appended
+        (SOURCE.replace('"n8n"', '"zapier"'), "sources.0.kind"),
+        ("[scheduler]\nlease = inf\n", "scheduler.lease"),
+        ("[scheduler]\nlease = nan\n", "scheduler.lease"),
+        ('[scheduler]\nlease = "0.0000001s"\n', "scheduler.lease"),
+        ('[sweep]\ninterval = "99999999999d"\n', "sweep.interval"),
+        ("[sweep]\ndispatch_deadline = 1e300\n", "sweep.dispatch_deadline"),
         (SOURCE.replace('"N8N_API_KEY"', '"N8N API KEY; rm -rf /"'), "api_key_env"),
         ("max_attempts = 0\n", "max_attempts"),
         ("[receiver]\nport = 70000\n", "receiver.port"),
@@ -82,6 +125,27 @@ def test_a_bad_file_is_one_line_naming_the_file_and_the_key(
     message = str(caught.value)
     assert where in message and str(path) in message
     assert "\n" not in message
+
+
+def test_an_unknown_kind_names_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError, match=r"'zapier' \(known: airflow, n8n\)"):
+        load_config(write(tmp_path, SOURCE.replace('"n8n"', '"zapier"')))
+
+
+def test_every_registered_kind_is_accepted(tmp_path: Path) -> None:
+    from connectors.registry import KINDS
+
+    for kind in KINDS:
+        assert load_config(write(tmp_path, SOURCE.replace('"n8n"', f'"{kind}"'))).sources
+
+
+def test_the_config_module_loads_no_connector_until_a_source_is_read() -> None:
+    code = (
+        "import sys, ledger.config; "
+        "print(any(m.split('.')[0] in ('connectors', 'httpx') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_the_api_key_itself_never_enters_the_config(tmp_path: Path) -> None:
