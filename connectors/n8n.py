@@ -64,6 +64,7 @@ class N8nConnector:
         self.max_probes = max_probes
         self._names: dict[str, str] | None = None
         self._passed: dict[str, str] = {}  # reads given up on this run, and why
+        self._relisted = False  # listed again from the newest after a refused cursor
         self.notes: list[str] = []
 
     # ------------------------------------------------------------------ HTTP
@@ -126,11 +127,16 @@ class N8nConnector:
                 params["cursor"] = cursor
             try:
                 raw, nxt = self._list(params)
-            except BadRequest:
+            except BadRequest as exc:
                 if not cursor:
                     raise
-                # A cursor the tool no longer takes: list again from the newest; what is
-                # already stored is stored again, unchanged.
+                if self._relisted:
+                    raise Malformed(
+                        f"n8n refused a cursor again after listing from the newest: {exc}"
+                    ) from exc
+                # A cursor the tool no longer takes: list again from the newest, once a run;
+                # what is already stored is stored again, unchanged.
+                self._relisted = True
                 cursor, low = None, None
                 continue
             records = [self._record(item) for item in raw]

@@ -370,6 +370,26 @@ def test_a_stale_cursor_lists_again_from_the_newest_without_duplicates(
     assert report.ok and set(rows(store)) == n8n.ids() and len(rows(store)) == 600
 
 
+def test_a_cursor_refused_again_after_listing_from_the_newest_stops_the_source(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    n8n.add(300)
+    n8n.intercept = lambda request: (
+        httpx.Response(400, json={"message": "An invalid cursor was provided"})
+        if "cursor" in request.url.params
+        else None
+    )
+
+    def bounded(report: Any) -> None:
+        if report.pages > 10:
+            pytest.fail("the sync kept listing from the newest")
+
+    report = sync(ledger, n8n, progress=bounded)
+    assert report.status == "stopped" and report.pages == 2 and len(rows(store)) == 250
+    row = source_row(store)
+    assert row["status"] == "stopped" and "refused a cursor again" in row["last_error"]
+
+
 def test_list_executions_pages_by_keyset_most_recent_first(
     ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
 ) -> None:

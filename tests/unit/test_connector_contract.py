@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -233,6 +234,20 @@ def test_a_failing_list_names_no_record_to_pass_over(fake: Any) -> None:
     assert failed.value.record is None
     with pytest.raises(ServerError):
         connector.pass_over(failed.value)
+
+
+def test_n8n_lists_again_from_the_newest_once_a_run_when_its_cursor_is_refused() -> None:
+    fake = FakeN8n()
+    fake.add(300)
+    fake.intercept = lambda request: (
+        httpx.Response(400, json={"message": "An invalid cursor was provided"})
+        if "cursor" in request.url.params
+        else None
+    )
+    pages = connect(fake).pages(None)
+    with pytest.raises(Malformed, match="refused a cursor again after listing from the newest"):
+        list(itertools.islice(pages, 10))
+    assert ["cursor" in r.url.params for r in fake.list_requests()] == [False, True, False, True]
 
 
 def test_n8n_refuses_an_execution_id_that_is_not_a_number() -> None:
