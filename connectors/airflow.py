@@ -21,7 +21,15 @@ from urllib.parse import quote
 import httpx
 
 from connectors import fields
-from connectors.base import AuthFailed, ExecutionRecord, Malformed, NoApi, Page, Settings
+from connectors.base import (
+    AuthFailed,
+    ConnectorError,
+    ExecutionRecord,
+    Malformed,
+    NoApi,
+    Page,
+    Settings,
+)
 from connectors.http import NotFound, public_url, request_json
 
 STATUS = {"queued": "new", "running": "running", "success": "success", "failed": "error"}
@@ -135,6 +143,10 @@ class AirflowConnector:
         except Malformed as exc:
             raise Malformed(f"{where} answered, but not like the Airflow 3 API: {exc}") from exc
         return f"Airflow API at {where} answers; {total} DAG run(s)"
+
+    def pass_over(self, exc: ConnectorError) -> None:
+        """Pages here are read from the list alone: no read names one record to go without."""
+        raise exc
 
     # ------------------------------------------------------------------ records
 

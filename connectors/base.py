@@ -66,14 +66,19 @@ class Settings:
 class ConnectorError(Exception):
     """A problem talking to the tool; the message is one line a person can act on and never
     holds a secret. ``retryable`` errors may pass (429, 5xx, a network blip, a tool still
-    starting); the others stop the source until someone fixes the cause."""
+    starting); the others stop the source until someone fixes the cause. ``record`` names the
+    read when it failed for one record alone (``execution 5``): once its retries are spent, the
+    sync hands the error to :meth:`Connector.pass_over` and goes on without that read."""
 
     retryable = False
     stops_source = False
 
-    def __init__(self, message: str, *, retry_after: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, retry_after: str | None = None, record: str | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after  # the raw Retry-After header, when the tool sent one
+        self.record = record
 
 
 class Unreachable(ConnectorError):
@@ -136,6 +141,12 @@ class Connector(Protocol):
     def check(self) -> str:
         """One live call; a short description of what answered, or a :class:`ConnectorError`
         saying plainly what is wrong."""
+        ...
+
+    def pass_over(self, exc: ConnectorError) -> None:
+        """Go on without the read ``exc.record`` names, its retries spent: ``pages`` from now
+        on leaves it out (or keeps the record without what it could not read), and ``notes``
+        says so. Raises ``exc`` when the connector cannot go on without it."""
         ...
 
 

@@ -12,6 +12,10 @@ a run is part-way, ``top`` (the newest id of that run), ``low`` (the lowest id l
 and ``cursor`` (where to go on). Ids are decimal strings, ordered as numbers. An id missing
 between two listed ones (a *hole*) may be an execution the list left out because it was
 running or waiting: holes above ``high`` are probed by id, a bounded number per run.
+
+A read by id that keeps failing with 5xx while the list answers is that execution's alone; once
+the sync has spent its retries on it, the run passes over it (:meth:`N8nConnector.pass_over`)
+rather than stopping there on every run while n8n prunes what the ledger never got.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ import httpx
 from connectors import fields
 from connectors.base import (
     AuthFailed,
+    ConnectorError,
     ExecutionRecord,
     Malformed,
     NoApi,
     Page,
+    ServerError,
     Settings,
     clean_text,
 )
@@ -57,6 +63,8 @@ class N8nConnector:
         self.limit = max(1, min(settings.page_size, MAX_LIMIT))
         self.max_probes = max_probes
         self._names: dict[str, str] | None = None
+        self._passed: dict[str, str] = {}  # reads given up on this run, and why
+        self._relisted = False  # listed again from the newest after a refused cursor
         self.notes: list[str] = []
 
     # ------------------------------------------------------------------ HTTP
@@ -75,6 +83,20 @@ class N8nConnector:
             **kw,
         )
         return body
+
+    def _by_id(self, external_id: str, *, data: bool = False) -> Any:
+        """One execution by id; a 5xx names the read (see :meth:`pass_over`)."""
+        try:
+            if data:
+                return self._get(
+                    f"/executions/{_quote(external_id)}",
+                    {"includeData": "true"},
+                    max_body=MAX_DATA_BODY,
+                )
+            return self._get(f"/executions/{_quote(external_id)}")
+        except ServerError as exc:
+            exc.record = _read(external_id, data=data)
+            raise
 
     def _list(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
         try:
@@ -105,11 +127,16 @@ class N8nConnector:
                 params["cursor"] = cursor
             try:
                 raw, nxt = self._list(params)
-            except BadRequest:
+            except BadRequest as exc:
                 if not cursor:
                     raise
-                # A cursor the tool no longer takes: list again from the newest; what is
-                # already stored is stored again, unchanged.
+                if self._relisted:
+                    raise Malformed(
+                        f"n8n refused a cursor again after listing from the newest: {exc}"
+                    ) from exc
+                # A cursor the tool no longer takes: list again from the newest, once a run;
+                # what is already stored is stored again, unchanged.
+                self._relisted = True
                 cursor, low = None, None
                 continue
             records = [self._record(item) for item in raw]
@@ -142,7 +169,7 @@ class N8nConnector:
 
     def fetch(self, external_id: str) -> ExecutionRecord | None:
         try:
-            body = self._get(f"/executions/{_quote(external_id)}")
+            body = self._by_id(external_id)
         except NotFound:
             return None
         record = self._record(fields.obj(body, "the execution"))
@@ -171,6 +198,15 @@ class N8nConnector:
         newest = fields.ident(raw[0], "id") if raw else None
         tail = f"newest listed execution {newest}" if newest else "no executions listed yet"
         return f"n8n public API at {where} answers; {tail}"
+
+    def pass_over(self, exc: ConnectorError) -> None:
+        """A probed id is left out, for the walk of the whole list to recover once it is
+        listed; a ``customData`` read leaves the execution without it, the reason in
+        ``extra`` as for a malformed answer."""
+        if exc.record is None:
+            raise exc
+        self._passed[exc.record] = clean_text(exc, 200)
+        self.notes.append(f"passed over the read of {exc.record}: {clean_text(exc, 200)}")
 
     # ------------------------------------------------------------------ records
 
@@ -212,7 +248,7 @@ class N8nConnector:
         found: list[ExecutionRecord] = []
         candidate = start
         while candidate >= floor and budget > 0:
-            if candidate not in listed:
+            if candidate not in listed and _read(str(candidate)) not in self._passed:
                 budget -= 1
                 record = self.fetch(str(candidate))
                 if record is not None:
@@ -261,12 +297,11 @@ class N8nConnector:
         key = self.settings.custom_data_key
         if not record.final or record.workflow_id not in self.settings.custom_data_workflows:
             return record
+        passed = self._passed.get(_read(record.external_id, data=True))
+        if passed is not None:
+            return replace(record, extra={**record.extra, "custom_data": passed})
         try:
-            body = self._get(
-                f"/executions/{_quote(record.external_id)}",
-                {"includeData": "true"},
-                max_body=MAX_DATA_BODY,
-            )
+            body = self._by_id(record.external_id, data=True)
         except NotFound:
             return record
         except Malformed as exc:
@@ -280,6 +315,11 @@ class N8nConnector:
 
 def _quote(external_id: str) -> str:
     return quote(external_id, safe="")
+
+
+def _read(external_id: str, *, data: bool = False) -> str:
+    """How a read by id is named in a :class:`ConnectorError` and in the notes."""
+    return f"customData of execution {external_id}" if data else f"execution {external_id}"
 
 
 def _num(value: Any) -> int | None:

@@ -172,8 +172,11 @@ class _Run:
 
     def _each_page(self, connector: Connector) -> Iterator[Page]:
         """The connector's pages, resuming from the last stored position after a retryable
-        error (a generator that raised cannot go on)."""
+        error (a generator that raised cannot go on). A read of one record that still fails
+        when the retries are spent is passed over, once: the tool answers for everything
+        else, and stopping there would hold back every newer page on every run."""
         attempt = 0
+        passed: set[str] = set()
         pages: Iterator[Page] | None = None
         while True:
             if pages is None:
@@ -184,6 +187,12 @@ class _Run:
                 return
             except ConnectorError as exc:
                 pages = None
+                spent = exc.retryable and attempt >= self.backoff.retries
+                if spent and exc.record and exc.record not in passed:
+                    connector.pass_over(exc)
+                    passed.add(exc.record)
+                    attempt = 0
+                    continue
                 self._wait(exc, attempt)
                 attempt += 1
                 continue

@@ -243,6 +243,53 @@ def test_backoff_gives_up_after_its_retries(ledger: Ledger, store: Store, n8n: F
     assert sleeps == [1, 2, 4] and report.status == "error" and "500" in (report.error or "")
 
 
+def test_a_custom_data_read_that_keeps_failing_is_passed_over_after_the_retries(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    n8n.add(10)
+    n8n.intercept = lambda request: (
+        httpx.Response(500, json={"message": "Internal error"})
+        if request.url.path == "/api/v1/executions/5"
+        else None
+    )
+    sleeps = Sleeps()
+    report = sync(ledger, n8n, sleeps, backoff=Backoff(retries=3), custom_data_workflows=["wf-1"])
+    assert sleeps == [1, 2, 4] and report.ok and set(rows(store)) == n8n.ids()
+    assert "500" in json.loads(rows(store)["5"]["extra"])["custom_data"]
+    assert report.notes == [
+        "passed over the read of customData of execution 5: n8n at "
+        "http://n8n.test/api/v1/executions/5 failed with 500: Internal error"
+    ]
+    newer = n8n.add(5)
+    again = sync(ledger, n8n, custom_data_workflows=["wf-1"])
+    assert again.ok and again.new == 5 and set(newer) <= set(rows(store))
+
+
+def test_a_hole_n8n_keeps_failing_to_read_is_left_for_the_walk_of_the_list(
+    ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
+) -> None:
+    n8n.add(2)
+    sync(ledger, n8n)
+    (waiting,) = n8n.add(1, status="waiting")
+    n8n.unlisted.add(int(waiting))
+    n8n.add(2)
+    n8n.intercept = lambda request: (
+        httpx.Response(502, text="bad gateway")
+        if request.url.path == f"/api/v1/executions/{waiting}"
+        else None
+    )
+    sleeps = Sleeps()
+    report = sync(ledger, n8n, sleeps, backoff=Backoff(retries=2))
+    assert sleeps == [1, 2] and report.ok and set(rows(store)) == n8n.ids() - {waiting}
+    assert report.notes[0].startswith(f"passed over the read of execution {waiting}: ")
+    n8n.intercept = None
+    n8n.set_status(waiting, "success")
+    n8n.unlisted.clear()
+    clock.advance(hours=2)
+    later = sync(ledger, n8n)
+    assert later.recovered == 1 and set(rows(store)) == n8n.ids()
+
+
 def test_a_malformed_page_stops_the_source_and_keeps_what_is_stored(
     ledger: Ledger, store: Store, n8n: FakeN8n
 ) -> None:
@@ -321,6 +368,26 @@ def test_a_stale_cursor_lists_again_from_the_newest_without_duplicates(
     n8n.inject(httpx.Response(400, json={"message": "An invalid cursor was provided"}))
     report = sync(ledger, n8n)
     assert report.ok and set(rows(store)) == n8n.ids() and len(rows(store)) == 600
+
+
+def test_a_cursor_refused_again_after_listing_from_the_newest_stops_the_source(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    n8n.add(300)
+    n8n.intercept = lambda request: (
+        httpx.Response(400, json={"message": "An invalid cursor was provided"})
+        if "cursor" in request.url.params
+        else None
+    )
+
+    def bounded(report: Any) -> None:
+        if report.pages > 10:
+            pytest.fail("the sync kept listing from the newest")
+
+    report = sync(ledger, n8n, progress=bounded)
+    assert report.status == "stopped" and report.pages == 2 and len(rows(store)) == 250
+    row = source_row(store)
+    assert row["status"] == "stopped" and "refused a cursor again" in row["last_error"]
 
 
 def test_list_executions_pages_by_keyset_most_recent_first(

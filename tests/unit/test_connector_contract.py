@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -203,6 +204,50 @@ def test_n8n_names_workflows_and_reads_custom_data_only_where_configured() -> No
     assert by_id[linked].operation_id == "invoice:INV-7:send"
     with_data = [r for r in fake.requests if r.url.params.get("includeData") == "true"]
     assert [r.url.path for r in with_data] == [f"/api/v1/executions/{linked}"]
+
+
+def test_n8n_names_a_failing_read_by_id_and_goes_on_without_it_once_passed_over() -> None:
+    fake = FakeN8n()
+    fake.add(3, workflow_id="wf-2")
+    fake.intercept = lambda request: (
+        httpx.Response(503, json={"message": "out of memory"})
+        if request.url.path == "/api/v1/executions/2"
+        else None
+    )
+    connector = N8nConnector(fake.client(), fake.settings(custom_data_workflows=("wf-2",)))
+    with pytest.raises(ServerError) as failed:
+        drain(connector, None)
+    assert failed.value.record == "customData of execution 2"
+    connector.pass_over(failed.value)
+    records, _ = drain(connector, None)
+    by_id = {r.external_id: r for r in records}
+    assert set(by_id) == {"1", "2", "3"} and by_id["2"].operation_id is None
+    assert "503" in by_id["2"].extra["custom_data"] and "execution 2" in connector.notes[0]
+
+
+def test_a_failing_list_names_no_record_to_pass_over(fake: Any) -> None:
+    fake.add(2)
+    fake.inject(httpx.Response(500, json={"message": "boom"}))
+    connector = connect(fake)
+    with pytest.raises(ServerError) as failed:
+        drain(connector, None)
+    assert failed.value.record is None
+    with pytest.raises(ServerError):
+        connector.pass_over(failed.value)
+
+
+def test_n8n_lists_again_from_the_newest_once_a_run_when_its_cursor_is_refused() -> None:
+    fake = FakeN8n()
+    fake.add(300)
+    fake.intercept = lambda request: (
+        httpx.Response(400, json={"message": "An invalid cursor was provided"})
+        if "cursor" in request.url.params
+        else None
+    )
+    pages = connect(fake).pages(None)
+    with pytest.raises(Malformed, match="refused a cursor again after listing from the newest"):
+        list(itertools.islice(pages, 10))
+    assert ["cursor" in r.url.params for r in fake.list_requests()] == [False, True, False, True]
 
 
 def test_n8n_refuses_an_execution_id_that_is_not_a_number() -> None:
