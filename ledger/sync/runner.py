@@ -318,7 +318,9 @@ class _Run:
     def _recover(self, connector: Connector, present: set[str]) -> None:
         """Fetch what the tool holds and the ledger never got: an execution the list left
         out while it ran, in a gap past the probe budget, is listed once it ends, below the
-        position that incremental reads start from."""
+        position that incremental reads start from. A copy marked gone that the tool lists
+        again (a 404 that passed, a restore) is fetched too, which clears its ``gone_at``:
+        left gone, an unfinished one would count as vanished and hold its operation."""
         t = writes.EXECUTIONS
         ids = sorted(present)
         unknown: list[str] = []
@@ -328,7 +330,9 @@ class _Run:
                 known = set(
                     conn.execute(
                         sa.select(t.c.external_id).where(
-                            t.c.source == self.cfg.name, t.c.external_id.in_(chunk)
+                            t.c.source == self.cfg.name,
+                            t.c.external_id.in_(chunk),
+                            t.c.gone_at.is_(None),
                         )
                     ).scalars()
                 )

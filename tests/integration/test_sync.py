@@ -139,6 +139,22 @@ def test_a_deleted_execution_keeps_its_copy_with_gone_at(
     assert set(rows(store, gone=False)) == {"1", "3"}
 
 
+def test_a_copy_the_tool_shows_again_is_no_longer_gone(
+    ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
+) -> None:
+    n8n.add(3)
+    (waiting,) = n8n.add(1, status="waiting")
+    sync(ledger, n8n)
+    shown = dict(n8n.executions[int(waiting)])
+    clock.advance(minutes=5)
+    n8n.delete(waiting)
+    assert sync(ledger, n8n, reconcile=True).gone == 1
+    n8n.executions[int(waiting)] = shown  # restored in n8n (from a backup, say)
+    clock.advance(hours=2)
+    sync(ledger, n8n, reconcile=True)
+    assert rows(store)[waiting]["gone_at"] is None
+
+
 def test_pruning_by_the_tool_loses_nothing_from_the_ledger(
     ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
 ) -> None:
@@ -192,6 +208,19 @@ def test_an_attempt_from_another_source_is_not_linked(
     (ext_id,) = n8n.add(1)
     ledger.dispatch("op:elsewhere", req(ext_id, source="staging-n8n"), actor="t")
     assert sync(ledger, n8n).linked == 0
+
+
+def test_an_attempt_of_another_workflow_with_the_same_execution_id_is_not_linked(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    """Execution ids repeat across n8n instances; an attempt that names no source is linked
+    only to an execution of its own workflow."""
+    (ext_id,) = n8n.add(1, workflow_id="wf-other")
+    ledger.dispatch("op:same-id", req(ext_id), actor="t")  # workflow wf-1, no source
+    assert sync(ledger, n8n).linked == 0
+    (mine,) = n8n.add(1)  # wf-1
+    ledger.dispatch("op:mine", req(mine), actor="t")
+    assert sync(ledger, n8n).linked == 1
 
 
 def test_custom_data_links_an_execution_that_never_called_the_ledger(
