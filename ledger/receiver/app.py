@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 
 from ledger.config import ReceiverConfig
 from ledger.receiver import errors, health, reads, writes
-from ledger.receiver.committer import Committer, Work, commit, committer_for
+from ledger.receiver.committer import Committer, Work, committer_for
 from ledger.receiver.idempotency import purge_expired
 from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyLimit, Timing
@@ -125,7 +125,7 @@ async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:
 async def _quietly(state: ReceiverState, work: Work) -> None:
     """Housekeeping through the writer; a failure waits for the next turn."""
     with contextlib.suppress(Exception):
-        await commit(state.committer, "receiver", work)
+        await state.committer.commit("receiver", work)
 
 
 async def _record_token_use(state: ReceiverState) -> None:

@@ -21,7 +21,6 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,21 +32,15 @@ Work = Callable[[Tx], Any]
 
 class Committer(Protocol):
     def start(self) -> None: ...
-    def submit(self, actor: str, work: Work) -> Future[Any]: ...
     async def commit(self, actor: str, work: Work) -> Any: ...
     def close(self) -> None: ...
-
-
-async def commit(committer: Committer, actor: str, work: Work) -> Any:
-    """Run ``work`` durably and return its value (or raise its error) in the event loop."""
-    return await committer.commit(actor, work)
 
 
 @dataclass
 class _Item:
     actor: str
     work: Work
-    future: Future[Any] | asyncio.Future[Any]
+    future: asyncio.Future[Any]
 
 
 class GroupCommitter:
@@ -66,15 +59,10 @@ class GroupCommitter:
             )
             self._thread.start()
 
-    def submit(self, actor: str, work: Work) -> Future[Any]:
-        """From any thread: a future settled once the unit's batch has committed."""
-        future: Future[Any] = Future()
-        self._queue.put(_Item(actor, work, future))
-        return future
-
     async def commit(self, actor: str, work: Work) -> Any:
-        """From an event loop: the batch settles all of its loop's futures in one callback,
-        so a batch of n requests wakes the loop once, not n times."""
+        """Run ``work`` durably and return its value (or raise its error). The batch settles
+        all of a loop's waiters in one callback, so n requests wake the loop once, not n
+        times."""
         future = asyncio.get_running_loop().create_future()
         self._queue.put(_Item(actor, work, future))
         return await future
@@ -114,12 +102,7 @@ class GroupCommitter:
             settled = [(i.future, None, exc) for i in batch]
         by_loop: dict[asyncio.AbstractEventLoop, list[_Settled]] = {}
         for future, value, error in settled:
-            if isinstance(future, asyncio.Future):
-                by_loop.setdefault(future.get_loop(), []).append((future, value, error))
-            elif error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(value)
+            by_loop.setdefault(future.get_loop(), []).append((future, value, error))
         for loop, ours in by_loop.items():
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits
                 loop.call_soon_threadsafe(_settle, ours)

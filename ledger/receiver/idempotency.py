@@ -20,7 +20,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from ledger.models import IdempotencyKey, table
-from ledger.receiver.committer import commit
 from ledger.receiver.errors import ApiError, as_api_error, error_body
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import Principal
@@ -152,7 +151,7 @@ async def answer(
     :func:`request_hash` of the request it came with); map errors."""
     if key is None:
         try:
-            value = await commit(st.committer, principal.actor, work)
+            value = await st.committer.commit(principal.actor, work)
         except Exception as exc:
             raise as_api_error(exc) from None
         return Reply(200, dumps(render(value)), value)
@@ -169,7 +168,7 @@ async def answer(
     )
     st.in_flight.add(slot)
     try:
-        reply: Reply = await commit(st.committer, principal.actor, unit)
+        reply: Reply = await st.committer.commit(principal.actor, unit)
     except Exception as exc:
         raise as_api_error(exc) from None
     finally:

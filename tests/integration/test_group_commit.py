@@ -61,17 +61,32 @@ def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Led
     assert outcomes[2].value.state == "confirmed"
 
 
-def test_requests_waiting_for_the_writer_share_one_commit(ledger: Ledger) -> None:
-    writer = GroupCommitter(ledger)
-    futures = [
-        writer.submit("t", ledger.dispatch_work(f"op-{i}", req(f"e-{i}"))) for i in range(20)
-    ]
-    commits_before = ledger._commits
-    writer.start()  # everything is already queued: one batch
+def _queued_then_run(
+    writer: GroupCommitter,
+    units: list[Callable[[Tx], Any]],
+    cancel: int | None = None,
+) -> list[Any]:
+    """Queue every unit before the writer starts (so they make one batch), optionally cancel
+    one waiter, then collect each answer or error."""
+
+    async def main() -> list[Any]:
+        waiters = [asyncio.ensure_future(writer.commit("t", u)) for u in units]
+        await asyncio.sleep(0)  # every unit is queued before the writer starts
+        if cancel is not None:
+            waiters[cancel].cancel()  # its client went away; the unit itself still runs
+        writer.start()
+        return await asyncio.gather(*waiters, return_exceptions=True)
+
     try:
-        answers = [f.result(timeout=60) for f in futures]
+        return asyncio.run(asyncio.wait_for(main(), timeout=60))
     finally:
         writer.close()
+
+
+def test_requests_waiting_for_the_writer_share_one_commit(ledger: Ledger) -> None:
+    units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(20)]
+    commits_before = ledger._commits
+    answers = _queued_then_run(GroupCommitter(ledger), units)
     assert {a.decision for a in answers} == {"go"}
     assert ledger._commits - commits_before == 1
     assert len(_ops(ledger)) == 20
@@ -81,42 +96,18 @@ def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> Non
     def breaks_the_transaction(tx: Tx) -> None:
         tx.conn.invalidate()  # the connection is gone: the commit cannot happen
 
-    writer = GroupCommitter(ledger)
-    futures = [
-        writer.submit("t", ledger.dispatch_work("op-1", req("e-1"))),
-        writer.submit("t", breaks_the_transaction),
-    ]
-    writer.start()
-    try:
-        errors = [f.exception(timeout=60) for f in futures]
-    finally:
-        writer.close()
-    assert all(e is not None for e in errors)
+    units = [ledger.dispatch_work("op-1", req("e-1")), breaks_the_transaction]
+    errors = _queued_then_run(GroupCommitter(ledger), units)
+    assert all(isinstance(e, BaseException) for e in errors)
     assert _ops(ledger) == {}
 
 
 def test_waiters_in_an_event_loop_share_a_commit_and_a_cancelled_one_spoils_nothing(
     ledger: Ledger,
 ) -> None:
-    writer = GroupCommitter(ledger)
-
-    async def main() -> list[Any]:
-        waiters = [
-            asyncio.ensure_future(
-                writer.commit("t", ledger.dispatch_work(f"op-{i}", req(f"e-{i}")))
-            )
-            for i in range(10)
-        ]
-        await asyncio.sleep(0)  # every unit is queued before the writer starts
-        waiters[3].cancel()  # its client went away; the unit itself still runs
-        writer.start()
-        return await asyncio.gather(*waiters, return_exceptions=True)
-
+    units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(10)]
     commits_before = ledger._commits
-    try:
-        answers = asyncio.run(main())
-    finally:
-        writer.close()
+    answers = _queued_then_run(GroupCommitter(ledger), units, cancel=3)
     assert isinstance(answers[3], asyncio.CancelledError)
     assert {a.decision for n, a in enumerate(answers) if n != 3} == {"go"}
     assert ledger._commits - commits_before == 1
@@ -129,21 +120,8 @@ def test_a_unit_raising_stop_iteration_fails_alone_and_its_batch_is_answered(
     def odd(tx: Tx) -> None:
         raise StopIteration  # an asyncio future refuses this exception as such
 
-    writer = GroupCommitter(ledger)
-
-    async def main() -> list[Any]:
-        units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(4)]
-        waiters = [
-            asyncio.ensure_future(writer.commit("t", u)) for u in [*units[:2], odd, *units[2:]]
-        ]
-        await asyncio.sleep(0)
-        writer.start()
-        return await asyncio.gather(*waiters, return_exceptions=True)
-
-    try:
-        answers = asyncio.run(asyncio.wait_for(main(), timeout=60))
-    finally:
-        writer.close()
+    units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(4)]
+    answers = _queued_then_run(GroupCommitter(ledger), [*units[:2], odd, *units[2:]])
     assert isinstance(answers[2], RuntimeError)
     assert [a.decision for n, a in enumerate(answers) if n != 2] == ["go"] * 4
 
