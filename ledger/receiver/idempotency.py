@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from starlette.types import Send
 
 from ledger.models import IdempotencyKey, table
 from ledger.receiver.errors import ApiError, as_api_error, error_body
@@ -54,6 +55,16 @@ class Reply:
         for name, value in (self.headers or {}).items():
             headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
         return headers
+
+    async def send(self, send: Send) -> None:
+        """Answer with it through ASGI's ``send``."""
+        start = {
+            "type": "http.response.start",
+            "status": self.status,
+            "headers": self.raw_headers(),
+        }
+        await send(start)
+        await send({"type": "http.response.body", "body": self.body})
 
 
 def dumps(value: Any) -> bytes:

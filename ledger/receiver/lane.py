@@ -86,7 +86,7 @@ class WriteLane:
         if reply is None:
             await self.app(scope, receive, send)
         else:
-            await _send(send, reply)
+            await reply.send(send)
 
     async def _reply(self, scope: Scope, receive: Receive) -> Reply | None:
         """The lane's answer, or None for a request FastAPI serves."""
@@ -147,12 +147,6 @@ class WriteLane:
             return Reply.error(exc)
         except Exception as exc:  # never a 500 with a trace: the one shape, logged by class
             return Reply.error(as_api_error(exc))
-
-
-async def _send(send: Send, reply: Reply) -> None:
-    start = {"type": "http.response.start", "status": reply.status, "headers": reply.raw_headers()}
-    await send(start)
-    await send({"type": "http.response.body", "body": reply.body})
 
 
 def _without_slash(scope: Scope) -> Reply:

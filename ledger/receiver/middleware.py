@@ -8,30 +8,19 @@ written for it.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.metrics import REQUEST_LATENCY
-from ledger.receiver.errors import error_body
+from ledger.receiver.errors import ApiError
+from ledger.receiver.idempotency import Reply
 
 
 async def _send_error(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps(error_body(code, message)).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    error = ApiError(status, code, message, headers={"Connection": "close"})
+    await Reply.error(error).send(send)
 
 
 class BodyLimit:
