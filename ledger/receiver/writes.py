@@ -5,6 +5,7 @@ rows; the same rows document them in the OpenAPI (:func:`documented_routes`)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -165,9 +166,11 @@ def _served_by_the_lane(**_: Any) -> None:
     raise RuntimeError("workflow calls are served by the write lane, not the router")
 
 
+@functools.cache
 def documented_route(call: Call) -> APIRoute:
     """The call as FastAPI documents a route: path parameter, body schema, answers. The route
-    is only described, never mounted; the write lane serves the path."""
+    is only described, never mounted; the write lane serves the path (and labels its metrics
+    with this same object)."""
     kind = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("body", kind, annotation=call.body)]
     if call.has_operation:
