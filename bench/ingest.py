@@ -29,9 +29,9 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 
-from ledger.migrate import init_ledger
 from ledger.receiver.tokens import create_token
-from ledger.services import Ledger
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import Ledger
 
 
 def bare_sqlite_rate(directory: Path, rows: int) -> float:

@@ -24,11 +24,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from ledger.config import SweepConfig
-from ledger.migrate import init_ledger
-from ledger.services import Ledger
-from ledger.storage import Store
-from ledger.sweep import Sweep
-from ledger.sweep_rules import stale_prepared_hold
+from ledger.domain.staleness import stale_prepared_hold
+from ledger.scheduled.sweep import Sweep
+from ledger.storage.engine import Store
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import Ledger
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 HASH = "sha256:" + "a" * 64

@@ -30,10 +30,10 @@ import httpx
 
 from connectors.n8n import N8nConnector
 from ledger.config import SourceConfig
-from ledger.migrate import init_ledger
-from ledger.services import Ledger
+from ledger.storage.migrate import init_ledger
 from ledger.sync import sync_source
 from ledger.sync.connect import connector_settings
+from ledger.writer.services import Ledger
 
 KEY = "bench-key"
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

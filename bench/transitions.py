@@ -19,8 +19,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ledger.migrate import init_ledger
-from ledger.services import DispatchInput, Ledger
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import DispatchInput, Ledger
 
 
 class ThroughServices:

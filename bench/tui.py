@@ -26,9 +26,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ledger import queries, views
-from ledger.migrate import init_ledger
-from ledger.storage import open_store
+from ledger.reads import duty, queries
+from ledger.storage.engine import open_store
+from ledger.storage.migrate import init_ledger
 
 NOW = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)
 STATES = ["confirmed"] * 17 + ["prepared", "failed", "cancelled"]
@@ -112,7 +112,7 @@ def build(path: Path, operations: int, open_holds: int, resolved: int) -> float:
 
 async def first_paint_and_filters(db: str) -> tuple[float, list[tuple[str, float, int]]]:
     started = time.perf_counter()
-    from ledger.services import Ledger
+    from ledger.writer.services import Ledger
     from tui import make_app
     from tui.panes import QueuePane
 
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         paint, filters = asyncio.run(first_paint_and_filters(str(path)))
         store = open_store(str(path))
-        page = timed(lambda: views.hold_queue(store, NOW, limit=100))
+        page = timed(lambda: duty.hold_queue(store, NOW, limit=100))
         everything = timed(lambda: queries.open_holds(store, limit=args.open_holds + 1))
         store.dispose()
     print(f"first painted queue (start, imports included): {paint * 1000:7.0f} ms  (goal 1500)")

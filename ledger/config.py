@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, f
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import domain
-from ledger.storage import LedgerError
+from ledger.storage.engine import LedgerError
 
 CONFIG_FILE = "flowledger.toml"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")

@@ -13,11 +13,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger import domain, views
+from ledger import domain
 from ledger.domain import FailOutcome, NewHold, Reason
-from ledger.models import Execution, LedgerMeta, Source, table
-from ledger.services import DispatchInput, Ledger
-from ledger.storage import LedgerError, Store
+from ledger.reads import duty
+from ledger.storage.engine import LedgerError, Store
+from ledger.storage.models import Execution, LedgerMeta, Source, table
+from ledger.writer.services import DispatchInput, Ledger
 
 DEMO_DEFAULT_DB = "./var/demo.db"
 WORKFLOW = "workflow:prod-n8n"
@@ -50,12 +51,12 @@ def mark_demo(store: Store) -> None:
 
 def check_fresh_demo(store: Store, where: str) -> None:
     """Demo data goes only into a ledger marked as a demo that holds nothing yet."""
-    if not views.is_demo(store):
+    if not duty.is_demo(store):
         raise LedgerError(
             f"{where} is not a demo ledger; demo data is written only into a new file "
             "(give another --db)"
         )
-    seq, _ = views.chain_head(store)
+    seq, _ = duty.chain_head(store)
     if seq:
         raise LedgerError(
             f"{where} already holds demo data; open it with `flowledger tui --db {where}`, "
@@ -338,8 +339,8 @@ class _Script:
         )
         self._unknown("demo:invoice:INV-1102:send", "7413", "wf-invoices", 0.5, "502 Bad Gateway")
         self.ago(minutes=25)
-        mismatch = views.hold_queue(
-            self.store, self.end, flt=views.HoldFilter(fields=(("reason", "version_mis"),))
+        mismatch = duty.hold_queue(
+            self.store, self.end, flt=duty.HoldFilter(fields=(("reason", "version_mis"),))
         )[0]["id"]
         ld.resolve(
             mismatch, "dismiss", note="v4 rollout is expected; v3 record kept", operator="alice"

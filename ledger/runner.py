@@ -15,17 +15,19 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ledger import housekeeping, metrics, observability
-from ledger.alerts import Deliverer
+from ledger import metrics
 from ledger.config import FileConfig
-from ledger.lease import Lease
+from ledger.reads import observability
 from ledger.receiver import create_app
 from ledger.receiver.server import serve_app
-from ledger.scheduler import Job, Scheduler
-from ledger.services import Ledger
-from ledger.storage import Store
-from ledger.sweep import Sweep
+from ledger.scheduled import housekeeping
+from ledger.scheduled.alerts import Deliverer
+from ledger.scheduled.lease import Lease
+from ledger.scheduled.scheduler import Job, Scheduler
+from ledger.scheduled.sweep import Sweep
+from ledger.storage.engine import Store
 from ledger.sync import sync_source
+from ledger.writer.services import Ledger
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from ledger.migrate import init_ledger
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import Ledger
 from tests.factories import FakeClock
 
 PG_URL = os.environ.get("FLOWLEDGER_TEST_PG_URL")

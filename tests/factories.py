@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ledger import domain
-from ledger.services import DispatchInput
+from ledger.writer.services import DispatchInput
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 

@@ -23,8 +23,8 @@ from fastapi import FastAPI
 from sqlmodel import SQLModel
 
 from ledger.receiver.tokens import create_token
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.writer.services import Ledger
 
 SECRET = b"test-server-secret"
 STARTUP_TIMEOUT = 30.0

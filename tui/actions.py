@@ -13,7 +13,7 @@ from textual import work
 from textual.binding import Binding
 
 from ledger.domain import IllegalTransition
-from ledger.services import InvalidInput, NotFound
+from ledger.writer.services import InvalidInput, NotFound
 from tui.dialogs import ConfirmDialog, Field, FormDialog
 from tui.format import parse_deadline, when
 

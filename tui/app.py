@@ -1,6 +1,6 @@
 """The Textual application: wiring only. Screens live in ``tui.main`` and ``tui.detail``,
-dialogs in ``tui.dialogs``; every read is a ``ledger.queries`` call and every change a
-``ledger.services.Ledger`` call, both in workers."""
+dialogs in ``tui.dialogs``; every read is a ``ledger.reads.queries`` call and every change a
+``ledger.writer.services.Ledger`` call, both in workers."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from ledger import handover, views
-from ledger.services import Ledger, utcnow
+from ledger.reads import duty, handover
+from ledger.writer.services import Ledger, utcnow
 from tui.context import Context
 from tui.dialogs import HelpScreen, ReportScreen
 from tui.main import MainScreen
@@ -137,7 +137,7 @@ def make_app(
         report_dir=report_dir or Path.cwd(),
         page_size=page_size,
         refresh_seconds=refresh_seconds,
-        demo=views.is_demo(ledger.store),
+        demo=duty.is_demo(ledger.store),
     )
     return FlowledgerApp(ctx)
 

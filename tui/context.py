@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.writer.services import Ledger
 
 
 @dataclass(frozen=True)

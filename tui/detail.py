@@ -16,8 +16,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from ledger import queries, views
 from ledger.domain import is_overdue
+from ledger.reads import duty, queries
 from tui.actions import ACTION_BINDINGS, HoldActions
 from tui.format import age, execution_url, short_hash, text, when
 
@@ -101,16 +101,16 @@ class DetailScreen(HoldActions, Screen[None]):
     @work(thread=True, exclusive=True, group="detail")
     def load(self) -> None:
         store = self.app.ctx.store
-        hold = views.hold(store, self.hold_id)
+        hold = duty.hold(store, self.hold_id)
         detail = (
             queries.operation_detail(store, hold["operation_id"])
             if hold and hold["operation_id"]
             else None
         )
-        links = views.source_urls(store)
+        links = duty.source_urls(store)
         if detail is None and hold is not None and hold["execution_id"]:
             # A hold about an execution alone (stuck, failed): show that execution.
-            executions = views.executions_by_ref(store, [hold["execution_id"]], hold["source"])
+            executions = duty.executions_by_ref(store, [hold["execution_id"]], hold["source"])
             self.app.call_from_thread(self._show_executions, executions, links)
         self.app.call_from_thread(self._show, hold, detail, links)
 

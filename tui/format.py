@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from ledger.domain import is_overdue
-from ledger.handover import span
+from ledger.reads.handover import span
 
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}

@@ -11,8 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from ledger import chain, queries, views
 from ledger.domain import is_overdue
+from ledger.reads import duty, queries
+from ledger.writer import chain
 from tui.format import age, clip, clock_time, deadline_cell, text
 from tui.listing import Cell, ListPane
 
@@ -49,11 +50,11 @@ class QueuePane(ListPane):
         self.sort = "deadline"
         self.descending = False
 
-    def _filter(self) -> views.HoldFilter:
-        return views.HoldFilter.parse(self.filter_text)
+    def _filter(self) -> duty.HoldFilter:
+        return duty.HoldFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return views.hold_queue(
+        return duty.hold_queue(
             self.ctx.store,
             self.ctx.now(),
             flt=self._filter(),
@@ -64,7 +65,7 @@ class QueuePane(ListPane):
         )
 
     def count(self) -> int:
-        return views.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
+        return duty.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["id"])
@@ -122,7 +123,7 @@ class ExecutionsPane(ListPane):
     FILTER_HINT = "/ filter: id, workflow, status, source; gone"
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return views.search_executions(
+        return duty.search_executions(
             self.ctx.store,
             text=self.filter_text,
             before_id=after["id"] if after else None,
@@ -168,7 +169,7 @@ class EventsPane(ListPane):
         yield from super().compose()
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return views.recent_events(
+        return duty.recent_events(
             self.ctx.store,
             text=self.filter_text,
             before_seq=after["seq"] if after else None,

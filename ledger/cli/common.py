@@ -12,8 +12,8 @@ import pydantic
 import typer
 
 from ledger.config import FileConfig, Settings, load_config
-from ledger.services import Ledger
-from ledger.storage import LedgerError, Store, open_store
+from ledger.storage.engine import LedgerError, Store, open_store
+from ledger.writer.services import Ledger
 
 app = typer.Typer(
     name="flowledger",

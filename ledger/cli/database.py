@@ -7,10 +7,9 @@ import sqlite3
 import sqlalchemy as sa
 import typer
 
-from ledger import migrate as migrations
 from ledger.cli.common import DbOption, app, die, one_line_errors, opened
-from ledger.models import SCHEMA_VERSION
-from ledger.storage import (
+from ledger.storage import migrate as migrations
+from ledger.storage.engine import (
     CHECKPOINT_EVERY,
     WAL_RESET_AFFECTED,
     LedgerError,
@@ -20,6 +19,7 @@ from ledger.storage import (
     resolve_url,
     sqlite_path,
 )
+from ledger.storage.models import SCHEMA_VERSION
 
 SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 

@@ -9,9 +9,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger import chain, queries
 from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
-from ledger.services import utcnow
+from ledger.reads import queries
+from ledger.writer import chain
+from ledger.writer.services import utcnow
 
 
 def _when(value: Any) -> str:

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from ledger import demo as demo_data
-from ledger import handover as report
 from ledger.cli.common import (
     DbOption,
     app,
@@ -19,9 +18,10 @@ from ledger.cli.common import (
     opened,
     parse_since,
 )
-from ledger.migrate import init_ledger
-from ledger.services import utcnow
-from ledger.storage import LedgerError, open_store
+from ledger.reads import handover as report
+from ledger.storage.engine import LedgerError, open_store
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import utcnow
 
 
 @app.command()

@@ -9,8 +9,6 @@ from typing import Annotated
 
 import typer
 
-from ledger import housekeeping
-from ledger.alerts import Deliverer
 from ledger.cli.common import (
     DbOption,
     app,
@@ -21,8 +19,10 @@ from ledger.cli.common import (
     settings,
 )
 from ledger.config import FileConfig, load_config
-from ledger.storage import Store, hide_password
-from ledger.sweep import Sweep
+from ledger.scheduled import housekeeping
+from ledger.scheduled.alerts import Deliverer
+from ledger.scheduled.sweep import Sweep
+from ledger.storage.engine import Store, hide_password
 
 OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now and exit")]
 

@@ -12,12 +12,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from connectors.base import ConnectorError
-from ledger import queries
 from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
 from ledger.cli.inspect import _json_default, _when
 from ledger.config import FileConfig, SourceConfig, load_config
-from ledger.services import Ledger, utcnow
+from ledger.reads import queries
 from ledger.sync import SyncReport, check_source, sync_source
+from ledger.writer.services import Ledger, utcnow
 
 sources_app = typer.Typer(help="Configured workflow-tool instances and how their sync stands.")
 app.add_typer(sources_app, name="sources")

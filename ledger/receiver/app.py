@@ -12,14 +12,14 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import Receive, Scope, Send
 
 from ledger.config import ReceiverConfig
-from ledger.receiver import errors, health, reads, writes
+from ledger.receiver import calls, errors, health, reads
 from ledger.receiver.committer import Committer, Work, committer_for
 from ledger.receiver.idempotency import purge_expired
 from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyLimit, Timing
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import TokenCache, record_use
-from ledger.services import Ledger
+from ledger.writer.services import Ledger
 
 PURGE_EVERY = 600.0  # seconds between two sweeps of expired idempotency keys
 TOKEN_USE_EVERY = 60.0  # seconds between two writes of the tokens' last use
@@ -108,7 +108,7 @@ def create_app(
                 title=app.title,
                 version=app.version,
                 description=app.description,
-                routes=[*writes.documented_routes(), *app.routes],
+                routes=[*calls.documented_routes(), *app.routes],
             )
         return app.openapi_schema
 

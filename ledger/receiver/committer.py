@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ledger.metrics import COMMIT_BATCH_SIZE
-from ledger.services import Ledger, Tx
+from ledger.writer.services import Ledger, Tx
 
 Work = Callable[[Tx], Any]
 

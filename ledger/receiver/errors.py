@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ledger.domain import IllegalTransition
-from ledger.services import InvalidInput, NotFound
+from ledger.writer.services import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")
 INVALID_JSON = "the body is not valid JSON (malformed, or nested too deeply)"

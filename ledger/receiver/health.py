@@ -9,7 +9,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ledger.metrics import REGISTRY
 from ledger.receiver.errors import error_response
 from ledger.receiver.state import ReceiverState, state_of
-from ledger.storage import LedgerError, check_schema
+from ledger.storage.engine import LedgerError, check_schema
 
 router = APIRouter(tags=["health"])
 

@@ -20,11 +20,11 @@ from typing import Any
 import sqlalchemy as sa
 from starlette.types import Send
 
-from ledger.models import IdempotencyKey, table
 from ledger.receiver.errors import ApiError, as_api_error, error_body
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import Principal
-from ledger.services import Answer, Tx
+from ledger.storage.models import IdempotencyKey, table
+from ledger.writer.services import Answer, Tx
 
 KEYS = table(IdempotencyKey)
 HEADER = "Idempotency-Key"

@@ -1,4 +1,4 @@
-"""The write lane: the workflow calls (:data:`~ledger.receiver.writes.CALLS`) served straight
+"""The write lane: the workflow calls (:data:`~ledger.receiver.calls.CALLS`) served straight
 from ASGI, inside the body limit and the latency timer, in front of FastAPI's router.
 
 Why not FastAPI routes: on two cores the receiver is bound by the interpreter lock, and a
@@ -23,11 +23,11 @@ from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ledger.receiver.auth import authenticate
+from ledger.receiver.calls import CALLS, Call, documented_route
 from ledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from ledger.receiver.idempotency import Reply, answer, key_of, request_hash
 from ledger.receiver.schemas import Id
 from ledger.receiver.state import ReceiverState
-from ledger.receiver.writes import CALLS, Call, documented_route
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})

@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query
 
-from ledger import queries
 from ledger.domain import Reason, State
+from ledger.reads import queries
 from ledger.receiver.auth import require
+from ledger.receiver.calls import OperationId
 from ledger.receiver.errors import ApiError
 from ledger.receiver.schemas import (
     ExecutionPage,
@@ -20,7 +21,6 @@ from ledger.receiver.schemas import (
 )
 from ledger.receiver.state import ReceiverState, state_of
 from ledger.receiver.tokens import Principal
-from ledger.receiver.writes import OperationId
 
 OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
 

@@ -1,6 +1,6 @@
 """What the API accepts and shows, as model families: ``*Base`` holds the fields a family
 shares, ``*Create`` is what a client may send (unknown fields are errors), ``*Public`` is what
-the ledger answers. The stored form is ``ledger.models``; none of these is a table.
+the ledger answers. The stored form is ``ledger.storage.models``; none of these is a table.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic import (
 
 from ledger import domain
 from ledger.domain import FailOutcome
-from ledger.services import DispatchInput
+from ledger.writer.services import DispatchInput
 
 MAX_INPUT_DEPTH = 64
 MAX_INT32 = 2**31 - 1

@@ -9,8 +9,8 @@ from fastapi import Request
 
 from ledger.receiver.committer import Committer
 from ledger.receiver.tokens import TokenCache
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.writer.services import Ledger
 
 
 @dataclass

@@ -21,10 +21,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.hashing import token_digest
-from ledger.models import ApiToken, table
-from ledger.services import Ledger, Tx
-from ledger.storage import LedgerError, Store
+from ledger.domain.hashing import token_digest
+from ledger.storage.engine import LedgerError, Store
+from ledger.storage.models import ApiToken, table
+from ledger.writer.services import Ledger, Tx
 
 TOKENS = table(ApiToken)
 SCOPES = ("write", "read", "operator")

@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from connectors.base import ExecutionRecord
-from ledger.models import Attempt, Event, Execution, Operation, table
-from ledger.services import Tx
+from ledger.storage.models import Attempt, Event, Execution, Operation, table
+from ledger.writer.services import Tx
 
 EXECUTIONS = table(Execution)
 ATTEMPTS = table(Attempt)

@@ -24,9 +24,9 @@ from connectors.base import Connector, ConnectorError, ExecutionRecord, Page
 from connectors.http import public_url
 from ledger.config import SourceConfig
 from ledger.faults import crashpoint
-from ledger.services import Ledger, Tx
-from ledger.sync import connect, writes
+from ledger.sync import connect, copies
 from ledger.sync.retry import Backoff, Clock, Sleep
+from ledger.writer.services import Ledger, Tx
 
 T = TypeVar("T")
 REFRESH_LIMIT = 500
@@ -113,7 +113,7 @@ class _Run:
     def go(self, client: httpx.Client, reconcile: bool | None) -> None:
         started = self.clock()
         with self.ledger.transaction(self.actor) as tx:
-            row = writes.ensure_source(
+            row = copies.ensure_source(
                 tx, self.cfg.name, self.cfg.kind, public_url(self.cfg.base_url)
             )
         self.stored = row.position
@@ -141,13 +141,13 @@ class _Run:
             self.report.error = connect.scrub(str(exc), self.cfg)
             self.report.status = "stopped" if exc.stops_source else "error"
         with self.ledger.transaction(self.actor) as tx:
-            writes.record_outcome(
+            copies.record_outcome(
                 tx, self.cfg.name, status=self.report.status, error=self.report.error
             )
 
     def _move(self, tx: Tx) -> None:
         new = json.dumps(self.envelope)
-        if not writes.save_position(tx, self.cfg.name, new, self.stored):
+        if not copies.save_position(tx, self.cfg.name, new, self.stored):
             raise Superseded(
                 f"another sync of {self.cfg.name} moved its position meanwhile; this run "
                 "stopped and left the rest to it"
@@ -209,7 +209,7 @@ class _Run:
                 continue  # a poll with nothing new: nothing to write
             with self.ledger.transaction(self.actor) as tx:
                 self._move(tx)  # first: it takes the source's row lock
-                written = writes.store_records(tx, self.cfg.name, page.records)
+                written = copies.store_records(tx, self.cfg.name, page.records)
                 crashpoint(f"sync_page_{number}_before_commit")
             crashpoint(f"sync_page_{number}_committed")
             self.report.pages = number
@@ -223,7 +223,7 @@ class _Run:
     def _refresh(self, connector: Connector, started: datetime) -> None:
         """Ask again for every copy that was not final, until the tool says it is (those
         this run already stored are fresh enough)."""
-        t = writes.EXECUTIONS
+        t = copies.EXECUTIONS
         with self.ledger.store.reader.connect() as conn:
             ids = list(
                 conn.execute(
@@ -254,8 +254,8 @@ class _Run:
                 else:
                     found.append(record)
             with self.ledger.transaction(self.actor) as tx:
-                written = writes.store_records(tx, self.cfg.name, found)
-                self.report.gone += writes.mark_gone_by_id(tx, self.cfg.name, missing)
+                written = copies.store_records(tx, self.cfg.name, found)
+                self.report.gone += copies.mark_gone_by_id(tx, self.cfg.name, missing)
             self.report.new += written.new
             self.report.changed += written.changed
             self.report.linked += written.linked
@@ -282,7 +282,7 @@ class _Run:
                 present.update(ids)
 
         self._retrying(walk)
-        t = writes.EXECUTIONS
+        t = copies.EXECUTIONS
         after = 0
         while True:
             with self.ledger.store.reader.connect() as conn:
@@ -310,7 +310,7 @@ class _Run:
                 return
             if missing:
                 with self.ledger.transaction(self.actor) as tx:
-                    self.report.gone += writes.mark_gone(tx, missing)
+                    self.report.gone += copies.mark_gone(tx, missing)
             after = rows[-1].id
         self._recover(connector, present)
         self.report.reconciled = True
@@ -321,7 +321,7 @@ class _Run:
         position that incremental reads start from. A copy marked gone that the tool lists
         again (a 404 that passed, a restore) is fetched too, which clears its ``gone_at``:
         left gone, an unfinished one would count as vanished and hold its operation."""
-        t = writes.EXECUTIONS
+        t = copies.EXECUTIONS
         ids = sorted(present)
         unknown: list[str] = []
         for start in range(0, len(ids), GONE_BATCH):

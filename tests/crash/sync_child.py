@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 
 from ledger.config import SourceConfig
-from ledger.services import Ledger
-from ledger.storage import open_store
+from ledger.storage.engine import open_store
 from ledger.sync import sync_source
+from ledger.writer.services import Ledger
 from tests.fakes.n8n import FakeN8n
 
 ENV = "TEST_N8N_API_KEY"

@@ -10,9 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from ledger.domain import FailOutcome
-from ledger.models import Outbox, table
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.models import Outbox, table
+from ledger.writer.services import Ledger
 from tests.factories import req
 from tests.processes import FLOWLEDGER, TIMEOUT, env_for, spawn, wait_until
 from tests.webhook import AlertReceiver

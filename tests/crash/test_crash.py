@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger import chain, queries
 from ledger.domain import FailOutcome
-from ledger.migrate import init_ledger
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.reads import queries
+from ledger.storage.engine import Store
+from ledger.storage.migrate import init_ledger
+from ledger.writer import chain
+from ledger.writer.services import Ledger
 
 pytestmark = pytest.mark.crash
 OP = "invoice:INV-42:send"
@@ -115,7 +116,7 @@ def ledger_db(db_url: str) -> str:
 
 
 def reopen(db: str) -> Store:
-    from ledger.storage import open_store
+    from ledger.storage.engine import open_store
 
     return open_store(db)
 

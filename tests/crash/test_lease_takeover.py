@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.migrate import init_ledger
-from ledger.models import Event, Hold, Lease, table
-from ledger.services import Ledger, utcnow
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.migrate import init_ledger
+from ledger.storage.models import Event, Hold, Lease, table
+from ledger.writer.services import Ledger, utcnow
 from tests.factories import req
 from tests.processes import TIMEOUT, env_for, spawn, wait_until
 

@@ -20,11 +20,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger import chain
-from ledger.migrate import init_ledger
-from ledger.models import Operation, table
-from ledger.services import Ledger
-from ledger.storage import open_store
+from ledger.storage.engine import open_store
+from ledger.storage.migrate import init_ledger
+from ledger.storage.models import Operation, table
+from ledger.writer import chain
+from ledger.writer.services import Ledger
 from tests.receiver_support import (
     auth,
     dispatch_body,

@@ -15,8 +15,8 @@ import os
 import sys
 
 from ledger.faults import crashpoint
-from ledger.services import DispatchInput, Ledger
-from ledger.storage import open_store
+from ledger.storage.engine import open_store
+from ledger.writer.services import DispatchInput, Ledger
 
 
 def write_to_target(path: str, line: str) -> str:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ledger import demo
-from ledger.migrate import init_ledger
-from ledger.services import Ledger
-from ledger.storage import Store, open_store
+from ledger.storage.engine import Store, open_store
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import Ledger
 from tests.factories import FakeClock
 from tui import FlowledgerApp, make_app
 

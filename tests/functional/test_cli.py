@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from ledger.cli import app
 from ledger.domain import FailOutcome
-from ledger.migrate import init_ledger
-from ledger.models import SCHEMA_VERSION
-from ledger.services import Ledger
+from ledger.storage.migrate import init_ledger
+from ledger.storage.models import SCHEMA_VERSION
+from ledger.writer.services import Ledger
 from tests.factories import req
 
 runner = CliRunner()
@@ -255,8 +255,8 @@ def test_export_since_refuses_a_garbled_time_in_one_line(busy_ledger: str) -> No
 def test_migrate_upgrades_a_ledger_made_with_the_first_schema(tmp_path: Path) -> None:
     from alembic import command
 
-    from ledger.migrate import alembic_config
-    from ledger.storage import make_store, resolve_url
+    from ledger.storage.engine import make_store, resolve_url
+    from ledger.storage.migrate import alembic_config
 
     db = tmp_path / "first.db"
     store = make_store(resolve_url(str(db)), create=True)

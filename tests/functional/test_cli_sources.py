@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ledger.cli.common import app
-from ledger.migrate import init_ledger
+from ledger.storage.migrate import init_ledger
 from ledger.sync import connect
 from tests.fakes.n8n import KEY, FakeN8n
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ledger import queries, views
 from ledger.cli import app
 from ledger.domain import BLOCKING_REASONS, Reason
-from ledger.storage import open_store
+from ledger.reads import duty, queries
+from ledger.storage.engine import open_store
 
 runner = CliRunner()
 HOLD_REASONS = {r.value for r in Reason} - {"in_flight", "cancelled"}
@@ -24,7 +24,7 @@ def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -
     assert "made-up data" in result.output
     store = open_store(db)
     try:
-        assert views.is_demo(store)
+        assert duty.is_demo(store)
         with store.reader.connect() as conn:
             states = set(conn.execute(sa.text("SELECT DISTINCT state FROM operations")).scalars())
             reasons = set(conn.execute(sa.text("SELECT DISTINCT reason FROM holds")).scalars())
@@ -40,7 +40,7 @@ def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -
         assert all(i.startswith("demo:") for i in ids)
         assert gone > 0 and resolved > 0
         assert any(s["status"] == "error" for s in queries.list_sources(store))
-        blocking = views.hold_queue(store, datetime.now(UTC), flt=views.HoldFilter(blocking=True))
+        blocking = duty.hold_queue(store, datetime.now(UTC), flt=duty.HoldFilter(blocking=True))
         assert {h["reason"] for h in blocking} == {r.value for r in BLOCKING_REASONS}
     finally:
         store.dispose()
@@ -57,7 +57,7 @@ def test_demo_refuses_to_write_twice_or_into_a_real_ledger(tmp_path: Path) -> No
     assert refused.exit_code == 2 and "is not a demo ledger" in refused.output
     store = open_store(real)
     try:
-        assert views.chain_head(store)[0] == 0 and not views.is_demo(store)
+        assert duty.chain_head(store)[0] == 0 and not duty.is_demo(store)
     finally:
         store.dispose()
 
@@ -69,7 +69,7 @@ def test_handover_command_prints_the_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     store = open_store(db)
     try:
-        seq, head_hash = views.chain_head(store)
+        seq, head_hash = duty.chain_head(store)
     finally:
         store.dispose()
     assert result.output.startswith("# Handover report")

@@ -12,9 +12,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from ledger.migrate import init_ledger
 from ledger.receiver import create_app
-from ledger.services import Ledger
+from ledger.storage.migrate import init_ledger
+from ledger.writer.services import Ledger
 from tests.receiver_support import SECRET, auth, dispatch_body, make_token, server_thread
 
 

@@ -11,8 +11,8 @@ from fastapi import FastAPI
 
 from ledger.config import FileConfig
 from ledger.runner import Runner, attach
-from ledger.scheduler import Job, Scheduler
-from ledger.services import Ledger
+from ledger.scheduled.scheduler import Job, Scheduler
+from ledger.writer.services import Ledger
 
 
 def test_the_runner_schedules_sweep_alerts_and_housekeeping_under_a_lease(ledger: Ledger) -> None:

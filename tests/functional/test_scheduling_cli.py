@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from ledger import runner as runner_module
 from ledger.cli.common import app
-from ledger.housekeeping import expire_idempotency_keys
-from ledger.models import IdempotencyKey, table
-from ledger.services import Ledger, utcnow
-from ledger.storage import Store
+from ledger.scheduled.housekeeping import expire_idempotency_keys
+from ledger.storage.engine import Store
+from ledger.storage.models import IdempotencyKey, table
+from ledger.writer.services import Ledger, utcnow
 from tests.factories import FakeClock, req
 
 KEYS = table(IdempotencyKey)

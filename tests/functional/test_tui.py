@@ -10,10 +10,10 @@ import sqlalchemy as sa
 from rich.console import Console
 from textual.widgets import Static
 
-from ledger import queries, views
-from ledger.models import Event, Hold, table
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.reads import duty, queries
+from ledger.storage.engine import Store
+from ledger.storage.models import Event, Hold, table
+from ledger.writer.services import Ledger
 from tests.functional.conftest import SHIFT_END
 from tests.functional.tui_pilot import (
     open_detail,
@@ -40,10 +40,10 @@ def plain(renderable: Any) -> str:
 
 
 def open_hold_id(store: Store, reason: str, operation_prefix: str = "") -> int:
-    flt = views.HoldFilter(
+    flt = duty.HoldFilter(
         fields=(("reason", reason),), words=(operation_prefix,) if operation_prefix else ()
     )
-    rows = views.hold_queue(store, SHIFT_END, flt=flt)
+    rows = duty.hold_queue(store, SHIFT_END, flt=flt)
     assert rows, f"no open {reason} hold in the demo"
     return int(rows[0]["id"])
 
@@ -64,7 +64,7 @@ async def test_queue_shows_open_holds_soonest_deadline_first(app_factory, demo_s
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        expected = [r["id"] for r in views.hold_queue(demo_store, SHIFT_END)]
+        expected = [r["id"] for r in duty.hold_queue(demo_store, SHIFT_END)]
         assert queue_ids(app) == expected
         deadlines = [r["deadline"] for r in queue(app).rows]
         assert deadlines == sorted(deadlines)
@@ -299,7 +299,7 @@ async def test_a_race_lost_to_another_operator_is_reported_and_changes_nothing(
 async def test_the_handover_key_writes_the_same_report_as_the_command(
     app_factory, demo_store, tmp_path
 ) -> None:
-    from ledger import handover
+    from ledger.reads import handover
 
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
@@ -317,7 +317,7 @@ async def test_scrolling_loads_the_next_page_without_gaps(app_factory, demo_stor
     app = app_factory(page_size=5)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        expected = [r["id"] for r in views.hold_queue(demo_store, SHIFT_END)]
+        expected = [r["id"] for r in duty.hold_queue(demo_store, SHIFT_END)]
         assert len(queue_ids(app)) < len(expected)  # a page, and the next one near its end
         for _ in range(12):
             await pilot.press("down")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.services import DispatchInput, Ledger
-from ledger.storage import open_store
+from ledger.storage.engine import open_store
+from ledger.writer.services import DispatchInput, Ledger
 
 
 def race(db: str, name: str, rounds: int, barrier: Any, results: Any) -> None:

@@ -12,15 +12,15 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.alerts import DELIVERY_HEADER, Deliverer, backoff
 from ledger.config import AlertsConfig, SweepConfig
 from ledger.domain import FailOutcome
-from ledger.models import Outbox, table
-from ledger.outbox import target_of
-from ledger.services import Ledger
-from ledger.storage import Store
-from ledger.sweep import Sweep
-from ledger.sweep_rules import stale_prepared_hold
+from ledger.domain.staleness import stale_prepared_hold
+from ledger.scheduled.alerts import DELIVERY_HEADER, Deliverer, backoff
+from ledger.scheduled.sweep import Sweep
+from ledger.storage.engine import Store
+from ledger.storage.models import Outbox, table
+from ledger.writer.outbox import target_of
+from ledger.writer.services import Ledger
 from tests.factories import T0, FakeClock, req
 from tests.webhook import AlertReceiver
 

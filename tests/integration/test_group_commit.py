@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger import chain
 from ledger.domain import IllegalTransition
-from ledger.models import Event, Operation, table
 from ledger.receiver.committer import GroupCommitter
-from ledger.services import Ledger, NotFound, Tx
+from ledger.storage.models import Event, Operation, table
+from ledger.writer import chain
+from ledger.writer.services import Ledger, NotFound, Tx
 from tests.factories import req
 
 

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ledger import handover, views
 from ledger.domain import FailOutcome
-from ledger.models import Source, table
-from ledger.services import Ledger
+from ledger.reads import duty, handover
+from ledger.storage.models import Source, table
+from ledger.writer.services import Ledger
 from tests.factories import T0, FakeClock, req
 
 
@@ -66,7 +66,7 @@ def test_handover_report_matches_the_database(ledger: Ledger, clock: FakeClock) 
     now = clock.now
     text = handover.build(ledger.store, handover.Shift(T0 + timedelta(hours=1), now, "dave"))
 
-    open_rows = views.hold_queue(ledger.store, now, limit=100)
+    open_rows = duty.hold_queue(ledger.store, now, limit=100)
     overdue = [h for h in open_rows if h["deadline"] <= now]
     # "old" and "c" passed their one-hour deadline; "d" is due right now, which is overdue too
     # (as `flowledger status`, the metrics and the sweep count it).
@@ -86,7 +86,7 @@ def test_handover_report_matches_the_database(ledger: Ledger, clock: FakeClock) 
     assert "| op:b | released_for_retry | operator:carol | nothing at the target |" in text
     assert "- **broken** (n8n): status error; last error at" in text
     assert "good" not in text.split("## Sources in trouble")[1]
-    seq, head_hash = views.chain_head(ledger.store)
+    seq, head_hash = duty.chain_head(ledger.store)
     assert f"seq {seq}, hash `{head_hash}`" in text
 
 

@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from ledger import domain
 from ledger.cli.common import ledger_for
 from ledger.config import FileConfig, Settings, SweepConfig
-from ledger.models import Hold, table
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.models import Hold, table
+from ledger.writer.services import Ledger
 from tests.factories import FakeClock, req
 
 

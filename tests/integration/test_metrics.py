@@ -8,14 +8,14 @@ import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ledger import queries
 from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import FailOutcome
-from ledger.models import Source, table
-from ledger.observability import register
-from ledger.scheduler import Job, Scheduler
-from ledger.services import Ledger
-from ledger.sweep import Sweep
+from ledger.reads import queries
+from ledger.reads.observability import register
+from ledger.scheduled.scheduler import Job, Scheduler
+from ledger.scheduled.sweep import Sweep
+from ledger.storage.models import Source, table
+from ledger.writer.services import Ledger
 from tests.factories import T0, FakeClock, req
 
 SOURCES = table(Source)

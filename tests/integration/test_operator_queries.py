@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from ledger import queries, views
 from ledger.domain import FailOutcome
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.reads import duty, queries
+from ledger.storage.engine import Store
+from ledger.writer.services import Ledger
 from tests.factories import FakeClock, req
 
 
@@ -28,11 +28,9 @@ def test_pages_cover_the_queue_once_in_deadline_order(ledger: Ledger, clock: Fak
     ids = _holds(ledger, clock, 25)
     seen = []
     for offset in range(0, 30, 10):
-        seen += [
-            r["id"] for r in views.hold_queue(ledger.store, clock.now, limit=10, offset=offset)
-        ]
+        seen += [r["id"] for r in duty.hold_queue(ledger.store, clock.now, limit=10, offset=offset)]
     assert seen == ids
-    assert views.count_hold_queue(ledger.store, clock.now) == 25
+    assert duty.count_hold_queue(ledger.store, clock.now) == 25
 
 
 def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock) -> None:
@@ -43,9 +41,9 @@ def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock
     now = clock.now + timedelta(minutes=57)
 
     def found(text: str) -> list[int]:
-        flt = views.HoldFilter.parse(text)
-        rows = views.hold_queue(ledger.store, now, flt=flt)
-        assert views.count_hold_queue(ledger.store, now, flt=flt) == len(rows)
+        flt = duty.HoldFilter.parse(text)
+        rows = duty.hold_queue(ledger.store, now, flt=flt)
+        assert duty.count_hold_queue(ledger.store, now, flt=flt) == len(rows)
         return [r["id"] for r in rows]
 
     assert found("owner:alice") == [ids[2]]
@@ -59,32 +57,32 @@ def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock
 
 
 def test_filter_parse_keeps_unknown_fields_as_words() -> None:
-    flt = views.HoldFilter.parse("foo:bar reason:unknown overdue x")
+    flt = duty.HoldFilter.parse("foo:bar reason:unknown overdue x")
     assert flt.words == ("foo:bar", "x")
     assert flt.fields == (("reason", "unknown"),)
     assert flt.overdue and not flt.blocking
 
 
-@pytest.mark.parametrize("sort", sorted(views.QUEUE_SORTS))
+@pytest.mark.parametrize("sort", sorted(duty.QUEUE_SORTS))
 def test_every_sort_is_total(ledger: Ledger, clock: FakeClock, sort: str) -> None:
     ids = _holds(ledger, clock, 5)
-    rows = views.hold_queue(ledger.store, clock.now, sort=sort, descending=True)
+    rows = duty.hold_queue(ledger.store, clock.now, sort=sort, descending=True)
     assert sorted(r["id"] for r in rows) == sorted(ids)
 
 
 def test_events_and_executions_page_backwards_by_key(ledger: Ledger, clock: FakeClock) -> None:
     _holds(ledger, clock, 4)
-    first = views.recent_events(ledger.store, limit=3)
-    rest = views.recent_events(ledger.store, before_seq=first[-1]["seq"], limit=100)
+    first = duty.recent_events(ledger.store, limit=3)
+    rest = duty.recent_events(ledger.store, before_seq=first[-1]["seq"], limit=100)
     seqs = [e["seq"] for e in first + rest]
     assert seqs == sorted(seqs, reverse=True) and len(seqs) == len(set(seqs))
-    assert [e["kind"] for e in views.recent_events(ledger.store, text="failed_unknown")] == [
+    assert [e["kind"] for e in duty.recent_events(ledger.store, text="failed_unknown")] == [
         "failed_unknown"
     ] * 4
 
 
 def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
-    from ledger.migrate import init_ledger
+    from ledger.storage.migrate import init_ledger
 
     store: Store
     store, _ = init_ledger(sqlite_url)
@@ -104,13 +102,13 @@ def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
 
 
 def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) -> None:
-    gone = views.search_executions(demo_like_store, text="gone")
+    gone = duty.search_executions(demo_like_store, text="gone")
     assert gone and all(e["gone_at"] is not None for e in gone)
-    page = views.search_executions(demo_like_store, limit=5)
-    after = views.search_executions(demo_like_store, before_id=page[-1]["id"], limit=1000)
+    page = duty.search_executions(demo_like_store, limit=5)
+    after = duty.search_executions(demo_like_store, before_id=page[-1]["id"], limit=1000)
     ids = [e["id"] for e in page + after]
     assert ids == sorted(ids, reverse=True)
-    assert views.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
+    assert duty.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
 
 
 @pytest.fixture

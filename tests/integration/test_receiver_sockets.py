@@ -14,11 +14,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.migrate import init_ledger
-from ledger.models import Event, IdempotencyKey, Operation, table
 from ledger.receiver import create_app
-from ledger.services import Ledger
-from ledger.storage import Store, open_store
+from ledger.storage.engine import Store, open_store
+from ledger.storage.migrate import init_ledger
+from ledger.storage.models import Event, IdempotencyKey, Operation, table
+from ledger.writer.services import Ledger
 from tests.receiver_support import (
     SECRET,
     auth,

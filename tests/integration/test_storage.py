@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger import chain, queries, records
 from ledger.domain import FailOutcome, IllegalTransition
-from ledger.models import SCHEMA_VERSION
-from ledger.services import InvalidInput, Ledger, NotFound
-from ledger.storage import Store, read_schema_version
-from ledger.tx import Row, Tx
+from ledger.reads import queries
+from ledger.storage.engine import Store, read_schema_version
+from ledger.storage.models import SCHEMA_VERSION
+from ledger.writer import chain, records
+from ledger.writer.services import InvalidInput, Ledger, NotFound
+from ledger.writer.tx import Row, Tx
 from tests.factories import FakeClock, req
 
 OP = "invoice:INV-42:send"
@@ -241,7 +242,7 @@ def test_the_migrations_build_exactly_the_models(store: Store) -> None:
 
 
 def test_migrate_on_a_current_ledger_changes_nothing(store: Store) -> None:
-    from ledger import migrate
+    from ledger.storage import migrate
 
     migrate.upgrade(store)
     assert migrate.current_revision(store) == migrate.head_revision()
@@ -300,8 +301,8 @@ def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
     """The writer guesses the head from its own last append. A transaction that appended and
     then failed before its commit must not leave a guess that another process's append (to
     the same sequence number) would seem to confirm."""
-    from ledger import services
-    from ledger.storage import open_store
+    from ledger.storage.engine import open_store
+    from ledger.writer import services
 
     ledger.dispatch("op-1", req("e-1"), actor="t")
 

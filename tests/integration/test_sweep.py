@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger import records
 from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import FailOutcome
-from ledger.models import Event, Execution, Hold, Operation, Source, table
-from ledger.services import Ledger
-from ledger.sweep import Sweep
+from ledger.scheduled.sweep import Sweep
+from ledger.storage.models import Event, Execution, Hold, Operation, Source, table
+from ledger.writer import records
+from ledger.writer.services import Ledger
 from tests.factories import T0, FakeClock, execution_row, req
 
 HOLDS = table(Hold)
@@ -398,7 +398,7 @@ def test_a_retried_overdue_batch_is_walked_again_not_skipped(
     ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch that loses its commit runs again from where the walk stood, not past its rows."""
-    from ledger import services
+    from ledger.writer import services
 
     for i in range(5):
         ledger.dispatch(f"op-{i}", req(f"e-{i}"), actor="wf")

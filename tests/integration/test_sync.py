@@ -9,11 +9,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger import chain, queries
 from ledger.config import SourceConfig
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.reads import queries
+from ledger.storage.engine import Store
 from ledger.sync import Backoff, sync_source
+from ledger.writer import chain
+from ledger.writer.services import Ledger
 from tests.factories import FakeClock, req
 from tests.fakes.n8n import KEY, FakeN8n
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from ledger import queries
 from ledger.config import SourceConfig
-from ledger.services import Ledger
-from ledger.storage import Store
+from ledger.reads import queries
+from ledger.storage.engine import Store
 from ledger.sync import sync_source
+from ledger.writer.services import Ledger
 from tests.factories import FakeClock
 from tests.fakes.airflow import FakeAirflow
 from tests.fakes.n8n import KEY, FakeN8n

@@ -11,7 +11,7 @@ import pytest
 
 from ledger import domain
 from ledger.config import FileConfig, load_config, parse_duration
-from ledger.storage import LedgerError
+from ledger.storage.engine import LedgerError
 
 SOURCE = """
 [[sources]]

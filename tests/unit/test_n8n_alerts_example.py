@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ledger.outbox import HoldAlert
+from ledger.writer.outbox import HoldAlert
 from tests.factories import T0
 
 WORKFLOW = Path(__file__).parents[2] / "examples" / "n8n" / "alerts.json"

@@ -6,37 +6,36 @@ from datetime import timedelta
 
 import pytest
 
-from ledger import sweep_rules
-from ledger.domain import Reason
-from ledger.outbox import HoldAlert, delivery_id, rows_for, target_of
+from ledger.domain import Reason, staleness
+from ledger.writer.outbox import HoldAlert, delivery_id, rows_for, target_of
 from tests.factories import T0
 
 
 def test_cause_keys_differ_per_spell_deadline_and_success() -> None:
     assert (
-        sweep_rules.stale_prepared_hold("op", 0, T0).cause_key
-        != sweep_rules.stale_prepared_hold("op", 1, T0).cause_key
+        staleness.stale_prepared_hold("op", 0, T0).cause_key
+        != staleness.stale_prepared_hold("op", 1, T0).cause_key
     )
     later = T0 + timedelta(hours=1)
     assert (
-        sweep_rules.overdue_hold(7, "unknown_outcome", T0).cause_key
-        != sweep_rules.overdue_hold(7, "unknown_outcome", later).cause_key
+        staleness.overdue_hold(7, "unknown_outcome", T0).cause_key
+        != staleness.overdue_hold(7, "unknown_outcome", later).cause_key
     )
     minute = timedelta(minutes=1)
     assert (
-        sweep_rules.source_stale_hold("prod", None, minute, 5).cause_key
-        != sweep_rules.source_stale_hold("prod", T0, minute, 5).cause_key
+        staleness.source_stale_hold("prod", None, minute, 5).cause_key
+        != staleness.source_stale_hold("prod", T0, minute, 5).cause_key
     )
 
 
 @pytest.mark.parametrize(
     ("hold", "reason", "blocking"),
     [
-        (sweep_rules.stale_prepared_hold("op", 0, T0), Reason.STALE_PREPARED, False),
-        (sweep_rules.execution_stuck_hold("prod", "9", T0), Reason.EXECUTION_STUCK, False),
-        (sweep_rules.overdue_hold(1, "x", T0), Reason.OVERDUE, False),
+        (staleness.stale_prepared_hold("op", 0, T0), Reason.STALE_PREPARED, False),
+        (staleness.execution_stuck_hold("prod", "9", T0), Reason.EXECUTION_STUCK, False),
+        (staleness.overdue_hold(1, "x", T0), Reason.OVERDUE, False),
         (
-            sweep_rules.source_stale_hold("prod", T0, timedelta(minutes=1), 5),
+            staleness.source_stale_hold("prod", T0, timedelta(minutes=1), 5),
             Reason.SOURCE_STALE,
             False,
         ),
@@ -51,8 +50,8 @@ def test_sweep_holds_carry_their_reason_and_do_not_block(
 def test_a_source_is_stale_at_exactly_n_intervals() -> None:
     minute = timedelta(minutes=1)
     due = T0 + 5 * minute
-    assert not sweep_rules.source_stale_due(T0, minute, 5, due - timedelta(microseconds=1))
-    assert sweep_rules.source_stale_due(T0, minute, 5, due)
+    assert not staleness.source_stale_due(T0, minute, 5, due - timedelta(microseconds=1))
+    assert staleness.source_stale_due(T0, minute, 5, due)
 
 
 def test_outbox_rows_name_a_target_not_the_url() -> None:

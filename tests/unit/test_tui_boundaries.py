@@ -1,5 +1,5 @@
 """The terminal UI holds no business rules and writes nothing itself: every change goes through
-``ledger.services.Ledger``, every read through ``ledger.queries``."""
+``ledger.writer.services.Ledger``, every read through ``ledger.reads.queries``."""
 
 from __future__ import annotations
 

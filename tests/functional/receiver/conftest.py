@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from ledger.config import ReceiverConfig
 from ledger.receiver import create_app
-from ledger.services import Ledger
+from ledger.writer.services import Ledger
 from tests.receiver_support import SECRET, auth, make_token
 
 BODY_LIMIT = 4096

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from ledger.cli import app as _app  # noqa: F401  (registers the commands)
 from ledger.cli.common import app
-from ledger.hashing import token_digest
+from ledger.domain.hashing import token_digest
 from ledger.receiver import create_app
 from ledger.receiver.tokens import list_tokens, revoke_token
-from ledger.services import Ledger
+from ledger.writer.services import Ledger
 from tests.functional.receiver.conftest import Api, running
 from tests.receiver_support import (
     SECRET,
@@ -129,7 +129,7 @@ def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) ->
     assert "n8n-prod" in listed.output and "signing" in listed.output
     assert token not in listed.output and secret not in listed.output
 
-    from ledger.storage import open_store
+    from ledger.storage.engine import open_store
 
     store = open_store(db_url)
     try:

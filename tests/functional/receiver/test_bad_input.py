@@ -16,7 +16,7 @@ from starlette.routing import Mount
 
 from ledger.config import ReceiverConfig
 from ledger.receiver import create_app
-from ledger.services import Ledger
+from ledger.writer.services import Ledger
 from tests.functional.receiver.conftest import BODY_LIMIT, Api
 from tests.receiver_support import auth, dispatch_body, make_token, snapshot
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from ledger.hashing import input_hash
-from ledger.models import Hold, table
+from ledger.domain.hashing import input_hash
+from ledger.storage.models import Hold, table
 from tests.factories import FakeClock
 from tests.functional.receiver.conftest import Api
 from tests.receiver_support import dispatch_body

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ledger.models import IdempotencyKey, table
+from ledger.storage.models import IdempotencyKey, table
 from tests.factories import FakeClock
 from tests.functional.receiver.conftest import Api
 from tests.receiver_support import dispatch_body, make_token, snapshot

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ledger.models import Execution, table
+from ledger.storage.models import Execution, table
 from tests.factories import T0
 from tests.functional.receiver.conftest import Api
 from tests.receiver_support import dispatch_body

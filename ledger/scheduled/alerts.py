@@ -22,10 +22,10 @@ import sqlalchemy as sa
 
 from ledger.config import AlertsConfig
 from ledger.faults import crashpoint
-from ledger.models import Outbox, table
-from ledger.outbox import targets_of
-from ledger.services import Clock, utcnow
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.models import Outbox, table
+from ledger.writer.outbox import targets_of
+from ledger.writer.services import Clock, utcnow
 
 OUTBOX = table(Outbox)
 DELIVERY_HEADER = "X-Flowledger-Delivery"

@@ -24,14 +24,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger import domain, sweep_rules
+from ledger import domain
 from ledger.config import SourceConfig, SweepConfig
-from ledger.domain import State
-from ledger.models import Execution, Hold, Operation, Source, table
-from ledger.records import to_domain as _to_domain
-from ledger.services import HoldTarget, Ledger
-from ledger.sync.writes import ensure_source
-from ledger.tx import Tx
+from ledger.domain import State, staleness
+from ledger.storage.models import Execution, Hold, Operation, Source, table
+from ledger.sync.copies import ensure_source
+from ledger.writer.records import to_domain as _to_domain
+from ledger.writer.services import HoldTarget, Ledger
+from ledger.writer.tx import Tx
 
 OPS = table(Operation)
 HOLDS = table(Hold)
@@ -56,7 +56,7 @@ class SweepResult:
 
 
 def _key(prefix: str, *parts: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
-    """The cause key as SQL, built the way :mod:`ledger.sweep_rules` builds it in Python."""
+    """The cause key as SQL, built the way :mod:`ledger.domain.staleness` builds it in Python."""
     key: sa.ColumnElement[str] = sa.literal(prefix, sa.String)
     for i, part in enumerate(parts):
         text = part if isinstance(part.type, sa.String) else sa.cast(part, sa.String)
@@ -160,7 +160,7 @@ class Sweep:
         """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
         from their last change."""
         key = _key("unknown_outcome:", OPS.c.operation_id, OPS.c.attempt)
-        due = sweep_rules.cutoff(tx.now, self.cfg.dispatch_deadline)
+        due = staleness.cutoff(tx.now, self.cfg.dispatch_deadline)
         rows = tx.conn.execute(
             self._locked(
                 sa.select(OPS)
@@ -179,7 +179,7 @@ class Sweep:
 
     def _unknown(self, row: Any) -> HoldTarget:
         op = _to_domain(row)
-        detail = sweep_rules.unknown_outcome_detail(row.deadline, row.execution_id)
+        detail = staleness.unknown_outcome_detail(row.deadline, row.execution_id)
         return HoldTarget(
             domain.unknown_outcome_hold(op, detail),
             op.operation_id,
@@ -190,7 +190,7 @@ class Sweep:
     def _execution_failed(self, tx: Tx) -> tuple[int, bool]:
         key = _key("execution_failed:", OPS.c.operation_id, OPS.c.attempt, EXECUTIONS.c.external_id)
         failed = sa.or_(
-            EXECUTIONS.c.status.in_(sweep_rules.FAILED_EXECUTION_STATUSES),
+            EXECUTIONS.c.status.in_(staleness.FAILED_EXECUTION_STATUSES),
             sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),
         )
         # Execution ids repeat across tool instances. An operation that names no source is
@@ -233,9 +233,9 @@ class Sweep:
         targets = []
         for r in rows:
             status = r.execution_status
-            if status not in sweep_rules.FAILED_EXECUTION_STATUSES:
+            if status not in staleness.FAILED_EXECUTION_STATUSES:
                 status = f"{status} and vanished from the tool"
-            detail = sweep_rules.execution_failed_detail(status, r.execution_id)
+            detail = staleness.execution_failed_detail(status, r.execution_id)
             targets.append(
                 HoldTarget(
                     domain.execution_failed_hold(_to_domain(r), r.execution_id, detail),
@@ -248,7 +248,7 @@ class Sweep:
 
     def _stale_prepared(self, tx: Tx) -> tuple[int, bool]:
         key = _key("stale_prepared:", OPS.c.operation_id, OPS.c.attempt)
-        due = sweep_rules.cutoff(tx.now, self.cfg.stale_prepared_after)
+        due = staleness.cutoff(tx.now, self.cfg.stale_prepared_after)
         rows = tx.conn.execute(
             self._locked(
                 sa.select(OPS.c.operation_id, OPS.c.attempt, OPS.c.updated_at, OPS.c.source)
@@ -264,7 +264,7 @@ class Sweep:
         ).all()
         targets = [
             HoldTarget(
-                sweep_rules.stale_prepared_hold(r.operation_id, r.attempt, r.updated_at),
+                staleness.stale_prepared_hold(r.operation_id, r.attempt, r.updated_at),
                 r.operation_id,
                 source=r.source,
             )
@@ -276,12 +276,12 @@ class Sweep:
 
     def _execution_stuck(self, tx: Tx) -> tuple[int, bool]:
         key = _key("execution_stuck:", EXECUTIONS.c.source, EXECUTIONS.c.external_id)
-        due = sweep_rules.cutoff(tx.now, self.cfg.execution_stuck_after)
+        due = staleness.cutoff(tx.now, self.cfg.execution_stuck_after)
         rows = tx.conn.execute(
             sa.select(EXECUTIONS.c.source, EXECUTIONS.c.external_id, EXECUTIONS.c.started_at)
             .where(
                 EXECUTIONS.c.final.is_(False),
-                EXECUTIONS.c.status == sweep_rules.RUNNING_EXECUTION_STATUS,
+                EXECUTIONS.c.status == staleness.RUNNING_EXECUTION_STATUS,
                 EXECUTIONS.c.gone_at.is_(None),
                 EXECUTIONS.c.started_at <= due,
                 _unheld(key),
@@ -291,7 +291,7 @@ class Sweep:
         ).all()
         targets = [
             HoldTarget(
-                sweep_rules.execution_stuck_hold(r.source, r.external_id, r.started_at),
+                staleness.execution_stuck_hold(r.source, r.external_id, r.started_at),
                 execution_id=r.external_id,
                 source=r.source,
             )
@@ -320,8 +320,8 @@ class Sweep:
                 first = tx.now
             reference = last or first
             n = self.cfg.source_stale_intervals
-            if sweep_rules.source_stale_due(reference, src.interval, n, tx.now):
-                hold = sweep_rules.source_stale_hold(src.name, last, src.interval, n)
+            if staleness.source_stale_due(reference, src.interval, n, tx.now):
+                hold = staleness.source_stale_hold(src.name, last, src.interval, n)
                 targets.append(HoldTarget(hold, source=src.name))
         # A handful of rows: one pass, never a second batch.
         return sum(1 for i in self.ledger.open_holds(tx, targets) if i), False
@@ -367,7 +367,7 @@ class Sweep:
             rows = tx.conn.execute(self._locked(stmt, HOLDS)).all()
             targets = [
                 HoldTarget(
-                    sweep_rules.overdue_hold(r.id, r.reason, r.deadline),
+                    staleness.overdue_hold(r.id, r.reason, r.deadline),
                     r.operation_id,
                     execution_id=r.execution_id,
                     source=r.source,

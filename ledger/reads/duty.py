@@ -12,9 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.chain import head
-from ledger.models import LedgerMeta, table
-from ledger.queries import (
+from ledger.reads.queries import (
     EVENTS,
     EXECUTIONS,
     HOLDS,
@@ -23,7 +21,9 @@ from ledger.queries import (
     list_sources,
     row_dict,
 )
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.models import LedgerMeta, table
+from ledger.writer.chain import head
 
 # --------------------------------------------------------------------------- operator views
 # The terminal UI and the handover report page through these; every list is bounded by a

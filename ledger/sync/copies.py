@@ -11,9 +11,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from connectors.base import ExecutionRecord
-from ledger.models import Execution, Source, table
-from ledger.services import Tx
+from ledger.storage.models import Execution, Source, table
 from ledger.sync import links
+from ledger.writer.services import Tx
 
 EXECUTIONS = table(Execution)
 SOURCES = table(Source)

@@ -10,8 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.chain import head
-from ledger.models import (
+from ledger.storage.engine import Store
+from ledger.storage.models import (
     Attempt,
     Event,
     Execution,
@@ -21,7 +21,7 @@ from ledger.models import (
     Source,
     table,
 )
-from ledger.storage import Store
+from ledger.writer.chain import head
 
 OPS = table(Operation)
 ATTEMPTS = table(Attempt)

@@ -7,8 +7,8 @@ events, commit. A lost compare-and-set (another writer got there first) or a uni
 on PostgreSQL retries the whole transaction against the fresh rows, so two concurrent
 dispatches of one operation produce exactly one ``go``.
 
-The values it takes and answers are in :mod:`ledger.values`; holds are opened, closed and
-decided on by :mod:`ledger.holds`, always inside a transaction run here.
+The values it takes and answers are in :mod:`ledger.writer.values`; holds are opened, closed and
+decided on by :mod:`ledger.writer.holds`, always inside a transaction run here.
 """
 
 from __future__ import annotations
@@ -19,16 +19,17 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from ledger import domain, outbox, records
+from ledger import domain
 from ledger.domain import FailOutcome, IllegalTransition, NewHold, Reason
+from ledger.domain.hashing import input_hash as hash_input
+from ledger.domain.hashing import is_valid_hash
 from ledger.faults import crashpoint
-from ledger.hashing import input_hash as hash_input
-from ledger.hashing import is_valid_hash
-from ledger.holds import close_holds, require_operation, resolution_work, update_work
-from ledger.holds import open_holds as open_hold_rows
-from ledger.storage import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
-from ledger.tx import Tx
-from ledger.values import (
+from ledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
+from ledger.writer import outbox, records
+from ledger.writer.holds import close_holds, require_operation, resolution_work, update_work
+from ledger.writer.holds import open_holds as open_hold_rows
+from ledger.writer.tx import Tx
+from ledger.writer.values import (
     Answer,
     Clock,
     DispatchInput,
@@ -551,7 +552,7 @@ class Ledger:
 
     def open_holds(self, tx: Tx, targets: Sequence[HoldTarget]) -> list[int | None]:
         """Open each hold whose cause key has none yet, in the caller's transaction, with this
-        ledger's deadlines and alert targets (:func:`ledger.holds.open_holds`)."""
+        ledger's deadlines and alert targets (:func:`ledger.writer.holds.open_holds`)."""
         return open_hold_rows(tx, targets, self.hold_deadlines, self.alert_targets)
 
     def resolve(

@@ -1,11 +1,11 @@
-"""Alembic environment: runs on the connection that ``ledger.migrate`` hands it."""
+"""Alembic environment: runs on the connection that ``ledger.storage.migrate`` hands it."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlmodel import SQLModel
 
-import ledger.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import ledger.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ledger import queries, views
 from ledger.domain import is_overdue
-from ledger.storage import Store
+from ledger.reads import duty, queries
+from ledger.storage.engine import Store
 
 DEFAULT_SHIFT = timedelta(hours=12)
 SOURCE_LAG_LIMIT = timedelta(hours=1)
@@ -55,7 +55,7 @@ def _cell(value: Any) -> str:
 def _open_holds(store: Store, now: datetime) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:
-        page = views.hold_queue(store, now, limit=_PAGE, offset=len(rows))
+        page = duty.hold_queue(store, now, limit=_PAGE, offset=len(rows))
         rows.extend(page)
         if len(page) < _PAGE:
             return rows
@@ -65,7 +65,7 @@ def _resolved(store: Store, shift: Shift) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:
         after = rows[-1]["id"] if rows else 0
-        page = views.resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
+        page = duty.resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
         rows.extend(page)
         if len(page) < _PAGE:
             return sorted(rows, key=lambda r: (r["resolved_at"], r["id"]))
@@ -96,12 +96,12 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     holds = _open_holds(store, now)
     resolved = _resolved(store, shift)
     trouble = sources_in_trouble(store, now)
-    seq, head_hash = views.chain_head(store)
+    seq, head_hash = duty.chain_head(store)
     overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
 
     out: list[str] = ["# Handover report", ""]
-    if views.is_demo(store):
+    if duty.is_demo(store):
         out += ["> **Demo ledger: every record here is made-up sample data.**", ""]
     out += [
         f"- Shift: {when(shift.since)} to {when(shift.until)}",

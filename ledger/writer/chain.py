@@ -11,8 +11,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.hashing import GENESIS_HASH, chain_hash
-from ledger.models import ChainHead, Event, table
+from ledger.domain.hashing import GENESIS_HASH, chain_hash
+from ledger.storage.models import ChainHead, Event, table
 
 EVENTS = table(Event)
 HEAD = table(ChainHead)

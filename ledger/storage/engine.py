@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
-from ledger.models import SCHEMA_VERSION, LedgerMeta, table
+from ledger.storage.models import SCHEMA_VERSION, LedgerMeta, table
 
 DEFAULT_DB = "./var/flowledger.db"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -192,7 +192,7 @@ def _sqlite_engine(path: Path, *, create: bool) -> Engine:
         "sqlite://",
         creator=connect,
         hide_parameters=True,
-        # Every transaction ends in an explicit commit or rollback (ledger.tx), so the pool
+        # Every transaction ends in an explicit commit or rollback (ledger.writer.tx), so the pool
         # need not roll back again on each return.
         pool_reset_on_return=None,
         pool_size=8,

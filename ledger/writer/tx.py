@@ -18,9 +18,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger import chain
-from ledger.hashing import canonical_json
-from ledger.storage import ChainHint
+from ledger.domain.hashing import canonical_json
+from ledger.storage.engine import ChainHint
+from ledger.writer import chain
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 

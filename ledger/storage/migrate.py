@@ -10,7 +10,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from ledger.storage import (
+from ledger.storage.engine import (
     LedgerError,
     Store,
     hide_password,

@@ -27,7 +27,7 @@ from ledger.receiver.schemas import (
     N8nErrorCreate,
     PrepareCreate,
 )
-from ledger.services import Answer, Ledger
+from ledger.writer.services import Answer, Ledger
 
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
 OPERATION_PATH = "/v1/operations/{operation_id:path}"

@@ -19,8 +19,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from ledger.lease import Lease
-from ledger.observability import JobMetrics
+from ledger.reads.observability import JobMetrics
+from ledger.scheduled.lease import Lease
 
 log = logging.getLogger(__name__)
 LEASE_JOB = "lease"

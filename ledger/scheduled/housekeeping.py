@@ -11,9 +11,9 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ledger.models import IdempotencyKey, Outbox, table
-from ledger.services import Clock, utcnow
-from ledger.storage import Store
+from ledger.storage.engine import Store
+from ledger.storage.models import IdempotencyKey, Outbox, table
+from ledger.writer.services import Clock, utcnow
 
 KEYS = table(IdempotencyKey)
 OUTBOX = table(Outbox)

@@ -1,5 +1,5 @@
 """What the services accept and answer, their two errors, and the checks on ids: plain values
-shared by the writer (:mod:`ledger.services`, :mod:`ledger.holds`) and its callers."""
+shared by the writer (:mod:`ledger.writer.services`, :mod:`ledger.writer.holds`) and its callers."""
 
 from __future__ import annotations
 

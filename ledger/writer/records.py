@@ -1,6 +1,6 @@
 """The writer's statements on operations, attempts, receipts and holds, inside a :class:`Tx`.
 
-Only ``ledger.services`` calls these; each is one short statement.
+Only ``ledger.writer.services`` calls these; each is one short statement.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from ledger import domain
 from ledger.domain import OpenHold, Reason, State
-from ledger.models import Hold, Operation, table
-from ledger.tx import Row, Tx, from_db_time
+from ledger.storage.models import Hold, Operation, table
+from ledger.writer.tx import Row, Tx, from_db_time
 
 HOLDS = table(Hold)
 OPS = table(Operation)

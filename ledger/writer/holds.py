@@ -1,8 +1,8 @@
 """Holds in the writer's transaction: the one place they are opened, their closing when a rule
 resolves them, and a person's decisions on them (resolve, assign, extend, note).
 
-Each function takes the caller's :class:`~ledger.tx.Tx`; :class:`ledger.services.Ledger` runs
-them and is still the only way in.
+Each function takes the caller's :class:`~ledger.writer.tx.Tx`;
+:class:`ledger.writer.services.Ledger` runs them and is still the only way in.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger import domain, outbox, records
+from ledger import domain
 from ledger.domain import Change, IllegalTransition, OpenHold, Reason, State
-from ledger.models import Outbox, table
-from ledger.tx import Row, Tx, from_db_time
-from ledger.values import Answer, HoldTarget, InvalidInput, NotFound
+from ledger.storage.models import Outbox, table
+from ledger.writer import outbox, records
+from ledger.writer.tx import Row, Tx, from_db_time
+from ledger.writer.values import Answer, HoldTarget, InvalidInput, NotFound
 
 OUTBOX = table(Outbox)
 ACTIONS = ("confirm", "release", "cancel", "dismiss")

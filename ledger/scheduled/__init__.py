@@ -1,0 +1,2 @@
+"""The scheduled side: the sweep, alert delivery, the lease, the scheduler and the
+hourly clean-up."""

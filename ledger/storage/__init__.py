@@ -1,0 +1,1 @@
+"""Storage: the tables, opening a database, and its migrations."""

@@ -1,0 +1,1 @@
+"""The writer: every change to the ledger, with its event, in one transaction."""
