@@ -168,7 +168,7 @@ def bench(name: str, db: str, total: int, due: int) -> None:
         sample = 1000
         t = time.perf_counter()
         for n in range(sample):
-            ledger.open_hold(stale_prepared_hold(f"baseline-{n}", 0, NOW), actor="bench")
+            ledger.open_hold(stale_prepared_hold(f"baseline-{n}", 0, NOW)).run("bench")
         one_by_one = (time.perf_counter() - t) / sample
         per_hold = first_s / max(first.total, 1)
         print(

@@ -45,9 +45,8 @@ class ThroughServices:
                     workflow_id="wf-1",
                     step="send",
                 ),
-                actor="token:bench",
-            )
-            self.ledger.confirm(op, f"R-{i}", execution_id=str(10_000 + i), actor="token:bench")
+            ).run("token:bench")
+            self.ledger.confirm(op, f"R-{i}", execution_id=str(10_000 + i)).run("token:bench")
         return time.perf_counter() - start
 
     def close(self) -> None:

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         paint, filters = asyncio.run(first_paint_and_filters(str(path)))
         store = open_store(str(path))
         page = timed(lambda: duty.hold_queue(store, NOW, limit=100))
-        everything = timed(lambda: queries.open_holds(store, limit=args.open_holds + 1))
+        everything = timed(lambda: queries.list_open_holds(store, limit=args.open_holds + 1))
         store.dispose()
     print(f"first painted queue (start, imports included): {paint * 1000:7.0f} ms  (goal 1500)")
     print("filter: median of 3, typed into an idle queue")

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from ledger import domain
 from ledger.domain import FailOutcome, NewHold, Reason
+from ledger.domain.causes import cause_key
 from ledger.reads import duty
 from ledger.storage.engine import LedgerError, Store
 from ledger.storage.models import Execution, LedgerMeta, Source, table
@@ -114,8 +115,7 @@ class _Script:
                 source="prod-n8n",
                 **kw,
             ),
-            actor=WORKFLOW,
-        )
+        ).run(WORKFLOW)
         return answer.decision or ""
 
     def run(self) -> None:
@@ -136,7 +136,7 @@ class _Script:
             ext = f"{7100 + n}"
             op = f"demo:invoice:INV-{1040 + n}:send"
             self.dispatch(op, ext, "wf-invoices", {"invoice": f"INV-{1040 + n}", "amount": 90 * n})
-            ld.confirm(op, f"msg-{5500 + n}@mail.example.com", execution_id=ext, actor=WORKFLOW)
+            ld.confirm(op, f"msg-{5500 + n}@mail.example.com", execution_id=ext).run(WORKFLOW)
             self.execution(
                 ext, "wf-invoices", "success", start, gone_at=self.end - timedelta(hours=2)
             )
@@ -148,8 +148,7 @@ class _Script:
             has_input=True,
             workflow_id="wf-payouts",
             source="prod-n8n",
-            actor=WORKFLOW,
-        )
+        ).run(WORKFLOW)
 
     def _morning(self) -> None:
         ld = self.ledger
@@ -158,7 +157,7 @@ class _Script:
             ext = f"{7300 + n}"
             op = f"demo:crm:contact-{300 + n}:upsert"
             self.dispatch(op, ext, "wf-crm", {"contact": 300 + n})
-            ld.confirm(op, f"crm-{88000 + n}", execution_id=ext, actor=WORKFLOW)
+            ld.confirm(op, f"crm-{88000 + n}", execution_id=ext).run(WORKFLOW)
             self.execution(ext, "wf-crm", "success", start)
         self.ago(hours=6, minutes=20)
         self.dispatch("demo:payout:P-2210:transfer", "7401", "wf-payouts", {"payout": "P-2210"})
@@ -167,8 +166,7 @@ class _Script:
             FailOutcome.REJECTED,
             "422 account closed",
             execution_id="7401",
-            actor=WORKFLOW,
-        )
+        ).run(WORKFLOW)
         self.execution("7401", "wf-payouts", "error", self.clock.now)
         self.ago(hours=6)
         ld.prepare(
@@ -177,14 +175,13 @@ class _Script:
             input={"payout": "P-2215"},
             has_input=True,
             workflow_id="wf-payouts",
-            actor=WORKFLOW,
-        )
+        ).run(WORKFLOW)
 
     def _unknown(self, op: str, ext: str, workflow: str, hours: float, error: str) -> int:
         start = self.ago(hours=hours)
         self.dispatch(op, ext, workflow, {"ref": op})
         self.ago(hours=hours, minutes=-2)
-        answer = self.ledger.fail(op, FailOutcome.UNKNOWN, error, execution_id=ext, actor=WORKFLOW)
+        answer = self.ledger.fail(op, FailOutcome.UNKNOWN, error, execution_id=ext).run(WORKFLOW)
         self.execution(ext, workflow, "error", start)
         return answer.hold_ids[0]
 
@@ -204,7 +201,7 @@ class _Script:
         self.ago(hours=4)
         op = "demo:invoice:INV-1095:send"
         self.dispatch(op, "7430", "wf-invoices", {"invoice": "INV-1095"})
-        ld.confirm(op, "msg-6001@mail.example.com", execution_id="7430", actor=WORKFLOW)
+        ld.confirm(op, "msg-6001@mail.example.com", execution_id="7430").run(WORKFLOW)
         self.execution("7430", "wf-invoices", "success", self.clock.now)
         self.ago(hours=3, minutes=50)
         ld.resolve(
@@ -213,20 +210,22 @@ class _Script:
             receipt="msg-5990@mail.example.com",
             note="found the message in the mail provider's sent log",
             operator="alice",
-        )
+        ).run()
         self.ago(hours=3, minutes=40)
-        ld.confirm(op, "msg-6017@mail.example.com", execution_id="7431", actor=WORKFLOW)
+        ld.confirm(op, "msg-6017@mail.example.com", execution_id="7431").run(WORKFLOW)
         self.execution("7431", "wf-invoices", "success", self.clock.now, retry_of="7430")
         self.ago(hours=3, minutes=30)
         ld.resolve(
             to_release, "release", note="bank portal shows no transfer for P-2205", operator="bob"
-        )
+        ).run()
         op = "demo:payout:P-2205:transfer"
         self.dispatch(op, "7417", "wf-payouts", {"ref": op})
-        ld.confirm(op, "bank-tx-99120", execution_id="7417", actor=WORKFLOW)
+        ld.confirm(op, "bank-tx-99120", execution_id="7417").run(WORKFLOW)
         self.execution("7417", "wf-payouts", "success", self.clock.now)
         self.ago(hours=3, minutes=20)
-        ld.resolve(to_cancel, "cancel", note="partner asked to stop this payout", operator="bob")
+        ld.resolve(
+            to_cancel, "cancel", note="partner asked to stop this payout", operator="bob"
+        ).run()
 
     def _mismatches(self) -> None:
         """Dispatches that did not match what the ledger records."""
@@ -260,7 +259,7 @@ class _Script:
         for n, ext in enumerate(("7450", "7451"), start=1):
             self.ago(hours=2, minutes=10 - 3 * n)
             self.dispatch(op, ext, "wf-payouts", {"p": 2230}, ledger=self.tight)
-            self.tight.fail(op, FailOutcome.REJECTED, "503 bank offline", actor=WORKFLOW)
+            self.tight.fail(op, FailOutcome.REJECTED, "503 bank offline").run(WORKFLOW)
             self.execution(ext, "wf-payouts", "error", self.clock.now)
         self.dispatch(op, "7452", "wf-payouts", {"p": 2230}, ledger=self.tight)
         self.execution("7452", "wf-payouts", "success", self.clock.now)
@@ -277,7 +276,7 @@ class _Script:
             owner="carol",
             note="carol has access to the mail provider",
             next_action="check the sent log for INV-1101, then confirm or release",
-        )
+        ).run()
         # The execution crashed while its write was in flight.
         start = self.ago(hours=1, minutes=20)
         op = "demo:crm:contact-377:upsert"
@@ -288,8 +287,7 @@ class _Script:
             domain.execution_failed_hold(state, "7420", "execution 7420 crashed while dispatching"),
             operation_id=op,
             execution_id="7420",
-            actor="sweep",
-        )
+        ).run("sweep")
 
     def _sweep(self) -> None:
         """What the sweep finds, and the last notes of the shift."""
@@ -298,45 +296,49 @@ class _Script:
         ld.open_hold(
             NewHold.of(
                 Reason.STALE_PREPARED,
-                "stale_prepared:demo:payout:P-2201:transfer",
+                cause_key(
+                    Reason.STALE_PREPARED, operation_id="demo:payout:P-2201:transfer", attempt=0
+                ),
                 "prepared 22 h ago and never dispatched",
             ),
             operation_id="demo:payout:P-2201:transfer",
-            actor="sweep",
-        )
+        ).run("sweep")
         self.execution("7460", "wf-crm", "running", self.end - timedelta(hours=3, minutes=5))
         ld.open_hold(
-            NewHold.of(Reason.EXECUTION_STUCK, "execution_stuck:prod-n8n:7460", "running for 2 h"),
+            NewHold.of(
+                Reason.EXECUTION_STUCK,
+                cause_key(Reason.EXECUTION_STUCK, source="prod-n8n", execution_id="7460"),
+                "running for 2 h",
+            ),
             execution_id="7460",
             source="prod-n8n",
-            actor="sweep",
-        )
+        ).run("sweep")
         ld.open_hold(
             NewHold.of(
                 Reason.SOURCE_STALE,
-                "source_stale:staging-n8n",
+                cause_key(Reason.SOURCE_STALE, source="staging-n8n", since="never"),
                 "staging-n8n has not synced for 6 intervals",
             ),
             source="staging-n8n",
-            actor="sweep",
-        )
+        ).run("sweep")
         self.ago(minutes=50)
+        late = duty.hold(ld.store, self.overdue_hold)
+        assert late is not None
         ld.open_hold(
             NewHold.of(
                 Reason.OVERDUE,
-                f"overdue:{self.overdue_hold}",
+                cause_key(Reason.OVERDUE, hold_id=self.overdue_hold, deadline=late["deadline"]),
                 f"hold {self.overdue_hold} passed its deadline",
             ),
             operation_id="demo:payout:P-2202:transfer",
-            actor="sweep",
-        )
+        ).run("sweep")
         self.ago(minutes=40)
         ld.update_hold(
             self.overdue_hold,
             operator="alice",
             note="bank support ticket #4471 opened",
             next_action="wait for the bank's answer on ticket #4471",
-        )
+        ).run()
         self._unknown("demo:invoice:INV-1102:send", "7413", "wf-invoices", 0.5, "502 Bad Gateway")
         self.ago(minutes=25)
         mismatch = duty.hold_queue(
@@ -344,7 +346,7 @@ class _Script:
         )[0]["id"]
         ld.resolve(
             mismatch, "dismiss", note="v4 rollout is expected; v3 record kept", operator="alice"
-        )
+        ).run()
 
     def _rows(self) -> None:
         """The kept executions and the sources, as a sync would have left them."""

@@ -166,11 +166,13 @@ def _service_call(
     ledger, op, note = ctx.ledger, ctx.operator, v.get("note", "")
     if name in ("confirm", "release", "cancel", "dismiss"):
         receipt = v.get("receipt") or None
-        return lambda: ledger.resolve(hold_id, name, note=note, operator=op, receipt=receipt)
+        return lambda: ledger.resolve(hold_id, name, note=note, operator=op, receipt=receipt).run()
     if name == "assign":
-        return lambda: ledger.update_hold(hold_id, operator=op, note=note, owner=v["owner"])
+        return lambda: ledger.update_hold(hold_id, operator=op, note=note, owner=v["owner"]).run()
     if name == "extend":
         deadline = parse_deadline(v["deadline"], ctx.now())
-        return lambda: ledger.update_hold(hold_id, operator=op, note=note, deadline=deadline)
+        return lambda: ledger.update_hold(hold_id, operator=op, note=note, deadline=deadline).run()
     next_action = v.get("next_action") or None
-    return lambda: ledger.update_hold(hold_id, operator=op, note=note, next_action=next_action)
+    return lambda: ledger.update_hold(
+        hold_id, operator=op, note=note, next_action=next_action
+    ).run()

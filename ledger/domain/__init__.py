@@ -7,16 +7,18 @@ new state, the holds to open and the event to record, so that storage can write 
 one transaction.
 
 The vocabulary and values are in :mod:`.model`, the workflow's moves in :mod:`.rules`, a
-person's decisions on holds in :mod:`.resolutions`; everything is importable from here.
+person's decisions on holds in :mod:`.resolutions`, the sweep's in :mod:`.staleness`; a hold's
+identity in :mod:`.causes`; what the ledger accepts in :mod:`.limits`; canonical JSON and the
+hashes in :mod:`.hashing`. The model, rules and resolutions are importable from here.
 """
 
+from ledger.domain.limits import MAX_ID_LENGTH
 from ledger.domain.model import (
     BLOCKING_REASONS,
     DEFAULT_BLOCKING_HOLD_DEADLINE,
     DEFAULT_DISPATCH_DEADLINE,
     DEFAULT_HOLD_DEADLINE,
     DEFAULT_MAX_ATTEMPTS,
-    MAX_ID_LENGTH,
     OUTCOME_REASONS,
     Approval,
     Change,

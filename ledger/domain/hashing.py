@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import re
 from typing import Any
 
-HASH_PATTERN = re.compile(r"^(sha256|hmac-sha256):[0-9a-f]{64}$")
+from ledger.domain.limits import is_valid_hash
+
+__all__ = ["GENESIS_HASH", "canonical_json", "chain_hash", "input_hash", "is_valid_hash", "seal"]
 GENESIS_HASH = "0" * 64
 
 
@@ -31,13 +32,15 @@ def input_hash(value: Any, secret: bytes | None = None) -> str:
     return "sha256:" + hashlib.sha256(body).hexdigest()
 
 
-def is_valid_hash(value: str) -> bool:
-    return bool(HASH_PATTERN.match(value))
+def seal(prev_hash: str, canonical_event: bytes) -> str:
+    """``sha256(prev_hash ‖ canonical event)``: each event seals the one before it. The writer
+    passes the event's canonical JSON as it builds it for storage (encoded once)."""
+    return hashlib.sha256(prev_hash.encode("ascii") + canonical_event).hexdigest()
 
 
 def chain_hash(prev_hash: str, event: dict[str, Any]) -> str:
-    """``sha256(prev_hash ‖ canonical event)``: each event seals the one before it."""
-    return hashlib.sha256(prev_hash.encode("ascii") + canonical_json(event)).hexdigest()
+    """:func:`seal` over the canonical JSON of ``event`` (what the verifier recomputes)."""
+    return seal(prev_hash, canonical_json(event))
 
 
 def token_digest(token: str) -> str:

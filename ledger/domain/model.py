@@ -79,7 +79,6 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_DISPATCH_DEADLINE = timedelta(minutes=15)
 DEFAULT_HOLD_DEADLINE = timedelta(hours=4)
 DEFAULT_BLOCKING_HOLD_DEADLINE = timedelta(hours=1)  # the workflow's writes wait meanwhile
-MAX_ID_LENGTH = 200
 
 
 # --------------------------------------------------------------------------- values

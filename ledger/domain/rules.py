@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from ledger.domain.causes import cause_key
 from ledger.domain.model import (
     DEFAULT_DISPATCH_DEADLINE,
     DEFAULT_MAX_ATTEMPTS,
@@ -78,7 +79,11 @@ def dispatch(
             op,
             NewHold.of(
                 Reason.INPUT_MISMATCH,
-                f"input_mismatch:{op.operation_id}:{req.input_hash}",
+                cause_key(
+                    Reason.INPUT_MISMATCH,
+                    operation_id=op.operation_id,
+                    input_hash=req.input_hash,
+                ),
                 f"dispatch with input {req.input_hash} but the operation records {op.input_hash}",
             ),
         )
@@ -87,7 +92,11 @@ def dispatch(
             op,
             NewHold.of(
                 Reason.VERSION_MISMATCH,
-                f"version_mismatch:{op.operation_id}:{req.processing_version}",
+                cause_key(
+                    Reason.VERSION_MISMATCH,
+                    operation_id=op.operation_id,
+                    processing_version=req.processing_version,
+                ),
                 f"dispatch with version {req.processing_version!r} but the operation records "
                 f"{op.processing_version!r}",
             ),
@@ -132,7 +141,7 @@ def dispatch(
             op,
             NewHold.of(
                 Reason.MAX_ATTEMPTS,
-                f"max_attempts:{op.operation_id}:{op.attempt}",
+                cause_key(Reason.MAX_ATTEMPTS, operation_id=op.operation_id, attempt=op.attempt),
                 f"{op.attempt} attempts used of {op.max_attempts}",
             ),
         )
@@ -161,14 +170,23 @@ def _approval_problem(req: DispatchRequest, now: datetime, operation_id: str) ->
     if approval.version != req.processing_version:
         return NewHold.of(
             Reason.APPROVAL_VERSION,
-            f"approval_version:{operation_id}:{approval.version}:{req.processing_version}",
+            cause_key(
+                Reason.APPROVAL_VERSION,
+                operation_id=operation_id,
+                approval_version=approval.version,
+                processing_version=req.processing_version,
+            ),
             f"approval names version {approval.version!r}, dispatch runs "
             f"{req.processing_version!r}",
         )
     if approval.expires_at is not None and approval.expires_at <= now:
         return NewHold.of(
             Reason.APPROVAL_EXPIRED,
-            f"approval_expired:{operation_id}:{approval.expires_at.isoformat()}",
+            cause_key(
+                Reason.APPROVAL_EXPIRED,
+                operation_id=operation_id,
+                expires_at=approval.expires_at,
+            ),
             f"approval expired at {approval.expires_at.isoformat()}",
         )
     return None
@@ -230,7 +248,9 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
             holds=(
                 NewHold.of(
                     Reason.RECEIPT_CONFLICT,
-                    f"receipt_conflict:{op.operation_id}:{receipt}",
+                    cause_key(
+                        Reason.RECEIPT_CONFLICT, operation_id=op.operation_id, receipt=receipt
+                    ),
                     f"second receipt {receipt!r} differs from {op.receipt!r}: "
                     "possible duplicate effect",
                 ),
@@ -257,7 +277,9 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
             holds=(
                 NewHold.of(
                     Reason.RECEIPT_CONFLICT,
-                    f"receipt_conflict:{op.operation_id}:{receipt}",
+                    cause_key(
+                        Reason.RECEIPT_CONFLICT, operation_id=op.operation_id, receipt=receipt
+                    ),
                     f"receipt {receipt!r} arrived for an operation in state {op.state.value}",
                 ),
             ),
@@ -293,13 +315,20 @@ def fail(op: Operation, outcome: FailOutcome, error: str) -> Change:
 
 def unknown_outcome_hold(op: Operation, detail: str) -> NewHold:
     return NewHold.of(
-        Reason.UNKNOWN_OUTCOME, f"unknown_outcome:{op.operation_id}:{op.attempt}", detail
+        Reason.UNKNOWN_OUTCOME,
+        cause_key(Reason.UNKNOWN_OUTCOME, operation_id=op.operation_id, attempt=op.attempt),
+        detail,
     )
 
 
 def execution_failed_hold(op: Operation, execution_id: str, detail: str) -> NewHold:
     return NewHold.of(
         Reason.EXECUTION_FAILED,
-        f"execution_failed:{op.operation_id}:{op.attempt}:{execution_id}",
+        cause_key(
+            Reason.EXECUTION_FAILED,
+            operation_id=op.operation_id,
+            attempt=op.attempt,
+            execution_id=execution_id,
+        ),
         detail,
     )

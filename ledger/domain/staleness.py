@@ -1,15 +1,15 @@
 """The sweep's decisions as plain functions: when a row is due, and which hold it gets.
 
-No clock and no database here: the sweep passes ``now`` and the rows it read. The cause key of
-each hold is the rule's identity: the same cause always gives the same key, so the unique
-``holds.cause_key`` makes a repeated sweep open nothing twice.
+No clock and no database here: the sweep passes ``now`` and the rows it read. Each hold's cause
+key comes from :func:`ledger.domain.causes.cause_key`, so a repeated sweep opens nothing twice.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ledger.domain import NewHold, Reason
+from ledger.domain.causes import cause_key
+from ledger.domain.model import NewHold, Reason
 
 # Execution statuses that mean "the run ended badly": the write may or may not have happened.
 FAILED_EXECUTION_STATUSES = ("error", "crashed")
@@ -22,11 +22,9 @@ def cutoff(now: datetime, after: timedelta) -> datetime:
 
 
 def stale_prepared_hold(operation_id: str, attempt: int, since: datetime) -> NewHold:
-    # The attempt number tells one prepared spell from the next (a release keeps the attempt
-    # it released, a dispatch raises it), so each spell gets its own hold.
     return NewHold.of(
         Reason.STALE_PREPARED,
-        f"stale_prepared:{operation_id}:{attempt}",
+        cause_key(Reason.STALE_PREPARED, operation_id=operation_id, attempt=attempt),
         f"prepared since {since.isoformat()} and never dispatched",
     )
 
@@ -43,16 +41,15 @@ def execution_failed_detail(status: str, execution_id: str) -> str:
 def execution_stuck_hold(source: str, external_id: str, started_at: datetime) -> NewHold:
     return NewHold.of(
         Reason.EXECUTION_STUCK,
-        f"execution_stuck:{source}:{external_id}",
+        cause_key(Reason.EXECUTION_STUCK, source=source, execution_id=external_id),
         f"execution {external_id} of {source} running since {started_at.isoformat()}",
     )
 
 
 def overdue_hold(hold_id: int, reason: str, deadline: datetime) -> NewHold:
-    # One per hold and deadline: extending the deadline lets it fall overdue again.
     return NewHold.of(
         Reason.OVERDUE,
-        f"overdue:{hold_id}:{deadline.isoformat()}",
+        cause_key(Reason.OVERDUE, hold_id=hold_id, deadline=deadline),
         f"hold {hold_id} ({reason}) passed its deadline {deadline.isoformat()}",
     )
 
@@ -71,7 +68,7 @@ def source_stale_hold(
     since = last_success_at.isoformat() if last_success_at is not None else "never"
     return NewHold.of(
         Reason.SOURCE_STALE,
-        f"source_stale:{name}:{since}",
+        cause_key(Reason.SOURCE_STALE, source=name, since=since),
         f"source {name} last synced successfully: {since} "
         f"({intervals} intervals of {interval.total_seconds():g}s passed)",
     )

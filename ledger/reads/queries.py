@@ -102,7 +102,7 @@ def _event_dict(row: Any) -> dict[str, Any]:
     return d
 
 
-def open_holds(
+def list_open_holds(
     store: Store, *, limit: int = 100, offset: int = 0, reason: str | None = None
 ) -> list[dict[str, Any]]:
     """Open holds, soonest deadline first, with their operation's state and workflow."""

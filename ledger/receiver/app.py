@@ -13,15 +13,14 @@ from starlette.types import Receive, Scope, Send
 
 from ledger.config import ReceiverConfig
 from ledger.receiver import calls, errors, health, reads
-from ledger.receiver.committer import Committer, Work, committer_for
-from ledger.receiver.idempotency import purge_expired
+from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyLimit, Timing
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import TokenCache, record_use
 from ledger.writer.services import Ledger
+from ledger.writer.unit import Work
 
-PURGE_EVERY = 600.0  # seconds between two sweeps of expired idempotency keys
 TOKEN_USE_EVERY = 60.0  # seconds between two writes of the tokens' last use
 
 DESCRIPTION = """Workflows call `dispatch` before each write to another system and `confirm`
@@ -53,14 +52,13 @@ def create_app(
     *,
     config: ReceiverConfig | None = None,
     secret: bytes | None = None,
-    committer: Committer | None = None,
     token_ttl: float = 2.0,
 ) -> FastAPI:
     config = config or ReceiverConfig()
     state = ReceiverState(
         store=ledger.store,
         ledger=ledger,
-        committer=committer or committer_for(ledger),
+        committer=GroupCommitter(ledger),
         tokens=TokenCache(ledger.store, ttl=token_ttl),
         secret=secret,
         body_limit=config.body_limit,
@@ -71,18 +69,13 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.committer.start()
-        chores = [
-            asyncio.create_task(_every(PURGE_EVERY, lambda: _quietly(state, purge_expired))),
-            asyncio.create_task(_every(TOKEN_USE_EVERY, lambda: _record_token_use(state))),
-        ]
+        chore = asyncio.create_task(_every(TOKEN_USE_EVERY, lambda: _record_token_use(state)))
         try:
             yield
         finally:
-            for chore in chores:
-                chore.cancel()
-            for chore in chores:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await chore
+            chore.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await chore
             await _record_token_use(state)  # what the last minute saw
             state.committer.close()
 
@@ -122,7 +115,7 @@ async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:
         await chore()
 
 
-async def _quietly(state: ReceiverState, work: Work) -> None:
+async def _quietly(state: ReceiverState, work: Work[Any]) -> None:
     """Housekeeping through the writer; a failure waits for the next turn."""
     with contextlib.suppress(Exception):
         await state.committer.commit("receiver", work)

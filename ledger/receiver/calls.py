@@ -61,7 +61,7 @@ class Call:
 
 def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate) -> Work:
     assert operation_id is not None
-    return ledger.dispatch_work(operation_id, body.to_input())
+    return ledger.dispatch(operation_id, body.to_input()).work
 
 
 def _count_decision(value: Any) -> None:
@@ -71,7 +71,7 @@ def _count_decision(value: Any) -> None:
 
 def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> Work:
     assert operation_id is not None
-    return ledger.prepare_work(
+    return ledger.prepare(
         operation_id,
         processing_version=body.processing_version,
         input=body.input,
@@ -81,25 +81,25 @@ def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> W
         step=body.step,
         source=body.source,
         input_ref=body.input_ref,
-    )
+    ).work
 
 
 def _confirm(ledger: Ledger, operation_id: str | None, body: ConfirmCreate) -> Work:
     assert operation_id is not None
-    return ledger.confirm_work(
+    return ledger.confirm(
         operation_id, body.receipt, execution_id=body.execution_id, detail=body.detail
-    )
+    ).work
 
 
 def _fail(ledger: Ledger, operation_id: str | None, body: FailCreate) -> Work:
     assert operation_id is not None
-    return ledger.fail_work(operation_id, body.outcome, body.error, execution_id=body.execution_id)
+    return ledger.fail(operation_id, body.outcome, body.error, execution_id=body.execution_id).work
 
 
 def _n8n_error(ledger: Ledger, operation_id: str | None, body: N8nErrorCreate) -> Work:
     execution_id = body.execution.id if body.execution is not None else None
     opened_by = (
-        ledger.execution_failed_work(execution_id, body.detail())
+        ledger.execution_failed(execution_id, body.detail()).work
         if execution_id is not None
         else None  # an error in a trigger: no execution to match
     )

@@ -20,26 +20,18 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ledger.metrics import COMMIT_BATCH_SIZE
-from ledger.writer.services import Ledger, Tx
-
-Work = Callable[[Tx], Any]
-
-
-class Committer(Protocol):
-    def start(self) -> None: ...
-    async def commit(self, actor: str, work: Work) -> Any: ...
-    def close(self) -> None: ...
+from ledger.writer.services import Ledger
+from ledger.writer.unit import Work
 
 
 @dataclass
 class _Item:
     actor: str
-    work: Work
+    work: Work[Any]
     future: asyncio.Future[Any]
 
 
@@ -59,7 +51,7 @@ class GroupCommitter:
             )
             self._thread.start()
 
-    async def commit(self, actor: str, work: Work) -> Any:
+    async def commit(self, actor: str, work: Work[Any]) -> Any:
         """Run ``work`` durably and return its value (or raise its error). The batch settles
         all of a loop's waiters in one callback, so n requests wake the loop once, not n
         times."""
@@ -122,7 +114,3 @@ def _settle(settled: list[_Settled]) -> None:
             future.set_exception(error)
         else:
             future.set_result(value)
-
-
-def committer_for(ledger: Ledger) -> Committer:
-    return GroupCommitter(ledger)

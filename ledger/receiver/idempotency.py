@@ -11,64 +11,21 @@ token and expire after the configured time.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from starlette.types import Send
 
-from ledger.receiver.errors import ApiError, as_api_error, error_body
+from ledger.receiver.errors import ApiError, as_api_error
+from ledger.receiver.reply import Reply, dumps
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import Principal
-from ledger.storage.models import IdempotencyKey, table
+from ledger.writer import keys
 from ledger.writer.services import Answer, Tx
 
-KEYS = table(IdempotencyKey)
+KEYS = keys.KEYS
 HEADER = "Idempotency-Key"
-REPLAYED = b"idempotent-replayed"
-JSON = b"application/json"
-
-
-@dataclass(frozen=True)
-class Reply:
-    """An answer's status and exact body bytes; ``replayed`` when it came from storage."""
-
-    status: int
-    body: bytes
-    value: Any = None
-    replayed: bool = False
-    headers: Mapping[str, str] | None = None
-
-    @classmethod
-    def error(cls, exc: ApiError) -> Reply:
-        body = dumps(error_body(exc.code, exc.message, exc.field))
-        return cls(exc.status, body, headers=exc.headers)
-
-    def raw_headers(self) -> list[tuple[bytes, bytes]]:
-        """The headers as ASGI sends them."""
-        headers = [(b"content-type", JSON), (b"content-length", str(len(self.body)).encode())]
-        if self.replayed:
-            headers.append((REPLAYED, b"true"))
-        for name, value in (self.headers or {}).items():
-            headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-        return headers
-
-    async def send(self, send: Send) -> None:
-        """Answer with it through ASGI's ``send``."""
-        start = {
-            "type": "http.response.start",
-            "status": self.status,
-            "headers": self.raw_headers(),
-        }
-        await send(start)
-        await send({"type": "http.response.body", "body": self.body})
-
-
-def dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
 
 
 def key_of(header: str | None) -> str | None:
@@ -105,10 +62,9 @@ def keyed(
 
     def unit(tx: Tx) -> Reply:
         where = (KEYS.c.token_id == token_id, KEYS.c.key == key)
+        # An expired key counts as never used: remove it, so that this use can store its own.
+        tx.conn.execute(KEYS.delete().where(*where, keys.expired(tx.now)))
         row = tx.conn.execute(sa.select(KEYS).where(*where)).first()
-        if row is not None and row.expires_at <= tx.now:
-            tx.conn.execute(KEYS.delete().where(*where))
-            row = None
         if row is not None:
             if row.request_hash != fingerprint:
                 raise ApiError(
@@ -185,13 +141,3 @@ async def answer(
     finally:
         st.in_flight.discard(slot)
     return reply
-
-
-def purge_expired(tx: Tx, limit: int = 1000) -> int:
-    """Delete up to ``limit`` expired keys (run now and then by the receiver)."""
-    ids = tx.conn.execute(
-        sa.select(KEYS.c.token_id, KEYS.c.key).where(KEYS.c.expires_at <= tx.now).limit(limit)
-    ).all()
-    for token_id, key in ids:
-        tx.conn.execute(KEYS.delete().where(KEYS.c.token_id == token_id, KEYS.c.key == key))
-    return len(ids)

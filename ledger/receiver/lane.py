@@ -25,7 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ledger.receiver.auth import authenticate
 from ledger.receiver.calls import CALLS, Call, documented_route
 from ledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
-from ledger.receiver.idempotency import Reply, answer, key_of, request_hash
+from ledger.receiver.idempotency import answer, key_of, request_hash
+from ledger.receiver.reply import Reply
 from ledger.receiver.schemas import Id
 from ledger.receiver.state import ReceiverState
 

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ledger.metrics import REQUEST_LATENCY
 from ledger.receiver.errors import ApiError
-from ledger.receiver.idempotency import Reply
+from ledger.receiver.reply import Reply
 
 
 async def _send_error(send: Send, status: int, code: str, message: str) -> None:

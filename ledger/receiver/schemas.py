@@ -19,29 +19,23 @@ from pydantic import (
 )
 
 from ledger import domain
-from ledger.domain import FailOutcome
+from ledger.domain import FailOutcome, limits
 from ledger.writer.services import DispatchInput
 
 MAX_INPUT_DEPTH = 64
-MAX_INT32 = 2**31 - 1
 
 
 def _storable(value: str) -> str:
-    """Text both databases can hold: no NUL, no lone surrogate (PostgreSQL and UTF-8 refuse
-    them, and a refusal there would be a server error instead of a clear answer)."""
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode text") from None
+    problem = limits.storable_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
 def _printable(value: str) -> str:
-    _storable(value)
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise ValueError("must not contain control characters")
+    problem = limits.printable_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -72,13 +66,13 @@ def _json_depth(value: Any) -> Any:
 
 Id = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=domain.MAX_ID_LENGTH),
+    StringConstraints(min_length=1, max_length=limits.MAX_ID_LENGTH),
     AfterValidator(_printable),
 ]
 Text = Annotated[str, AfterValidator(_storable)]
 When = Annotated[AwareDatetime, AfterValidator(_utc)]
-RunIndex = Annotated[int, Field(ge=0, le=MAX_INT32)]
-InputHash = Annotated[str, StringConstraints(pattern=r"^(sha256|hmac-sha256):[0-9a-f]{64}$")]
+RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX)]
+InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
 
 
 class _Accepts(BaseModel):
@@ -95,7 +89,9 @@ class OperationBase(_Accepts):
     workflow_id: Id | None = None
     step: Id | None = None
     source: Id | None = None
-    input_ref: Annotated[Text, Field(max_length=1000)] | None = None
+    input_ref: (
+        Annotated[Text, Field(min_length=1, max_length=limits.MAX_INPUT_REF_LENGTH)] | None
+    ) = None
     input: Any = Field(
         default=None,
         description="The operation's input; hashed, then discarded (never stored or logged).",
@@ -156,16 +152,16 @@ class DispatchCreate(OperationBase):
 class ConfirmCreate(_Accepts):
     """Sent after a successful write, with the target's reference for it."""
 
-    receipt: Annotated[Text, Field(min_length=1, max_length=1000)]
+    receipt: Annotated[Text, Field(min_length=1, max_length=limits.MAX_RECEIPT_LENGTH)]
     execution_id: Id | None = None
-    detail: Annotated[Text, Field(max_length=4000)] | None = None
+    detail: Annotated[Text, Field(max_length=limits.MAX_DETAIL_LENGTH)] | None = None
 
 
 class FailCreate(_Accepts):
     """Sent when the write failed (``rejected``) or its outcome is unknown (``unknown``)."""
 
     outcome: FailOutcome
-    error: Annotated[Text, Field(max_length=2000)] = ""
+    error: Annotated[Text, Field(max_length=limits.MAX_ERROR_LENGTH)] = ""
     execution_id: Id | None = None
 
 
@@ -250,7 +246,7 @@ class N8nErrorCreate(_N8nPart):
             parts.append(f": {what}{': ' if what and message else ''}{message}")
         if ex is not None and ex.url:
             parts.append(f"({ex.url})")
-        return " ".join(parts).replace(" :", ":")[:2000]
+        return " ".join(parts).replace(" :", ":")[: limits.MAX_HOLD_DETAIL_LENGTH]
 
 
 class HookHoldPublic(BaseModel):

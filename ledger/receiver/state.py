@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from fastapi import Request
 
-from ledger.receiver.committer import Committer
+from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.tokens import TokenCache
 from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
@@ -17,7 +17,7 @@ from ledger.writer.services import Ledger
 class ReceiverState:
     store: Store
     ledger: Ledger
-    committer: Committer
+    committer: GroupCommitter
     tokens: TokenCache
     secret: bytes | None
     body_limit: int

@@ -9,13 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-import sqlalchemy as sa
-
 from ledger.storage.engine import Store
-from ledger.storage.models import IdempotencyKey, Outbox, table
-from ledger.writer.services import Clock, utcnow
+from ledger.storage.models import Outbox, table
+from ledger.writer import keys
+from ledger.writer.values import Clock, utcnow
 
-KEYS = table(IdempotencyKey)
 OUTBOX = table(Outbox)
 KEEP_DELIVERED = timedelta(days=7)
 BATCH = 1000
@@ -28,25 +26,13 @@ class Cleaned:
 
 
 def expire_idempotency_keys(store: Store, clock: Clock = utcnow, batch: int = BATCH) -> int:
-    """Delete the keys past ``expires_at`` (indexed), ``batch`` rows per transaction."""
+    """Delete the keys past ``expires_at``, ``batch`` rows per transaction."""
     removed = 0
     while True:
         with store.engine.begin() as conn:
-            now = clock()
-            doomed = conn.execute(
-                sa.select(KEYS.c.token_id, KEYS.c.key)
-                .where(KEYS.c.expires_at <= now)
-                .order_by(KEYS.c.expires_at)
-                .limit(batch)
-            ).all()
-            if doomed:
-                conn.execute(
-                    KEYS.delete().where(
-                        sa.tuple_(KEYS.c.token_id, KEYS.c.key).in_([tuple(r) for r in doomed])
-                    )
-                )
-        removed += len(doomed)
-        if len(doomed) < batch:
+            gone = keys.remove_expired(conn, clock(), limit=batch)
+        removed += gone
+        if gone < batch:
             return removed
 
 

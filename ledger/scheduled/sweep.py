@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from ledger import domain
 from ledger.config import SourceConfig, SweepConfig
-from ledger.domain import State, staleness
+from ledger.domain import Reason, State, causes, staleness
 from ledger.storage.models import Execution, Hold, Operation, Source, table
 from ledger.sync.copies import ensure_source
 from ledger.writer.records import to_domain as _to_domain
@@ -55,12 +55,17 @@ class SweepResult:
         return sum(self.opened.values())
 
 
-def _key(prefix: str, *parts: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
-    """The cause key as SQL, built the way :mod:`ledger.domain.staleness` builds it in Python."""
+def sql_cause_key(reason: Reason, **parts: sa.ColumnElement[Any]) -> sa.ColumnElement[str]:
+    """:func:`ledger.domain.causes.cause_key` as SQL over columns: the same prefix, parts and
+    order, from the same table (a property test compares the two on both databases)."""
+    prefix, names = causes.PARTS[reason]
+    if set(parts) != set(names):
+        raise TypeError(f"{reason.value} cause key takes {names}, got {tuple(parts)}")
     key: sa.ColumnElement[str] = sa.literal(prefix, sa.String)
-    for i, part in enumerate(parts):
+    for name in names:
+        part = parts[name]
         text = part if isinstance(part.type, sa.String) else sa.cast(part, sa.String)
-        key = key + (":" if i else "") + text
+        key = key + ":" + text
     return key
 
 
@@ -140,7 +145,9 @@ class Sweep:
         return sum(1 for i in self.ledger.open_holds(tx, targets) if i)
 
     def _unknown_outcome(self, tx: Tx) -> tuple[int, bool]:
-        key = _key("unknown_outcome:", OPS.c.operation_id, OPS.c.attempt)
+        key = sql_cause_key(
+            Reason.UNKNOWN_OUTCOME, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt
+        )
         rows = tx.conn.execute(
             self._locked(
                 sa.select(OPS)
@@ -159,7 +166,9 @@ class Sweep:
     def _unknown_outcome_no_deadline(self, tx: Tx) -> tuple[int, bool]:
         """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
         from their last change."""
-        key = _key("unknown_outcome:", OPS.c.operation_id, OPS.c.attempt)
+        key = sql_cause_key(
+            Reason.UNKNOWN_OUTCOME, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt
+        )
         due = staleness.cutoff(tx.now, self.cfg.dispatch_deadline)
         rows = tx.conn.execute(
             self._locked(
@@ -188,7 +197,12 @@ class Sweep:
         )
 
     def _execution_failed(self, tx: Tx) -> tuple[int, bool]:
-        key = _key("execution_failed:", OPS.c.operation_id, OPS.c.attempt, EXECUTIONS.c.external_id)
+        key = sql_cause_key(
+            Reason.EXECUTION_FAILED,
+            operation_id=OPS.c.operation_id,
+            attempt=OPS.c.attempt,
+            execution_id=EXECUTIONS.c.external_id,
+        )
         failed = sa.or_(
             EXECUTIONS.c.status.in_(staleness.FAILED_EXECUTION_STATUSES),
             sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),
@@ -247,7 +261,9 @@ class Sweep:
         return self._more(rows, self._open_for_operations(tx, targets))
 
     def _stale_prepared(self, tx: Tx) -> tuple[int, bool]:
-        key = _key("stale_prepared:", OPS.c.operation_id, OPS.c.attempt)
+        key = sql_cause_key(
+            Reason.STALE_PREPARED, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt
+        )
         due = staleness.cutoff(tx.now, self.cfg.stale_prepared_after)
         rows = tx.conn.execute(
             self._locked(
@@ -275,7 +291,11 @@ class Sweep:
     # ------------------------------------------------------------------ executions, sources
 
     def _execution_stuck(self, tx: Tx) -> tuple[int, bool]:
-        key = _key("execution_stuck:", EXECUTIONS.c.source, EXECUTIONS.c.external_id)
+        key = sql_cause_key(
+            Reason.EXECUTION_STUCK,
+            source=EXECUTIONS.c.source,
+            execution_id=EXECUTIONS.c.external_id,
+        )
         due = staleness.cutoff(tx.now, self.cfg.execution_stuck_after)
         rows = tx.conn.execute(
             sa.select(EXECUTIONS.c.source, EXECUTIONS.c.external_id, EXECUTIONS.c.started_at)

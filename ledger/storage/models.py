@@ -7,6 +7,7 @@ typed rows to readers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,12 +15,16 @@ import sqlalchemy as sa
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from ledger.domain import limits
+
 SCHEMA_VERSION = 2
 
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC in Python; ``timestamptz`` on PostgreSQL, naive UTC text on SQLite
-    (which has no time zones, and sorts ISO text correctly)."""
+    (which has no time zones, and sorts ISO text correctly). The writer's raw SQL binds times
+    through this same type (:func:`time_binder`) and reads them with :func:`from_db_time`, so a
+    time has one stored form whichever way it was written."""
 
     impl = sa.DateTime(timezone=True)
     cache_ok = True
@@ -32,17 +37,31 @@ class UTCDateTime(TypeDecorator[datetime]):
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
-    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    def process_result_value(self, value: Any, dialect: sa.Dialect) -> datetime | None:
+        return from_db_time(value)
+
+
+def time_binder(dialect: sa.Dialect) -> Callable[[datetime | None], Any]:
+    """What :class:`UTCDateTime` hands the driver for a time, for SQL written by hand."""
+    process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    return process if process is not None else (lambda value: value)
+
+
+def from_db_time(value: Any) -> datetime | None:
+    """A stored time as an aware UTC ``datetime``, from the driver's value (text on SQLite when
+    read by hand, a ``datetime`` otherwise)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _ts(**kw: Any) -> Any:
     return Field(sa_type=UTCDateTime, **kw)
 
 
-ID = 200  # longest operation, execution, workflow or source id accepted
+ID = limits.MAX_ID_LENGTH  # every id and name column
 
 
 class LedgerMeta(SQLModel, table=True):
@@ -73,10 +92,10 @@ class Operation(SQLModel, table=True):
     workflow_id: str | None = Field(default=None, max_length=ID)
     step: str | None = Field(default=None, max_length=ID)
     source: str | None = Field(default=None, max_length=ID)
-    input_ref: str | None = Field(default=None, max_length=1000)
+    input_ref: str | None = Field(default=None, max_length=limits.MAX_INPUT_REF_LENGTH)
     approval_version: str | None = Field(default=None, max_length=ID)
     approval_expires_at: datetime | None = _ts(default=None)
-    receipt: str | None = Field(default=None, max_length=1000)
+    receipt: str | None = Field(default=None, max_length=limits.MAX_RECEIPT_LENGTH)
     deadline: datetime | None = _ts(default=None)
     version: int = 0
     created_at: datetime = _ts()
@@ -100,7 +119,7 @@ class Attempt(SQLModel, table=True):
     deadline: datetime | None = _ts(default=None)
     outcome: str = Field(default="dispatching", max_length=32)
     ended_at: datetime | None = _ts(default=None)
-    error: str | None = Field(default=None, max_length=2000)
+    error: str | None = Field(default=None, max_length=limits.MAX_ERROR_LENGTH)
 
 
 class Receipt(SQLModel, table=True):
@@ -110,12 +129,12 @@ class Receipt(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     operation_id: str = Field(foreign_key="operations.operation_id", max_length=ID, index=True)
     attempt: int
-    receipt: str = Field(max_length=1000)
+    receipt: str = Field(max_length=limits.MAX_RECEIPT_LENGTH)
     execution_id: str | None = Field(default=None, max_length=ID)
     confirmed_at: datetime = _ts()
     confirmed_by: str = Field(max_length=ID)
     kind: str = Field(default="workflow", max_length=16)  # workflow | evidence | conflict
-    detail: str | None = Field(default=None, max_length=4000)
+    detail: str | None = Field(default=None, max_length=limits.MAX_DETAIL_LENGTH)
 
 
 class Hold(SQLModel, table=True):
@@ -133,15 +152,15 @@ class Hold(SQLModel, table=True):
     )
     execution_id: str | None = Field(default=None, max_length=ID)
     source: str | None = Field(default=None, max_length=ID)
-    detail: str = Field(default="", max_length=2000)
+    detail: str = Field(default="", max_length=limits.MAX_HOLD_DETAIL_LENGTH)
     opened_at: datetime = _ts()
     deadline: datetime = _ts()
     owner: str | None = Field(default=None, max_length=ID)
-    next_action: str | None = Field(default=None, max_length=1000)
+    next_action: str | None = Field(default=None, max_length=limits.MAX_NEXT_ACTION_LENGTH)
     resolved_at: datetime | None = _ts(default=None)
     resolved_by: str | None = Field(default=None, max_length=ID)
     resolution: str | None = Field(default=None, max_length=40)
-    resolution_note: str | None = Field(default=None, max_length=4000)
+    resolution_note: str | None = Field(default=None, max_length=limits.MAX_NOTE_LENGTH)
     version: int = 0
 
 

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger import domain
-from ledger.domain import Change, IllegalTransition, OpenHold, Reason, State
-from ledger.storage.models import Outbox, table
+from ledger.domain import Change, IllegalTransition, OpenHold, Reason, State, limits
+from ledger.storage.models import Outbox, from_db_time, table
 from ledger.writer import outbox, records
-from ledger.writer.tx import Row, Tx, from_db_time
+from ledger.writer.tx import Row, Tx
 from ledger.writer.values import Answer, HoldTarget, InvalidInput, NotFound
 
 OUTBOX = table(Outbox)
@@ -51,7 +51,7 @@ def open_holds(
             "operation_id": t.operation_id,
             "execution_id": t.execution_id,
             "source": t.source,
-            "detail": t.hold.detail[:2000],
+            "detail": t.hold.detail[: limits.MAX_HOLD_DETAIL_LENGTH],
             "opened_at": tx.now,
             "deadline": deadlines.of(tx.now, t.hold.reason),
         }
@@ -138,7 +138,7 @@ def resolution_work(
                 f"hold {hold_id} concerns no operation; dismiss it once handled"
             )
         op, op_row = require_operation(tx, row.operation_id)
-        holds = records.open_holds(tx, op.operation_id)
+        holds = records.holds_of(tx, op.operation_id)
         if action == "confirm":
             change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
         elif action == "release":
@@ -185,7 +185,9 @@ def update_work(
             values["deadline"] = tx.time(deadline)
             data["deadline"] = deadline.astimezone(UTC).isoformat()
         if next_action is not None:
-            values["next_action"] = data["next_action"] = next_action[:1000]
+            values["next_action"] = data["next_action"] = next_action[
+                : limits.MAX_NEXT_ACTION_LENGTH
+            ]
         records.change_hold(tx, hold_id, row.version, values)
         kind = (
             "hold_assigned"

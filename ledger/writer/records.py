@@ -13,8 +13,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from ledger import domain
 from ledger.domain import OpenHold, Reason, State
-from ledger.storage.models import Hold, Operation, table
-from ledger.writer.tx import Row, Tx, from_db_time
+from ledger.storage.models import Hold, Operation, from_db_time, table
+from ledger.writer.tx import Row, Tx
 
 HOLDS = table(Hold)
 OPS = table(Operation)
@@ -85,7 +85,7 @@ def to_domain(row: Any) -> domain.Operation:
     )
 
 
-def open_holds(tx: Tx, operation_id: str) -> list[OpenHold]:
+def holds_of(tx: Tx, operation_id: str) -> list[OpenHold]:
     rows = tx.all(
         "SELECT id, reason, blocking, cause_key FROM holds "
         "WHERE operation_id = :id AND resolved_at IS NULL ORDER BY id",

@@ -1,11 +1,14 @@
-"""The only writer: every change to operations, attempts, receipts and holds goes through here,
+"""The services: every change to operations, attempts, receipts and holds goes through here,
 with its event, in one transaction.
 
-Each public method runs one transaction: read the rows the rule needs, ask ``ledger.domain``,
-write the outcome with a compare-and-set on the operation's ``version`` column, append the
-events, commit. A lost compare-and-set (another writer got there first) or a unique-key race
-on PostgreSQL retries the whole transaction against the fresh rows, so two concurrent
-dispatches of one operation produce exactly one ``go``.
+Each service checks its input at once (a bad value is refused before any transaction) and
+returns a :class:`~ledger.writer.unit.Call`: its work reads the rows the rule needs, asks
+``ledger.domain``, writes the outcome with a compare-and-set on the operation's ``version``
+column and records the events. ``call.run(actor)`` runs it in a transaction of its own; the
+receiver's group commit runs many ``call.work`` in one (:mod:`ledger.writer.unit`). A lost
+compare-and-set (another writer got there first) or a unique-key race on PostgreSQL runs the
+work again against the fresh rows, so two concurrent dispatches of one operation produce
+exactly one ``go``.
 
 The values it takes and answers are in :mod:`ledger.writer.values`; holds are opened, closed and
 decided on by :mod:`ledger.writer.holds`, always inside a transaction run here.
@@ -13,22 +16,22 @@ decided on by :mod:`ledger.writer.holds`, always inside a transaction run here.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
 
 from ledger import domain
 from ledger.domain import FailOutcome, IllegalTransition, NewHold, Reason
 from ledger.domain.hashing import input_hash as hash_input
 from ledger.domain.hashing import is_valid_hash
+from ledger.domain.limits import MAX_ERROR_LENGTH
 from ledger.faults import crashpoint
-from ledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
+from ledger.storage.engine import Store
 from ledger.writer import outbox, records
 from ledger.writer.holds import close_holds, require_operation, resolution_work, update_work
 from ledger.writer.holds import open_holds as open_hold_rows
 from ledger.writer.tx import Tx
+from ledger.writer.unit import Call, UnitOfWork
 from ledger.writer.values import (
     Answer,
     Clock,
@@ -37,13 +40,19 @@ from ledger.writer.values import (
     InvalidInput,
     NotFound,
     Outcome,
+    check_detail,
     check_id,
+    check_note,
     check_optional,
+    check_receipt,
+    check_run_index,
+    operator_actor,
     utcnow,
 )
 
 __all__ = [
     "Answer",
+    "Call",
     "Clock",
     "DispatchInput",
     "HoldTarget",
@@ -54,21 +63,11 @@ __all__ = [
     "Tx",
     "utcnow",
 ]
-log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
-class _BatchAborted(Exception):
-    """The server aborted a batch's transaction to break a deadlock: run it all again."""
-
-
-def _aborted_by_server(exc: BaseException) -> bool:
-    """A PostgreSQL serialization failure or deadlock."""
-    return getattr(getattr(exc, "orig", exc), "sqlstate", None) in ("40001", "40P01")
-
-
-class Ledger:
-    """The ledger's services over one store. ``clock`` is injectable for tests."""
+class Ledger(UnitOfWork):
+    """The ledger's services over one store. Each service checks its input and returns a
+    :class:`~ledger.writer.unit.Call`; ``clock`` is injectable for tests."""
 
     def __init__(
         self,
@@ -82,120 +81,12 @@ class Ledger:
         retries: int = 20,
         alert_urls: Sequence[str] = (),
     ) -> None:
-        self.store = store
+        super().__init__(store, clock=clock, retries=retries)
         self.secret = secret
         self.max_attempts = max_attempts
         self.dispatch_deadline = dispatch_deadline
         self.hold_deadlines = hold_deadlines
-        self.clock = clock
-        self.retries = retries
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
-        self._commits = 0
-        self._dbapi = store.engine.dialect.dbapi
-
-    # ------------------------------------------------------------------ transactions
-
-    @contextmanager
-    def transaction(self, actor: str) -> Iterator[Tx]:
-        """One write transaction; events are appended just before the commit. Runs on the
-        driver's connection straight from the pool: SQLAlchemy's per-transaction machinery
-        costs more than the statements of a dispatch."""
-        tx = Tx(
-            self.store.engine,
-            self.store.engine.raw_connection(),
-            self.clock().astimezone(UTC),
-            actor,
-            self.store.chain_hint,
-        )
-        try:
-            tx.begin()
-            yield tx
-            tx.append_events()
-            crashpoint("before_commit")
-            tx.commit()
-        except BaseException:
-            tx.rollback()
-            raise
-        finally:
-            tx.close()
-        self._commits += 1
-        if WAL_RESET_AFFECTED and self._commits % CHECKPOINT_EVERY == 0:
-            try:
-                self.store.checkpoint()
-            except Exception:  # committed already; a busy checkpoint is tried again later
-                log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
-
-    def run(self, actor: str, work: Callable[[Tx], T]) -> T:
-        """Run ``work`` in a transaction, again from the start when it lost a race: a lost
-        compare-and-set, a unique key another writer took first, or (PostgreSQL) a
-        serialization failure or deadlock."""
-        for attempt in range(self.retries):
-            last = attempt + 1 >= self.retries
-            try:
-                with self.transaction(actor) as tx:
-                    return work(tx)
-            except records.Conflict:
-                if last:
-                    raise
-            except Exception as exc:
-                if last or not self._lost_race(exc):
-                    raise
-        raise RuntimeError("unreachable")
-
-    def _lost_race(self, exc: BaseException) -> bool:
-        orig = getattr(exc, "orig", exc)
-        dbapi = self._dbapi
-        if dbapi is not None and isinstance(orig, dbapi.IntegrityError):
-            return True
-        return _aborted_by_server(exc)
-
-    def run_many(self, units: Sequence[tuple[str, Callable[[Tx], Any]]]) -> list[Outcome]:
-        """Run several units of work in ONE transaction (one commit, one fsync), each inside
-        its own SAVEPOINT: a unit that raises rolls back only its own writes and events, and
-        its error is returned in its :class:`Outcome`. When the transaction itself fails
-        (the commit, the chain append, a broken connection) every unit gets that error:
-        nothing of the batch is durable, so no caller may answer as if it were.
-
-        A deadlock or serialization failure (PostgreSQL, two batches locking the same
-        operations in opposite orders) runs the whole batch again: retrying only the unit
-        would wait again on a lock the other batch cannot release while this one keeps the
-        locks of its earlier units."""
-        for attempt in range(self.retries):
-            outcomes: list[Outcome] = []
-            try:
-                with self.transaction("batch") as tx:
-                    for actor, work in units:
-                        outcomes.append(self._run_unit(tx, actor, work))
-                    crashpoint("batch_before_commit")
-            except Exception as exc:
-                aborted = isinstance(exc, _BatchAborted) or _aborted_by_server(exc)
-                if aborted and attempt + 1 < self.retries:
-                    continue
-                return [Outcome(error=exc) for _ in units]
-            crashpoint("batch_after_commit")
-            return outcomes
-        raise RuntimeError("unreachable")
-
-    def _run_unit(self, tx: Tx, actor: str, work: Callable[[Tx], Any]) -> Outcome:
-        for attempt in range(self.retries):
-            tx.actor = actor
-            mark = len(tx.events)
-            tx.execute("SAVEPOINT flowledger_unit")
-            try:
-                value = work(tx)
-            except Exception as exc:
-                if _aborted_by_server(exc):
-                    raise _BatchAborted from exc  # the whole transaction rolls back
-                tx.execute("ROLLBACK TO SAVEPOINT flowledger_unit")
-                tx.execute("RELEASE SAVEPOINT flowledger_unit")
-                del tx.events[mark:]
-                lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
-                if lost and attempt + 1 < self.retries:
-                    continue
-                return Outcome(error=exc)
-            tx.execute("RELEASE SAVEPOINT flowledger_unit")
-            return Outcome(value=value)
-        raise RuntimeError("unreachable")
 
     # ------------------------------------------------------------------ workflow calls
 
@@ -220,28 +111,23 @@ class Ledger:
             )
         return given
 
-    def dispatch(self, operation_id: str, req: DispatchInput, *, actor: str) -> Answer:
-        """Decide whether a workflow may write now; ``go`` is returned only after the
-        ``dispatching`` state is committed."""
-        return self.run(actor, self.dispatch_work(operation_id, req))
+    # ------------------------------------------------------------------ workflow calls
 
-    def dispatch_work(self, operation_id: str, req: DispatchInput) -> Callable[[Tx], Answer]:
-        """Check the request now, before any transaction, and return the dispatch as a unit
-        of work for :meth:`run` or :meth:`run_many`."""
+    def dispatch(self, operation_id: str, req: DispatchInput) -> Call[Answer]:
+        """May a workflow write now? ``go`` is answered only after the ``dispatching`` state
+        is committed."""
         check_id(operation_id, "operation_id")
         check_id(req.execution_id, "execution_id")
         check_id(req.processing_version, "processing_version")
-        check_optional(
-            {
-                "workflow_id": req.workflow_id,
-                "step": req.step,
-                "source": req.source,
-                "input_ref": req.input_ref,
-                "approval_version": req.approval.version if req.approval else None,
-            }
-        )
-        if req.run_index is not None and not 0 <= req.run_index < 2**31:
-            raise InvalidInput("run_index must be between 0 and 2^31-1", "run_index")
+        names = {
+            "workflow_id": req.workflow_id,
+            "step": req.step,
+            "source": req.source,
+            "input_ref": req.input_ref,
+            "approval_version": req.approval.version if req.approval else None,
+        }
+        check_optional(names)
+        check_run_index(req.run_index)
         request = domain.DispatchRequest(
             input_hash=self._resolve_hash(req.has_input, req.input, req.input_hash),
             processing_version=req.processing_version,
@@ -250,72 +136,54 @@ class Ledger:
             deadline=req.deadline,
             approval=req.approval,
         )
-        return lambda tx: self._dispatch(tx, operation_id, req, request)
+        extra = {**names, "approval_expires_at": req.approval.expires_at if req.approval else None}
 
-    def _dispatch(
-        self,
-        tx: Tx,
-        operation_id: str,
-        req: DispatchInput,
-        request: domain.DispatchRequest,
-    ) -> Answer:
-        row, holds = records.load_with_holds(tx, operation_id)
-        op = records.to_domain(row) if row is not None else None
-        change = domain.dispatch(
-            op,
-            request,
-            holds,
-            tx.now,
-            operation_id=operation_id,
-            max_attempts=self.max_attempts,
-            default_deadline=self.dispatch_deadline,
-        )
-        crashpoint("before_dispatch_write")
-        extra = {
-            "workflow_id": req.workflow_id,
-            "step": req.step,
-            "source": req.source,
-            "input_ref": req.input_ref,
-            "approval_version": req.approval.version if req.approval else None,
-            "approval_expires_at": req.approval.expires_at if req.approval else None,
-        }
-        if change.operation is not None:
-            records.save_operation(tx, row, change.operation, extra)
-        if change.new_attempt:
-            assert change.operation is not None
-            records.insert_attempt(tx, change.operation, extra)
-        hold_ids = [
-            self._open(tx, operation_id, h, execution_id=req.execution_id) for h in change.holds
-        ]
-        if change.event is not None:
-            data = {
-                "decision": change.decision.value if change.decision else None,
-                "execution_id": req.execution_id,
-                "run_index": req.run_index,
-                "input_hash": request.input_hash,
-                "processing_version": request.processing_version,
-                **change.data,
-            }
-            if change.reason is not None:
-                data["reason"] = change.reason.value
-            tx.event(change.event, operation_id, data)
-        final = change.operation or op
-        assert final is not None and change.decision is not None
-        return Answer(
-            operation_id,
-            final.state.value,
-            change.decision.value,
-            final.attempt,
-            change.reason.value if change.reason else None,
-            change.receipt,
-            [h for h in hold_ids if h is not None],
-        )
+        def work(tx: Tx) -> Answer:
+            row, holds = records.load_with_holds(tx, operation_id)
+            op = records.to_domain(row) if row is not None else None
+            change = domain.dispatch(
+                op,
+                request,
+                holds,
+                tx.now,
+                operation_id=operation_id,
+                max_attempts=self.max_attempts,
+                default_deadline=self.dispatch_deadline,
+            )
+            crashpoint("before_dispatch_write")
+            if change.operation is not None:
+                records.save_operation(tx, row, change.operation, extra)
+            if change.new_attempt:
+                assert change.operation is not None
+                records.insert_attempt(tx, change.operation, extra)
+            hold_ids = self._open(tx, operation_id, change.holds, execution_id=req.execution_id)
+            if change.event is not None:
+                data = {
+                    "decision": change.decision.value if change.decision else None,
+                    "execution_id": req.execution_id,
+                    "run_index": req.run_index,
+                    "input_hash": request.input_hash,
+                    "processing_version": request.processing_version,
+                    **change.data,
+                }
+                if change.reason is not None:
+                    data["reason"] = change.reason.value
+                tx.event(change.event, operation_id, data)
+            final = change.operation or op
+            assert final is not None and change.decision is not None
+            return Answer(
+                operation_id,
+                final.state.value,
+                change.decision.value,
+                final.attempt,
+                change.reason.value if change.reason else None,
+                change.receipt,
+                hold_ids,
+            )
 
-    def prepare(self, operation_id: str, *, actor: str, **fields: Any) -> Answer:
-        """Record the input and version without claiming; ``fields`` as :meth:`prepare_work`."""
-        return self.run(actor, self.prepare_work(operation_id, **fields))
+        return Call(self, work)
 
-    def prepare_work(
+    def prepare(
         self,
         operation_id: str,
         *,
@@ -327,15 +195,13 @@ class Ledger:
         step: str | None = None,
         source: str | None = None,
         input_ref: str | None = None,
-    ) -> Callable[[Tx], Answer]:
+    ) -> Call[Answer]:
         """Record the input and version without claiming the operation."""
         check_id(operation_id, "operation_id")
         check_id(processing_version, "processing_version")
         digest = self._resolve_hash(has_input, input, input_hash)
-        check_optional(
-            {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
-        )
         extra = {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
+        check_optional(extra)
 
         def work(tx: Tx) -> Answer:
             row = records.load_operation(tx, operation_id)
@@ -349,8 +215,9 @@ class Ledger:
             )
             if change.operation is not None:
                 records.save_operation(tx, row, change.operation, extra)
+            if change.event is not None:
                 tx.event(
-                    "prepared",
+                    change.event,
                     operation_id,
                     {"input_hash": digest, "processing_version": processing_version},
                 )
@@ -358,7 +225,7 @@ class Ledger:
             assert final is not None
             return Answer(operation_id, final.state.value, attempt=final.attempt)
 
-        return work
+        return Call(self, work)
 
     def confirm(
         self,
@@ -367,75 +234,51 @@ class Ledger:
         *,
         execution_id: str | None = None,
         detail: str | None = None,
-        actor: str,
-    ) -> Answer:
+    ) -> Call[Answer]:
         """The workflow reports the target's receipt for its write."""
-        return self.run(
-            actor,
-            self.confirm_work(operation_id, receipt, execution_id=execution_id, detail=detail),
-        )
-
-    def confirm_work(
-        self,
-        operation_id: str,
-        receipt: str,
-        *,
-        execution_id: str | None = None,
-        detail: str | None = None,
-    ) -> Callable[[Tx], Answer]:
         check_id(operation_id, "operation_id")
-        if not isinstance(receipt, str) or not receipt.strip() or len(receipt) > 1000:
-            raise InvalidInput("receipt must be 1 to 1000 characters", "receipt")
+        check_receipt(receipt)
         check_optional({"execution_id": execution_id})
-        if detail is not None and len(detail) > 4000:
-            raise InvalidInput("detail must be at most 4000 characters", "detail")
-        return lambda tx: self._confirm(tx, operation_id, receipt, execution_id, detail)
+        check_detail(detail)
 
-    def _confirm(
-        self,
-        tx: Tx,
-        operation_id: str,
-        receipt: str,
-        execution_id: str | None = None,
-        detail: str | None = None,
-    ) -> Answer:
-        row, holds = records.load_with_holds(tx, operation_id)
-        if row is None:
-            raise NotFound(f"no operation {operation_id!r}")
-        op = records.to_domain(row)
-        change = domain.confirm(op, receipt, holds)
-        hold_ids = [
-            self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds
-        ]
-        if change.operation is not None:
-            records.save_operation(tx, row, change.operation)
-            records.end_attempt(tx, operation_id, op.attempt, "confirmed")
-            crashpoint("after_confirm_update")
-        if change.event is not None:
-            records.insert_receipt(
-                tx,
+        def work(tx: Tx) -> Answer:
+            row, holds = records.load_with_holds(tx, operation_id)
+            if row is None:
+                raise NotFound(f"no operation {operation_id!r}")
+            op = records.to_domain(row)
+            change = domain.confirm(op, receipt, holds)
+            hold_ids = self._open(tx, operation_id, change.holds, execution_id=execution_id)
+            if change.operation is not None:
+                records.save_operation(tx, row, change.operation)
+                records.end_attempt(tx, operation_id, op.attempt, "confirmed")
+                crashpoint("after_confirm_update")
+            if change.event is not None:
+                records.insert_receipt(
+                    tx,
+                    operation_id,
+                    op.attempt,
+                    receipt,
+                    kind="conflict" if change.holds else "workflow",
+                    execution_id=execution_id,
+                    detail=detail,
+                )
+                close_holds(tx, change, operation_id, note="confirmed by the workflow")
+                tx.event(
+                    change.event,
+                    operation_id,
+                    {"receipt": receipt, "execution_id": execution_id, **change.data},
+                )
+            final = change.operation or op
+            return Answer(
                 operation_id,
-                op.attempt,
-                receipt,
-                kind="conflict" if change.holds else "workflow",
-                execution_id=execution_id,
-                detail=detail,
+                final.state.value,
+                attempt=final.attempt,
+                receipt=final.receipt,
+                reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
+                hold_ids=hold_ids,
             )
-            close_holds(tx, change, operation_id, note="confirmed by the workflow")
-            tx.event(
-                change.event,
-                operation_id,
-                {"receipt": receipt, "execution_id": execution_id, **change.data},
-            )
-        final = change.operation or op
-        return Answer(
-            operation_id,
-            final.state.value,
-            attempt=final.attempt,
-            receipt=final.receipt,
-            reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
-            hold_ids=[h for h in hold_ids if h is not None],
-        )
+
+        return Call(self, work)
 
     def fail(
         self,
@@ -444,63 +287,43 @@ class Ledger:
         error: str = "",
         *,
         execution_id: str | None = None,
-        actor: str,
-    ) -> Answer:
+    ) -> Call[Answer]:
         """The workflow reports that its write was rejected, or that it cannot tell."""
-        return self.run(
-            actor, self.fail_work(operation_id, outcome, error, execution_id=execution_id)
-        )
-
-    def fail_work(
-        self,
-        operation_id: str,
-        outcome: FailOutcome,
-        error: str = "",
-        *,
-        execution_id: str | None = None,
-    ) -> Callable[[Tx], Answer]:
         check_id(operation_id, "operation_id")
         check_optional({"execution_id": execution_id})
-        return lambda tx: self._fail(tx, operation_id, outcome, error, execution_id)
+        error = (error or "")[:MAX_ERROR_LENGTH]
 
-    def _fail(
-        self,
-        tx: Tx,
-        operation_id: str,
-        outcome: FailOutcome,
-        error: str = "",
-        execution_id: str | None = None,
-    ) -> Answer:
-        error = (error or "")[:2000]
-        op, row = require_operation(tx, operation_id)
-        change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
-        # Unknown leaves the operation as it is but opens a hold: compare-and-set it anyway, so
-        # a confirm that committed since our read makes this run again (and refuse).
-        records.save_operation(tx, row, change.operation or op)
-        if change.operation is not None:
-            records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
-        hold_ids = [
-            self._open(tx, operation_id, h, execution_id=execution_id) for h in change.holds
-        ]
-        tx.event(
-            change.event or "failed",
-            operation_id,
-            {"execution_id": execution_id, "error": error, **change.data},
-        )
-        final = change.operation or op
-        return Answer(
-            operation_id,
-            final.state.value,
-            attempt=final.attempt,
-            reason=change.holds[0].reason.value if change.holds else None,
-            hold_ids=[h for h in hold_ids if h is not None],
-        )
+        def work(tx: Tx) -> Answer:
+            op, row = require_operation(tx, operation_id)
+            change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
+            # Unknown leaves the operation as it is but opens a hold: compare-and-set it
+            # anyway, so a confirm that committed since our read makes this run again (and
+            # refuse).
+            records.save_operation(tx, row, change.operation or op)
+            if change.operation is not None:
+                records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
+            hold_ids = self._open(tx, operation_id, change.holds, execution_id=execution_id)
+            tx.event(
+                change.event or "failed",
+                operation_id,
+                {"execution_id": execution_id, "error": error, **change.data},
+            )
+            final = change.operation or op
+            return Answer(
+                operation_id,
+                final.state.value,
+                attempt=final.attempt,
+                reason=change.holds[0].reason.value if change.holds else None,
+                hold_ids=hold_ids,
+            )
 
-    def execution_failed_work(
+        return Call(self, work)
+
+    def execution_failed(
         self, execution_id: str, detail: str
-    ) -> Callable[[Tx], list[tuple[str, int | None]]]:
+    ) -> Call[list[tuple[str, int | None]]]:
         """A workflow execution errored: open a blocking ``execution_failed`` hold on every
-        operation it left ``dispatching`` (whose current attempt it made). Returns
+        operation it left ``dispatching`` (whose current attempt it made). Answers
         ``(operation_id, hold_id or None when that cause already had one)`` pairs."""
         check_id(execution_id, "execution_id")
 
@@ -519,7 +342,7 @@ class Ledger:
             ids = self.open_holds(tx, targets)
             return [(op.operation_id, i) for op, i in zip(ops, ids, strict=True)]
 
-        return work
+        return Call(self, work)
 
     # ------------------------------------------------------------------ holds
 
@@ -530,25 +353,23 @@ class Ledger:
         operation_id: str | None = None,
         execution_id: str | None = None,
         source: str | None = None,
-        actor: str,
-    ) -> int | None:
-        """Open a hold unless one with its cause key exists. Returns its id, or ``None`` when
+    ) -> Call[int | None]:
+        """Open a hold unless one with its cause key exists. Answers its id, or ``None`` when
         the cause already had one."""
-        return self.run(
-            actor,
-            lambda tx: self._open(tx, operation_id, hold, execution_id=execution_id, source=source),
-        )
+        target = HoldTarget(hold, operation_id, execution_id, source)
+        return Call(self, lambda tx: self.open_holds(tx, [target])[0])
 
     def _open(
         self,
         tx: Tx,
-        operation_id: str | None,
-        hold: NewHold,
+        operation_id: str,
+        holds: Sequence[NewHold],
         *,
-        execution_id: str | None = None,
-        source: str | None = None,
-    ) -> int | None:
-        return self.open_holds(tx, [HoldTarget(hold, operation_id, execution_id, source)])[0]
+        execution_id: str | None,
+    ) -> list[int]:
+        """Open a rule's holds on one operation; the ids of those that were new."""
+        targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
+        return [i for i in self.open_holds(tx, targets) if i is not None]
 
     def open_holds(self, tx: Tx, targets: Sequence[HoldTarget]) -> list[int | None]:
         """Open each hold whose cause key has none yet, in the caller's transaction, with this
@@ -563,12 +384,11 @@ class Ledger:
         note: str,
         operator: str,
         receipt: str | None = None,
-    ) -> Answer | None:
+    ) -> Call[Answer | None]:
         """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
         ``cancel`` or ``dismiss``. Every one needs a note and is recorded with the operator."""
-        work = resolution_work(hold_id, action, note, receipt)
-        check_id(operator, "operator")
-        return self.run(f"operator:{operator}", work)
+        work = resolution_work(hold_id, action, check_note(note), receipt)
+        return Call(self, work, operator_actor(operator))
 
     def update_hold(
         self,
@@ -579,13 +399,13 @@ class Ledger:
         owner: str | None = None,
         deadline: datetime | None = None,
         next_action: str | None = None,
-    ) -> None:
+    ) -> Call[None]:
         """Assign, extend the deadline, set the next action, or just add a note."""
-        note = note.strip()
+        note = check_note(note).strip()
         if not note:
             raise IllegalTransition("a note is required", code="note_required")
-        check_id(operator, "operator")
+        actor = operator_actor(operator)
         if owner is not None:
             check_id(owner, "owner")
         work = update_work(hold_id, note, owner=owner, deadline=deadline, next_action=next_action)
-        self.run(f"operator:{operator}", work)
+        return Call(self, work, actor)

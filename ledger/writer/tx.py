@@ -9,17 +9,17 @@ are written once with ``:name`` placeholders (sqlite3's named style) and rewritt
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.domain.hashing import canonical_json
+from ledger.domain.hashing import canonical_json, seal
 from ledger.storage.engine import ChainHint
+from ledger.storage.models import time_binder
 from ledger.writer import chain
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -28,24 +28,6 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 @cache
 def _pyformat(sql: str) -> str:
     return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
-
-
-def to_db_time(value: datetime | None, dialect: str) -> Any:
-    """How ``models.UTCDateTime`` stores a time: naive UTC text on SQLite, aware on PostgreSQL."""
-    if value is None:
-        return None
-    value = value.astimezone(UTC)
-    if dialect == "sqlite":
-        return value.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
-    return value
-
-
-def from_db_time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 _ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
@@ -86,7 +68,8 @@ class Tx:
         self._cursor = pooled.driver_connection.cursor()
         self._conn: sa.Connection | None = None
         self.events: list[chain.PendingEvent] = []
-        self.db_now = to_db_time(now, self.dialect)  # ``now`` as bound to a statement
+        self._bind_time = time_binder(engine.dialect)
+        self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
 
     @property
     def conn(self) -> sa.Connection:
@@ -144,7 +127,7 @@ class Tx:
         return int(self.execute(sql, params).rowcount)
 
     def time(self, value: datetime | None) -> Any:
-        return to_db_time(value, self.dialect)
+        return self._bind_time(value)
 
     # ------------------------------------------------------------------ events
 
@@ -188,7 +171,7 @@ class Tx:
             sealed = chain.sealed_json(
                 seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data
             )
-            digest = hashlib.sha256(prev.encode("ascii") + sealed).hexdigest()
+            digest = seal(prev, sealed)
             rows.append(
                 {
                     "seq": seq,

@@ -3,17 +3,15 @@ shared by the writer (:mod:`ledger.writer.services`, :mod:`ledger.writer.holds`)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ledger import domain
-from ledger.domain import NewHold
+from ledger.domain import NewHold, limits
 
 Clock = Callable[[], datetime]
-_PRINTABLE_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 
 class NotFound(LookupError):
@@ -32,21 +30,14 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _refuse(problem: str | None, field: str) -> None:
+    if problem is not None:
+        raise InvalidInput(f"{field} {problem}", field)
+
+
 def check_id(value: str, field: str) -> str:
-    if not isinstance(value, str) or not _PRINTABLE_ID.match(value) or not _encodable(value):
-        raise InvalidInput(
-            f"{field} must be 1 to {domain.MAX_ID_LENGTH} printable characters", field
-        )
+    _refuse(limits.id_problem(value), field)
     return value
-
-
-def _encodable(value: str) -> bool:
-    """A lone surrogate passes JSON but no database can store it."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_optional(values: dict[str, Any]) -> None:
@@ -56,10 +47,36 @@ def check_optional(values: dict[str, Any]) -> None:
         if value is None:
             continue
         if field_name == "input_ref":
-            if not isinstance(value, str) or not 0 < len(value) <= 1000:
-                raise InvalidInput("input_ref must be 1 to 1000 characters", field_name)
+            _refuse(
+                limits.text_problem(value, limits.MAX_INPUT_REF_LENGTH, empty=False), field_name
+            )
         else:
             check_id(value, field_name)
+
+
+def check_receipt(value: str) -> None:
+    _refuse(limits.receipt_problem(value), "receipt")
+
+
+def check_detail(value: str | None) -> None:
+    if value is not None:
+        _refuse(limits.text_problem(value, limits.MAX_DETAIL_LENGTH), "detail")
+
+
+def check_note(value: str) -> str:
+    """A person's note: required (``note_required`` is the domain's refusal) and bounded."""
+    _refuse(limits.text_problem(value, limits.MAX_NOTE_LENGTH), "note")
+    return value
+
+
+def check_run_index(value: int | None) -> None:
+    if value is not None:
+        _refuse(limits.run_index_problem(value), "run_index")
+
+
+def operator_actor(operator: str) -> str:
+    """How a person's decisions are signed in the event log."""
+    return f"operator:{check_id(operator, 'operator')}"
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ def test_alert_sent_before_a_crash_is_sent_again_with_the_same_id(
         config = tmp_path / "flowledger.toml"
         config.write_text(f'[alerts]\nurls = ["{receiver.url}"]\n')
         ledger = Ledger(store, alert_urls=[receiver.url])
-        ledger.dispatch("op-1", req(), actor="wf")
-        ledger.fail("op-1", FailOutcome.UNKNOWN, "timeout", actor="wf")
+        ledger.dispatch("op-1", req()).run("wf")
+        ledger.fail("op-1", FailOutcome.UNKNOWN, "timeout").run("wf")
         with store.reader.connect() as conn:
             (delivery_id,) = conn.execute(sa.select(OUTBOX.c.delivery_id)).scalars().all()
 

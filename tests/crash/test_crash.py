@@ -187,8 +187,10 @@ def test_unknown_outcome_is_never_resolved_by_restarts(ledger_db: str, tmp_path:
         assert state(store) == ("dispatching", None)
         assert writes(target) == 1
         ledger = Ledger(store)
-        hold = ledger.fail(OP, FailOutcome.UNKNOWN, "execution crashed", actor="t").hold_ids[0]
-        ledger.resolve(hold, "confirm", receipt="T-1", note="line 1 of the target", operator="ana")
+        hold = ledger.fail(OP, FailOutcome.UNKNOWN, "execution crashed").run("t").hold_ids[0]
+        ledger.resolve(
+            hold, "confirm", receipt="T-1", note="line 1 of the target", operator="ana"
+        ).run()
         assert state(store) == ("confirmed", "T-1")
     finally:
         store.dispose()

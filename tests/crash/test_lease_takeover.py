@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.crash, pytest.mark.postgres]
 
 
 def due_operation(ledger: Ledger, name: str) -> None:
-    ledger.dispatch(name, req(f"exec-{name}", deadline=utcnow() - timedelta(seconds=1)), actor="wf")
+    ledger.dispatch(name, req(f"exec-{name}", deadline=utcnow() - timedelta(seconds=1))).run("wf")
 
 
 def hold_actor(store: Store, operation_id: str) -> str | None:

@@ -42,15 +42,14 @@ def main(db: str, operation_id: str, execution_id: str, input_json: str, target:
             has_input=True,
             run_index=0,
         ),
-        actor="token:workflow",
-    )
+    ).run("token:workflow")
     print(json.dumps({"dispatch": answer.as_dict()}), flush=True)
     crashpoint("after_dispatch_commit")
     if answer.decision == "go":
         receipt = write_to_target(target, f"{operation_id} by {execution_id}")
         crashpoint("after_external_write")
-        confirmed = ledger.confirm(
-            operation_id, receipt, execution_id=execution_id, actor="token:workflow"
+        confirmed = ledger.confirm(operation_id, receipt, execution_id=execution_id).run(
+            "token:workflow"
         )
         crashpoint("after_confirm_commit")
         print(json.dumps({"confirm": confirmed.as_dict()}), flush=True)

@@ -30,11 +30,11 @@ def busy_ledger(db_url: str) -> str:
     """A ledger with a confirmed, a held and a dispatching operation."""
     store, _ = init_ledger(db_url)
     ledger = Ledger(store)
-    ledger.dispatch("invoice:1", req("e1"), actor="token:n8n")
-    ledger.confirm("invoice:1", "R-1", actor="token:n8n")
-    ledger.dispatch("invoice:2", req("e2"), actor="token:n8n")
-    ledger.fail("invoice:2", FailOutcome.UNKNOWN, "timeout", actor="token:n8n")
-    ledger.dispatch("invoice:3", req("e3"), actor="token:n8n")
+    ledger.dispatch("invoice:1", req("e1")).run("token:n8n")
+    ledger.confirm("invoice:1", "R-1").run("token:n8n")
+    ledger.dispatch("invoice:2", req("e2")).run("token:n8n")
+    ledger.fail("invoice:2", FailOutcome.UNKNOWN, "timeout").run("token:n8n")
+    ledger.dispatch("invoice:3", req("e3")).run("token:n8n")
     store.dispose()
     return db_url
 

@@ -32,7 +32,7 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_sweep_once_opens_due_holds_and_reports_them(
     store: Store, db_url: str, config: Path
 ) -> None:
-    Ledger(store).dispatch("op-1", req(deadline=utcnow() - timedelta(seconds=1)), actor="wf")
+    Ledger(store).dispatch("op-1", req(deadline=utcnow() - timedelta(seconds=1))).run("wf")
     result = runner.invoke(app, ["sweep", "--once", "--db", db_url])
     assert result.exit_code == 0, result.output
     assert "sweep opened 1 holds" in result.output and "unknown_outcome" in result.output

@@ -102,7 +102,7 @@ async def test_a_refresh_keeps_the_cursor_on_its_hold_when_rows_move(
         target = queue_ids(app)[3]
         await select_hold(pilot, target)
         first = queue_ids(app)[0]
-        demo_ledger.resolve(first, "cancel", note="handled elsewhere", operator="erin")
+        demo_ledger.resolve(first, "cancel", note="handled elsewhere", operator="erin").run()
         app.refresh_lists()
         await settle(pilot)
         assert first not in queue_ids(app)
@@ -285,7 +285,9 @@ async def test_a_race_lost_to_another_operator_is_reported_and_changes_nothing(
     async with app.run_test(size=SIZE) as pilot:
         await start_action(pilot, hold_id, "c", receipt="msg-1", note="saw it")
         # Meanwhile someone else decides the same hold.
-        demo_ledger.resolve(hold_id, "release", note="no trace at the target", operator="erin")
+        demo_ledger.resolve(
+            hold_id, "release", note="no trace at the target", operator="erin"
+        ).run()
         await pilot.press("y")
         await settle(pilot)
         assert "Someone else got there first" in app.last_message

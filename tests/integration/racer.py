@@ -22,8 +22,7 @@ def race(db: str, name: str, rounds: int, barrier: Any, results: Any) -> None:
                 input={"round": i},
                 has_input=True,
             ),
-            actor=f"token:{name}",
-        )
+        ).run(f"token:{name}")
         decisions.append((i, answer.decision, answer.reason))
     store.dispose()
     results.put((name, decisions))

@@ -48,9 +48,9 @@ def test_each_new_hold_queues_one_alert_per_url_in_its_transaction(
     store: Store, clock: FakeClock
 ) -> None:
     ledger = alerting(store, clock, "http://127.0.0.1:1/a", "https://chat.example/hook/SECRET")
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     assert outbox(store) == []
-    answer = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    answer = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     rows = outbox(store)
     assert len(rows) == 2
     assert {r.delivery_id for r in rows} == {
@@ -64,15 +64,15 @@ def test_each_new_hold_queues_one_alert_per_url_in_its_transaction(
 
 
 def test_without_alert_urls_no_outbox_row_is_written(ledger: Ledger) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     assert outbox(ledger.store) == []
 
 
 def test_an_overdue_hold_is_alerted_as_overdue(store: Store, clock: FakeClock) -> None:
     ledger = alerting(store, clock, "http://127.0.0.1:1/a")
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     clock.advance(hours=2)
     Sweep(ledger, SweepConfig()).run()
     kinds = [r.kind for r in outbox(store)]
@@ -85,8 +85,8 @@ def test_delivery_posts_the_stable_id_in_header_and_body_and_marks_it(
     store: Store, clock: FakeClock, receiver: AlertReceiver
 ) -> None:
     ledger = alerting(store, clock, receiver.url)
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     deliverer = Deliverer(store, AlertsConfig(urls=[receiver.url]), clock=clock)
     assert deliverer.deliver_due().sent == 1
     assert deliverer.deliver_due().sent == 0
@@ -109,8 +109,8 @@ def test_a_receiver_that_is_down_gets_the_alert_once_it_is_back(
     port = _free_port()
     url = f"http://127.0.0.1:{port}/hook"
     ledger = alerting(store, clock, url)
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     deliverer = Deliverer(store, AlertsConfig(urls=[url]), clock=clock)
     assert deliverer.deliver_due().failed == 1
     (row,) = outbox(store)
@@ -141,7 +141,7 @@ def test_an_error_answer_is_retried_with_a_doubling_capped_backoff(
         return httpx.Response(answers.pop(0))
 
     ledger = alerting(store, clock, url)
-    ledger.open_hold(_stale_hold(), actor="test")
+    ledger.open_hold(_stale_hold()).run("test")
     client = httpx.Client(transport=httpx.MockTransport(handler))
     deliverer = Deliverer(store, AlertsConfig(urls=[url]), client=client, clock=clock)
     assert deliverer.deliver_due().failed == 1
@@ -160,7 +160,7 @@ def test_an_alert_for_a_url_no_longer_configured_waits_and_is_not_lost(
     store: Store, clock: FakeClock
 ) -> None:
     ledger = alerting(store, clock, "http://old.test/hook")
-    ledger.open_hold(_stale_hold(), actor="test")
+    ledger.open_hold(_stale_hold()).run("test")
     client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200)))
     deliverer = Deliverer(store, AlertsConfig(urls=["http://new.test/hook"]), client=client)
     assert deliverer.deliver_due().unroutable == 1
@@ -177,7 +177,7 @@ def test_a_damaged_outbox_row_is_set_aside_and_the_next_alert_still_goes(
     store: Store, clock: FakeClock, receiver: AlertReceiver
 ) -> None:
     ledger = alerting(store, clock, receiver.url)
-    ledger.open_hold(_stale_hold(), actor="test")
+    ledger.open_hold(_stale_hold()).run("test")
     with store.engine.begin() as conn:
         conn.execute(
             OUTBOX.insert().values(

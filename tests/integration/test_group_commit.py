@@ -28,15 +28,15 @@ def _ops(ledger: Ledger) -> dict[str, str]:
 
 def test_one_failing_unit_rolls_back_only_its_own_writes_and_events(ledger: Ledger) -> None:
     def half_then_fail(tx: Tx) -> None:
-        ledger.dispatch_work("op-bad", req("exec-9"))(tx)  # writes, then...
+        ledger.dispatch("op-bad", req("exec-9")).work(tx)  # writes, then...
         raise IllegalTransition("refused after writing")
 
     outcomes = ledger.run_many(
         [
-            ("token:a", ledger.dispatch_work("op-1", req("exec-1"))),
+            ("token:a", ledger.dispatch("op-1", req("exec-1")).work),
             ("token:b", half_then_fail),
-            ("token:c", ledger.confirm_work("missing", "R")),
-            ("token:d", ledger.dispatch_work("op-2", req("exec-2"))),
+            ("token:c", ledger.confirm("missing", "R").work),
+            ("token:d", ledger.dispatch("op-2", req("exec-2")).work),
         ]
     )
     assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, None, "go"]
@@ -52,9 +52,9 @@ def test_one_failing_unit_rolls_back_only_its_own_writes_and_events(ledger: Ledg
 def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Ledger) -> None:
     outcomes = ledger.run_many(
         [
-            ("t", ledger.dispatch_work("op-1", req("exec-1"))),
-            ("t", ledger.dispatch_work("op-1", req("exec-2"))),
-            ("t", ledger.confirm_work("op-1", "R-1")),
+            ("t", ledger.dispatch("op-1", req("exec-1")).work),
+            ("t", ledger.dispatch("op-1", req("exec-2")).work),
+            ("t", ledger.confirm("op-1", "R-1").work),
         ]
     )
     assert [o.value.decision for o in outcomes[:2]] == ["go", "hold"]
@@ -84,7 +84,7 @@ def _queued_then_run(
 
 
 def test_requests_waiting_for_the_writer_share_one_commit(ledger: Ledger) -> None:
-    units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(20)]
+    units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(20)]
     commits_before = ledger._commits
     answers = _queued_then_run(GroupCommitter(ledger), units)
     assert {a.decision for a in answers} == {"go"}
@@ -96,7 +96,7 @@ def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> Non
     def breaks_the_transaction(tx: Tx) -> None:
         tx.conn.invalidate()  # the connection is gone: the commit cannot happen
 
-    units = [ledger.dispatch_work("op-1", req("e-1")), breaks_the_transaction]
+    units = [ledger.dispatch("op-1", req("e-1")).work, breaks_the_transaction]
     errors = _queued_then_run(GroupCommitter(ledger), units)
     assert all(isinstance(e, BaseException) for e in errors)
     assert _ops(ledger) == {}
@@ -105,7 +105,7 @@ def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> Non
 def test_waiters_in_an_event_loop_share_a_commit_and_a_cancelled_one_spoils_nothing(
     ledger: Ledger,
 ) -> None:
-    units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(10)]
+    units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(10)]
     commits_before = ledger._commits
     answers = _queued_then_run(GroupCommitter(ledger), units, cancel=3)
     assert isinstance(answers[3], asyncio.CancelledError)
@@ -120,7 +120,7 @@ def test_a_unit_raising_stop_iteration_fails_alone_and_its_batch_is_answered(
     def odd(tx: Tx) -> None:
         raise StopIteration  # an asyncio future refuses this exception as such
 
-    units = [ledger.dispatch_work(f"op-{i}", req(f"e-{i}")) for i in range(4)]
+    units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(4)]
     answers = _queued_then_run(GroupCommitter(ledger), [*units[:2], odd, *units[2:]])
     assert isinstance(answers[2], RuntimeError)
     assert [a.decision for n, a in enumerate(answers) if n != 2] == ["go"] * 4
@@ -135,7 +135,7 @@ def test_two_batches_that_deadlock_are_each_run_again_whole_and_both_commit(
     if ledger.store.dialect == "sqlite":
         pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
     for op in ("op-1", "op-2"):
-        ledger.dispatch(op, req(f"e-{op}"), actor="t")
+        ledger.dispatch(op, req(f"e-{op}")).run("t")
     both_hold_one = threading.Barrier(2, timeout=30)
     waited: set[str] = set()
 

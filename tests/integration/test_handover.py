@@ -14,8 +14,8 @@ from tests.factories import T0, FakeClock, req
 
 
 def _unknown(ledger: Ledger, op: str, n: int) -> int:
-    ledger.dispatch(op, req(f"exec-{n}", input={"n": n}), actor="workflow")
-    answer = ledger.fail(op, FailOutcome.UNKNOWN, "timeout", execution_id=f"exec-{n}", actor="wf")
+    ledger.dispatch(op, req(f"exec-{n}", input={"n": n})).run("workflow")
+    answer = ledger.fail(op, FailOutcome.UNKNOWN, "timeout", execution_id=f"exec-{n}").run("wf")
     return answer.hold_ids[0]
 
 
@@ -26,15 +26,17 @@ def scripted_shift(ledger: Ledger, clock: FakeClock) -> dict[str, int]:
     for n, name in enumerate(["a", "b", "c", "d"], start=1):
         holds[name] = _unknown(ledger, f"op:{name}", n)
         clock.advance(minutes=10)
-    ledger.resolve(holds["a"], "confirm", receipt="R-a", note="seen at the target", operator="bob")
-    ledger.resolve(holds["b"], "release", note="nothing at the target", operator="carol")
+    ledger.resolve(
+        holds["a"], "confirm", receipt="R-a", note="seen at the target", operator="bob"
+    ).run()
+    ledger.resolve(holds["b"], "release", note="nothing at the target", operator="carol").run()
     ledger.update_hold(
         holds["c"],
         operator="bob",
         owner="alice",
         note="alice has access",
         next_action="call the bank",
-    )
+    ).run()
     with ledger.store.engine.begin() as conn:
         conn.execute(
             table(Source).insert(),
@@ -100,7 +102,7 @@ def test_resolutions_outside_the_shift_are_left_out(ledger: Ledger, clock: FakeC
 
 def test_report_cells_cannot_break_the_markdown_table(ledger: Ledger, clock: FakeClock) -> None:
     hold = _unknown(ledger, "op:x", 1)
-    ledger.update_hold(hold, operator="bob", note="n", next_action="a | b\nc")
+    ledger.update_hold(hold, operator="bob", note="n", next_action="a | b\nc").run()
     text = handover.build(ledger.store, handover.Shift(T0, clock.now))
     assert "a \\| b c" in text
 

@@ -27,12 +27,10 @@ def test_a_blocking_and_a_non_blocking_hold_get_their_own_configured_deadlines(
     sweep = SweepConfig(blocking_hold_deadline=timedelta(minutes=10), hold_deadline="2d")
     configured = ledger_for(store, Settings(), FileConfig(sweep=sweep))
     ledger = Ledger(store, clock=clock, hold_deadlines=configured.hold_deadlines)
-    ledger.dispatch("op-1", req("exec-1"), actor="t")
-    ledger.fail(
-        "op-1", domain.FailOutcome.UNKNOWN, "timeout", actor="t"
-    )  # blocking: unknown_outcome
-    ledger.dispatch("op-2", req("exec-3"), actor="t")
-    ledger.dispatch("op-2", req("exec-4", input={"invoice": "other"}), actor="t")  # input_mismatch
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+    ledger.fail("op-1", domain.FailOutcome.UNKNOWN, "timeout").run("t")  # blocking: unknown_outcome
+    ledger.dispatch("op-2", req("exec-3")).run("t")
+    ledger.dispatch("op-2", req("exec-4", input={"invoice": "other"})).run("t")  # input_mismatch
     deadlines = _deadlines(store)
     assert deadlines == {
         "unknown_outcome": clock.now + timedelta(minutes=10),

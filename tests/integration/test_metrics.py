@@ -35,13 +35,13 @@ def test_metrics_match_the_database_after_a_scripted_scenario(
 ) -> None:
     registry = CollectorRegistry()
     metrics = register(registry, ledger.store, clock)
-    ledger.dispatch("a", req("e1"), actor="wf")
-    ledger.confirm("a", "R-1", actor="wf")
-    ledger.dispatch("b", req("e2"), actor="wf")
-    ledger.fail("b", FailOutcome.UNKNOWN, "timeout", actor="wf")
-    ledger.dispatch("c", req("e3"), actor="wf")
-    ledger.fail("c", FailOutcome.REJECTED, "400", actor="wf")
-    ledger.prepare("d", processing_version="v1", input={"x": 1}, has_input=True, actor="wf")
+    ledger.dispatch("a", req("e1")).run("wf")
+    ledger.confirm("a", "R-1").run("wf")
+    ledger.dispatch("b", req("e2")).run("wf")
+    ledger.fail("b", FailOutcome.UNKNOWN, "timeout").run("wf")
+    ledger.dispatch("c", req("e3")).run("wf")
+    ledger.fail("c", FailOutcome.REJECTED, "400").run("wf")
+    ledger.prepare("d", processing_version="v1", input={"x": 1}, has_input=True).run("wf")
     with ledger.store.engine.begin() as conn:
         conn.execute(
             SOURCES.insert(),
@@ -99,7 +99,7 @@ def test_metrics_match_the_database_after_a_scripted_scenario(
         hold_id = conn.execute(
             sa.text("SELECT id FROM holds WHERE reason = 'unknown_outcome'")
         ).scalar_one()
-    ledger.resolve(hold_id, "release", note="the bank has no such payment", operator="ann")
+    ledger.resolve(hold_id, "release", note="the bank has no such payment", operator="ann").run()
     got = samples(registry)
     assert ("flowledger_holds_open", (("reason", "unknown_outcome"),)) not in got
     assert got[("flowledger_operations", (("state", "prepared"),))] == 2

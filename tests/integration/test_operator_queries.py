@@ -18,8 +18,8 @@ def _holds(ledger: Ledger, clock: FakeClock, n: int) -> list[int]:
     ids = []
     for i in range(n):
         op = f"op:{i:03d}"
-        ledger.dispatch(op, req(f"exec-{i}", input={"i": i}), actor="wf")
-        ids.append(ledger.fail(op, FailOutcome.UNKNOWN, "t", actor="wf").hold_ids[0])
+        ledger.dispatch(op, req(f"exec-{i}", input={"i": i})).run("wf")
+        ids.append(ledger.fail(op, FailOutcome.UNKNOWN, "t").run("wf").hold_ids[0])
         clock.advance(minutes=1)
     return ids
 
@@ -35,7 +35,7 @@ def test_pages_cover_the_queue_once_in_deadline_order(ledger: Ledger, clock: Fak
 
 def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock) -> None:
     ids = _holds(ledger, clock, 6)
-    ledger.update_hold(ids[2], operator="x", note="n", owner="Alice", next_action="ring 100%")
+    ledger.update_hold(ids[2], operator="x", note="n", owner="Alice", next_action="ring 100%").run()
     # The first three are past their deadlines by now, the fourth is due this very moment
     # (due counts as overdue, as in the sweep), the last two are not yet.
     now = clock.now + timedelta(minutes=57)

@@ -32,7 +32,7 @@ def test_new_ledger_has_current_schema_and_genesis_head(store: Store) -> None:
 
 
 def test_dispatch_records_intent_attempt_and_event_together(ledger: Ledger, store: Store) -> None:
-    answer = ledger.dispatch(OP, req(), actor="token:n8n")
+    answer = ledger.dispatch(OP, req()).run("token:n8n")
     assert (answer.decision, answer.attempt, answer.state) == ("go", 1, "dispatching")
     detail = queries.operation_detail(store, OP)
     assert detail is not None
@@ -43,7 +43,7 @@ def test_dispatch_records_intent_attempt_and_event_together(ledger: Ledger, stor
 
 
 def test_raw_input_is_never_stored(ledger: Ledger, store: Store) -> None:
-    ledger.dispatch(OP, req(input={"email": "secret-person@example.com"}), actor="t")
+    ledger.dispatch(OP, req(input={"email": "secret-person@example.com"})).run("t")
     with store.engine.connect() as conn:
         for table in ("operations", "attempts", "events", "holds"):
             for row in conn.exec_driver_sql(f"SELECT * FROM {table}"):
@@ -53,64 +53,66 @@ def test_raw_input_is_never_stored(ledger: Ledger, store: Store) -> None:
 def test_replay_by_same_execution_gets_same_answer_and_no_new_attempt(
     ledger: Ledger, store: Store
 ) -> None:
-    first = ledger.dispatch(OP, req(), actor="t")
-    again = ledger.dispatch(OP, req(), actor="t")
+    first = ledger.dispatch(OP, req()).run("t")
+    again = ledger.dispatch(OP, req()).run("t")
     assert first.decision == again.decision == "go" and again.attempt == 1
     assert count(store, "SELECT count(*) FROM attempts") == 1
 
 
 def test_other_execution_while_dispatching_is_held(ledger: Ledger) -> None:
-    ledger.dispatch(OP, req("exec-1"), actor="t")
-    answer = ledger.dispatch(OP, req("exec-2"), actor="t")
+    ledger.dispatch(OP, req("exec-1")).run("t")
+    answer = ledger.dispatch(OP, req("exec-2")).run("t")
     assert (answer.decision, answer.reason) == ("hold", "in_flight")
 
 
 def test_confirmed_operation_is_skipped_with_its_receipt(ledger: Ledger) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    ledger.confirm(OP, "CRM-991", execution_id="exec-1", actor="t")
-    answer = ledger.dispatch(OP, req("exec-7"), actor="t")
+    ledger.dispatch(OP, req()).run("t")
+    ledger.confirm(OP, "CRM-991", execution_id="exec-1").run("t")
+    answer = ledger.dispatch(OP, req("exec-7")).run("t")
     assert (answer.decision, answer.receipt) == ("skip", "CRM-991")
 
 
 def test_confirmed_result_is_never_reused_for_another_input(ledger: Ledger, store: Store) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    ledger.confirm(OP, "CRM-991", actor="t")
-    answer = ledger.dispatch(OP, req("exec-2", input={"amount": 9999}), actor="t")
+    ledger.dispatch(OP, req()).run("t")
+    ledger.confirm(OP, "CRM-991").run("t")
+    answer = ledger.dispatch(OP, req("exec-2", input={"amount": 9999})).run("t")
     assert (answer.decision, answer.reason, answer.receipt) == ("hold", "input_mismatch", "CRM-991")
-    again = ledger.dispatch(OP, req("exec-3", input={"amount": 9999}), actor="t")
+    again = ledger.dispatch(OP, req("exec-3", input={"amount": 9999})).run("t")
     assert again.decision == "hold"
     assert count(store, "SELECT count(*) FROM holds WHERE reason = 'input_mismatch'") == 1
 
 
 def test_version_mismatch_is_held(ledger: Ledger) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    ledger.fail(OP, FailOutcome.REJECTED, "422", actor="t")
-    answer = ledger.dispatch(OP, req("exec-2", version="v2"), actor="t")
+    ledger.dispatch(OP, req()).run("t")
+    ledger.fail(OP, FailOutcome.REJECTED, "422").run("t")
+    answer = ledger.dispatch(OP, req("exec-2", version="v2")).run("t")
     assert (answer.decision, answer.reason) == ("hold", "version_mismatch")
 
 
 def test_second_receipt_that_differs_opens_one_blocking_conflict(
     ledger: Ledger, store: Store
 ) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    ledger.confirm(OP, "R-1", actor="t")
-    assert ledger.confirm(OP, "R-1", actor="t").reason is None
-    conflict = ledger.confirm(OP, "R-2", actor="t")
+    ledger.dispatch(OP, req()).run("t")
+    ledger.confirm(OP, "R-1").run("t")
+    assert ledger.confirm(OP, "R-1").run("t").reason is None
+    conflict = ledger.confirm(OP, "R-2").run("t")
     assert conflict.reason == "receipt_conflict"
-    ledger.confirm(OP, "R-2", actor="t")
+    ledger.confirm(OP, "R-2").run("t")
     assert count(store, "SELECT count(*) FROM holds WHERE reason = 'receipt_conflict'") == 1
-    assert ledger.dispatch(OP, req(), actor="t").decision == "hold"
+    assert ledger.dispatch(OP, req()).run("t").decision == "hold"
 
 
 def test_unknown_failure_blocks_until_released_then_next_attempt(
     ledger: Ledger, store: Store
 ) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    failed = ledger.fail(OP, FailOutcome.UNKNOWN, "socket timeout", actor="t")
+    ledger.dispatch(OP, req()).run("t")
+    failed = ledger.fail(OP, FailOutcome.UNKNOWN, "socket timeout").run("t")
     assert failed.state == "dispatching" and failed.hold_ids
-    assert ledger.dispatch(OP, req("exec-2"), actor="t").reason == "unknown_outcome"
-    ledger.resolve(failed.hold_ids[0], "release", note="no invoice in the CRM", operator="ana")
-    answer = ledger.dispatch(OP, req("exec-2"), actor="t")
+    assert ledger.dispatch(OP, req("exec-2")).run("t").reason == "unknown_outcome"
+    ledger.resolve(
+        failed.hold_ids[0], "release", note="no invoice in the CRM", operator="ana"
+    ).run()
+    answer = ledger.dispatch(OP, req("exec-2")).run("t")
     assert (answer.decision, answer.attempt) == ("go", 2)
     detail = queries.operation_detail(store, OP)
     assert detail is not None
@@ -123,11 +125,11 @@ def test_unknown_failure_blocks_until_released_then_next_attempt(
 def test_confirm_with_evidence_records_the_receipt_and_operator(
     ledger: Ledger, store: Store
 ) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t").hold_ids[0]
+    ledger.dispatch(OP, req()).run("t")
+    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("t").hold_ids[0]
     answer = ledger.resolve(
         hold, "confirm", receipt="INV-42-PDF", note="seen in the portal", operator="ana"
-    )
+    ).run()
     assert answer is not None and (answer.state, answer.receipt) == ("confirmed", "INV-42-PDF")
     detail = queries.operation_detail(store, OP)
     assert detail is not None
@@ -136,22 +138,22 @@ def test_confirm_with_evidence_records_the_receipt_and_operator(
 
 
 def test_resolving_twice_loses_the_race_and_changes_nothing(ledger: Ledger, store: Store) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t").hold_ids[0]
-    ledger.resolve(hold, "cancel", note="customer withdrew", operator="ana")
+    ledger.dispatch(OP, req()).run("t")
+    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("t").hold_ids[0]
+    ledger.resolve(hold, "cancel", note="customer withdrew", operator="ana").run()
     before = count(store, "SELECT count(*) FROM events")
     with pytest.raises(IllegalTransition, match="already resolved by operator:ana"):
-        ledger.resolve(hold, "release", note="retry", operator="bo")
+        ledger.resolve(hold, "release", note="retry", operator="bo").run()
     assert count(store, "SELECT count(*) FROM events") == before
 
 
 def test_assign_extend_and_note_are_events(ledger: Ledger, store: Store, clock: FakeClock) -> None:
-    ledger.dispatch(OP, req(), actor="t")
-    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t").hold_ids[0]
-    ledger.update_hold(hold, operator="ana", note="taking it", owner="ana")
+    ledger.dispatch(OP, req()).run("t")
+    hold = ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("t").hold_ids[0]
+    ledger.update_hold(hold, operator="ana", note="taking it", owner="ana").run()
     later = clock.now + timedelta(hours=6)
-    ledger.update_hold(hold, operator="ana", note="waiting for CRM export", deadline=later)
-    ledger.update_hold(hold, operator="ana", note="asked finance")
+    ledger.update_hold(hold, operator="ana", note="waiting for CRM export", deadline=later).run()
+    ledger.update_hold(hold, operator="ana", note="asked finance").run()
     detail = queries.operation_detail(store, OP)
     assert detail is not None
     kinds = [e["kind"] for e in detail.events][-3:]
@@ -161,7 +163,7 @@ def test_assign_extend_and_note_are_events(ledger: Ledger, store: Store, clock: 
 
 def test_confirm_of_unknown_operation_is_not_found(ledger: Ledger) -> None:
     with pytest.raises(NotFound):
-        ledger.confirm("nope", "R", actor="t")
+        ledger.confirm("nope", "R").run("t")
 
 
 @pytest.mark.parametrize("bad", ["", "x" * 201, "tab\there", "nul\x00"])
@@ -169,7 +171,7 @@ def test_bad_operation_ids_are_refused_before_any_write(
     ledger: Ledger, store: Store, bad: str
 ) -> None:
     with pytest.raises(InvalidInput):
-        ledger.dispatch(bad, req(), actor="t")
+        ledger.dispatch(bad, req()).run("t")
     assert count(store, "SELECT count(*) FROM events") == 0
 
 
@@ -177,12 +179,12 @@ def test_input_and_hash_together_are_refused(ledger: Ledger) -> None:
     from dataclasses import replace
 
     with pytest.raises(InvalidInput, match="not both"):
-        ledger.dispatch(OP, replace(req(), input_hash="sha256:" + "a" * 64), actor="t")
+        ledger.dispatch(OP, replace(req(), input_hash="sha256:" + "a" * 64)).run("t")
 
 
 @pytest.mark.parametrize("statement", ["UPDATE events SET actor = 'mallory'", "DELETE FROM events"])
 def test_events_refuse_update_and_delete(ledger: Ledger, store: Store, statement: str) -> None:
-    ledger.dispatch(OP, req(), actor="t")
+    ledger.dispatch(OP, req()).run("t")
     with pytest.raises(sa.exc.DatabaseError, match="append-only"), store.engine.begin() as conn:
         conn.exec_driver_sql(statement)
     assert count(store, "SELECT count(*) FROM events") == 1
@@ -190,11 +192,11 @@ def test_events_refuse_update_and_delete(ledger: Ledger, store: Store, statement
 
 def test_chain_verifies_after_a_busy_history(ledger: Ledger, store: Store) -> None:
     for i in range(30):
-        ledger.dispatch(f"op-{i}", req(f"e-{i}"), actor="t")
+        ledger.dispatch(f"op-{i}", req(f"e-{i}")).run("t")
         if i % 3 == 0:
-            ledger.confirm(f"op-{i}", f"R-{i}", actor="t")
+            ledger.confirm(f"op-{i}", f"R-{i}").run("t")
         elif i % 3 == 1:
-            ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout", actor="t")
+            ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout").run("t")
     with store.reader.connect() as conn:
         result = chain.verify(conn, batch=7)
     assert result.ok and result.checked == count(store, "SELECT count(*) FROM events")
@@ -206,8 +208,8 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
     """A writer that read version n and finds n+1 at write time runs again and is held."""
     if store.dialect == "sqlite":
         pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
-    ledger.dispatch(OP, req("exec-1"), actor="t")
-    ledger.fail(OP, FailOutcome.REJECTED, "422", actor="t")
+    ledger.dispatch(OP, req("exec-1")).run("t")
+    ledger.fail(OP, FailOutcome.REJECTED, "422").run("t")
     original = records.load_with_holds
     loads = []
 
@@ -224,7 +226,7 @@ def test_lost_compare_and_set_is_retried_against_fresh_rows(
         return row, holds
 
     monkeypatch.setattr(records, "load_with_holds", load_then_lose_the_race)
-    answer = ledger.dispatch(OP, req("exec-2"), actor="t")
+    answer = ledger.dispatch(OP, req("exec-2")).run("t")
     assert (answer.decision, answer.reason) == ("hold", "in_flight")
     assert loads == [loads[0], loads[0] + 1]
 
@@ -268,14 +270,14 @@ def test_oversized_optional_fields_are_refused_before_any_write(
         "approval": Approval("v" * 201),
     }[field]
     with pytest.raises(InvalidInput) as caught:
-        ledger.dispatch(OP, replace(req(), **{field: bad}), actor="t")
+        ledger.dispatch(OP, replace(req(), **{field: bad})).run("t")
     assert caught.value.field in (field, "approval_version")
     assert count(store, "SELECT count(*) FROM events") == 0
 
 
 def test_a_lone_surrogate_id_is_refused_before_any_write(ledger: Ledger, store: Store) -> None:
     with pytest.raises(InvalidInput):
-        ledger.dispatch("op-\ud800", req(), actor="t")
+        ledger.dispatch("op-\ud800", req()).run("t")
     assert count(store, "SELECT count(*) FROM events") == 0
 
 
@@ -284,7 +286,7 @@ def test_detail_shows_only_the_attempts_own_sources_execution(ledger: Ledger, st
 
     from tests.factories import execution_row
 
-    ledger.dispatch(OP, replace(req("42"), source="prod-n8n"), actor="t")
+    ledger.dispatch(OP, replace(req("42"), source="prod-n8n")).run("t")
     with store.engine.begin() as conn:
         conn.execute(
             sa.insert(queries.EXECUTIONS),
@@ -302,24 +304,24 @@ def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
     then failed before its commit must not leave a guess that another process's append (to
     the same sequence number) would seem to confirm."""
     from ledger.storage.engine import open_store
-    from ledger.writer import services
+    from ledger.writer import unit
 
-    ledger.dispatch("op-1", req("e-1"), actor="t")
+    ledger.dispatch("op-1", req("e-1")).run("t")
 
     def fail_before_commit(name: str) -> None:
         if name == "before_commit":
             raise RuntimeError("disk gone")
 
-    monkeypatch.setattr(services, "crashpoint", fail_before_commit)
+    monkeypatch.setattr(unit, "crashpoint", fail_before_commit)
     with pytest.raises(RuntimeError):
-        ledger.dispatch("op-2", req("e-2"), actor="t")
+        ledger.dispatch("op-2", req("e-2")).run("t")
     monkeypatch.undo()
     elsewhere = open_store(db_url)  # another process: its own engine and its own guess
     try:
-        Ledger(elsewhere).dispatch("op-3", req("e-3"), actor="t")
+        Ledger(elsewhere).dispatch("op-3", req("e-3")).run("t")
     finally:
         elsewhere.dispose()
-    ledger.dispatch("op-4", req("e-4"), actor="t")
+    ledger.dispatch("op-4", req("e-4")).run("t")
     with store.reader.connect() as conn:
         result = chain.verify(conn)
     assert result.ok and result.checked == 3
@@ -333,7 +335,7 @@ def test_an_unknown_failure_racing_a_confirm_opens_no_hold(
     lose its compare-and-set and then refuse, leaving no blocking hold on a confirmed write."""
     if store.dialect == "sqlite":
         pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
-    ledger.dispatch(OP, req("exec-1"), actor="t")
+    ledger.dispatch(OP, req("exec-1")).run("t")
     original = records.load_operation
     raced: list[bool] = []
 
@@ -341,11 +343,11 @@ def test_an_unknown_failure_racing_a_confirm_opens_no_hold(
         row = original(tx, operation_id)
         if not raced:
             raced.append(True)
-            Ledger(store).confirm(OP, "R-1", execution_id="exec-1", actor="other")
+            Ledger(store).confirm(OP, "R-1", execution_id="exec-1").run("other")
         return row
 
     monkeypatch.setattr(records, "load_operation", read_then_confirm_elsewhere)
     with pytest.raises(IllegalTransition):
-        ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="t")
+        ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("t")
     assert count(store, "SELECT count(*) FROM holds") == 0
     assert queries.operation_detail(store, OP).operation["state"] == "confirmed"  # type: ignore[union-attr]

@@ -83,37 +83,37 @@ def set_execution(ledger: Ledger, external_id: str, **values: Any) -> None:
 def test_dispatch_past_its_deadline_gets_one_blocking_unknown_outcome_hold(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     hold = fires_once_at(
         ledger, clock, sweep(ledger), T0 + timedelta(minutes=15), "unknown_outcome"
     )
     assert hold.blocking and hold.operation_id == OP and hold.execution_id == "exec-1"
-    assert ledger.dispatch(OP, req("exec-2"), actor="wf").decision == "hold"
+    assert ledger.dispatch(OP, req("exec-2")).run("wf").decision == "hold"
 
 
 def test_the_operations_own_deadline_wins_over_the_default(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(deadline=T0 + timedelta(minutes=3)), actor="wf")
+    ledger.dispatch(OP, req(deadline=T0 + timedelta(minutes=3))).run("wf")
     fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(minutes=3), "unknown_outcome")
 
 
 def test_an_operation_confirmed_before_the_sweep_gets_no_hold(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     clock.advance(minutes=14)
-    ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     clock.advance(hours=30)
     assert sweep(ledger).run().total == 0
     assert holds(ledger, "unknown_outcome") == []
 
 
 def test_a_late_confirm_resolves_the_sweeps_hold(ledger: Ledger, clock: FakeClock) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     clock.advance(minutes=20)
     sweep(ledger).run()
-    answer = ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    answer = ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     assert answer.state == "confirmed"
     (hold,) = holds(ledger, "unknown_outcome")
     assert hold.resolution == "confirmed_by_receipt"
@@ -122,8 +122,8 @@ def test_a_late_confirm_resolves_the_sweeps_hold(ledger: Ledger, clock: FakeCloc
 def test_a_workflows_fail_unknown_and_the_sweep_share_one_hold(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     clock.advance(hours=1)
     assert sweep(ledger).run().opened["unknown_outcome"] == 0
     assert len(holds(ledger, "unknown_outcome")) == 1
@@ -131,7 +131,7 @@ def test_a_workflows_fail_unknown_and_the_sweep_share_one_hold(
 
 def test_many_due_operations_are_swept_in_batches(ledger: Ledger, clock: FakeClock) -> None:
     for n in range(5):
-        ledger.dispatch(f"op-{n}", req(f"exec-{n}"), actor="wf")
+        ledger.dispatch(f"op-{n}", req(f"exec-{n}")).run("wf")
     clock.advance(minutes=15)
     assert sweep(ledger).run().opened["unknown_outcome"] == 5
     assert len(holds(ledger, "unknown_outcome")) == 5
@@ -143,7 +143,7 @@ def test_many_due_operations_are_swept_in_batches(ledger: Ledger, clock: FakeClo
 def test_an_errored_execution_holds_the_operation_it_was_dispatching(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     add_execution(ledger, external_id="exec-1", status="running")
     s = sweep(ledger)
     assert s.run().opened["execution_failed"] == 0
@@ -158,7 +158,7 @@ def test_an_errored_execution_holds_the_operation_it_was_dispatching(
 def test_a_crashed_execution_of_another_attempt_or_source_opens_nothing(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req("exec-2", source="prod-n8n"), actor="wf")
+    ledger.dispatch(OP, req("exec-2", source="prod-n8n")).run("wf")
     add_execution(ledger, external_id="exec-1", status="crashed")  # not the current attempt
     add_execution(ledger, external_id="exec-2", status="crashed", source="test-n8n")
     assert sweep(ledger).run().opened["execution_failed"] == 0
@@ -175,19 +175,19 @@ def test_a_failed_execution_of_a_stranger_with_the_same_id_opens_nothing(
     ledger: Ledger, clock: FakeClock, stranger: dict[str, str]
 ) -> None:
     """n8n numbers executions per instance, and the dispatch's ``source`` is optional."""
-    ledger.dispatch(OP, req("11"), actor="wf")  # workflow wf-1, no source
+    ledger.dispatch(OP, req("11")).run("wf")  # workflow wf-1, no source
     if stranger["source"] != "prod-n8n":
         add_execution(ledger, external_id="11", status="success", workflow_id="wf-1")
     add_execution(ledger, external_id="11", status="error", **stranger)
     clock.advance(minutes=1)
     assert sweep(ledger).run().opened["execution_failed"] == 0
-    assert ledger.dispatch(OP, req("12"), actor="wf").reason != "execution_failed"
+    assert ledger.dispatch(OP, req("12")).run("wf").reason != "execution_failed"
 
 
 def test_an_execution_that_vanished_unfinished_counts_as_failed(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     add_execution(ledger, external_id="exec-1", status="running", gone_at=T0)
     assert sweep(ledger).run().opened["execution_failed"] == 1
     assert "vanished" in holds(ledger, "execution_failed")[0].detail
@@ -196,8 +196,8 @@ def test_an_execution_that_vanished_unfinished_counts_as_failed(
 def test_an_errored_execution_after_the_confirm_opens_nothing(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     add_execution(ledger, external_id="exec-1", status="error")
     assert sweep(ledger).run().total == 0
 
@@ -208,7 +208,7 @@ def test_an_errored_execution_after_the_confirm_opens_nothing(
 def test_a_prepared_operation_left_a_day_gets_a_non_blocking_hold(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True, actor="wf")
+    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True).run("wf")
     hold = fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(hours=24), "stale_prepared")
     assert not hold.blocking
 
@@ -216,16 +216,16 @@ def test_a_prepared_operation_left_a_day_gets_a_non_blocking_hold(
 def test_a_prepared_operation_dispatched_meanwhile_is_not_stale(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True, actor="wf")
+    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True).run("wf")
     clock.advance(hours=23)
-    ledger.dispatch(OP, req(input={"a": 1}), actor="wf")
-    ledger.confirm(OP, "R-1", actor="wf")
+    ledger.dispatch(OP, req(input={"a": 1})).run("wf")
+    ledger.confirm(OP, "R-1").run("wf")
     clock.advance(hours=48)
     assert sweep(ledger).run().total == 0
 
 
 def test_the_stale_threshold_comes_from_the_config(ledger: Ledger, clock: FakeClock) -> None:
-    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True, actor="wf")
+    ledger.prepare(OP, processing_version="v1", input={"a": 1}, has_input=True).run("wf")
     s = sweep(ledger, stale_prepared_after="2h")
     fires_once_at(ledger, clock, s, T0 + timedelta(hours=2), "stale_prepared")
 
@@ -255,8 +255,8 @@ def test_an_execution_that_finished_meanwhile_is_not_stuck(
 
 
 def _held(ledger: Ledger) -> Any:
-    ledger.dispatch(OP, req(), actor="wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
     return holds(ledger, "unknown_outcome")[0]
 
 
@@ -282,7 +282,9 @@ def test_an_extended_deadline_can_fall_overdue_again_but_overdue_holds_never_do(
     at(clock, first.deadline)
     s.run()
     new_deadline = clock.now + timedelta(hours=2)
-    ledger.update_hold(first.id, operator="ann", note="waiting on the bank", deadline=new_deadline)
+    ledger.update_hold(
+        first.id, operator="ann", note="waiting on the bank", deadline=new_deadline
+    ).run()
     at(clock, new_deadline - TICK)
     assert s.run().opened["overdue"] == 0
     at(clock, new_deadline + timedelta(days=3))  # the first overdue hold is long past its own
@@ -294,7 +296,7 @@ def test_a_hold_resolved_before_its_deadline_is_never_overdue(
     ledger: Ledger, clock: FakeClock
 ) -> None:
     first = _held(ledger)
-    ledger.resolve(first.id, "release", note="bank says no payment", operator="ann")
+    ledger.resolve(first.id, "release", note="bank says no payment", operator="ann").run()
     at(clock, first.deadline + timedelta(days=1))
     assert sweep(ledger).run().opened["overdue"] == 0
 
@@ -366,7 +368,7 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
 ) -> None:
     """The confirm reads the operation and its holds; the sweep then commits its hold before
     the confirm writes. The confirm must notice (compare-and-set) and resolve that hold."""
-    ledger.dispatch(OP, req(), actor="wf")
+    ledger.dispatch(OP, req()).run("wf")
     clock.advance(minutes=20)
     sweeper = threading.Thread(target=sweep(Ledger(ledger.store, clock=clock)).run)
     read = records.load_with_holds
@@ -383,7 +385,7 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
         return holds_seen
 
     monkeypatch.setattr(records, "load_with_holds", read_then_race)
-    answer = ledger.confirm(OP, "R-1", execution_id="exec-1", actor="wf")
+    answer = ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     sweeper.join(30)
     assert answer.state == "confirmed"
     opened = holds(ledger, "unknown_outcome")
@@ -398,11 +400,11 @@ def test_a_retried_overdue_batch_is_walked_again_not_skipped(
     ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch that loses its commit runs again from where the walk stood, not past its rows."""
-    from ledger.writer import services
+    from ledger.writer import unit
 
     for i in range(5):
-        ledger.dispatch(f"op-{i}", req(f"e-{i}"), actor="wf")
-        ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout", actor="wf")
+        ledger.dispatch(f"op-{i}", req(f"e-{i}")).run("wf")
+        ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout").run("wf")
         clock.advance(seconds=1)
     clock.advance(days=1)
     s = Sweep(ledger, SweepConfig(), (), batch=2)
@@ -421,6 +423,6 @@ def test_a_retried_overdue_batch_is_walked_again_not_skipped(
             raise records.Conflict()
 
     monkeypatch.setattr(ledger, "open_holds", count_overdue_batches)
-    monkeypatch.setattr(services, "crashpoint", lose_the_second_batchs_commit)
+    monkeypatch.setattr(unit, "crashpoint", lose_the_second_batchs_commit)
     assert s.run().opened["overdue"] == 5
     assert failed and len(holds(ledger, "overdue")) == 5

@@ -181,7 +181,7 @@ def test_executions_link_to_operations_by_attempt_and_retry_chain_once(
     ledger: Ledger, store: Store, n8n: FakeN8n
 ) -> None:
     (crashed,) = n8n.add(1, status="crashed")
-    ledger.dispatch("invoice:INV-9:send", req(crashed), actor="token:n8n")
+    ledger.dispatch("invoice:INV-9:send", req(crashed)).run("token:n8n")
     (retry,) = n8n.add(1, mode="retry", retry_of=crashed)
     (again,) = n8n.add(1, mode="retry", retry_of=retry)
     n8n.add(1)
@@ -207,7 +207,7 @@ def test_an_attempt_from_another_source_is_not_linked(
     ledger: Ledger, store: Store, n8n: FakeN8n
 ) -> None:
     (ext_id,) = n8n.add(1)
-    ledger.dispatch("op:elsewhere", req(ext_id, source="staging-n8n"), actor="t")
+    ledger.dispatch("op:elsewhere", req(ext_id, source="staging-n8n")).run("t")
     assert sync(ledger, n8n).linked == 0
 
 
@@ -217,18 +217,18 @@ def test_an_attempt_of_another_workflow_with_the_same_execution_id_is_not_linked
     """Execution ids repeat across n8n instances; an attempt that names no source is linked
     only to an execution of its own workflow."""
     (ext_id,) = n8n.add(1, workflow_id="wf-other")
-    ledger.dispatch("op:same-id", req(ext_id), actor="t")  # workflow wf-1, no source
+    ledger.dispatch("op:same-id", req(ext_id)).run("t")  # workflow wf-1, no source
     assert sync(ledger, n8n).linked == 0
     (mine,) = n8n.add(1)  # wf-1
-    ledger.dispatch("op:mine", req(mine), actor="t")
+    ledger.dispatch("op:mine", req(mine)).run("t")
     assert sync(ledger, n8n).linked == 1
 
 
 def test_custom_data_links_an_execution_that_never_called_the_ledger(
     ledger: Ledger, store: Store, n8n: FakeN8n
 ) -> None:
-    ledger.prepare(
-        "crm:ACME:upsert", processing_version="v1", input={"a": 1}, has_input=True, actor="t"
+    ledger.prepare("crm:ACME:upsert", processing_version="v1", input={"a": 1}, has_input=True).run(
+        "t"
     )
     (ext_id,) = n8n.add(1, workflow_id="wf-2")
     n8n.custom[int(ext_id)] = {"ledger.operation_id": "crm:ACME:upsert"}

@@ -1,0 +1,168 @@
+"""The unit of work: one write transaction, run again from the start when it lost a race.
+
+Every change to the ledger is a function of a :class:`~ledger.writer.tx.Tx` (a *work*). The
+:class:`UnitOfWork` runs one work in its own transaction (:meth:`UnitOfWork.run`) or many
+works in one transaction, one commit and one fsync (:meth:`UnitOfWork.run_many`, the receiver's
+group commit), appends their events to the chain just before the commit, and retries what lost
+a race: a compare-and-set another writer won, a unique key another writer took first, or
+(PostgreSQL) a serialization failure or deadlock. A service hands out its work as a
+:class:`Call`, so a call is checked before any transaction and run one way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, Generic, TypeVar
+
+from ledger.faults import crashpoint
+from ledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
+from ledger.writer import records
+from ledger.writer.tx import Tx
+from ledger.writer.values import Clock, Outcome, utcnow
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Work = Callable[[Tx], T]
+
+
+class _BatchAborted(Exception):
+    """The server aborted a batch's transaction to break a deadlock: run it all again."""
+
+
+def _aborted_by_server(exc: BaseException) -> bool:
+    """A PostgreSQL serialization failure or deadlock."""
+    return getattr(getattr(exc, "orig", exc), "sqlstate", None) in ("40001", "40P01")
+
+
+class UnitOfWork:
+    """Transactions over one store. ``clock`` is injectable for tests; ``retries`` bounds how
+    often a work that keeps losing races runs again."""
+
+    def __init__(self, store: Store, *, clock: Clock = utcnow, retries: int = 20) -> None:
+        self.store = store
+        self.clock = clock
+        self.retries = retries
+        self._commits = 0
+        self._dbapi = store.engine.dialect.dbapi
+
+    @contextmanager
+    def transaction(self, actor: str) -> Iterator[Tx]:
+        """One write transaction; events are appended just before the commit. Runs on the
+        driver's connection straight from the pool: SQLAlchemy's per-transaction machinery
+        costs more than the statements of a dispatch."""
+        tx = Tx(
+            self.store.engine,
+            self.store.engine.raw_connection(),
+            self.clock().astimezone(UTC),
+            actor,
+            self.store.chain_hint,
+        )
+        try:
+            tx.begin()
+            yield tx
+            tx.append_events()
+            crashpoint("before_commit")
+            tx.commit()
+        except BaseException:
+            tx.rollback()
+            raise
+        finally:
+            tx.close()
+        self._commits += 1
+        if WAL_RESET_AFFECTED and self._commits % CHECKPOINT_EVERY == 0:
+            try:
+                self.store.checkpoint()
+            except Exception:  # committed already; a busy checkpoint is tried again later
+                log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
+
+    def run(self, actor: str, work: Work[T]) -> T:
+        """Run ``work`` in a transaction, again from the start when it lost a race."""
+        for attempt in range(self.retries):
+            last = attempt + 1 >= self.retries
+            try:
+                with self.transaction(actor) as tx:
+                    return work(tx)
+            except records.Conflict:
+                if last:
+                    raise
+            except Exception as exc:
+                if last or not self._lost_race(exc):
+                    raise
+        raise RuntimeError("unreachable")
+
+    def _lost_race(self, exc: BaseException) -> bool:
+        orig = getattr(exc, "orig", exc)
+        dbapi = self._dbapi
+        if dbapi is not None and isinstance(orig, dbapi.IntegrityError):
+            return True
+        return _aborted_by_server(exc)
+
+    def run_many(self, units: Sequence[tuple[str, Work[Any]]]) -> list[Outcome]:
+        """Run several works in ONE transaction (one commit, one fsync), each inside its own
+        SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
+        is returned in its :class:`Outcome`. When the transaction itself fails (the commit, the
+        chain append, a broken connection) every unit gets that error: nothing of the batch is
+        durable, so no caller may answer as if it were.
+
+        A deadlock or serialization failure (PostgreSQL, two batches locking the same
+        operations in opposite orders) runs the whole batch again: retrying only the unit
+        would wait again on a lock the other batch cannot release while this one keeps the
+        locks of its earlier units."""
+        for attempt in range(self.retries):
+            outcomes: list[Outcome] = []
+            try:
+                with self.transaction("batch") as tx:
+                    for actor, work in units:
+                        outcomes.append(self._run_unit(tx, actor, work))
+                    crashpoint("batch_before_commit")
+            except Exception as exc:
+                aborted = isinstance(exc, _BatchAborted) or _aborted_by_server(exc)
+                if aborted and attempt + 1 < self.retries:
+                    continue
+                return [Outcome(error=exc) for _ in units]
+            crashpoint("batch_after_commit")
+            return outcomes
+        raise RuntimeError("unreachable")
+
+    def _run_unit(self, tx: Tx, actor: str, work: Work[Any]) -> Outcome:
+        for attempt in range(self.retries):
+            tx.actor = actor
+            mark = len(tx.events)
+            tx.execute("SAVEPOINT flowledger_unit")
+            try:
+                value = work(tx)
+            except Exception as exc:
+                if _aborted_by_server(exc):
+                    raise _BatchAborted from exc  # the whole transaction rolls back
+                tx.execute("ROLLBACK TO SAVEPOINT flowledger_unit")
+                tx.execute("RELEASE SAVEPOINT flowledger_unit")
+                del tx.events[mark:]
+                lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
+                if lost and attempt + 1 < self.retries:
+                    continue
+                return Outcome(error=exc)
+            tx.execute("RELEASE SAVEPOINT flowledger_unit")
+            return Outcome(value=value)
+        raise RuntimeError("unreachable")
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One service call, its input already checked: ``work`` runs it inside a transaction.
+    :meth:`run` gives it a transaction of its own; the receiver passes ``work`` to
+    :meth:`UnitOfWork.run_many` with others instead. A person's decision names its actor
+    (``operator:<name>``) when it is made; a workflow call is told its actor when run."""
+
+    unit: UnitOfWork
+    work: Work[T]
+    actor: str | None = None
+
+    def run(self, actor: str | None = None) -> T:
+        who = actor if actor is not None else self.actor
+        if who is None:
+            raise TypeError("run() needs the actor: who makes this call")
+        return self.unit.run(who, self.work)
