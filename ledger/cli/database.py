@@ -8,11 +8,13 @@ import sqlalchemy as sa
 import typer
 
 from ledger.cli.common import DbOption, app, die, one_line_errors, opened
+from ledger.cli.tables import echo_table
 from ledger.storage import migrate as migrations
 from ledger.storage.engine import (
     CHECKPOINT_EVERY,
     WAL_RESET_AFFECTED,
     LedgerError,
+    Store,
     hide_password,
     make_store,
     read_schema_version,
@@ -73,39 +75,54 @@ def migrate(db: DbOption = None) -> None:
 def doctor(db: DbOption = None) -> None:
     """Report the database, the SQLite build and its known bugs, and the schema."""
     with opened(db) as store:
-        typer.echo(f"database:        {hide_password(store.url)}")
-        typer.echo(f"schema version:  {SCHEMA_VERSION} (current)")
-        typer.echo(
-            f"alembic:         {migrations.current_revision(store)} "
-            f"(head {migrations.head_revision()})"
-        )
-        if sqlite_path(store.url) is None:
-            with store.engine.connect() as conn:
-                version = conn.exec_driver_sql("SHOW server_version").scalar()
-            typer.echo(f"postgresql:      {version}")
-            return
+        echo_table(_diagnosis(store))
+
+
+def _diagnosis(store: Store) -> list[tuple[str, str]]:
+    """``doctor``'s findings, one (label, value) a line."""
+    found = [
+        ("database:", hide_password(store.url)),
+        ("schema version:", f"{SCHEMA_VERSION} (current)"),
+        (
+            "alembic:",
+            f"{migrations.current_revision(store)} (head {migrations.head_revision()})",
+        ),
+    ]
+    if sqlite_path(store.url) is None:
         with store.engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
-            sync = raw.execute("PRAGMA synchronous").fetchone()[0]
-            busy = raw.execute("PRAGMA busy_timeout").fetchone()[0]
-            fks = raw.execute("PRAGMA foreign_keys").fetchone()[0]
-        typer.echo(f"sqlite build:    {sqlite3.sqlite_version}")
-        if WAL_RESET_AFFECTED:
-            typer.echo(
-                "wal-reset bug:   AFFECTED (3.7.0-3.51.2 but 3.44.6, 3.50.7): a "
-                "checkpoint racing a commit on another connection can corrupt the file"
+            version = conn.exec_driver_sql("SHOW server_version").scalar()
+        return [*found, ("postgresql:", str(version))]
+    with store.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
+        sync = raw.execute("PRAGMA synchronous").fetchone()[0]
+        busy = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+        fks = raw.execute("PRAGMA foreign_keys").fetchone()[0]
+    found.append(("sqlite build:", sqlite3.sqlite_version))
+    if WAL_RESET_AFFECTED:
+        found.append(
+            (
+                "wal-reset bug:",
+                "AFFECTED (3.7.0-3.51.2 but 3.44.6, 3.50.7): a checkpoint racing a commit "
+                "on another connection can corrupt the file",
             )
-            typer.echo(
-                f"  the ledger:    turns automatic checkpoints off and checkpoints with "
-                f"wal_checkpoint(FULL), which holds the writer lock, every "
-                f"{CHECKPOINT_EVERY} commits and at shutdown; upgrade SQLite "
-                "(3.51.3+) or use PostgreSQL for several writing processes"
+        )
+        found.append(
+            (
+                "  the ledger:",
+                "turns automatic checkpoints off and checkpoints with wal_checkpoint(FULL), "
+                f"which holds the writer lock, every {CHECKPOINT_EVERY} commits and at "
+                "shutdown; upgrade SQLite (3.51.3+) or use PostgreSQL for several writing "
+                "processes",
             )
-        else:
-            typer.echo("wal-reset bug:   not affected")
-        typer.echo(f"journal mode:    {journal}")
-        typer.echo(f"synchronous:     {SYNCHRONOUS.get(sync, sync)}")
-        typer.echo(f"busy timeout:    {busy} ms")
-        typer.echo(f"foreign keys:    {'on' if fks else 'off'}")
+        )
+    else:
+        found.append(("wal-reset bug:", "not affected"))
+    return [
+        *found,
+        ("journal mode:", journal),
+        ("synchronous:", SYNCHRONOUS.get(sync, sync)),
+        ("busy timeout:", f"{busy} ms"),
+        ("foreign keys:", "on" if fks else "off"),
+    ]

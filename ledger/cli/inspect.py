@@ -10,9 +10,27 @@ from typing import Annotated, Any
 import typer
 
 from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
+from ledger.cli.tables import echo_table, printable
 from ledger.reads import queries
 from ledger.writer import chain
 from ledger.writer.services import utcnow
+
+# What ``show`` lists of an operation, in this order, when set.
+FIELDS = (
+    "state",
+    "attempt",
+    "max_attempts",
+    "input_hash",
+    "processing_version",
+    "receipt",
+    "execution_id",
+    "workflow_id",
+    "step",
+    "source",
+    "input_ref",
+    "approval_version",
+)
+TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
 
 
 def _when(value: Any) -> str:
@@ -32,14 +50,13 @@ def status(db: DbOption = None) -> None:
     with opened(db) as store:
         st = queries.status(store, utcnow())
     typer.echo("operations:")
-    for state in ("prepared", "dispatching", "confirmed", "failed", "cancelled"):
-        typer.echo(f"  {state:<12} {st.by_state.get(state, 0)}")
+    states = ("prepared", "dispatching", "confirmed", "failed", "cancelled")
+    echo_table([(state, st.by_state.get(state, 0)) for state in states], indent=2, right={1})
     typer.echo(
         f"open holds: {sum(st.open_holds.values())} "
         f"(blocking {st.blocking_open}, overdue {st.overdue})"
     )
-    for reason, count in sorted(st.open_holds.items()):
-        typer.echo(f"  {reason:<26} {count}")
+    echo_table(sorted(st.open_holds.items()), indent=2, right={1})
     typer.echo(f"events: {st.events}  head: {st.head_hash}")
 
 
@@ -60,37 +77,33 @@ def show(
         typer.echo(json.dumps(detail.__dict__, default=_json_default, indent=2))
         return
     op = detail.operation
-    typer.echo(f"operation  {op['operation_id']}")
-    for key in (
-        "state",
-        "attempt",
-        "max_attempts",
-        "input_hash",
-        "processing_version",
-        "receipt",
-        "execution_id",
-        "workflow_id",
-        "step",
-        "source",
-        "input_ref",
-        "approval_version",
-    ):
-        if op.get(key) is not None:
-            typer.echo(f"  {key:<19}{op[key]}")
-    for key in ("deadline", "approval_expires_at", "created_at", "updated_at"):
-        if op.get(key) is not None:
-            typer.echo(f"  {key:<19}{_when(op[key])}")
+    typer.echo(f"operation  {printable(op['operation_id'])}")
+    echo_table(
+        [(key, op[key]) for key in FIELDS if op.get(key) is not None]
+        + [(key, _when(op[key])) for key in TIMES if op.get(key) is not None],
+        indent=2,
+    )
     typer.echo("attempts:")
-    for a in detail.attempts:
-        typer.echo(
-            f"  #{a['number']} {a['outcome']:<12} execution {a['execution_id']} "
-            f"at {_when(a['dispatched_at'])}" + (f"  {a['error']}" if a["error"] else "")
-        )
+    echo_table(
+        [
+            (
+                f"#{a['number']}",
+                a["outcome"],
+                f"execution {a['execution_id']}",
+                f"at {_when(a['dispatched_at'])}",
+                a["error"] or "",
+            )
+            for a in detail.attempts
+        ],
+        indent=2,
+    )
     typer.echo("receipts:")
     for r in detail.receipts:
         typer.echo(
-            f"  {r['receipt']} ({r['kind']}, attempt {r['attempt']}) by "
-            f"{r['confirmed_by']} at {_when(r['confirmed_at'])}"
+            printable(
+                f"  {r['receipt']} ({r['kind']}, attempt {r['attempt']}) by "
+                f"{r['confirmed_by']} at {_when(r['confirmed_at'])}"
+            )
         )
     typer.echo("holds:")
     for h in detail.holds:
@@ -100,20 +113,31 @@ def show(
             else f"OPEN, due {_when(h['deadline'])}"
         )
         typer.echo(
-            f"  [{h['id']}] {h['reason']}{' (blocking)' if h['blocking'] else ''}: "
-            f"{state}  {h['detail']}"
+            printable(
+                f"  [{h['id']}] {h['reason']}{' (blocking)' if h['blocking'] else ''}: "
+                f"{state}  {h['detail']}"
+            )
         )
     if detail.executions:
         typer.echo("executions:")
         for e in detail.executions:
             gone = f", gone {_when(e['gone_at'])}" if e["gone_at"] else ""
-            typer.echo(f"  {e['source']}/{e['external_id']} {e['status']}{gone}")
+            typer.echo(printable(f"  {e['source']}/{e['external_id']} {e['status']}{gone}"))
     typer.echo("events:")
-    for ev in detail.events:
-        typer.echo(
-            f"  {ev['seq']:>6} {_when(ev['at'])} {ev['kind']:<16} {ev['actor']}  "
-            f"{json.dumps(ev['data'], sort_keys=True)}"
-        )
+    echo_table(
+        [
+            (
+                ev["seq"],
+                _when(ev["at"]),
+                ev["kind"],
+                ev["actor"],
+                json.dumps(ev["data"], sort_keys=True),
+            )
+            for ev in detail.events
+        ],
+        indent=2,
+        right={0},
+    )
 
 
 @app.command()

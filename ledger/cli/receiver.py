@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import DbOption, app, ledger_for, one_line_errors, opened, settings
+from ledger.cli.tables import echo_table
 from ledger.config import load_config
 
 token_app = typer.Typer(no_args_is_help=True, help="API tokens for the webhook receiver.")
@@ -79,13 +80,17 @@ def token_list(db: DbOption = None) -> None:
         rows = list_tokens(store)
     if not rows:
         typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
-    for r in rows:
-        state = f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active"
-        used = f"used {r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never used"
-        typer.echo(
-            f"{r['name']:<24} {r['scope']:<9} {'signing' if r['signing'] else '-':<8} "
-            f"created {r['created_at']:%Y-%m-%d %H:%M}  {used:<21}  {state}"
+    echo_table(
+        (
+            r["name"],
+            r["scope"],
+            "signing" if r["signing"] else "-",
+            f"created {r['created_at']:%Y-%m-%d %H:%M}",
+            f"used {r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never used",
+            f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active",
         )
+        for r in rows
+    )
 
 
 @token_app.command("revoke")

@@ -18,6 +18,7 @@ from ledger.cli.common import (
     opened,
     settings,
 )
+from ledger.cli.tables import echo_table
 from ledger.config import FileConfig, load_config
 from ledger.scheduled import housekeeping
 from ledger.scheduled.alerts import Deliverer
@@ -84,9 +85,11 @@ def sweep(db: DbOption = None, once: OnceOption = False) -> None:
     with opened(db) as store:
         result = Sweep(ledger_for(store, file=cfg), cfg.sweep, cfg.sources).run()
         typer.echo(f"sweep opened {result.total} holds")
-        for reason, count in sorted(result.opened.items()):
-            if count:
-                typer.echo(f"  {reason:<18} {count}")
+        echo_table(
+            [(reason, count) for reason, count in sorted(result.opened.items()) if count],
+            indent=2,
+            right={1},
+        )
         if cfg.alerts.urls:
             _deliver(store, cfg)
 

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from connectors.base import ConnectorError
 from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
 from ledger.cli.inspect import _json_default, _when
+from ledger.cli.tables import echo_table, printable
 from ledger.config import FileConfig, SourceConfig, load_config
 from ledger.reads import queries
 from ledger.sync import SyncReport, check_source, sync_source
@@ -58,16 +59,21 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
     if not names:
         typer.echo("no sources configured (add [[sources]] to flowledger.toml)")
         return
-    typer.echo(f"{'NAME':<20} {'KIND':<8} {'STATUS':<8} {'LAST SYNC':<20} {'LAG':<9} LAST ERROR")
     configured = {s.name: s for s in file.sources}
+    rows = []
     for name in names:
         row = stored.get(name, {})
-        kind = configured[name].kind if name in configured else row.get("kind", "?")
-        status = row.get("status", "new") if name in configured else "unconfigured"
-        typer.echo(
-            f"{name:<20} {kind:<8} {status:<8} {_when(row.get('last_sync_at')):<20} "
-            f"{_age(row.get('last_success_at'), now):<9} {row.get('last_error') or '-'}"
+        rows.append(
+            (
+                name,
+                configured[name].kind if name in configured else row.get("kind", "?"),
+                row.get("status", "new") if name in configured else "unconfigured",
+                _when(row.get("last_sync_at")),
+                _age(row.get("last_success_at"), now),
+                row.get("last_error") or "-",
+            )
         )
+    echo_table(rows, header=("NAME", "KIND", "STATUS", "LAST SYNC", "LAG", "LAST ERROR"))
 
 
 @sources_app.command("check")
@@ -78,9 +84,9 @@ def check(name: str) -> None:
     try:
         answer = check_source(cfg)
     except ConnectorError as exc:
-        typer.echo(f"{name}: FAILED: {exc}", err=True)
+        typer.echo(printable(f"{name}: FAILED: {exc}"), err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"{name}: ok: {answer}")
+    typer.echo(printable(f"{name}: ok: {answer}"))
 
 
 @app.command()
@@ -105,7 +111,7 @@ def sync(
         for cfg in chosen:
             report = _run_one(ledger, cfg, True if reconcile else None)
             failed += not report.ok
-            typer.echo(_summary(report))
+            typer.echo(printable(_summary(report)))
     if failed:
         raise typer.Exit(1)
 
@@ -118,7 +124,7 @@ def _run_one(ledger: Ledger, cfg: SourceConfig, reconcile: bool | None) -> SyncR
     name = cfg.name
     with Progress(
         SpinnerColumn(),
-        TextColumn(f"[bold]{name}[/bold]"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         TextColumn("{task.completed} executions, {task.fields[pages]} pages"),
         TimeElapsedColumn(),
@@ -182,15 +188,20 @@ def executions(
     if not found:
         typer.echo("no executions")
         return
-    typer.echo(
-        f"{'SOURCE':<14} {'ID':<10} {'WORKFLOW':<24} {'STATUS':<9} {'STARTED':<20} "
-        f"{'RETRY OF':<9} GONE"
+    echo_table(
+        [
+            (
+                e["source"],
+                e["external_id"],
+                e["workflow_name"] or e["workflow_id"],
+                e["status"],
+                _when(e["started_at"]),
+                e["retry_of"],
+                _when(e["gone_at"]),
+            )
+            for e in found
+        ],
+        header=("SOURCE", "ID", "WORKFLOW", "STATUS", "STARTED", "RETRY OF", "GONE"),
     )
-    for e in found:
-        workflow = (e["workflow_name"] or e["workflow_id"] or "-")[:24]
-        typer.echo(
-            f"{e['source']:<14} {e['external_id']:<10} {workflow:<24} {e['status']:<9} "
-            f"{_when(e['started_at']):<20} {e['retry_of'] or '-':<9} {_when(e['gone_at'])}"
-        )
     if len(found) == limit:
         typer.echo(f"more: --after {found[-1]['id']}", err=True)

@@ -1,8 +1,9 @@
 """Waiting out a tool that asked us to: 429 and 5xx back off, honouring ``Retry-After``.
 
-The sleeper and the clock are injected, so tests see every wait and never really sleep. Waits
-are bounded: a tool that asks for more than ``max_wait`` is left alone until the next run,
-rather than holding a scheduler job for an hour.
+The loop is tenacity's; this module holds the policy: what is retried, how long each wait is,
+and when to give up. The sleeper and the clock are injected, so tests see every wait and never
+really sleep. Waits are bounded: a tool that asks for more than ``max_wait`` is left alone until
+the next run, rather than holding a scheduler job for an hour.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import NoReturn
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base, wait_exponential_jitter
 
 from connectors.base import ConnectorError
 
@@ -20,27 +26,40 @@ Clock = Callable[[], datetime]
 
 @dataclass(frozen=True)
 class Backoff:
-    """``retries`` more tries after the first, waiting ``base * 2**n`` seconds (at most
-    ``cap``) unless the tool says how long."""
+    """``retries`` more tries after the first. The first wait is ``base`` seconds and each next
+    one twice as long, plus up to ``jitter`` seconds at random, at most ``cap``; or what
+    ``Retry-After`` asks, when that is longer."""
 
     retries: int = 5
     base: float = 1.0
     cap: float = 60.0
     max_wait: float = 300.0
+    # Off unless asked for: one process (the leaseholder) syncs a source, so there is no
+    # crowd of clients whose retries need spreading out.
+    jitter: float = 0.0
 
-    def delay(self, exc: ConnectorError, attempt: int, now: datetime) -> float:
-        """How long to wait before try ``attempt + 1``; raises ``exc`` when it should not."""
-        if not exc.retryable or attempt >= self.retries:
+    def retrying(self, sleep: Sleep, clock: Clock) -> Retrying:
+        """A tenacity controller: call it with the function to try. A retryable
+        :class:`ConnectorError` is tried again; any other error, and a retryable one whose
+        tries are spent, is raised as it came; one asking to wait past ``max_wait`` is raised
+        as a new error of its type that says so."""
+        return Retrying(
+            retry=retry_if_exception(_retryable),
+            wait=_ToldOrExponential(self, clock),
+            stop=stop_after_attempt(self.retries + 1) | _AskedTooLong(self.max_wait, clock),
+            sleep=sleep,
+            retry_error_callback=lambda state: self._give_up(state, clock),
+        )
+
+    def _give_up(self, state: RetryCallState, clock: Clock) -> NoReturn:
+        exc = _failure(state)
+        if state.attempt_number > self.retries:
             raise exc
-        asked = retry_after_seconds(exc.retry_after, now)
-        if asked is None:
-            return min(self.cap, self.base * 2**attempt)
-        if asked > self.max_wait:
-            raise type(exc)(
-                f"{exc} and asked to wait {asked:.0f} s, over the {self.max_wait:.0f} s this "
-                "sync waits; the next run tries again"
-            ) from exc
-        return asked
+        asked = _asked(state, clock)
+        raise type(exc)(
+            f"{exc} and asked to wait {asked:.0f} s, over the {self.max_wait:.0f} s this "
+            "sync waits; the next run tries again"
+        ) from exc
 
 
 def retry_after_seconds(value: str | None, now: datetime) -> float | None:
@@ -57,3 +76,44 @@ def retry_after_seconds(value: str | None, now: datetime) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
+
+
+class _ToldOrExponential(wait_base):
+    """The longer of what the tool asked for and the exponential wait, never past
+    ``max_wait`` (a longer request stops the retries instead, see :class:`_AskedTooLong`)."""
+
+    def __init__(self, backoff: Backoff, clock: Clock) -> None:
+        self.exponential = wait_exponential_jitter(
+            multiplier=backoff.base, max=backoff.cap, jitter=backoff.jitter
+        )
+        self.max_wait = backoff.max_wait
+        self.clock = clock
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        told = _asked(retry_state, self.clock) or 0.0
+        return min(self.max_wait, max(told, self.exponential(retry_state)))
+
+
+class _AskedTooLong(stop_base):
+    def __init__(self, max_wait: float, clock: Clock) -> None:
+        self.max_wait = max_wait
+        self.clock = clock
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        asked = _asked(retry_state, self.clock)
+        return asked is not None and asked > self.max_wait
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectorError) and exc.retryable
+
+
+def _failure(state: RetryCallState) -> ConnectorError:
+    assert state.outcome is not None
+    exc = state.outcome.exception()
+    assert isinstance(exc, ConnectorError)  # only these are retried
+    return exc
+
+
+def _asked(state: RetryCallState, clock: Clock) -> float | None:
+    return retry_after_seconds(_failure(state).retry_after, clock())

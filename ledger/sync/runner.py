@@ -157,46 +157,43 @@ class _Run:
     # ------------------------------------------------------------------ retries
 
     def _retrying(self, call: Callable[[], T]) -> T:
-        attempt = 0
-        while True:
-            try:
-                return call()
-            except ConnectorError as exc:
-                self._wait(exc, attempt)
-                attempt += 1
+        return self.backoff.retrying(self._sleep, self.clock)(call)
 
-    def _wait(self, exc: ConnectorError, attempt: int) -> None:
-        delay = self.backoff.delay(exc, attempt, self.clock())
-        self.report.waited += delay
-        self.sleep(delay)
+    def _sleep(self, seconds: float) -> None:
+        self.report.waited += float(seconds)
+        self.sleep(float(seconds))
 
     def _each_page(self, connector: Connector) -> Iterator[Page]:
         """The connector's pages, resuming from the last stored position after a retryable
         error (a generator that raised cannot go on). A read of one record that still fails
         when the retries are spent is passed over, once: the tool answers for everything
         else, and stopping there would hold back every newer page on every run."""
-        attempt = 0
         passed: set[str] = set()
         pages: Iterator[Page] | None = None
-        while True:
+
+        def next_page() -> Page | None:
+            nonlocal pages
             if pages is None:
                 pages = connector.pages(self.envelope.get("c"))
             try:
-                page = next(pages)
-            except StopIteration:
-                return
-            except ConnectorError as exc:
+                return next(pages, None)
+            except ConnectorError:
                 pages = None
-                spent = exc.retryable and attempt >= self.backoff.retries
-                if spent and exc.record and exc.record not in passed:
-                    connector.pass_over(exc)
-                    passed.add(exc.record)
-                    attempt = 0
-                    continue
-                self._wait(exc, attempt)
-                attempt += 1
+                raise
+
+        while True:
+            try:
+                page = self._retrying(next_page)
+            except ConnectorError as exc:
+                # Retryable and raised here: its tries are spent (a wait asked for past the
+                # bound is raised as a new error that names no record).
+                if not (exc.retryable and exc.record and exc.record not in passed):
+                    raise
+                connector.pass_over(exc)
+                passed.add(exc.record)
                 continue
-            attempt = 0
+            if page is None:
+                return
             yield page
 
     # ------------------------------------------------------------------ passes
