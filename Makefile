@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DB     ?= ./var/flowledger.db
 
-.PHONY: install run test check bench clean
+.PHONY: install run test check bench clean mutate
 
 install: $(STAMP)
 
@@ -26,6 +26,7 @@ check: $(STAMP)
 	$(BIN)/ruff check ledger connectors tui tests bench
 	$(BIN)/ruff format --check ledger connectors tui tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # Benchmarks print figures measured in one run against a baseline; none is a test.
 bench: $(STAMP)
@@ -37,6 +38,18 @@ bench: $(STAMP)
 
 bench-%: $(STAMP)
 	$(BIN)/python -m bench.$*
+
+# Mutation testing of the pure rules against tests/unit ([tool.mutmut] in pyproject.toml), from
+# a fresh mutants/ copy, then one line per mutated module. Not part of test or CI.
+mutate: $(STAMP)
+	rm -rf mutants && mkdir mutants
+	$(BIN)/mutmut run --max-children 2 > mutants/run.log 2>&1 || { tail -n 40 mutants/run.log; exit 1; }
+	@$(BIN)/mutmut results --all true | awk -F': ' \
+	  '{ m = $$1; sub(/^ +/, "", m); sub(/\.[^.]*$$/, "", m); n[m]++; c[m, $$2]++ } \
+	  END { printf "%-28s %8s %8s %8s %8s\n", "module", "mutants", "killed", "survived", "no tests"; \
+	        for (m in n) printf "%-28s %8d %8d %8d %8d\n", m, n[m], c[m, "killed"], \
+	          c[m, "survived"], c[m, "no tests"] | "sort" }'
+	@echo "survivors: $(BIN)/mutmut results; one of them: $(BIN)/mutmut show <name>"
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

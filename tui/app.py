@@ -14,8 +14,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from ledger.clock import utcnow
 from ledger.reads import duty, handover
-from ledger.writer.services import Ledger, utcnow
+from ledger.writer.services import Ledger
 from tui.context import Context
 from tui.dialogs import HelpScreen, ReportScreen
 from tui.main import MainScreen

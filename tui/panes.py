@@ -12,8 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from ledger.domain import is_overdue
-from ledger.reads import duty, queries
-from ledger.writer import chain
+from ledger.reads import chain, duty, queries
 from tui.format import age, clip, clock_time, deadline_cell, text
 from tui.listing import Cell, ListPane
 

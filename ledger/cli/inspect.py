@@ -11,9 +11,8 @@ import typer
 
 from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
 from ledger.cli.tables import echo_table, printable
-from ledger.reads import queries
-from ledger.writer import chain
-from ledger.writer.services import utcnow
+from ledger.clock import utcnow
+from ledger.reads import chain, queries
 
 # What ``show`` lists of an operation, in this order, when set.
 FIELDS = (

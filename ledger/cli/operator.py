@@ -18,10 +18,10 @@ from ledger.cli.common import (
     opened,
     parse_since,
 )
+from ledger.clock import utcnow
 from ledger.reads import handover as report
 from ledger.storage.engine import LedgerError, open_store
 from ledger.storage.migrate import init_ledger
-from ledger.writer.services import utcnow
 
 
 @app.command()

@@ -15,10 +15,11 @@ from connectors.base import ConnectorError
 from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
 from ledger.cli.inspect import _json_default, _when
 from ledger.cli.tables import echo_table, printable
+from ledger.clock import utcnow
 from ledger.config import FileConfig, SourceConfig, load_config
 from ledger.reads import queries
 from ledger.sync import SyncReport, check_source, sync_source
-from ledger.writer.services import Ledger, utcnow
+from ledger.writer.services import Ledger
 
 sources_app = typer.Typer(help="Configured workflow-tool instances and how their sync stands.")
 app.add_typer(sources_app, name="sources")

@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ledger.reads.chain import head
 from ledger.reads.queries import (
     EVENTS,
     EXECUTIONS,
@@ -23,7 +24,6 @@ from ledger.reads.queries import (
 )
 from ledger.storage.engine import Store
 from ledger.storage.models import LedgerMeta, table
-from ledger.writer.chain import head
 
 # --------------------------------------------------------------------------- operator views
 # The terminal UI and the handover report page through these; every list is bounded by a

@@ -17,11 +17,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ledger.clock import Clock, utcnow
 from ledger.domain import State
 from ledger.reads import queries
 from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, Source, table
-from ledger.writer.services import Clock, utcnow
 
 SOURCES = table(Source)
 OUTBOX = table(Outbox)

@@ -10,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ledger.reads.chain import head
 from ledger.storage.engine import Store
 from ledger.storage.models import (
     Attempt,
@@ -21,7 +22,6 @@ from ledger.storage.models import (
     Source,
     table,
 )
-from ledger.writer.chain import head
 
 OPS = table(Operation)
 ATTEMPTS = table(Attempt)

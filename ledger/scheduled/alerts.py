@@ -20,12 +20,12 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from ledger.clock import Clock, utcnow
 from ledger.config import AlertsConfig
 from ledger.faults import crashpoint
 from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
 from ledger.writer.outbox import targets_of
-from ledger.writer.services import Clock, utcnow
 
 OUTBOX = table(Outbox)
 DELIVERY_HEADER = "X-Flowledger-Delivery"

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from ledger.clock import Clock, utcnow
 from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
 from ledger.writer import keys
-from ledger.writer.values import Clock, utcnow
 
 OUTBOX = table(Outbox)
 KEEP_DELIVERED = timedelta(days=7)

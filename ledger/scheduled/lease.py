@@ -19,10 +19,10 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
+from ledger.clock import Clock, utcnow
 from ledger.storage.engine import Store
 from ledger.storage.models import Lease as LeaseRow
 from ledger.storage.models import table
-from ledger.writer.services import Clock, utcnow
 
 LEASES = table(LeaseRow)
 log = logging.getLogger(__name__)

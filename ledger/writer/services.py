@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ledger import domain
+from ledger.clock import Clock, utcnow
 from ledger.domain import FailOutcome, IllegalTransition, NewHold, Reason
 from ledger.domain.hashing import input_hash as hash_input
 from ledger.domain.hashing import is_valid_hash
@@ -34,7 +35,6 @@ from ledger.writer.tx import Tx
 from ledger.writer.unit import Call, UnitOfWork
 from ledger.writer.values import (
     Answer,
-    Clock,
     DispatchInput,
     HoldTarget,
     InvalidInput,
@@ -47,7 +47,6 @@ from ledger.writer.values import (
     check_receipt,
     check_run_index,
     operator_actor,
-    utcnow,
 )
 
 __all__ = [

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
 
+from ledger.domain.chain import sealed_json
 from ledger.domain.hashing import canonical_json, seal
 from ledger.storage.engine import ChainHint
 from ledger.storage.models import time_binder
-from ledger.writer import chain
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
@@ -35,6 +36,18 @@ _INSERT_EVENT = (
     "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
     " VALUES (:seq, :at, :actor, :kind, :operation_id, :hold_id, :data, :prev_hash, :hash)"
 )
+
+
+@dataclass(frozen=True)
+class PendingEvent:
+    """An event recorded in a transaction, sealed into the chain just before its commit."""
+
+    at: datetime
+    actor: str
+    kind: str
+    operation_id: str | None
+    hold_id: int | None
+    data: dict[str, Any]
 
 
 class Row(dict[str, Any]):
@@ -67,7 +80,7 @@ class Tx:
         self._pooled = pooled
         self._cursor = pooled.driver_connection.cursor()
         self._conn: sa.Connection | None = None
-        self.events: list[chain.PendingEvent] = []
+        self.events: list[PendingEvent] = []
         self._bind_time = time_binder(engine.dialect)
         self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
 
@@ -138,9 +151,7 @@ class Tx:
         data: dict[str, Any],
         hold_id: int | None = None,
     ) -> None:
-        self.events.append(
-            chain.PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data)
-        )
+        self.events.append(PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data))
 
     def append_events(self) -> None:
         """Chain the pending events after the head. The head row is the lock every appender
@@ -168,9 +179,7 @@ class Tx:
         for ev in self.events:
             seq += 1
             data = canonical_json(ev.data).decode()
-            sealed = chain.sealed_json(
-                seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data
-            )
+            sealed = sealed_json(seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data)
             digest = seal(prev, sealed)
             rows.append(
                 {

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Generic, TypeVar
 
+from ledger.clock import Clock, utcnow
 from ledger.faults import crashpoint
 from ledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from ledger.writer import records
 from ledger.writer.tx import Tx
-from ledger.writer.values import Clock, Outcome, utcnow
+from ledger.writer.values import Outcome
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

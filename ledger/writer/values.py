@@ -3,15 +3,12 @@ shared by the writer (:mod:`ledger.writer.services`, :mod:`ledger.writer.holds`)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ledger import domain
 from ledger.domain import NewHold, limits
-
-Clock = Callable[[], datetime]
 
 
 class NotFound(LookupError):
@@ -24,10 +21,6 @@ class InvalidInput(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _refuse(problem: str | None, field: str) -> None:

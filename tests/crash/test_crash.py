@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from ledger.domain import FailOutcome
-from ledger.reads import queries
+from ledger.reads import chain, queries
 from ledger.storage.engine import Store
 from ledger.storage.migrate import init_ledger
-from ledger.writer import chain
 from ledger.writer.services import Ledger
 
 pytestmark = pytest.mark.crash

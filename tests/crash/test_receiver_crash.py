@@ -20,10 +20,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from ledger.reads import chain
 from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Operation, table
-from ledger.writer import chain
 from ledger.writer.services import Ledger
 from tests.receiver_support import (
     auth,

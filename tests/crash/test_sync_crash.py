@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from ledger.reads import chain
 from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
 from ledger.sync import sync_source
-from ledger.writer import chain
 from ledger.writer.services import Ledger
 from tests.crash.sync_child import ENV, source
 from tests.fakes.n8n import KEY, FakeN8n

@@ -5,9 +5,9 @@ from __future__ import annotations
 import multiprocessing
 from collections import Counter
 
+from ledger.reads import chain
 from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
-from ledger.writer import chain
 from tests.integration.racer import race
 
 ROUNDS = 100

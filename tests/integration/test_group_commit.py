@@ -13,9 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from ledger.domain import IllegalTransition
+from ledger.reads import chain
 from ledger.receiver.committer import GroupCommitter
 from ledger.storage.models import Event, Operation, table
-from ledger.writer import chain
 from ledger.writer.services import Ledger, NotFound, Tx
 from tests.factories import req
 

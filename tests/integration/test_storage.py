@@ -9,10 +9,10 @@ import pytest
 import sqlalchemy as sa
 
 from ledger.domain import FailOutcome, IllegalTransition
-from ledger.reads import queries
+from ledger.reads import chain, queries
 from ledger.storage.engine import Store, read_schema_version
 from ledger.storage.models import SCHEMA_VERSION
-from ledger.writer import chain, records
+from ledger.writer import records
 from ledger.writer.services import InvalidInput, Ledger, NotFound
 from ledger.writer.tx import Row, Tx
 from tests.factories import FakeClock, req

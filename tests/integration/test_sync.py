@@ -10,10 +10,9 @@ import pytest
 import sqlalchemy as sa
 
 from ledger.config import SourceConfig
-from ledger.reads import queries
+from ledger.reads import chain, queries
 from ledger.storage.engine import Store
 from ledger.sync import Backoff, sync_source
-from ledger.writer import chain
 from ledger.writer.services import Ledger
 from tests.factories import FakeClock, req
 from tests.fakes.n8n import KEY, FakeN8n

@@ -1,5 +1,5 @@
-"""The core stays pure: the domain imports no database, web, HTTP, scheduler or UI library,
-and reads no clock."""
+"""The architecture holds: the layers in ``[tool.importlinter]`` (pyproject.toml) are kept, the
+domain imports no database, web, HTTP, scheduler or UI library, and reads no clock."""
 
 from __future__ import annotations
 
@@ -8,13 +8,24 @@ import inspect
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import ledger.domain
 
+ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("sqlalchemy", "sqlmodel", "fastapi", "httpx", "apscheduler", "textual", "starlette")
 DOMAIN = sorted(f"ledger.domain.{m.name}" for m in pkgutil.iter_modules(ledger.domain.__path__))
+
+
+def test_the_import_contracts_are_kept() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run(
+        [str(lint), "--no-cache"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "0 broken" in done.stdout
 
 
 @pytest.mark.parametrize("module", ["ledger.domain", *DOMAIN])

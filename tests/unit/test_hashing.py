@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.domain.chain import event_body, sealed_json
 from ledger.domain.hashing import canonical_json, chain_hash, input_hash, is_valid_hash
-from ledger.writer.chain import event_body, sealed_json
 
 
 def test_canonical_json_sorts_keys_and_drops_spaces() -> None:

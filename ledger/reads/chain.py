@@ -1,79 +1,20 @@
-"""The event chain: appending inside a writer's transaction, and verifying end to end."""
+"""Verifying the event chain end to end, and reading its head."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from json.encoder import encode_basestring as _quote
 from typing import Any
 
 import sqlalchemy as sa
 
+from ledger.domain.chain import event_body
 from ledger.domain.hashing import GENESIS_HASH, chain_hash
 from ledger.storage.models import ChainHead, Event, table
 
 EVENTS = table(Event)
 HEAD = table(ChainHead)
-
-
-@dataclass(frozen=True)
-class PendingEvent:
-    at: datetime
-    actor: str
-    kind: str
-    operation_id: str | None
-    hold_id: int | None
-    data: dict[str, Any]
-
-
-def sealed_json(
-    seq: int,
-    at: datetime,
-    actor: str,
-    kind: str,
-    operation_id: str | None,
-    hold_id: int | None,
-    data_json: str,
-) -> bytes:
-    """``canonical_json(event_body(...))`` built around ``data_json`` (the data's canonical
-    JSON, which the writer stores anyway), so the data is encoded once, not twice."""
-    return (
-        f'{{"actor":{_js(actor)},"at":"{at.isoformat(timespec="microseconds")}",'
-        f'"data":{data_json},"hold_id":{_js(hold_id)},"kind":{_js(kind)},'
-        f'"operation_id":{_js(operation_id)},"seq":{seq}}}'
-    ).encode()
-
-
-def _js(value: str | int | None) -> str:
-    """One scalar as ``canonical_json`` writes it (no ASCII escaping)."""
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return _quote(value)
-    return str(int(value))
-
-
-def event_body(
-    seq: int,
-    at: datetime,
-    actor: str,
-    kind: str,
-    operation_id: str | None,
-    hold_id: int | None,
-    data: dict[str, Any],
-) -> dict[str, Any]:
-    """The fields the hash covers, in the form both writer and verifier build."""
-    return {
-        "seq": seq,
-        "at": at.isoformat(timespec="microseconds"),
-        "actor": actor,
-        "kind": kind,
-        "operation_id": operation_id,
-        "hold_id": hold_id,
-        "data": data,
-    }
 
 
 @dataclass(frozen=True)

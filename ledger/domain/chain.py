@@ -1,0 +1,57 @@
+"""The event chain's form: which fields of an event its hash covers, written the same way by
+the writer (which seals events as it appends them) and the verifier (which recomputes every
+hash). Each hash is :func:`ledger.domain.hashing.seal` over the previous hash and this form."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from json.encoder import encode_basestring as _quote
+from typing import Any
+
+
+def sealed_json(
+    seq: int,
+    at: datetime,
+    actor: str,
+    kind: str,
+    operation_id: str | None,
+    hold_id: int | None,
+    data_json: str,
+) -> bytes:
+    """``canonical_json(event_body(...))`` built around ``data_json`` (the data's canonical
+    JSON, which the writer stores anyway), so the data is encoded once, not twice."""
+    return (
+        f'{{"actor":{_js(actor)},"at":"{at.isoformat(timespec="microseconds")}",'
+        f'"data":{data_json},"hold_id":{_js(hold_id)},"kind":{_js(kind)},'
+        f'"operation_id":{_js(operation_id)},"seq":{seq}}}'
+    ).encode()
+
+
+def _js(value: str | int | None) -> str:
+    """One scalar as ``canonical_json`` writes it (no ASCII escaping)."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return _quote(value)
+    return str(int(value))
+
+
+def event_body(
+    seq: int,
+    at: datetime,
+    actor: str,
+    kind: str,
+    operation_id: str | None,
+    hold_id: int | None,
+    data: dict[str, Any],
+) -> dict[str, Any]:
+    """The fields the hash covers, in the form both writer and verifier build."""
+    return {
+        "seq": seq,
+        "at": at.isoformat(timespec="microseconds"),
+        "actor": actor,
+        "kind": kind,
+        "operation_id": operation_id,
+        "hold_id": hold_id,
+        "data": data,
+    }
