@@ -14,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from ledger import domain
-from ledger.domain import FailOutcome, NewHold, Reason
-from ledger.domain.causes import cause_key
+from ledger.domain import FailOutcome, Reason
+from ledger.domain.causes import new_hold
 from ledger.reads import duty
 from ledger.storage.engine import LedgerError, Store
 from ledger.storage.models import Execution, LedgerMeta, Source, table
@@ -294,30 +294,28 @@ class _Script:
         ld = self.ledger
         self.ago(hours=1)
         ld.open_hold(
-            NewHold.of(
+            new_hold(
                 Reason.STALE_PREPARED,
-                cause_key(
-                    Reason.STALE_PREPARED, operation_id="demo:payout:P-2201:transfer", attempt=0
-                ),
                 "prepared 22 h ago and never dispatched",
+                operation_id="demo:payout:P-2201:transfer",
+                attempt=0,
             ),
             operation_id="demo:payout:P-2201:transfer",
         ).run("sweep")
         self.execution("7460", "wf-crm", "running", self.end - timedelta(hours=3, minutes=5))
         ld.open_hold(
-            NewHold.of(
-                Reason.EXECUTION_STUCK,
-                cause_key(Reason.EXECUTION_STUCK, source="prod-n8n", execution_id="7460"),
-                "running for 2 h",
+            new_hold(
+                Reason.EXECUTION_STUCK, "running for 2 h", source="prod-n8n", execution_id="7460"
             ),
             execution_id="7460",
             source="prod-n8n",
         ).run("sweep")
         ld.open_hold(
-            NewHold.of(
+            new_hold(
                 Reason.SOURCE_STALE,
-                cause_key(Reason.SOURCE_STALE, source="staging-n8n", since="never"),
                 "staging-n8n has not synced for 6 intervals",
+                source="staging-n8n",
+                since="never",
             ),
             source="staging-n8n",
         ).run("sweep")
@@ -325,10 +323,11 @@ class _Script:
         late = duty.hold(ld.store, self.overdue_hold)
         assert late is not None
         ld.open_hold(
-            NewHold.of(
+            new_hold(
                 Reason.OVERDUE,
-                cause_key(Reason.OVERDUE, hold_id=self.overdue_hold, deadline=late["deadline"]),
                 f"hold {self.overdue_hold} passed its deadline",
+                hold_id=self.overdue_hold,
+                deadline=late["deadline"],
             ),
             operation_id="demo:payout:P-2202:transfer",
         ).run("sweep")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ledger.domain.model import Reason
+from ledger.domain.model import NewHold, Reason
 
 # reason -> (prefix, the parts after it, in order)
 PARTS: dict[Reason, tuple[str, tuple[str, ...]]] = {
@@ -52,3 +52,8 @@ def cause_key(reason: Reason, **parts: str | int | datetime) -> str:
     if set(parts) != set(names):
         raise TypeError(f"{reason.value} cause key takes {names}, got {tuple(parts)}")
     return ":".join([prefix, *(part_text(parts[name]) for name in names)])
+
+
+def new_hold(reason: Reason, detail: str, **parts: str | int | datetime) -> NewHold:
+    """A hold for ``reason``, keyed by these parts (see :func:`cause_key`)."""
+    return NewHold.of(reason, cause_key(reason, **parts), detail)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from ledger.domain.causes import cause_key
+from ledger.domain.causes import new_hold
 from ledger.domain.model import (
     DEFAULT_DISPATCH_DEADLINE,
     DEFAULT_MAX_ATTEMPTS,
@@ -77,28 +77,22 @@ def dispatch(
     if req.input_hash != op.input_hash:
         return _held(
             op,
-            NewHold.of(
+            new_hold(
                 Reason.INPUT_MISMATCH,
-                cause_key(
-                    Reason.INPUT_MISMATCH,
-                    operation_id=op.operation_id,
-                    input_hash=req.input_hash,
-                ),
                 f"dispatch with input {req.input_hash} but the operation records {op.input_hash}",
+                operation_id=op.operation_id,
+                input_hash=req.input_hash,
             ),
         )
     if req.processing_version != op.processing_version:
         return _held(
             op,
-            NewHold.of(
+            new_hold(
                 Reason.VERSION_MISMATCH,
-                cause_key(
-                    Reason.VERSION_MISMATCH,
-                    operation_id=op.operation_id,
-                    processing_version=req.processing_version,
-                ),
                 f"dispatch with version {req.processing_version!r} but the operation records "
                 f"{op.processing_version!r}",
+                operation_id=op.operation_id,
+                processing_version=req.processing_version,
             ),
         )
 
@@ -139,10 +133,11 @@ def dispatch(
     if op.attempt + 1 > op.max_attempts:
         return _held(
             op,
-            NewHold.of(
+            new_hold(
                 Reason.MAX_ATTEMPTS,
-                cause_key(Reason.MAX_ATTEMPTS, operation_id=op.operation_id, attempt=op.attempt),
                 f"{op.attempt} attempts used of {op.max_attempts}",
+                operation_id=op.operation_id,
+                attempt=op.attempt,
             ),
         )
     attempt = op.attempt + 1
@@ -168,26 +163,20 @@ def _approval_problem(req: DispatchRequest, now: datetime, operation_id: str) ->
     if approval is None:
         return None
     if approval.version != req.processing_version:
-        return NewHold.of(
+        return new_hold(
             Reason.APPROVAL_VERSION,
-            cause_key(
-                Reason.APPROVAL_VERSION,
-                operation_id=operation_id,
-                approval_version=approval.version,
-                processing_version=req.processing_version,
-            ),
             f"approval names version {approval.version!r}, dispatch runs "
             f"{req.processing_version!r}",
+            operation_id=operation_id,
+            approval_version=approval.version,
+            processing_version=req.processing_version,
         )
     if approval.expires_at is not None and approval.expires_at <= now:
-        return NewHold.of(
+        return new_hold(
             Reason.APPROVAL_EXPIRED,
-            cause_key(
-                Reason.APPROVAL_EXPIRED,
-                operation_id=operation_id,
-                expires_at=approval.expires_at,
-            ),
             f"approval expired at {approval.expires_at.isoformat()}",
+            operation_id=operation_id,
+            expires_at=approval.expires_at,
         )
     return None
 
@@ -246,13 +235,12 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
             "receipt_conflict",
             receipt=op.receipt,
             holds=(
-                NewHold.of(
+                new_hold(
                     Reason.RECEIPT_CONFLICT,
-                    cause_key(
-                        Reason.RECEIPT_CONFLICT, operation_id=op.operation_id, receipt=receipt
-                    ),
                     f"second receipt {receipt!r} differs from {op.receipt!r}: "
                     "possible duplicate effect",
+                    operation_id=op.operation_id,
+                    receipt=receipt,
                 ),
             ),
             data={"receipt": receipt},
@@ -275,12 +263,11 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
             None,
             "receipt_conflict",
             holds=(
-                NewHold.of(
+                new_hold(
                     Reason.RECEIPT_CONFLICT,
-                    cause_key(
-                        Reason.RECEIPT_CONFLICT, operation_id=op.operation_id, receipt=receipt
-                    ),
                     f"receipt {receipt!r} arrived for an operation in state {op.state.value}",
+                    operation_id=op.operation_id,
+                    receipt=receipt,
                 ),
             ),
             data={"receipt": receipt},
@@ -314,21 +301,16 @@ def fail(op: Operation, outcome: FailOutcome, error: str) -> Change:
 
 
 def unknown_outcome_hold(op: Operation, detail: str) -> NewHold:
-    return NewHold.of(
-        Reason.UNKNOWN_OUTCOME,
-        cause_key(Reason.UNKNOWN_OUTCOME, operation_id=op.operation_id, attempt=op.attempt),
-        detail,
+    return new_hold(
+        Reason.UNKNOWN_OUTCOME, detail, operation_id=op.operation_id, attempt=op.attempt
     )
 
 
 def execution_failed_hold(op: Operation, execution_id: str, detail: str) -> NewHold:
-    return NewHold.of(
+    return new_hold(
         Reason.EXECUTION_FAILED,
-        cause_key(
-            Reason.EXECUTION_FAILED,
-            operation_id=op.operation_id,
-            attempt=op.attempt,
-            execution_id=execution_id,
-        ),
         detail,
+        operation_id=op.operation_id,
+        attempt=op.attempt,
+        execution_id=execution_id,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ledger.domain.causes import cause_key
+from ledger.domain.causes import new_hold
 from ledger.domain.model import NewHold, Reason
 
 # Execution statuses that mean "the run ended badly": the write may or may not have happened.
@@ -22,10 +22,11 @@ def cutoff(now: datetime, after: timedelta) -> datetime:
 
 
 def stale_prepared_hold(operation_id: str, attempt: int, since: datetime) -> NewHold:
-    return NewHold.of(
+    return new_hold(
         Reason.STALE_PREPARED,
-        cause_key(Reason.STALE_PREPARED, operation_id=operation_id, attempt=attempt),
         f"prepared since {since.isoformat()} and never dispatched",
+        operation_id=operation_id,
+        attempt=attempt,
     )
 
 
@@ -39,18 +40,20 @@ def execution_failed_detail(status: str, execution_id: str) -> str:
 
 
 def execution_stuck_hold(source: str, external_id: str, started_at: datetime) -> NewHold:
-    return NewHold.of(
+    return new_hold(
         Reason.EXECUTION_STUCK,
-        cause_key(Reason.EXECUTION_STUCK, source=source, execution_id=external_id),
         f"execution {external_id} of {source} running since {started_at.isoformat()}",
+        source=source,
+        execution_id=external_id,
     )
 
 
 def overdue_hold(hold_id: int, reason: str, deadline: datetime) -> NewHold:
-    return NewHold.of(
+    return new_hold(
         Reason.OVERDUE,
-        cause_key(Reason.OVERDUE, hold_id=hold_id, deadline=deadline),
         f"hold {hold_id} ({reason}) passed its deadline {deadline.isoformat()}",
+        hold_id=hold_id,
+        deadline=deadline,
     )
 
 
@@ -66,9 +69,10 @@ def source_stale_hold(
     name: str, last_success_at: datetime | None, interval: timedelta, intervals: int
 ) -> NewHold:
     since = last_success_at.isoformat() if last_success_at is not None else "never"
-    return NewHold.of(
+    return new_hold(
         Reason.SOURCE_STALE,
-        cause_key(Reason.SOURCE_STALE, source=name, since=since),
         f"source {name} last synced successfully: {since} "
         f"({intervals} intervals of {interval.total_seconds():g}s passed)",
+        source=name,
+        since=since,
     )

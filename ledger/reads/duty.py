@@ -1,4 +1,5 @@
-"""Operator views: what the terminal UI and the handover report page through.
+"""What the person on duty pages through, in the terminal UI and the handover report: the
+hold queue with its filters, searches over executions, recent events and resolutions.
 
 Every list is bounded by a ``limit`` and ordered by an indexed column (or over open holds
 only, which the ``(resolved_at, deadline)`` index already narrows).
@@ -18,7 +19,7 @@ from ledger.reads.queries import (
     EXECUTIONS,
     HOLDS,
     OPS,
-    _event_dict,
+    event_dict,
     list_sources,
     row_dict,
 )
@@ -236,7 +237,7 @@ def recent_events(
             )
         )
     with store.reader.connect() as conn:
-        return [_event_dict(r) for r in conn.execute(stmt)]
+        return [event_dict(r) for r in conn.execute(stmt)]
 
 
 def resolved_holds(

@@ -1,4 +1,6 @@
-"""Read-only views of the ledger, paged from the database (nothing loads a whole table)."""
+"""The records as the API and the CLI read them: one operation with its history, counts by
+state and reason, the event log, the kept executions and the sources. Paged from the database
+(nothing loads a whole table)."""
 
 from __future__ import annotations
 
@@ -91,12 +93,12 @@ def operation_detail(
         attempts=[row_dict(r) for r in attempts],
         receipts=[row_dict(r) for r in receipts],
         holds=[row_dict(r) for r in holds],
-        events=[_event_dict(r) for r in events],
+        events=[event_dict(r) for r in events],
         executions=[row_dict(r) for r in executions],
     )
 
 
-def _event_dict(row: Any) -> dict[str, Any]:
+def event_dict(row: Any) -> dict[str, Any]:
     d = row_dict(row)
     d["data"] = json.loads(d["data"])
     return d
@@ -167,7 +169,7 @@ def iter_events(
         if not rows:
             return
         for r in rows:
-            yield _event_dict(r)
+            yield event_dict(r)
         after = rows[-1].seq
 
 

@@ -5,6 +5,12 @@ SQLAlchemy's statement compiler each costs far more than the database work itsel
 writer speaks SQL to the driver's cursor inside the transaction SQLAlchemy opened. Statements
 are written once with ``:name`` placeholders (sqlite3's named style) and rewritten to
 ``%(name)s`` for psycopg.
+
+Measured with ``python -m bench.transitions --pairs 1000`` (dispatch+confirm pairs, one
+transaction each, SQLite with ``synchronous=FULL``) on the commit that made this change and on
+its parent, in one sitting on a busy 2-core machine: SQLAlchemy Core statements 135-148
+transitions/s, these statements 603-634/s (about 4.3 times), the bare ``sqlite3`` loop of the
+same run 1,190-2,538 rows/s.
 """
 
 from __future__ import annotations
