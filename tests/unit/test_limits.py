@@ -1,0 +1,188 @@
+"""What the ledger accepts, at each edge: the exact phrase for each problem, ``None`` when
+there is none."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.domain.limits import (
+    id_problem,
+    is_valid_hash,
+    printable_problem,
+    receipt_problem,
+    run_index_problem,
+    storable_problem,
+    text_problem,
+)
+
+HEX = "0123456789abcdef" * 4
+NUL = "must not contain NUL characters"
+UNICODE = "must be valid Unicode text"
+CONTROL = "must not contain control characters"
+LONE_SURROGATE = "a\ud800b"
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        (f"sha256:{HEX}", True),
+        (f"hmac-sha256:{HEX}", True),
+        (f"sha256:{HEX[:-1]}", False),
+        (f"sha256:{HEX}0", False),
+        (f"sha256:{HEX.upper()}", False),
+        (f"md5:{HEX}", False),
+        (f"x-sha256:{HEX}", False),
+        (f"sha256:{HEX[:-1]}g", False),
+        (HEX, False),
+        ("", False),
+    ],
+    ids=["sha256", "hmac", "short", "long", "upper", "md5", "prefixed", "not-hex", "bare", "empty"],
+)
+def test_an_input_hash_is_a_named_algorithm_and_64_lowercase_hex_digits(
+    value: str, valid: bool
+) -> None:
+    assert is_valid_hash(value) is valid
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("plain text é ✓ \n\t", None), ("a\x00b", NUL), (LONE_SURROGATE, UNICODE)],
+    ids=["text", "nul", "surrogate"],
+)
+def test_storable_text_has_no_nul_and_no_lone_surrogate(value: str, problem: str | None) -> None:
+    assert storable_problem(value) == problem
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (" ~é", None),
+        ("a\x1fb", CONTROL),
+        ("a\x7fb", CONTROL),
+        ("a\nb", CONTROL),
+        ("\x00", CONTROL),
+        ("\x80", None),
+        (LONE_SURROGATE, UNICODE),
+    ],
+    ids=["space-to-tilde", "unit-separator", "delete", "newline", "nul", "c1", "surrogate"],
+)
+def test_printable_text_has_no_c0_control_or_delete(value: str, problem: str | None) -> None:
+    assert printable_problem(value) == problem
+
+
+ID_LENGTH = "must be 1 to 200 printable characters"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("x", None),
+        ("x" * 200, None),
+        ("", ID_LENGTH),
+        ("x" * 201, ID_LENGTH),
+        (42, ID_LENGTH),
+        (None, ID_LENGTH),
+        ("op\t1", ID_LENGTH),
+        ("op\x7f", ID_LENGTH),
+        ("op\x00", ID_LENGTH),
+        (LONE_SURROGATE, ID_LENGTH),
+    ],
+    ids=[
+        "one",
+        "longest",
+        "empty",
+        "too-long",
+        "number",
+        "none",
+        "control",
+        "delete",
+        "nul",
+        "surrogate",
+    ],
+)
+def test_an_id_is_1_to_200_printable_characters(value: object, problem: str | None) -> None:
+    assert id_problem(value) == problem
+
+
+RECEIPT_LENGTH = "must be 1 to 1000 characters"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("R-1", None),
+        (" R-1\n", None),
+        ("R" * 1000, None),
+        ("", RECEIPT_LENGTH),
+        (" \t ", RECEIPT_LENGTH),
+        ("R" * 1001, RECEIPT_LENGTH),
+        (1, RECEIPT_LENGTH),
+        ("R\x00", NUL),
+    ],
+    ids=["plain", "padded", "longest", "empty", "blank", "too-long", "number", "nul"],
+)
+def test_a_receipt_is_1_to_1000_characters_not_all_blank(
+    value: object, problem: str | None
+) -> None:
+    assert receipt_problem(value) == problem
+
+
+@pytest.mark.parametrize(
+    ("value", "empty", "problem"),
+    [
+        ("", True, None),
+        ("abcde", True, None),
+        ("abcdef", True, "must be at most 5 characters"),
+        (None, True, "must be at most 5 characters"),
+        ("", False, "must be 1 to 5 characters"),
+        ("a", False, None),
+        ("abcde", False, None),
+        ("abcdef", False, "must be 1 to 5 characters"),
+        ("a\nb", True, None),
+        ("a\x00", True, NUL),
+        (LONE_SURROGATE, False, UNICODE),
+    ],
+    ids=[
+        "empty-allowed",
+        "longest",
+        "too-long",
+        "none",
+        "empty-refused",
+        "one",
+        "longest-non-empty",
+        "too-long-non-empty",
+        "newline",
+        "nul",
+        "surrogate",
+    ],
+)
+def test_free_text_is_limited_in_length_and_may_be_required(
+    value: object, empty: bool, problem: str | None
+) -> None:
+    assert text_problem(value, 5, empty=empty) == problem
+
+
+def test_free_text_may_be_empty_unless_told_otherwise() -> None:
+    assert text_problem("", 5) is None
+
+
+RUN_INDEX = "must be between 0 and 2^31-1"
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (0, None),
+        (2**31 - 1, None),
+        (-1, RUN_INDEX),
+        (2**31, RUN_INDEX),
+        (True, RUN_INDEX),
+        (False, RUN_INDEX),
+        ("1", RUN_INDEX),
+        (1.0, RUN_INDEX),
+        (None, RUN_INDEX),
+    ],
+    ids=["zero", "largest", "negative", "too-large", "true", "false", "text", "float", "none"],
+)
+def test_a_run_index_is_a_32_bit_non_negative_integer(value: object, problem: str | None) -> None:
+    assert run_index_problem(value) == problem

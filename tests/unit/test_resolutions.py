@@ -1,0 +1,278 @@
+"""A person's decisions on holds pinned to whole values: the operation afterwards, the holds
+each decision closes, the resolution, the event and its payload, and the exact refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ledger.domain import (
+    Change,
+    IllegalTransition,
+    OpenHold,
+    Operation,
+    Reason,
+    Resolution,
+    State,
+    cancel,
+    confirm_with_evidence,
+    dismiss,
+    release_for_retry,
+)
+
+OP_ID = "invoice:INV-42:send"
+HASH = "sha256:" + "a" * 64
+T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+
+STALE = OpenHold(9, Reason.STALE_PREPARED, False, "stale_prepared:invoice:INV-42:send:0")
+UNKNOWN = OpenHold(7, Reason.UNKNOWN_OUTCOME, True, "unknown_outcome:invoice:INV-42:send:2")
+EXEC_FAILED = OpenHold(8, Reason.EXECUTION_FAILED, True, "execution_failed:invoice:INV-42:send:2:e")
+CONFLICT = OpenHold(3, Reason.RECEIPT_CONFLICT, True, "receipt_conflict:invoice:INV-42:send:R-2")
+CONFLICT_TOO = OpenHold(
+    5, Reason.RECEIPT_CONFLICT, True, "receipt_conflict:invoice:INV-42:send:R-3"
+)
+OVERDUE = OpenHold(6, Reason.OVERDUE, False, "overdue:7:2026-11-02T10:00:00+00:00")
+
+
+def stored(state: State, **kw: Any) -> Operation:
+    """An operation as stored during or after its second attempt."""
+    values: dict[str, Any] = {
+        "attempt": 2,
+        "max_attempts": 3,
+        "execution_id": "exec-2",
+        "run_index": 1,
+        "deadline": T0 + timedelta(minutes=15),
+        "version": 6,
+    }
+    if state is State.CONFIRMED:
+        values["receipt"] = "R-1"
+    values.update(kw)
+    return Operation(OP_ID, state, HASH, "v1", **values)
+
+
+def refusal(call: Callable[[], object]) -> tuple[str, str]:
+    with pytest.raises(IllegalTransition) as raised:
+        call()
+    return raised.value.code, str(raised.value)
+
+
+NOTE_REQUIRED = ("note_required", "a note is required")
+BLANK_NOTES = ["", "   ", " \t\n "]
+
+
+# --------------------------------------------------------------------------- notes
+
+
+@pytest.mark.parametrize("note", BLANK_NOTES, ids=["empty", "spaces", "whitespace"])
+@pytest.mark.parametrize(
+    "decide",
+    [
+        lambda note: confirm_with_evidence(stored(State.DISPATCHING), UNKNOWN, [UNKNOWN], "", note),
+        lambda note: release_for_retry(stored(State.DISPATCHING), UNKNOWN, [UNKNOWN], note),
+        lambda note: cancel(stored(State.CANCELLED), [], note),
+        lambda note: dismiss(UNKNOWN, note),
+    ],
+    ids=["confirm_with_evidence", "release_for_retry", "cancel", "dismiss"],
+)
+def test_every_decision_is_refused_without_a_note_before_anything_else(
+    decide: Callable[[str], Change], note: str
+) -> None:
+    assert refusal(lambda: decide(note)) == NOTE_REQUIRED
+
+
+# --------------------------------------------------------------------------- confirm with evidence
+
+
+@pytest.mark.parametrize("receipt", ["", "  "], ids=["empty", "blank"])
+def test_confirm_with_evidence_needs_a_receipt(receipt: str) -> None:
+    op = stored(State.DISPATCHING)
+    assert refusal(lambda: confirm_with_evidence(op, UNKNOWN, [UNKNOWN], receipt, "seen")) == (
+        "receipt_required",
+        "a receipt is required",
+    )
+
+
+def test_evidence_for_an_unknown_outcome_confirms_and_closes_every_outcome_hold() -> None:
+    op = stored(State.DISPATCHING)
+    change = confirm_with_evidence(
+        op, UNKNOWN, [STALE, UNKNOWN, CONFLICT, EXEC_FAILED], "R-9", "seen in the CRM"
+    )
+    assert change == Change(
+        None,
+        replace(op, state=State.CONFIRMED, receipt="R-9"),
+        "hold_resolved",
+        receipt="R-9",
+        resolve_holds=(7, 8),
+        resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
+        data={"receipt": "R-9", "attempt": 2},
+    )
+
+
+def test_evidence_with_no_outcome_hold_open_closes_the_hold_it_was_given() -> None:
+    op = stored(State.DISPATCHING)
+    change = confirm_with_evidence(op, STALE, [STALE], "R-9", "seen in the CRM")
+    assert change == Change(
+        None,
+        replace(op, state=State.CONFIRMED, receipt="R-9"),
+        "hold_resolved",
+        receipt="R-9",
+        resolve_holds=(9,),
+        resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
+        data={"receipt": "R-9", "attempt": 2},
+    )
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        stored(State.CONFIRMED),
+        stored(State.FAILED),
+        stored(State.CANCELLED),
+        stored(State.CANCELLED, receipt="R-0"),
+    ],
+    ids=["confirmed", "failed", "cancelled", "cancelled-with-receipt"],
+)
+def test_a_receipt_conflict_resolved_with_evidence_confirms_the_named_receipt(
+    op: Operation,
+) -> None:
+    change = confirm_with_evidence(
+        op, CONFLICT, [OVERDUE, CONFLICT, UNKNOWN, CONFLICT_TOO], "R-2", "R-1 was voided"
+    )
+    assert change == Change(
+        None,
+        replace(op, state=State.CONFIRMED, receipt="R-2"),
+        "hold_resolved",
+        receipt="R-2",
+        resolve_holds=(3, 5),
+        resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
+        data={"receipt": "R-2"},
+    )
+
+
+@pytest.mark.parametrize("state", [State.PREPARED, State.CONFIRMED, State.FAILED, State.CANCELLED])
+def test_evidence_for_another_hold_needs_a_dispatched_operation(state: State) -> None:
+    op = stored(state)
+    assert refusal(lambda: confirm_with_evidence(op, UNKNOWN, [UNKNOWN], "R-9", "seen")) == (
+        "illegal_transition",
+        f"operation invoice:INV-42:send is {state.value}; confirm with evidence applies "
+        "to a dispatched operation",
+    )
+
+
+# --------------------------------------------------------------------------- release for retry
+
+
+@pytest.mark.parametrize("hold", [UNKNOWN, EXEC_FAILED], ids=["unknown", "execution-failed"])
+def test_release_for_retry_prepares_the_operation_afresh_and_keeps_its_attempt(
+    hold: OpenHold,
+) -> None:
+    op = stored(State.DISPATCHING)
+    change = release_for_retry(op, hold, [STALE, UNKNOWN, CONFLICT, EXEC_FAILED], "not in CRM")
+    assert change == Change(
+        None,
+        Operation(OP_ID, State.PREPARED, HASH, "v1", attempt=2, max_attempts=3, version=6),
+        "hold_resolved",
+        resolve_holds=(7, 8),
+        resolution=Resolution.RELEASED_FOR_RETRY,
+        data={"attempt": 2},
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "hold"),
+    [
+        (State.DISPATCHING, CONFLICT),
+        (State.DISPATCHING, STALE),
+        (State.PREPARED, UNKNOWN),
+        (State.CONFIRMED, UNKNOWN),
+        (State.FAILED, EXEC_FAILED),
+        (State.CANCELLED, UNKNOWN),
+    ],
+    ids=lambda v: v.value if isinstance(v, State) else v.reason.value,
+)
+def test_release_for_retry_needs_an_outcome_hold_on_a_dispatched_operation(
+    state: State, hold: OpenHold
+) -> None:
+    op = stored(state)
+    assert refusal(lambda: release_for_retry(op, hold, [hold], "not sent")) == (
+        "illegal_transition",
+        "release for retry applies to an unknown outcome of a dispatched operation; "
+        f"invoice:INV-42:send is {state.value} with a {hold.reason.value} hold",
+    )
+
+
+# --------------------------------------------------------------------------- cancel
+
+
+@pytest.mark.parametrize("state", [State.PREPARED, State.DISPATCHING, State.FAILED])
+def test_cancel_closes_every_open_hold_of_the_operation(state: State) -> None:
+    op = stored(state)
+    change = cancel(op, [UNKNOWN, STALE, EXEC_FAILED], "customer withdrew")
+    assert change == Change(
+        None,
+        replace(op, state=State.CANCELLED),
+        "hold_resolved",
+        resolve_holds=(7, 9, 8),
+        resolution=Resolution.CANCELLED,
+        data={"from": state.value},
+    )
+
+
+def test_a_confirmed_operation_with_a_receipt_conflict_can_be_cancelled() -> None:
+    op = stored(State.CONFIRMED)
+    change = cancel(op, [OVERDUE, CONFLICT], "both receipts voided")
+    assert change == Change(
+        None,
+        replace(op, state=State.CANCELLED),
+        "hold_resolved",
+        resolve_holds=(6, 3),
+        resolution=Resolution.CANCELLED,
+        data={"from": "confirmed"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "holds", "message"),
+    [
+        (State.CONFIRMED, [], "operation invoice:INV-42:send is confirmed; it cannot be cancelled"),
+        (
+            State.CONFIRMED,
+            [OVERDUE],
+            "operation invoice:INV-42:send is confirmed; it cannot be cancelled",
+        ),
+        (State.CANCELLED, [], "operation invoice:INV-42:send is already cancelled"),
+        (State.CANCELLED, [CONFLICT], "operation invoice:INV-42:send is already cancelled"),
+    ],
+    ids=["confirmed", "confirmed-other-hold", "cancelled", "cancelled-with-conflict"],
+)
+def test_cancel_is_refused_for_a_settled_operation(
+    state: State, holds: list[OpenHold], message: str
+) -> None:
+    op = stored(state)
+    assert refusal(lambda: cancel(op, holds, "withdrawn")) == ("illegal_transition", message)
+
+
+# --------------------------------------------------------------------------- dismiss
+
+
+@pytest.mark.parametrize("hold", [STALE, OVERDUE], ids=lambda h: h.reason.value)
+def test_dismiss_closes_one_attention_item(hold: OpenHold) -> None:
+    assert dismiss(hold, "seen") == Change(
+        None,
+        None,
+        "hold_resolved",
+        resolve_holds=(hold.hold_id,),
+        resolution=Resolution.DISMISSED,
+    )
+
+
+@pytest.mark.parametrize("hold", [UNKNOWN, EXEC_FAILED, CONFLICT], ids=lambda h: h.reason.value)
+def test_a_blocking_hold_cannot_be_dismissed(hold: OpenHold) -> None:
+    assert refusal(lambda: dismiss(hold, "seen")) == (
+        "blocking_hold",
+        "a blocking hold is resolved by confirm, release for retry or cancel, not dismissed",
+    )
