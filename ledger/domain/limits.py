@@ -27,7 +27,7 @@ _HASH = re.compile(HASH_PATTERN)
 
 
 def is_valid_hash(value: str) -> bool:
-    return bool(_HASH.match(value))
+    return bool(_HASH.fullmatch(value))
 
 
 def storable_problem(value: str) -> str | None:

@@ -65,6 +65,7 @@ class Resolution(enum.StrEnum):
     CANCELLED = "cancelled"
     DISMISSED = "dismissed"
     CONFIRMED_BY_RECEIPT = "confirmed_by_receipt"  # the workflow's own late confirm
+    REJECTED_BY_TARGET = "rejected_by_target"  # the workflow's own late rejection
 
 
 class IllegalTransition(Exception):

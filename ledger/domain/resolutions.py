@@ -1,5 +1,7 @@
 """A person's decisions on a hold: confirm with evidence, release for retry, cancel, dismiss.
-Each needs a note."""
+Each needs a note. A decision is recorded as one ``hold_resolved`` event per hold it closes,
+carrying the decision's ``data`` (the receipt, the attempt, the state it left); it has no event
+of its own."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def confirm_with_evidence(
         return Change(
             None,
             changed,
-            "hold_resolved",
+            None,
             receipt=receipt,
             resolve_holds=tuple(conflict),
             resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
@@ -56,7 +58,7 @@ def confirm_with_evidence(
     return Change(
         None,
         replace(op, state=State.CONFIRMED, receipt=receipt),
-        "hold_resolved",
+        None,
         receipt=receipt,
         resolve_holds=outcome,
         resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
@@ -76,7 +78,7 @@ def release_for_retry(op: Operation, hold: OpenHold, holds: list[OpenHold], note
     return Change(
         None,
         replace(op, state=State.PREPARED, execution_id=None, run_index=None, deadline=None),
-        "hold_resolved",
+        None,
         resolve_holds=outcome,
         resolution=Resolution.RELEASED_FOR_RETRY,
         data={"attempt": op.attempt},
@@ -93,7 +95,7 @@ def cancel(op: Operation, holds: list[OpenHold], note: str) -> Change:
     return Change(
         None,
         replace(op, state=State.CANCELLED),
-        "hold_resolved",
+        None,
         resolve_holds=tuple(h.hold_id for h in holds),
         resolution=Resolution.CANCELLED,
         data={"from": op.state.value},
@@ -109,5 +111,5 @@ def dismiss(hold: OpenHold, note: str) -> Change:
             code="blocking_hold",
         )
     return Change(
-        None, None, "hold_resolved", resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED
+        None, None, None, resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED
     )

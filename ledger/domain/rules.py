@@ -3,6 +3,7 @@ stored operation (and its open holds) to a :class:`~ledger.domain.model.Change`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -278,17 +279,23 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
     )
 
 
-def fail(op: Operation, outcome: FailOutcome, error: str) -> Change:
-    """The workflow reports that its write failed, or that it cannot tell."""
+def fail(op: Operation, outcome: FailOutcome, error: str, holds: Sequence[OpenHold] = ()) -> Change:
+    """The workflow reports that its write failed, or that it cannot tell. A rejection answers
+    the question an outcome hold asks (did the write happen? no), so, like a late confirm, it
+    resolves those holds: left open they would hold every later dispatch of an operation that
+    no decision can release any more."""
     if op.state is not State.DISPATCHING:
         raise IllegalTransition(
             f"operation {op.operation_id} is {op.state.value}; only a dispatched operation can fail"
         )
     if outcome is FailOutcome.REJECTED:
+        outcome_holds = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
         return Change(
             None,
             replace(op, state=State.FAILED),
             "failed",
+            resolve_holds=outcome_holds,
+            resolution=Resolution.REJECTED_BY_TARGET if outcome_holds else None,
             data={"attempt": op.attempt, "outcome": outcome.value},
         )
     return Change(

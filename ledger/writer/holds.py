@@ -88,11 +88,12 @@ def open_holds(
 
 
 def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
-    """Close the holds a rule resolved, each with its event."""
+    """Close the holds a rule resolved, each with a ``hold_resolved`` event that carries the
+    rule's data."""
     resolution = change.resolution.value if change.resolution else None
     for hold_id in change.resolve_holds:
         if records.close_hold(tx, hold_id, resolution, note):
-            data: dict[str, Any] = {"resolution": resolution, "note": note}
+            data: dict[str, Any] = {"resolution": resolution, "note": note, **change.data}
             if change.receipt:
                 data["receipt"] = change.receipt
             tx.event("hold_resolved", operation_id, data, hold_id=hold_id)

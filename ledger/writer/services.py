@@ -29,7 +29,7 @@ from ledger.domain.limits import MAX_ERROR_LENGTH
 from ledger.faults import crashpoint
 from ledger.storage.engine import Store
 from ledger.writer import outbox, records
-from ledger.writer.holds import close_holds, require_operation, resolution_work, update_work
+from ledger.writer.holds import close_holds, resolution_work, update_work
 from ledger.writer.holds import open_holds as open_hold_rows
 from ledger.writer.tx import Tx
 from ledger.writer.unit import Call, UnitOfWork
@@ -293,8 +293,12 @@ class Ledger(UnitOfWork):
         error = (error or "")[:MAX_ERROR_LENGTH]
 
         def work(tx: Tx) -> Answer:
-            op, row = require_operation(tx, operation_id)
-            change = domain.fail(op, outcome, error or f"the workflow reported {outcome.value}")
+            row, holds = records.load_with_holds(tx, operation_id)
+            if row is None:
+                raise NotFound(f"no operation {operation_id!r}")
+            op = records.to_domain(row)
+            reported = error or f"the workflow reported {outcome.value}"
+            change = domain.fail(op, outcome, reported, holds)
             # Unknown leaves the operation as it is but opens a hold: compare-and-set it
             # anyway, so a confirm that committed since our read makes this run again (and
             # refuse).
@@ -302,6 +306,7 @@ class Ledger(UnitOfWork):
             if change.operation is not None:
                 records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
             hold_ids = self._open(tx, operation_id, change.holds, execution_id=execution_id)
+            close_holds(tx, change, operation_id, note=f"rejected by the target: {reported}")
             tx.event(
                 change.event or "failed",
                 operation_id,

@@ -35,8 +35,21 @@ LONE_SURROGATE = "a\ud800b"
         (f"sha256:{HEX[:-1]}g", False),
         (HEX, False),
         ("", False),
+        (f"sha256:{HEX}\n", False),
     ],
-    ids=["sha256", "hmac", "short", "long", "upper", "md5", "prefixed", "not-hex", "bare", "empty"],
+    ids=[
+        "sha256",
+        "hmac",
+        "short",
+        "long",
+        "upper",
+        "md5",
+        "prefixed",
+        "not-hex",
+        "bare",
+        "empty",
+        "trailing-newline",
+    ],
 )
 def test_an_input_hash_is_a_named_algorithm_and_64_lowercase_hex_digits(
     value: str, valid: bool

@@ -104,7 +104,7 @@ def test_evidence_for_an_unknown_outcome_confirms_and_closes_every_outcome_hold(
     assert change == Change(
         None,
         replace(op, state=State.CONFIRMED, receipt="R-9"),
-        "hold_resolved",
+        None,
         receipt="R-9",
         resolve_holds=(7, 8),
         resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
@@ -118,7 +118,7 @@ def test_evidence_with_no_outcome_hold_open_closes_the_hold_it_was_given() -> No
     assert change == Change(
         None,
         replace(op, state=State.CONFIRMED, receipt="R-9"),
-        "hold_resolved",
+        None,
         receipt="R-9",
         resolve_holds=(9,),
         resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
@@ -145,7 +145,7 @@ def test_a_receipt_conflict_resolved_with_evidence_confirms_the_named_receipt(
     assert change == Change(
         None,
         replace(op, state=State.CONFIRMED, receipt="R-2"),
-        "hold_resolved",
+        None,
         receipt="R-2",
         resolve_holds=(3, 5),
         resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
@@ -175,7 +175,7 @@ def test_release_for_retry_prepares_the_operation_afresh_and_keeps_its_attempt(
     assert change == Change(
         None,
         Operation(OP_ID, State.PREPARED, HASH, "v1", attempt=2, max_attempts=3, version=6),
-        "hold_resolved",
+        None,
         resolve_holds=(7, 8),
         resolution=Resolution.RELEASED_FOR_RETRY,
         data={"attempt": 2},
@@ -215,7 +215,7 @@ def test_cancel_closes_every_open_hold_of_the_operation(state: State) -> None:
     assert change == Change(
         None,
         replace(op, state=State.CANCELLED),
-        "hold_resolved",
+        None,
         resolve_holds=(7, 9, 8),
         resolution=Resolution.CANCELLED,
         data={"from": state.value},
@@ -228,7 +228,7 @@ def test_a_confirmed_operation_with_a_receipt_conflict_can_be_cancelled() -> Non
     assert change == Change(
         None,
         replace(op, state=State.CANCELLED),
-        "hold_resolved",
+        None,
         resolve_holds=(6, 3),
         resolution=Resolution.CANCELLED,
         data={"from": "confirmed"},
@@ -264,7 +264,7 @@ def test_dismiss_closes_one_attention_item(hold: OpenHold) -> None:
     assert dismiss(hold, "seen") == Change(
         None,
         None,
-        "hold_resolved",
+        None,
         resolve_holds=(hold.hold_id,),
         resolution=Resolution.DISMISSED,
     )

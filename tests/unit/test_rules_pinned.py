@@ -526,6 +526,24 @@ def test_a_rejection_fails_the_attempt_and_keeps_everything_else() -> None:
     )
 
 
+def test_a_late_rejection_closes_the_outcome_holds_and_leaves_the_others() -> None:
+    op = stored(State.DISPATCHING, attempt=1)
+    change = fail(op, FailOutcome.REJECTED, "422", [STALE, UNKNOWN, EXEC_FAILED])
+    assert change == Change(
+        None,
+        replace(op, state=State.FAILED),
+        "failed",
+        resolve_holds=(7, 8),
+        resolution=Resolution.REJECTED_BY_TARGET,
+        data={"attempt": 1, "outcome": "rejected"},
+    )
+
+
+def test_an_unknown_outcome_leaves_every_hold_open() -> None:
+    change = fail(stored(State.DISPATCHING, attempt=1), FailOutcome.UNKNOWN, "timeout", [UNKNOWN])
+    assert (change.resolve_holds, change.resolution) == ((), None)
+
+
 def test_an_unknown_outcome_keeps_the_operation_dispatching_and_opens_a_blocking_hold() -> None:
     change = fail(stored(State.DISPATCHING, attempt=2), FailOutcome.UNKNOWN, "timeout after 30s")
     assert change == Change(
