@@ -122,7 +122,12 @@ class AirflowConnector:
             body, _ = self._get(f"/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}")
         except NotFound:
             return None
-        return self._record(fields.obj(body, "the DAG run"))
+        record = self._record(fields.obj(body, "the DAG run"))
+        if record.external_id != external_id:
+            raise Malformed(
+                f"asked for DAG run {external_id}, Airflow answered {record.external_id}"
+            )
+        return record
 
     def present_ids(self) -> Iterator[list[str]]:
         offset = 0

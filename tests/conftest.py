@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from ledger.storage.engine import Store
 from ledger.storage.migrate import init_ledger
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock
+from tests.support.builders import FakeClock
 
 PG_URL = os.environ.get("FLOWLEDGER_TEST_PG_URL")
 _pg_skip_reported = False

@@ -11,7 +11,7 @@ from ledger.config import SourceConfig
 from ledger.storage.engine import open_store
 from ledger.sync import sync_source
 from ledger.writer.services import Ledger
-from tests.fakes.n8n import FakeN8n
+from tests.support.fakes.n8n import FakeN8n
 
 ENV = "TEST_N8N_API_KEY"
 

@@ -13,9 +13,9 @@ from ledger.domain import FailOutcome
 from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
 from ledger.writer.services import Ledger
-from tests.factories import req
-from tests.processes import FLOWLEDGER, TIMEOUT, env_for, spawn, wait_until
-from tests.webhook import AlertReceiver
+from tests.support.builders import req
+from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, spawn, wait_until
+from tests.support.webhook import AlertReceiver
 
 OUTBOX = table(Outbox)
 pytestmark = pytest.mark.crash

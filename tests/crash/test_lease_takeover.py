@@ -14,8 +14,8 @@ from ledger.storage.engine import Store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Event, Hold, Lease, table
 from ledger.writer.services import Ledger, utcnow
-from tests.factories import req
-from tests.processes import TIMEOUT, env_for, spawn, wait_until
+from tests.support.builders import req
+from tests.support.processes import TIMEOUT, env_for, spawn, wait_until
 
 HOLDS = table(Hold)
 EVENTS = table(Event)

@@ -25,9 +25,9 @@ from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Operation, table
 from ledger.writer.services import Ledger
-from tests.receiver_support import (
+from tests.support.builders import dispatch_body
+from tests.support.receiver import (
     auth,
-    dispatch_body,
     free_port,
     make_token,
     serve_process,

@@ -18,7 +18,7 @@ from ledger.storage.migrate import init_ledger
 from ledger.sync import sync_source
 from ledger.writer.services import Ledger
 from tests.crash.sync_child import ENV, source
-from tests.fakes.n8n import KEY, FakeN8n
+from tests.support.fakes.n8n import KEY, FakeN8n
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNT, PAGE = 1000, 100

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,8 @@ from ledger import demo
 from ledger.storage.engine import Store, open_store
 from ledger.storage.migrate import init_ledger
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock
+from tests.support.builders import SHIFT_END, FakeClock
 from tui import FlowledgerApp, make_app
-
-SHIFT_END = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="session")

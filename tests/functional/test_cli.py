@@ -15,7 +15,7 @@ from ledger.domain import FailOutcome
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import SCHEMA_VERSION
 from ledger.writer.services import Ledger
-from tests.factories import req
+from tests.support.builders import req
 
 runner = CliRunner()
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from ledger.cli.common import app
 from ledger.storage.migrate import init_ledger
 from ledger.sync import connect
-from tests.fakes.n8n import KEY, FakeN8n
+from tests.support.fakes.n8n import KEY, FakeN8n
 
 CONFIG = """
 [[sources]]

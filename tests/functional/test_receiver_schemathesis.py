@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, settings
 from ledger.receiver import create_app
 from ledger.storage.migrate import init_ledger
 from ledger.writer.services import Ledger
-from tests.receiver_support import SECRET, auth, dispatch_body, make_token, server_thread
+from tests.support.builders import dispatch_body
+from tests.support.receiver import SECRET, auth, make_token, server_thread
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from ledger.scheduled.housekeeping import expire_idempotency_keys
 from ledger.storage.engine import Store
 from ledger.storage.models import IdempotencyKey, table
 from ledger.writer.services import Ledger, utcnow
-from tests.factories import FakeClock, req
+from tests.support.builders import FakeClock, req
 
 KEYS = table(IdempotencyKey)
 runner = CliRunner()

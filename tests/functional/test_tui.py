@@ -14,15 +14,8 @@ from ledger.reads import duty, queries
 from ledger.storage.engine import Store
 from ledger.storage.models import Event, Hold, table
 from ledger.writer.services import Ledger
-from tests.functional.conftest import SHIFT_END
-from tests.functional.tui_pilot import (
-    open_detail,
-    queue,
-    queue_ids,
-    select_hold,
-    settle,
-    start_action,
-)
+from tests.support.builders import SHIFT_END
+from tests.support.tui import open_detail, queue, queue_ids, select_hold, settle, start_action
 from tui.detail import DetailScreen
 from tui.dialogs import ConfirmDialog, FormDialog
 from tui.main import MainScreen

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tests.functional.tui_pilot import select_hold, settle
+from tests.support.tui import select_hold, settle
 
 SIZE = (120, 36)
 

@@ -21,8 +21,8 @@ from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
 from ledger.writer.outbox import target_of
 from ledger.writer.services import Ledger
-from tests.factories import T0, FakeClock, req
-from tests.webhook import AlertReceiver
+from tests.support.builders import T0, FakeClock, req
+from tests.support.webhook import AlertReceiver
 
 OUTBOX = table(Outbox)
 OP = "invoice:INV-42:send"

@@ -17,7 +17,7 @@ from ledger.reads import chain
 from ledger.receiver.committer import GroupCommitter
 from ledger.storage.models import Event, Operation, table
 from ledger.writer.services import Ledger, NotFound, Tx
-from tests.factories import req
+from tests.support.builders import req
 
 
 def _ops(ledger: Ledger) -> dict[str, str]:

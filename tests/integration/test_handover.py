@@ -6,11 +6,13 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
+from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import FailOutcome
 from ledger.reads import duty, handover
+from ledger.scheduled.sweep import Sweep
 from ledger.storage.models import Source, table
 from ledger.writer.services import Ledger
-from tests.factories import T0, FakeClock, req
+from tests.support.builders import T0, FakeClock, req
 
 
 def _unknown(ledger: Ledger, op: str, n: int) -> int:
@@ -112,3 +114,35 @@ def test_an_empty_ledger_has_a_short_report(ledger: Ledger, clock: FakeClock) ->
     assert "No open holds." in text and "All sources synced recently" in text
     with ledger.store.reader.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one() == 0
+
+
+def trouble(text: str) -> list[str]:
+    """The lines of the report's "Sources in trouble" section."""
+    section = text.split("## Sources in trouble\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line]
+
+
+def test_a_configured_source_that_never_synced_is_listed_as_such(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    configured = SourceConfig(name="new-n8n", kind="n8n", base_url="http://127.0.0.1:5678")
+    Sweep(ledger, SweepConfig(), [configured]).run()  # the sweep notes every configured source
+    text = handover.build(ledger.store, handover.Shift(T0 - timedelta(hours=8), T0))
+    assert "- Sources in trouble: 1" in text
+    assert trouble(text) == ["- **new-n8n** (n8n): never synced successfully"]
+
+
+def test_a_source_is_in_trouble_once_its_last_success_is_over_an_hour_old(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    with ledger.store.engine.begin() as conn:
+        conn.execute(
+            table(Source).insert(),
+            [
+                {"name": "on-time", "kind": "n8n", "last_success_at": T0 - timedelta(hours=1)},
+                {"name": "late", "kind": "airflow", "last_success_at": T0 - timedelta(minutes=61)},
+            ],
+        )
+    text = handover.build(ledger.store, handover.Shift(T0 - timedelta(hours=8), T0))
+    assert "- Sources in trouble: 1" in text
+    assert trouble(text) == ["- **late** (airflow): last successful sync 1h 01m ago"]

@@ -12,7 +12,7 @@ from ledger.config import FileConfig, Settings, SweepConfig
 from ledger.storage.engine import Store
 from ledger.storage.models import Hold, table
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock, req
+from tests.support.builders import FakeClock, req
 
 
 def _deadlines(store: Store) -> dict[str, object]:

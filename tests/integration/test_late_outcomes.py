@@ -13,7 +13,7 @@ from ledger.domain import FailOutcome
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.models import Event, Hold, table
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock, req
+from tests.support.builders import FakeClock, req
 
 HOLDS = table(Hold)
 EVENTS = table(Event)

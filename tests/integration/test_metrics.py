@@ -16,7 +16,7 @@ from ledger.scheduled.scheduler import Job, Scheduler
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.models import Source, table
 from ledger.writer.services import Ledger
-from tests.factories import T0, FakeClock, req
+from tests.support.builders import T0, FakeClock, req
 
 SOURCES = table(Source)
 

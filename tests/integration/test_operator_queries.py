@@ -11,7 +11,7 @@ from ledger.domain import FailOutcome
 from ledger.reads import duty, queries
 from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock, req
+from tests.support.builders import FakeClock, req
 
 
 def _holds(ledger: Ledger, clock: FakeClock, n: int) -> list[int]:

@@ -19,17 +19,17 @@ from ledger.storage.engine import Store, open_store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Event, IdempotencyKey, Operation, table
 from ledger.writer.services import Ledger
-from tests.receiver_support import (
+from tests.support.builders import dispatch_body
+from tests.support.database import snapshot
+from tests.support.receiver import (
     SECRET,
     auth,
-    dispatch_body,
     free_port,
     make_signing_token,
     make_token,
     serve_process,
     server_thread,
     signature,
-    snapshot,
     stop,
     wait_until_serving,
 )

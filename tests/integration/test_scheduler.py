@@ -13,7 +13,7 @@ from ledger.reads.observability import JobMetrics
 from ledger.scheduled.lease import Lease
 from ledger.scheduled.scheduler import JOB_THREADS, Job, Scheduler
 from ledger.storage.engine import Store
-from tests.factories import FakeClock
+from tests.support.builders import FakeClock
 
 WAIT = 30  # seconds: a generous bound on waiting for an event, never a pause
 FAST = timedelta(milliseconds=20)

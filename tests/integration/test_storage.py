@@ -15,7 +15,7 @@ from ledger.storage.models import SCHEMA_VERSION
 from ledger.writer import records
 from ledger.writer.services import InvalidInput, Ledger, NotFound
 from ledger.writer.tx import Row, Tx
-from tests.factories import FakeClock, req
+from tests.support.builders import FakeClock, req
 
 OP = "invoice:INV-42:send"
 
@@ -284,7 +284,7 @@ def test_a_lone_surrogate_id_is_refused_before_any_write(ledger: Ledger, store: 
 def test_detail_shows_only_the_attempts_own_sources_execution(ledger: Ledger, store: Store) -> None:
     from dataclasses import replace
 
-    from tests.factories import execution_row
+    from tests.support.builders import execution_row
 
     ledger.dispatch(OP, replace(req("42"), source="prod-n8n")).run("t")
     with store.engine.begin() as conn:

@@ -15,7 +15,7 @@ from ledger.scheduled.sweep import Sweep
 from ledger.storage.models import Event, Execution, Hold, Operation, Source, table
 from ledger.writer import records
 from ledger.writer.services import Ledger
-from tests.factories import T0, FakeClock, execution_row, req
+from tests.support.builders import T0, FakeClock, execution_row, req
 
 HOLDS = table(Hold)
 EVENTS = table(Event)
@@ -249,6 +249,24 @@ def test_an_execution_that_finished_meanwhile_is_not_stuck(
     set_execution(ledger, "exec-9", status="success", final=True)
     clock.advance(hours=5)
     assert sweep(ledger).run().total == 0
+
+
+def test_a_running_copy_the_tool_no_longer_has_is_not_stuck(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    add_execution(ledger, external_id="exec-9", status="running", gone_at=T0)
+    clock.advance(hours=5)
+    assert sweep(ledger).run().opened["execution_stuck"] == 0
+    assert holds(ledger, "execution_stuck") == []
+
+
+def test_a_waiting_execution_is_not_stuck_however_long_it_waits(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    add_execution(ledger, external_id="exec-9", status="waiting")
+    clock.advance(days=30)
+    assert sweep(ledger).run().opened["execution_stuck"] == 0
+    assert holds(ledger, "execution_stuck") == []
 
 
 # --------------------------------------------------------------------------- overdue

@@ -14,8 +14,8 @@ from ledger.reads import chain, queries
 from ledger.storage.engine import Store
 from ledger.sync import Backoff, sync_source
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock, req
-from tests.fakes.n8n import KEY, FakeN8n
+from tests.support.builders import FakeClock, req
+from tests.support.fakes.n8n import KEY, FakeN8n
 
 ENV = "TEST_N8N_API_KEY"
 

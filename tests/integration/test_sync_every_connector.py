@@ -11,9 +11,9 @@ from ledger.reads import queries
 from ledger.storage.engine import Store
 from ledger.sync import sync_source
 from ledger.writer.services import Ledger
-from tests.factories import FakeClock
-from tests.fakes.airflow import FakeAirflow
-from tests.fakes.n8n import KEY, FakeN8n
+from tests.support.builders import FakeClock
+from tests.support.fakes.airflow import FakeAirflow
+from tests.support.fakes.n8n import KEY, FakeN8n
 
 
 @pytest.fixture(params=["n8n", "airflow"])

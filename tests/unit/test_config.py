@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from connectors.registry import KINDS
 from ledger import domain
 from ledger.config import FileConfig, load_config, parse_duration
 from ledger.storage.engine import LedgerError
@@ -132,11 +133,24 @@ def test_an_unknown_kind_names_the_known_ones(tmp_path: Path) -> None:
         load_config(write(tmp_path, SOURCE.replace('"n8n"', '"zapier"')))
 
 
-def test_every_registered_kind_is_accepted(tmp_path: Path) -> None:
-    from connectors.registry import KINDS
-
-    for kind in KINDS:
-        assert load_config(write(tmp_path, SOURCE.replace('"n8n"', f'"{kind}"'))).sources
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_registered_kind_is_accepted(tmp_path: Path, kind: str) -> None:
+    cfg = load_config(write(tmp_path, SOURCE.replace('"n8n"', f'"{kind}"')))
+    assert [src.model_dump() for src in cfg.sources] == [
+        {
+            "name": "prod-n8n",
+            "kind": kind,
+            "base_url": "http://127.0.0.1:5678",
+            "api_key_env": "N8N_API_KEY",
+            "username_env": None,
+            "password_env": None,
+            "interval": timedelta(seconds=90),
+            "page_size": 250,
+            "custom_data_workflows": [],
+            "custom_data_key": "ledger.operation_id",
+            "reconcile_interval": timedelta(hours=1),
+        }
+    ]
 
 
 def test_the_config_module_loads_no_connector_until_a_source_is_read() -> None:

@@ -22,8 +22,8 @@ from connectors.base import (
     Unreachable,
 )
 from connectors.n8n import N8nConnector
-from tests.fakes.airflow import FakeAirflow
-from tests.fakes.n8n import FakeN8n
+from tests.support.fakes.airflow import FakeAirflow
+from tests.support.fakes.n8n import FakeN8n
 
 
 @pytest.fixture(params=["n8n", "airflow"])

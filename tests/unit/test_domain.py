@@ -8,7 +8,7 @@ import pytest
 
 from ledger import domain
 from ledger.domain import Approval, Decision, FailOutcome, OpenHold, Reason, State
-from tests.factories import T0, dreq, op
+from tests.support.builders import T0, dreq, op
 
 NOW = T0 + timedelta(minutes=1)
 OTHER_HASH = "sha256:" + "b" * 64

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ledger.writer.outbox import HoldAlert
-from tests.factories import T0
+from tests.support.builders import T0
 
 WORKFLOW = Path(__file__).parents[2] / "examples" / "n8n" / "alerts.json"
 

@@ -8,7 +8,7 @@ import pytest
 
 from ledger.domain import Reason, staleness
 from ledger.writer.outbox import HoldAlert, delivery_id, rows_for, target_of
-from tests.factories import T0
+from tests.support.builders import T0
 
 
 def test_cause_keys_differ_per_spell_deadline_and_success() -> None:

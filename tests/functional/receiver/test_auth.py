@@ -17,15 +17,9 @@ from ledger.domain.hashing import token_digest
 from ledger.receiver import create_app
 from ledger.receiver.tokens import list_tokens, revoke_token
 from ledger.writer.services import Ledger
-from tests.functional.receiver.conftest import Api, running
-from tests.receiver_support import (
-    SECRET,
-    dispatch_body,
-    make_signing_token,
-    make_token,
-    signature,
-    snapshot,
-)
+from tests.support.builders import dispatch_body
+from tests.support.database import snapshot
+from tests.support.receiver import SECRET, Api, make_signing_token, make_token, running, signature
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 

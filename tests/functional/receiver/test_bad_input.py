@@ -17,8 +17,9 @@ from starlette.routing import Mount
 from ledger.config import ReceiverConfig
 from ledger.receiver import create_app
 from ledger.writer.services import Ledger
-from tests.functional.receiver.conftest import BODY_LIMIT, Api
-from tests.receiver_support import auth, dispatch_body, make_token, snapshot
+from tests.support.builders import dispatch_body
+from tests.support.database import snapshot
+from tests.support.receiver import BODY_LIMIT, Api, auth, make_token
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 
@@ -192,13 +193,20 @@ def test_other_methods_on_a_write_path_are_405_naming_post(api: Api, method: str
     before = snapshot(api.ledger.store)
     answer = api.request(method, DISPATCH, token="write", json=dispatch_body())
     assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
-    assert answer.json()["error"]["code"] == "method_not_allowed"
+    assert answer.json() == {
+        "error": {"code": "method_not_allowed", "message": "send POST", "field": None}
+    }
     assert snapshot(api.ledger.store) == before
 
 
 def test_the_hook_path_takes_only_post(api: Api) -> None:
+    before = snapshot(api.ledger.store)
     answer = api.request("GET", "/v1/hooks/n8n/error", token="write")
     assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
+    assert answer.json() == {
+        "error": {"code": "method_not_allowed", "message": "send POST", "field": None}
+    }
+    assert snapshot(api.ledger.store) == before
 
 
 def test_a_trailing_slash_is_redirected_with_307_keeping_the_method(api: Api) -> None:
@@ -207,7 +215,19 @@ def test_a_trailing_slash_is_redirected_with_307_keeping_the_method(api: Api) ->
 
 
 def test_reading_an_operation_whose_id_ends_like_a_call_still_reads(api: Api) -> None:
-    assert api.get(DISPATCH).status_code == 404  # the operation "op-1/dispatch" does not exist
+    before = snapshot(api.ledger.store)
+    answer = api.get(DISPATCH)  # a read of the operation "op-1/dispatch", which does not exist
+    assert (answer.status_code, answer.json()) == (
+        404,
+        {
+            "error": {
+                "code": "not_found",
+                "message": "no operation 'op-1/dispatch'",
+                "field": None,
+            }
+        },
+    )
+    assert snapshot(api.ledger.store) == before
 
 
 def test_the_write_calls_work_when_the_receiver_is_mounted_under_a_prefix(

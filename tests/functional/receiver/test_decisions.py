@@ -9,9 +9,8 @@ import sqlalchemy as sa
 
 from ledger.domain.hashing import input_hash
 from ledger.storage.models import Hold, table
-from tests.factories import FakeClock
-from tests.functional.receiver.conftest import Api
-from tests.receiver_support import dispatch_body
+from tests.support.builders import FakeClock, dispatch_body
+from tests.support.receiver import Api
 
 OP = "/v1/operations/invoice:INV-42:send"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from ledger.storage.models import IdempotencyKey, table
-from tests.factories import FakeClock
-from tests.functional.receiver.conftest import Api
-from tests.receiver_support import dispatch_body, make_token, snapshot
+from tests.support.builders import FakeClock, dispatch_body
+from tests.support.database import snapshot
+from tests.support.receiver import Api, make_token
 
 OP = "/v1/operations/op-1"
 
@@ -38,11 +38,22 @@ def test_same_key_with_another_body_is_422(api: Api) -> None:
 
 
 def test_same_key_on_another_path_is_another_request(api: Api) -> None:
-    api.post(f"{OP}/prepare", {"processing_version": "v1", "input": 1}, headers=key("k"))
-    other = api.post(
-        "/v1/operations/op-2/prepare", {"processing_version": "v1", "input": 1}, headers=key("k")
+    body = {"processing_version": "v1", "input": 1}
+    assert api.post(f"{OP}/prepare", body, headers=key("k")).status_code == 200
+    before = snapshot(api.ledger.store)
+    other = api.post("/v1/operations/op-2/prepare", body, headers=key("k"))
+    assert (other.status_code, other.json()) == (
+        422,
+        {
+            "error": {
+                "code": "idempotency_key_reused",
+                "message": "this Idempotency-Key was used with a different request",
+                "field": "Idempotency-Key",
+            }
+        },
     )
-    assert other.status_code == 422
+    assert "idempotent-replayed" not in other.headers
+    assert snapshot(api.ledger.store) == before  # no op-2, no second key
 
 
 def test_keys_are_scoped_per_token(api: Api) -> None:

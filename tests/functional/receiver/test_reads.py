@@ -7,9 +7,8 @@ from datetime import timedelta
 import sqlalchemy as sa
 
 from ledger.storage.models import Execution, table
-from tests.factories import T0
-from tests.functional.receiver.conftest import Api
-from tests.receiver_support import dispatch_body
+from tests.support.builders import T0, dispatch_body
+from tests.support.receiver import Api
 
 
 def test_one_operation_with_its_events(api: Api) -> None:

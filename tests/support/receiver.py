@@ -1,9 +1,11 @@
-"""Helpers for the receiver's tests: tokens, database snapshots, and servers on real sockets
-(uvicorn in a thread, or ``flowledger serve`` in a subprocess)."""
+"""The receiver under test: tokens and signatures, an in-process client over ASGI (``Api``,
+``running``), and servers on real sockets (uvicorn in a thread, or ``flowledger serve`` in a
+subprocess)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
@@ -13,21 +15,21 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio.from_thread
 import httpx
-import sqlalchemy as sa
 import uvicorn
 from fastapi import FastAPI
-from sqlmodel import SQLModel
 
 from ledger.receiver.tokens import create_token
-from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
 
 SECRET = b"test-server-secret"
 STARTUP_TIMEOUT = 30.0
+BODY_LIMIT = 4096  # the body limit of the ``api`` fixture's receiver
 
 
 def make_token(ledger: Ledger, name: str, scope: str = "write", *, signing: bool = False) -> str:
@@ -50,27 +52,46 @@ def signature(key: bytes, body: bytes, stamp: int | None = None) -> str:
     return f"t={stamp},v1={mac}"
 
 
-def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table, for "the database did not change" assertions."""
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    with store.reader.connect() as conn:
-        for name, tbl in sorted(SQLModel.metadata.tables.items()):
-            rows = conn.execute(sa.select(tbl)).all()
-            out[name] = sorted((tuple(r) for r in rows), key=repr)
-    return out
+@dataclass
+class Api:
+    """A receiver app in its own event loop (its lifespan running the writer), called from
+    plain test functions; ``tokens`` maps a scope name to a token of that scope."""
+
+    portal: anyio.from_thread.BlockingPortal
+    client: httpx.AsyncClient
+    ledger: Ledger
+    tokens: dict[str, str]
+
+    def request(self, method: str, path: str, *, token: str | None, **kw: Any) -> httpx.Response:
+        headers = dict(kw.pop("headers", {}))
+        if token is not None:
+            headers.update(auth(self.tokens.get(token, token)))
+        call = functools.partial(self.client.request, method, path, headers=headers, **kw)
+        return self.portal.call(call)
+
+    def post(
+        self, path: str, body: Any = None, *, token: str | None = "write", **kw: Any
+    ) -> httpx.Response:
+        if body is not None:
+            kw["json"] = body
+        return self.request("POST", path, token=token, **kw)
+
+    def get(self, path: str, *, token: str | None = "read", **kw: Any) -> httpx.Response:
+        return self.request("GET", path, token=token, **kw)
 
 
-def dispatch_body(execution_id: str = "exec-1", **kw: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "processing_version": "v1",
-        "execution_id": execution_id,
-        "workflow_id": "wf-1",
-        "step": "send invoice",
-        "run_index": 0,
-        "input": {"invoice": "INV-42", "amount": 1200},
-    }
-    body.update(kw)
-    return body
+@contextlib.contextmanager
+def running(app: FastAPI, ledger: Ledger, tokens: dict[str, str]) -> Iterator[Api]:
+    """``app`` with its lifespan started, and a client over ``httpx.ASGITransport``."""
+    with contextlib.ExitStack() as stack:
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+        stack.enter_context(portal.wrap_async_context_manager(app.router.lifespan_context(app)))
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        client = httpx.AsyncClient(transport=transport, base_url="http://receiver.test")
+        try:
+            yield Api(portal, client, ledger, tokens)
+        finally:
+            portal.call(client.aclose)
 
 
 def free_port() -> int:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 
 from connectors.base import Settings
-from tests.fakes.tool import FakeTool
+from tests.support.builders import T0
+from tests.support.fakes.tool import FakeTool
 
-T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 KEY = "n8n_api_test_key_0123456789"
 STARTING_PAGE = "<!DOCTYPE html><html><body>n8n is starting up. Please wait</body></html>"
 
@@ -113,6 +113,10 @@ class FakeN8n(FakeTool):
 
     def ids(self) -> set[str]:
         return {str(i) for i in self.executions}
+
+    def record(self, execution_id: str) -> dict[str, Any]:
+        """The execution as the API answers a read by id."""
+        return self.executions[int(execution_id)]
 
     # ------------------------------------------------------------------ HTTP
 

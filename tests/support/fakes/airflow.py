@@ -10,16 +10,16 @@ as on a real server.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 from urllib.parse import unquote
 
 import httpx
 
-from tests.fakes.tool import FakeTool
+from tests.support.builders import T0
+from tests.support.fakes.tool import FakeTool
 
-T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 TOKEN = "jwt.header.payload"
 STATE = {"success": "success", "error": "failed", "new": "queued", "running": "running"}
 
@@ -94,6 +94,10 @@ class FakeAirflow(FakeTool):
 
     def ids(self) -> set[str]:
         return {self._name(i) for i in self.runs}
+
+    def record(self, name: str) -> dict[str, Any]:
+        """The DAG run as the API answers a read by id."""
+        return self.runs[self._find(name)]
 
     # ------------------------------------------------------------------ HTTP
 

@@ -1,4 +1,4 @@
-"""Small builders the tests share, so each test says only what matters to it."""
+"""Data builders and the fake clock, so that each test says only what matters to it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ledger import domain
 from ledger.writer.services import DispatchInput
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+SHIFT_END = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)  # the demo shift ends here
 
 
 class FakeClock:
@@ -93,3 +94,17 @@ def execution_row(
         "last_seen_at": started_at,
         **kw,
     }
+
+
+def dispatch_body(execution_id: str = "exec-1", **kw: Any) -> dict[str, Any]:
+    """The JSON body of a ``dispatch`` call as a workflow sends it."""
+    body: dict[str, Any] = {
+        "processing_version": "v1",
+        "execution_id": execution_id,
+        "workflow_id": "wf-1",
+        "step": "send invoice",
+        "run_index": 0,
+        "input": {"invoice": "INV-42", "amount": 1200},
+    }
+    body.update(kw)
+    return body

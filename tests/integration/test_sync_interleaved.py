@@ -1,0 +1,98 @@
+"""Two syncs of one source at once (the scheduler's job and a `flowledger sync --once`, say):
+the position moves only from where each run found it, so the run that was overtaken stops. It
+neither takes the position back nor writes again the pages the other run stored."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from ledger.config import SourceConfig
+from ledger.reads import queries
+from ledger.storage.engine import Store
+from ledger.storage.models import Execution, table
+from ledger.sync import SyncReport, sync_source
+from ledger.writer.services import Ledger
+from tests.support.builders import T0, FakeClock
+from tests.support.fakes.n8n import KEY, FakeN8n
+
+ENV = "TEST_N8N_API_KEY"
+EXECUTIONS = table(Execution)
+SOURCE = SourceConfig(
+    name="prod-n8n", kind="n8n", base_url=FakeN8n.base_url, api_key_env=ENV, page_size=2
+)
+
+
+@pytest.fixture
+def n8n(monkeypatch: pytest.MonkeyPatch) -> FakeN8n:
+    monkeypatch.setenv(ENV, KEY)
+    return FakeN8n()
+
+
+def sync(ledger: Ledger, n8n: FakeN8n) -> SyncReport:
+    return sync_source(ledger, SOURCE, n8n.client(), sleep=lambda seconds: None)
+
+
+def source_row(store: Store) -> dict[str, Any]:
+    (row,) = queries.list_sources(store)
+    return row
+
+
+def seen(store: Store) -> dict[str, tuple[datetime, datetime]]:
+    """Each copy's (first_seen_at, last_seen_at): a copy written again gets a later
+    last_seen_at."""
+    with store.reader.connect() as conn:
+        rows = conn.execute(
+            sa.select(
+                EXECUTIONS.c.external_id, EXECUTIONS.c.first_seen_at, EXECUTIONS.c.last_seen_at
+            )
+        ).all()
+    return {r.external_id: (r.first_seen_at, r.last_seen_at) for r in rows}
+
+
+def test_a_sync_overtaken_by_another_of_its_source_stops_without_writing_again(
+    ledger: Ledger, store: Store, clock: FakeClock, n8n: FakeN8n
+) -> None:
+    n8n.add(6)  # three pages of two, newest first: 6 5 | 4 3 | 2 1
+    later = T0 + timedelta(minutes=1)
+    second: list[SyncReport] = []
+    position_it_left: list[str] = []
+    running = False
+
+    def overtake(request: httpx.Request) -> httpx.Response | None:
+        # While the first sync asks for its second page, a second sync of the same source
+        # starts where the first one's first page left the position, and runs to the end.
+        nonlocal running
+        if running or "cursor" not in request.url.params:
+            return None
+        running = True
+        clock.now = later
+        second.append(sync(ledger, n8n))
+        position_it_left.append(source_row(store)["position"])
+        clock.advance(minutes=1)  # whatever the first sync writes from now on is later
+        return None
+
+    n8n.intercept = overtake
+    first = sync(ledger, n8n)
+
+    row = source_row(store)
+    assert [row["position"]] == position_it_left  # not taken back to the first's second page
+    assert (row["status"], row["last_error"], row["last_sync_at"]) == ("ok", None, later)
+    assert seen(store) == {
+        "6": (T0, T0),
+        "5": (T0, T0),
+        "4": (later, later),
+        "3": (later, later),
+        "2": (later, later),
+        "1": (later, later),
+    }
+    assert (first.status, first.pages, first.new) == ("superseded", 1, 2)
+    assert first.error == (
+        "another sync of prod-n8n moved its position meanwhile; this run stopped and left "
+        "the rest to it"
+    )
+    assert [(r.status, r.error, r.pages, r.new) for r in second] == [("ok", None, 2, 4)]
