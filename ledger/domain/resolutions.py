@@ -110,6 +110,4 @@ def dismiss(hold: OpenHold, note: str) -> Change:
             "a blocking hold is resolved by confirm, release for retry or cancel, not dismissed",
             code="blocking_hold",
         )
-    return Change(
-        None, None, None, resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED
-    )
+    return Change(None, None, None, resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED)
