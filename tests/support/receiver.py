@@ -28,7 +28,7 @@ from ledger.receiver.tokens import create_token
 from ledger.writer.services import Ledger
 
 SECRET = b"test-server-secret"
-STARTUP_TIMEOUT = 30.0
+STARTUP_TIMEOUT = 90.0  # a bound for a loaded machine, not a wait: the poll returns at once
 BODY_LIMIT = 4096  # the body limit of the ``api`` fixture's receiver
 
 
