@@ -336,17 +336,17 @@ def test_an_unknown_failure_racing_a_confirm_opens_no_hold(
     if store.dialect == "sqlite":
         pytest.skip("SQLite serialises writers at BEGIN IMMEDIATE; no interleaving possible")
     ledger.dispatch(OP, req("exec-1")).run("t")
-    original = records.load_operation
+    original = records.load_with_holds
     raced: list[bool] = []
 
-    def read_then_confirm_elsewhere(tx: Tx, operation_id: str) -> Row | None:
-        row = original(tx, operation_id)
+    def read_then_confirm_elsewhere(tx: Tx, operation_id: str) -> tuple[Row | None, Any]:
+        found = original(tx, operation_id)
         if not raced:
             raced.append(True)
             Ledger(store).confirm(OP, "R-1", execution_id="exec-1").run("other")
-        return row
+        return found
 
-    monkeypatch.setattr(records, "load_operation", read_then_confirm_elsewhere)
+    monkeypatch.setattr(records, "load_with_holds", read_then_confirm_elsewhere)
     with pytest.raises(IllegalTransition):
         ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("t")
     assert count(store, "SELECT count(*) FROM holds") == 0
