@@ -150,14 +150,40 @@ def _wait_healthy(port: int) -> None:
             time.sleep(0.05)
 
 
-def measure(db: str, processes: int, pairs: int, clients: int) -> tuple[int, float, list[float]]:
-    """A fresh token on the ledger at ``db``, a warm-up, then the timed run."""
+def round_trips(ports: list[int]) -> float:
+    """The receivers' ``flowledger_db_round_trips_total`` (PostgreSQL), summed."""
+    total = 0.0
+    for port in ports:
+        for line in httpx.get(f"http://127.0.0.1:{port}/metrics").text.splitlines():
+            if line.startswith("flowledger_db_round_trips_total "):
+                total += float(line.split()[1])
+    return total
+
+
+def measure(
+    db: str, processes: int, pairs: int, clients: int
+) -> tuple[int, float, list[float], float]:
+    """A fresh token on the ledger at ``db``, a warm-up, then the timed run; also the round
+    trips to the database per transition in the timed run (0 on SQLite)."""
     store, _ = init_ledger(db)
     token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
     store.dispose()
     with receivers(db, processes) as ports:
         asyncio.run(drive(ports, token.token, 200, clients, "warm"))
-        return asyncio.run(drive(ports, token.token, pairs, clients, "run"))
+        before = round_trips(ports)
+        done, elapsed, latencies = asyncio.run(drive(ports, token.token, pairs, clients, "run"))
+        trips = (round_trips(ports) - before) / done
+    _verify(db)
+    return done, elapsed, latencies, trips
+
+
+def _verify(db: str) -> None:
+    """``flowledger verify`` after every run: the chain must hold end to end."""
+    subprocess.run(
+        [sys.executable, "-m", "ledger.cli", "verify", "--db", db],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def report(label: str, done: int, elapsed: float, latencies: list[float], pairs: int) -> float:
@@ -217,7 +243,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-ingest-") as tmp:
         directory = Path(tmp)
         bare_before = bare_sqlite_rate(directory, args.bare_rows)
-        done, elapsed, latencies = measure(
+        done, elapsed, latencies, _ = measure(
             str(directory / "ledger.db"), 1, args.pairs, args.clients
         )
         # The disk is shared: measure the baseline before and after, and use the mean.
@@ -240,10 +266,11 @@ def main() -> None:
     print()
     for processes in (1, 2):
         with fresh_postgres(server) as url:
-            done, elapsed, latencies = measure(url, processes, args.pairs, args.clients)
+            done, elapsed, latencies, trips = measure(url, processes, args.pairs, args.clients)
             bare = bare_postgres_rate(url, args.bare_rows)
         label = f"receiver on PostgreSQL, {processes} serve process(es), {args.clients} clients"
         rate = report(label, done, elapsed, latencies, args.pairs)
+        print(f"  round trips     {trips:.2f} per transition (statements, syncs, commits)")
         print(f"  bare psycopg loop, one commit per row: {bare:,.0f} rows/s")
         print(f"  ratio receiver / bare loop: {rate / bare:.2f}")
 

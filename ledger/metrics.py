@@ -32,3 +32,10 @@ COMMIT_BATCH_SIZE = Histogram(
     registry=REGISTRY,
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
 )
+
+DB_ROUND_TRIPS = Counter(
+    "flowledger_db_round_trips",
+    "Exchanges with PostgreSQL that a write transaction waited for: statements run one at a"
+    " time, flushes and syncs of a pipeline, the commit.",
+    registry=REGISTRY,
+)

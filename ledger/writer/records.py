@@ -101,7 +101,8 @@ def save_operation(
     tx: Tx, row: Row | None, op: domain.Operation, extra: dict[str, Any] | None = None
 ) -> None:
     """Insert a new operation, or compare-and-set an existing one on its ``version``
-    (and state): zero rows changed means another writer got there first."""
+    (and state): zero rows changed means another writer got there first (:class:`Conflict`,
+    raised at once or, in the receiver's pipeline, when the unit settles)."""
     extra = {k: v for k, v in (extra or {}).items() if v is not None}
     values: dict[str, Any] = {
         "operation_id": op.operation_id,
@@ -139,7 +140,7 @@ def save_operation(
         sets.append("approval_expires_at = :approval_expires_at")
         values["approval_expires_at"] = tx.time(approval_expires)
     values.update(old_version=row.version, old_state=row.state)
-    changed = tx.update(
+    tx.expect_one(
         "UPDATE operations SET state = :state, attempt = :attempt,"
         " execution_id = :execution_id, run_index = :run_index, receipt = :receipt,"
         " deadline = :deadline, updated_at = :now, version = version + 1"
@@ -147,9 +148,8 @@ def save_operation(
         + " WHERE operation_id = :operation_id AND version = :old_version"
         " AND state = :old_state",
         values,
+        Conflict,
     )
-    if changed != 1:
-        raise Conflict()
 
 
 def insert_attempt(tx: Tx, op: domain.Operation, extra: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ same run 1,190-2,538 rows/s.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import sqlalchemy as sa
 
 from ledger.domain.chain import sealed_json
 from ledger.domain.hashing import canonical_json, seal
+from ledger.metrics import DB_ROUND_TRIPS
 from ledger.storage.engine import ChainHint
 from ledger.storage.models import time_binder
 
@@ -89,10 +91,16 @@ class Tx:
         self.events: list[PendingEvent] = []
         self._bind_time = time_binder(engine.dialect)
         self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
+        self._pipeline: Any = None  # psycopg's pipeline while statements are queued
+        self._expected: list[tuple[Any, type[Exception]]] = []
+        self.round_trips = 0  # PostgreSQL only: exchanges this transaction waited for
+        self.savepoint_held = False  # a unit of run_many left its savepoint for the next
 
     @property
     def conn(self) -> sa.Connection:
-        """SQLAlchemy's view of this same transaction, for statements built with Core."""
+        """SQLAlchemy's view of this same transaction, for statements built with Core (which
+        reads each result as soon as it runs: the pipeline, if any, is left first)."""
+        self.settle()
         if self._conn is None:
             self._conn = sa.Connection(self.engine, connection=self._pooled).execution_options(
                 flowledger_begun=True
@@ -105,10 +113,49 @@ class Tx:
             self._cursor.execute("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
+        self.settle()
+        self.round_trips += 1
         self._pooled.commit()
+
+    # ------------------------------------------------------------------ pipeline
+
+    def pipeline(self) -> None:
+        """PostgreSQL: queue the statements that follow instead of waiting for each, until a
+        result is read or :meth:`settle` (psycopg's pipeline mode). A no-op on SQLite, where
+        a statement is a call into the process, not a round trip."""
+        if self.dialect != "sqlite" and self._pipeline is None:
+            self._pipeline = self._pooled.driver_connection.pipeline()
+            self._pipeline.__enter__()
+
+    def settle(self) -> None:
+        """Wait for every queued statement (one round trip), raising the first one's error,
+        then make the checks :meth:`expect_one` deferred. Leaves the pipeline."""
+        pipe, self._pipeline = self._pipeline, None
+        if pipe is not None:
+            self.round_trips += 1
+            pipe.__exit__(None, None, None)
+        expected, self._expected = self._expected, []
+        missed = [error for cursor, error in expected if cursor.rowcount != 1]
+        for cursor, _ in expected:
+            cursor.close()
+        if missed:
+            raise missed[0]()
+
+    def abandon(self) -> None:
+        """Leave the pipeline after an error, dropping what it still had to say: the caller
+        rolls back what the statements did."""
+        expected, self._expected = self._expected, []
+        pipe, self._pipeline = self._pipeline, None
+        if pipe is not None:
+            # The error is the caller's already, or one it caused: it rolls back.
+            with contextlib.suppress(Exception):
+                pipe.__exit__(None, None, None)
+        for cursor, _ in expected:
+            cursor.close()
 
     def rollback(self) -> None:
         self.chain_hint.seq = None  # whatever this transaction appended is not there
+        self.abandon()
         try:
             self._pooled.rollback()
         except Exception:  # the connection died with the transaction: never reuse it
@@ -118,32 +165,60 @@ class Tx:
         """Return the connection to the pool (the SQLAlchemy view is dropped, not closed:
         the transaction is already ended on the driver)."""
         self._conn = None
+        if self.round_trips:
+            DB_ROUND_TRIPS.inc(self.round_trips)
         self._cursor.close()
         self._pooled.close()
 
     # ------------------------------------------------------------------ SQL
 
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+    def execute(self, sql: str, params: dict[str, Any] | None = None, cursor: Any = None) -> Any:
+        """Run a statement (queue it, in a pipeline); returns the cursor it ran on."""
+        cur = self._cursor if cursor is None else cursor
         if self.dialect != "sqlite":
             sql = _pyformat(sql)
-        self._cursor.execute(sql, params or {})
-        return self._cursor
+            if self._pipeline is None:
+                self.round_trips += 1
+        cur.execute(sql, params or {})
+        return cur
 
     def all(self, sql: str, params: dict[str, Any] | None = None) -> list[Row]:
         cur = self.execute(sql, params)
+        found = self._fetch(cur.fetchall)
         names = [d[0] for d in cur.description]
-        return [Row(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return [Row(zip(names, r, strict=True)) for r in found]
 
     def one(self, sql: str, params: dict[str, Any] | None = None) -> Row | None:
         cur = self.execute(sql, params)
-        found = cur.fetchone()
+        found = self._fetch(cur.fetchone)
         if found is None:
             return None
         return Row(zip([d[0] for d in cur.description], found, strict=True))
 
+    def _fetch(self, fetch: Any) -> Any:
+        if self._pipeline is not None:
+            self.round_trips += 1  # the read flushes what is queued and waits for it
+        return fetch()
+
     def update(self, sql: str, params: dict[str, Any]) -> int:
-        """Run an UPDATE/DELETE and return how many rows it changed."""
-        return int(self.execute(sql, params).rowcount)
+        """Run an UPDATE/DELETE and return how many rows it changed (waiting for it, in a
+        pipeline)."""
+        cur = self.execute(sql, params)
+        if self._pipeline is not None:
+            self.round_trips += 1
+            self._pipeline.sync()
+        return int(cur.rowcount)
+
+    def expect_one(self, sql: str, params: dict[str, Any], error: type[Exception]) -> None:
+        """Run an UPDATE that must change exactly one row, else ``error`` is raised: at once,
+        or in a pipeline by :meth:`settle`, so a compare-and-set costs no round trip of its
+        own (its own cursor keeps its row count apart from the statements queued after it)."""
+        if self._pipeline is None:
+            if self.update(sql, params) != 1:
+                raise error()
+            return
+        cursor = self.execute(sql, params, self._pooled.driver_connection.cursor())
+        self._expected.append((cursor, error))
 
     def time(self, value: datetime | None) -> Any:
         return self._bind_time(value)
@@ -220,4 +295,6 @@ class Tx:
     def _many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
         if self.dialect != "sqlite":
             sql = _pyformat(sql)
+            if self._pipeline is None:
+                self.round_trips += 1  # psycopg sends the rows in one pipeline of its own
         self._cursor.executemany(sql, rows)

@@ -130,23 +130,41 @@ class UnitOfWork:
         raise RuntimeError("unreachable")
 
     def _run_unit(self, tx: Tx, actor: str, work: Work[Any]) -> Outcome:
+        """One unit under its savepoint. On PostgreSQL its statements go out in a pipeline
+        (:meth:`Tx.pipeline`): they are sent without waiting for each other, and the unit
+        waits only where it reads a row and once at its end (:meth:`Tx.settle`), where any
+        error of its statements is raised, so it is still this unit's to roll back. A unit
+        that succeeded keeps its savepoint until the next unit's first statements release it
+        (the commit releases the last): releasing it before the settle would leave nothing to
+        roll back to when the settle finds a lost compare-and-set. A dispatch then waits for
+        the server twice instead of five times, a confirm twice instead of six: measured with
+        ``python -m bench.pipeline`` (PostgreSQL 15 on loopback, the machine busy, load
+        average 10 on 2 cores), 2.05 round trips a transition against 5.53, and 92 against 66
+        transitions/s (median of six alternating rounds each, ratio 1.39)."""
         for attempt in range(self.retries):
             tx.actor = actor
             mark = len(tx.events)
+            tx.pipeline()
+            if tx.savepoint_held:
+                tx.execute("RELEASE SAVEPOINT flowledger_unit")
             tx.execute("SAVEPOINT flowledger_unit")
+            tx.savepoint_held = True
             try:
                 value = work(tx)
+                crashpoint("batch_unit_queued")  # PostgreSQL: its statements not yet all sent
+                tx.settle()  # the unit's own errors and lost compare-and-sets surface here
             except Exception as exc:
+                tx.abandon()
                 if _aborted_by_server(exc):
                     raise _BatchAborted from exc  # the whole transaction rolls back
                 tx.execute("ROLLBACK TO SAVEPOINT flowledger_unit")
                 tx.execute("RELEASE SAVEPOINT flowledger_unit")
+                tx.savepoint_held = False
                 del tx.events[mark:]
                 lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
                 if lost and attempt + 1 < self.retries:
                     continue
                 return Outcome(error=exc)
-            tx.execute("RELEASE SAVEPOINT flowledger_unit")
             return Outcome(value=value)
         raise RuntimeError("unreachable")
 

@@ -2,9 +2,11 @@
 was a lie: every ``go`` sent is ``dispatching`` in the database, every confirm answered is
 confirmed, and nothing unanswered was made ``confirmed`` by a dispatch.
 
-The crash is placed, not timed: ten sequential dispatches make exactly ten commits, so
-``FLOWLEDGER_CRASH_SKIP=10`` stops the writer inside the eleventh — the first batch of a burst
-of concurrent requests — and the test kills the process once the signal file says so.
+On both databases; on PostgreSQL ``batch_unit_queued`` kills the writer while a unit's
+statements are still queued in its pipeline. The crash is placed, not timed: ten sequential
+dispatches make exactly ten commits, so ``FLOWLEDGER_CRASH_SKIP=10`` stops the writer inside
+the eleventh — the first batch of a burst of concurrent requests — and the test kills the
+process once the signal file says so.
 """
 
 from __future__ import annotations
@@ -61,11 +63,13 @@ def _states(db: str) -> dict[str, tuple[str, int, str | None]]:
         store.dispose()
 
 
-@pytest.mark.parametrize("point", ["batch_before_commit", "batch_after_commit"])
+@pytest.mark.parametrize(
+    "point", ["batch_unit_queued", "batch_before_commit", "batch_after_commit"]
+)
 def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
-    tmp_path: Path, point: str
+    tmp_path: Path, db_url: str, point: str
 ) -> None:
-    db = str(tmp_path / "ledger.db")
+    db = db_url
     store, _ = init_ledger(db)
     token = make_token(Ledger(store), "n8n")
     store.dispose()

@@ -61,6 +61,31 @@ def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Led
     assert outcomes[2].value.state == "confirmed"
 
 
+def test_a_unit_that_opens_a_hold_runs_between_pipelined_units_of_one_batch(
+    ledger: Ledger,
+) -> None:
+    """Opening a hold runs SQLAlchemy Core statements, which read each result at once: on
+    PostgreSQL the unit leaves the pipeline for them, and the units around it still commit."""
+    outcomes = ledger.run_many(
+        [
+            ("t", ledger.dispatch("op-1", req("exec-1")).work),
+            ("t", ledger.confirm("op-1", "R-1").work),
+            ("t", ledger.confirm("op-1", "R-2").work),  # another receipt: a possible duplicate
+            ("t", ledger.dispatch("op-2", req("exec-2")).work),
+        ]
+    )
+    assert [o.error for o in outcomes] == [None] * 4
+    assert outcomes[2].value.reason == "receipt_conflict"
+    assert len(outcomes[2].value.hold_ids) == 1
+    assert _ops(ledger) == {"op-1": "confirmed", "op-2": "dispatching"}
+    with ledger.store.reader.connect() as conn:
+        kinds = conn.execute(sa.select(table(Event).c.kind).order_by(table(Event).c.seq)).all()
+        assert [k for (k,) in kinds] == [
+            "dispatched", "confirmed", "hold_opened", "receipt_conflict", "dispatched",
+        ]  # fmt: skip
+        assert chain.verify(conn).ok
+
+
 def _queued_then_run(
     writer: GroupCommitter,
     units: list[Callable[[Tx], Any]],
