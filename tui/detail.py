@@ -121,6 +121,7 @@ class DetailScreen(HoldActions, Screen[None]):
         links: dict[str, tuple[str, str | None]],
     ) -> None:
         self.hold = hold
+        self.refresh_bindings()
         now = self.app.ctx.now()
         if hold is None:
             self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")

@@ -59,8 +59,8 @@ class MainScreen(HoldActions, Screen[None]):
         self.queue.table.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "hold_action":
-            return not self.app.ctx.read_only and self.active() == "queue"
+        if action in ("hold_action", "refused"):
+            return self.active() == "queue" and super().check_action(action, parameters)
         if action in ("sort", "reverse"):
             return self.active() == "queue"
         if action == "verify":
@@ -103,6 +103,10 @@ class MainScreen(HoldActions, Screen[None]):
         for pane in self.query(ListPane):
             pane.reload()
         self.query_one(SourcesPane).reload()
+
+    @on(DataTable.RowHighlighted, "#queue DataTable")
+    def _selection_moved(self) -> None:
+        self.refresh_bindings()  # the footer offers what the selected hold allows
 
     @on(DataTable.RowSelected, "#queue DataTable")
     def _open(self, event: DataTable.RowSelected) -> None:
