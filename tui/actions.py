@@ -77,10 +77,15 @@ KEYS = {
 }
 # Each key twice: the action when the selected hold allows it (shown in the footer), else the
 # explanation why not (never shown; the key still answers).
-ACTION_BINDINGS = [
-    *(Binding(key, f"hold_action('{name}')", label) for name, (key, label) in KEYS.items()),
+# A screen lists these in its bindings: the footer shows them in that order and cuts what does
+# not fit at the right, so the decisions come first, then help and quit (or back), then the
+# updates (``?`` lists every key).
+DECISION_BINDINGS = [Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in DECISIONS]
+UPDATE_BINDINGS = [
+    *(Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in UPDATES),
     *(Binding(key, f"refused('{name}')", label, show=False) for name, (key, label) in KEYS.items()),
 ]
+HELP_BINDING = Binding("question_mark", "app.help", "Help")
 
 
 def subject(hold: dict[str, Any]) -> tuple[OpenHold, str | None, State | None, bool]:

@@ -24,9 +24,9 @@ from tui.dialogs import HelpScreen, ReportScreen
 from tui.main import MainScreen
 
 CSS = """
-.dialog { width: 80; height: auto; max-height: 90%; padding: 1 2; border: thick $accent;
-          background: $surface; }
-.dialog.wide { width: 110; }
+.dialog { width: 80; max-width: 100%; height: auto; max-height: 90%; padding: 1 2;
+          border: thick $accent; background: $surface; }
+.dialog.wide { width: 110; max-width: 100%; }
 ModalScreen { align: center middle; }
 .dialog-title { text-style: bold; margin-bottom: 1; }
 .dialog-subject { color: $text-muted; margin-bottom: 1; }

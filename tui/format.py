@@ -55,6 +55,16 @@ def clip(value: str, width: int) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+def middle(value: str, width: int) -> str:
+    """``value`` in ``width`` characters, cut in the middle: ids keep their distinctive end."""
+    if len(value) <= width:
+        return value
+    if width < 2:
+        return value[:width]
+    head = (width - 1) // 2
+    return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
 def parse_deadline(value: str, now: datetime) -> datetime:
     """``+30m``, ``+2h``, ``+1d``, ``today 18:00`` / ``tomorrow 09:00``, or an ISO 8601 time
     (UTC unless it names its offset)."""
