@@ -123,7 +123,8 @@ class QueuePane(ListPane):
 
 
 class ExecutionsPane(ListPane):
-    """The ledger's copies of execution records, newest first; pruned ones say when."""
+    """The ledger's copies of execution records, most recently started first (as the CLI
+    lists them); pruned ones say when."""
 
     COLUMNS = [
         ("source", "source"),
@@ -141,7 +142,7 @@ class ExecutionsPane(ListPane):
         return duty.search_executions(
             self.ctx.store,
             text=self.filter_text,
-            before_id=after["id"] if after else None,
+            after_id=after["id"] if after else None,
             limit=limit,
         )
 
@@ -196,11 +197,14 @@ class EventsPane(ListPane):
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         data = ", ".join(f"{k}={v}" for k, v in sorted(row["data"].items()) if v is not None)
+        kind = row["kind"]
+        if kind == "hold_resolved" and row["data"].get("resolution"):
+            kind = f"{kind} ({row['data']['resolution']})"  # which of the resolutions
         return [
             str(row["seq"]),
             clock_time(row["at"], self.ctx.now()),
             row["actor"],
-            row["kind"],
+            kind,
             text(row["operation_id"]),
             text(row["hold_id"]),
             data[:120],

@@ -209,12 +209,13 @@ def hold(store: Store, hold_id: int) -> dict[str, Any] | None:
 
 
 def search_executions(
-    store: Store, *, text: str = "", before_id: int | None = None, limit: int = 100
+    store: Store, *, text: str = "", after_id: int | None = None, limit: int = 100
 ) -> list[dict[str, Any]]:
-    """Kept executions, newest first (by id, keyset paged), ``gone`` ones included."""
-    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id.desc()).limit(limit)
-    if before_id is not None:
-        stmt = stmt.where(EXECUTIONS.c.id < before_id)
+    """Kept executions, most recently started first (queued ones by when the ledger first saw
+    them) as the CLI lists them, ``gone`` ones included. Keyset paging: pass the last row's
+    ``id`` as ``after_id`` for the next page."""
+    when = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
+    stmt = sa.select(EXECUTIONS).order_by(when.desc(), EXECUTIONS.c.id.desc()).limit(limit)
     for word in text.split():
         if word.lower() == "gone":
             stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
@@ -234,6 +235,13 @@ def search_executions(
             )
         )
     with store.reader.connect() as conn:
+        if after_id is not None:
+            anchor = conn.execute(sa.select(when).where(EXECUTIONS.c.id == after_id)).first()
+            if anchor is None:
+                return []
+            stmt = stmt.where(
+                sa.or_(when < anchor[0], sa.and_(when == anchor[0], EXECUTIONS.c.id < after_id))
+            )
         return [row_dict(r) for r in conn.execute(stmt)]
 
 
