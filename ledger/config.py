@@ -8,10 +8,12 @@ database, logs or events.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
 import tomllib
+import typing
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -235,10 +237,39 @@ def load_config(path: Path | None = None) -> FileConfig:
     except ValueError as exc:
         errors = getattr(exc, "errors", None)
         if callable(errors):
-            first = errors()[0]
+            found = errors()
+            # An unknown key first: a misspelt one also makes the real key "missing".
+            first = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
             where = ".".join(str(p) for p in first["loc"])
+            if first["type"] == "extra_forbidden":
+                raise LedgerError(f"{path}: {where}: {_unknown_key(first['loc'])}") from exc
             raise LedgerError(f"{path}: {where}: {first['msg']}") from exc
         raise LedgerError(f"{path}: {exc}") from exc
+
+
+def _unknown_key(loc: tuple[str | int, ...]) -> str:
+    """ "unknown key; did you mean …?" with the closest key the file's section takes."""
+    model: Any = FileConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # an item of a list of sections: the section's own model
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field is not None else None
+        model = next(
+            (
+                t
+                for t in (annotation, *typing.get_args(annotation))
+                if isinstance(t, type) and issubclass(t, BaseModel)
+            ),
+            None,
+        )
+        if model is None:
+            return "unknown key"
+    known = list(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key; did you mean {close[0]!r}?"
+    return f"unknown key; this section takes {', '.join(known)}"
 
 
 class Settings(BaseSettings):

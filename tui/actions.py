@@ -1,21 +1,24 @@
 """A person's decisions on a hold, as the UI offers them: which values each asks for, what the
-confirmation says, and which service call records it. The rules themselves live in the
-services; a refusal from them (or a race lost to someone else) is shown and changes nothing."""
+confirmation says, and which service call records it. Which decisions a hold allows is the
+domain's rule (:func:`ledger.domain.allowed`): only those are offered, and a key for another
+is explained before any dialog opens. A refusal from the services (a race lost to someone
+else) is shown and changes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.binding import Binding
 
-from ledger.domain import IllegalTransition
+from ledger.domain import DECISIONS, IllegalTransition, OpenHold, Reason, State, allowed, refusal
 from ledger.writer.services import InvalidInput, NotFound
 from tui.dialogs import ConfirmDialog, Field, FormDialog
-from tui.format import parse_deadline, when
+from tui.format import DEADLINE_FORMS, future_deadline, text, when
 
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
@@ -35,30 +38,12 @@ ACTIONS: dict[str, ActionSpec] = {
     "confirm": ActionSpec(
         "Confirm with evidence",
         [Field("receipt", "Receipt (the target's reference)", placeholder="e.g. msg-123"), NOTE],
-        "The operation becomes CONFIRMED with receipt {receipt!r}. Workflows will skip this "
-        "write from now on. Only confirm if you saw the effect in the target system.",
+        "",
         "confirmed with evidence",
     ),
-    "release": ActionSpec(
-        "Release for retry",
-        [NOTE],
-        "The workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
-        "write did happen, the write will happen TWICE (a duplicate effect).",
-        "released for retry",
-    ),
-    "cancel": ActionSpec(
-        "Cancel the operation",
-        [NOTE],
-        "The operation is CANCELLED for good: no workflow will write it again, and its open "
-        "holds close. This cannot be undone.",
-        "cancelled",
-    ),
-    "dismiss": ActionSpec(
-        "Dismiss the hold",
-        [NOTE],
-        "The hold closes as seen; nothing about the operation changes.",
-        "dismissed",
-    ),
+    "release": ActionSpec("Release for retry", [NOTE], "", "released for retry"),
+    "cancel": ActionSpec("Cancel the operation", [NOTE], "", "cancelled"),
+    "dismiss": ActionSpec("Dismiss the hold", [NOTE], "", "dismissed"),
     "assign": ActionSpec(
         "Assign",
         [Field("owner", "Owner", placeholder="who handles it"), NOTE],
@@ -67,7 +52,7 @@ ACTIONS: dict[str, ActionSpec] = {
     ),
     "extend": ActionSpec(
         "Extend the deadline",
-        [Field("deadline", "New deadline", placeholder="+30m, +2h, +1d or 2026-11-02 18:00"), NOTE],
+        [Field("deadline", "New deadline", placeholder=DEADLINE_FORMS), NOTE],
         "The hold's deadline moves to {deadline_text} UTC.",
         "deadline extended",
     ),
@@ -78,16 +63,87 @@ ACTIONS: dict[str, ActionSpec] = {
         "noted",
     ),
 }
+# Whatever the hold's reason, a person can always assign it, move its deadline or note it.
+UPDATES = ("assign", "extend", "note")
 
-ACTION_BINDINGS = [
-    Binding("c", "hold_action('confirm')", "Confirm"),
-    Binding("r", "hold_action('release')", "Release"),
-    Binding("x", "hold_action('cancel')", "Cancel op"),
-    Binding("d", "hold_action('dismiss')", "Dismiss"),
-    Binding("a", "hold_action('assign')", "Assign"),
-    Binding("e", "hold_action('extend')", "Extend"),
-    Binding("n", "hold_action('note')", "Note"),
+KEYS = {
+    "confirm": ("c", "Confirm"),
+    "release": ("r", "Release"),
+    "cancel": ("x", "Cancel op"),
+    "dismiss": ("d", "Dismiss"),
+    "assign": ("a", "Assign"),
+    "extend": ("e", "Extend"),
+    "note": ("n", "Note"),
+}
+# Each key twice: the action when the selected hold allows it (shown in the footer), else the
+# explanation why not (never shown; the key still answers).
+# A screen lists these in its bindings: the footer shows them in that order and cuts what does
+# not fit at the right, so the decisions come first, then help and quit (or back), then the
+# updates (``?`` lists every key).
+DECISION_BINDINGS = [Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in DECISIONS]
+UPDATE_BINDINGS = [
+    *(Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in UPDATES),
+    *(Binding(key, f"refused('{name}')", label, show=False) for name, (key, label) in KEYS.items()),
 ]
+HELP_BINDING = Binding("question_mark", "app.help", "Help")
+
+
+def subject(hold: dict[str, Any]) -> tuple[OpenHold, str | None, State | None, bool]:
+    state = hold.get("operation_state")
+    return (
+        OpenHold(hold["id"], Reason(hold["reason"]), bool(hold["blocking"]), hold["cause_key"]),
+        hold.get("operation_id"),
+        State(state) if state else None,
+        bool(hold.get("operation_conflict")),
+    )
+
+
+def offered(hold: dict[str, Any]) -> tuple[str, ...]:
+    """What the UI offers for an open hold (a queue or detail row): the decisions the domain
+    allows, then the updates."""
+    return (*allowed(*subject(hold)), *UPDATES)
+
+
+def why_not(name: str, hold: dict[str, Any]) -> str | None:
+    """The domain's reason ``name`` cannot be taken on ``hold``, or ``None`` when it can."""
+    if name not in DECISIONS:
+        return None
+    refused = refusal(name, *subject(hold))
+    return str(refused) if refused is not None else None
+
+
+def consequence(name: str, hold: dict[str, Any], values: dict[str, str]) -> str:
+    """What will really happen to ``hold`` and its operation: the confirmation's text."""
+    op, state = hold.get("operation_id"), text(hold.get("operation_state"))
+    overdue = " Any overdue hold about it closes with it."
+    if name == "confirm":
+        if hold["reason"] == Reason.RECEIPT_CONFLICT.value:
+            return (
+                f"Receipt {values['receipt']!r} stands for operation {op} (now {state}): the "
+                f"operation becomes CONFIRMED with it and its receipt_conflict holds close. "
+                "Workflows will skip this write from now on." + overdue
+            )
+        return (
+            f"Operation {op} (now {state}) becomes CONFIRMED with receipt "
+            f"{values['receipt']!r}, and its unknown-outcome holds close. Workflows will skip "
+            "this write from now on. Only confirm if you saw the effect in the target system."
+            + overdue
+        )
+    if name == "release":
+        return (
+            f"Operation {op} goes back to PREPARED and its unknown-outcome holds close: the "
+            "workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
+            "write did happen, the write will happen TWICE (a duplicate effect)." + overdue
+        )
+    if name == "cancel":
+        return (
+            f"Operation {op} (now {state}) is CANCELLED for good: no workflow will write it "
+            "again, and all its open holds close. This cannot be undone." + overdue
+        )
+    if name == "dismiss":
+        stays = f"operation {op} stays {state}" if op else "nothing else changes"
+        return f"Hold {hold['id']} closes as seen; {stays}." + overdue
+    return ACTIONS[name].warning.format(**values)
 
 
 def describe(hold: dict[str, Any]) -> str:
@@ -113,34 +169,47 @@ class HoldActions:
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "hold_action":
-            return not self.app.ctx.read_only
+            hold = self.selected_hold()
+            if self.app.ctx.read_only or hold is None:
+                return False
+            return parameters[0] in offered(hold)
         return True
 
     def action_hold_action(self, name: str) -> None:
-        if self.app.ctx.read_only:
-            return
         hold = self.selected_hold()
-        if hold is None:
-            self.app.report("No open hold selected.", "warning")
+        if self.app.ctx.read_only or hold is None or name not in offered(hold):
+            self.action_refused(name)
             return
         self._run_action(name, hold)
+
+    def action_refused(self, name: str) -> None:
+        """Say why the key for ``name`` does nothing here; no dialog opens."""
+        title = ACTIONS[name].title
+        hold = self.selected_hold()
+        if self.app.ctx.read_only:
+            self.app.report(f"{title}: read-only mode, no action is offered.", "warning")
+        elif hold is None:
+            self.app.report(f"{title}: no open hold selected.", "warning")
+        else:
+            reason = why_not(name, hold) or "not offered here"
+            self.app.report(f"{title} is not possible for hold {hold['id']}: {reason}.", "warning")
 
     @work(exclusive=True, group="hold-action")
     async def _run_action(self, name: str, hold: dict[str, Any]) -> None:
         spec = ACTIONS[name]
-        values = await self.app.push_screen_wait(
-            FormDialog(spec.title, describe(hold), spec.fields)
-        )
+        ctx = self.app.ctx
+        fields = [_checked(f, ctx.now) for f in spec.fields]
+        values = await self.app.push_screen_wait(FormDialog(spec.title, describe(hold), fields))
         if values is None:
             return
-        ctx = self.app.ctx
         if name == "extend":
-            try:
-                values["deadline_text"] = when(parse_deadline(values["deadline"], ctx.now()))
-            except ValueError as exc:
+            try:  # read once: the time confirmed is the time recorded
+                deadline = future_deadline(values["deadline"], ctx.now())
+            except ValueError as exc:  # the clock passed it while the dialog was open
                 self.app.report(f"Nothing changed: {exc}", "error")
                 return
-        message = spec.warning.format(**values) + f"\n\nRecorded as operator {ctx.operator}."
+            values["deadline"], values["deadline_text"] = deadline.isoformat(), when(deadline)
+        message = consequence(name, hold, values) + f"\n\nRecorded as operator {ctx.operator}."
         if not await self.app.push_screen_wait(ConfirmDialog(f"{spec.title}?", message)):
             self.app.report("Nothing changed.", "information")
             return
@@ -159,6 +228,13 @@ class HoldActions:
         self.after_action()
 
 
+def _checked(f: Field, now: Callable[[], datetime]) -> Field:
+    """The deadline field reads what is typed against the clock, live."""
+    if f.name != "deadline":
+        return f
+    return replace(f, check=lambda v: f"→ {when(future_deadline(v, now()))} UTC")
+
+
 def _service_call(
     app: FlowledgerApp, name: str, hold_id: int, v: dict[str, str]
 ) -> Callable[[], Any]:
@@ -170,7 +246,7 @@ def _service_call(
     if name == "assign":
         return lambda: ledger.update_hold(hold_id, operator=op, note=note, owner=v["owner"]).run()
     if name == "extend":
-        deadline = parse_deadline(v["deadline"], ctx.now())
+        deadline = datetime.fromisoformat(v["deadline"])
         return lambda: ledger.update_hold(hold_id, operator=op, note=note, deadline=deadline).run()
     next_action = v.get("next_action") or None
     return lambda: ledger.update_hold(

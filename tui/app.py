@@ -7,6 +7,7 @@ from __future__ import annotations
 import getpass
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from textual import work
@@ -17,18 +18,20 @@ from textual.screen import Screen
 from ledger.clock import utcnow
 from ledger.reads import duty, handover
 from ledger.writer.services import Ledger
+from tui.actions import ACTIONS, KEYS, HoldActions, offered
 from tui.context import Context
 from tui.dialogs import HelpScreen, ReportScreen
 from tui.main import MainScreen
 
 CSS = """
-.dialog { width: 80; height: auto; max-height: 90%; padding: 1 2; border: thick $accent;
-          background: $surface; }
-.dialog.wide { width: 110; }
+.dialog { width: 80; max-width: 100%; height: auto; max-height: 90%; padding: 1 2;
+          border: thick $accent; background: $surface; }
+.dialog.wide { width: 110; max-width: 100%; }
 ModalScreen { align: center middle; }
 .dialog-title { text-style: bold; margin-bottom: 1; }
 .dialog-subject { color: $text-muted; margin-bottom: 1; }
 .dialog-error { color: $error; }
+.dialog-preview { color: $text-muted; }
 .dialog-buttons { height: auto; margin-top: 1; }
 .dialog-buttons Button { margin-right: 2; }
 #confirm-message { margin-bottom: 1; }
@@ -104,6 +107,14 @@ class FlowledgerApp(App[None]):
             "Handover report", "Write the shift's report (Markdown)", self.action_handover
         )
         yield SystemCommand("Refresh", "Reload every list now", self.refresh_lists)
+        if isinstance(screen, HoldActions) and not self.ctx.read_only:
+            hold = screen.selected_hold()
+            for name in offered(hold) if hold is not None else ():
+                yield SystemCommand(
+                    f"{ACTIONS[name].title} (key {KEYS[name][0]})",
+                    f"On hold {hold['id']}",
+                    partial(screen.action_hold_action, name),
+                )
         for key, name in (("1", "queue"), ("2", "executions"), ("3", "sources"), ("4", "events")):
             yield SystemCommand(
                 f"Show {name}", f"Switch to the {name} tab (key {key})", _tab(self, name)

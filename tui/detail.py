@@ -18,7 +18,7 @@ from textual.widgets import Footer, Header, Static
 
 from ledger.domain import is_overdue
 from ledger.reads import duty, queries
-from tui.actions import ACTION_BINDINGS, HoldActions
+from tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
 from tui.format import age, execution_url, short_hash, text, when
 
 if TYPE_CHECKING:
@@ -66,7 +66,12 @@ def _table(title: str, columns: list[str]) -> Table:
 
 
 class DetailScreen(HoldActions, Screen[None]):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"), *ACTION_BINDINGS]
+    BINDINGS = [
+        *DECISION_BINDINGS,
+        Binding("escape,q", "app.pop_screen", "Back"),
+        HELP_BINDING,
+        *UPDATE_BINDINGS,
+    ]
     app: FlowledgerApp
 
     def __init__(self, hold_id: int) -> None:
@@ -84,7 +89,7 @@ class DetailScreen(HoldActions, Screen[None]):
             yield Static("", id="detail-executions")
             yield Static("", id="detail-holds")
             yield Static("", id="detail-events")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load()
@@ -121,6 +126,7 @@ class DetailScreen(HoldActions, Screen[None]):
         links: dict[str, tuple[str, str | None]],
     ) -> None:
         self.hold = hold
+        self.refresh_bindings()
         now = self.app.ctx.now()
         if hold is None:
             self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")

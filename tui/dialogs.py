@@ -3,6 +3,7 @@ handover report."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -18,10 +19,14 @@ class Field:
     label: str
     required: bool = True
     placeholder: str = ""
+    # Reads the typed value: returns what it means (shown live under the field) or raises
+    # ValueError saying what is wrong.
+    check: Callable[[str], str] | None = None
 
 
 class FormDialog(ModalScreen[dict[str, str] | None]):
-    """Ask for an action's values; every required field must be filled before it returns."""
+    """Ask for an action's values. It returns only once every required field is filled and
+    every check passes; until then it stays open with what was typed and says what is wrong."""
 
     BINDINGS = [Binding("escape", "cancel", "Back")]
 
@@ -38,6 +43,8 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
             for f in self.fields:
                 yield Label(f.label + ("" if f.required else " (optional)"))
                 yield Input(placeholder=f.placeholder, id=f"field-{f.name}")
+                if f.check is not None:
+                    yield Static("", id=f"preview-{f.name}", classes="dialog-preview")
             yield Static("", id="form-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Continue", variant="primary", id="ok")
@@ -48,6 +55,23 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
             self._submit()
         else:
             self.dismiss(None)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Show what a checked field's value means (or what is wrong with it) as it is typed."""
+        name = (event.input.id or "").removeprefix("field-")
+        f = next((f for f in self.fields if f.name == name), None)
+        if f is None or f.check is None:
+            return
+        preview = self.query_one(f"#preview-{name}", Static)
+        if not event.value.strip():
+            preview.update("")
+            return
+        try:
+            preview.update(f.check(event.value))
+            preview.set_class(False, "dialog-error")
+        except ValueError as exc:
+            preview.update(str(exc))
+            preview.set_class(True, "dialog-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter moves to the next empty field, and submits from the last one."""
@@ -63,10 +87,19 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
         values = {
             f.name: self.query_one(f"#field-{f.name}", Input).value.strip() for f in self.fields
         }
+        error = self.query_one("#form-error", Static)
         missing = [f.label for f in self.fields if f.required and not values[f.name]]
         if missing:
-            self.query_one("#form-error", Static).update(f"Required: {', '.join(missing)}")
+            error.update(f"Required: {', '.join(missing)}")
             return
+        for f in self.fields:
+            if f.check is not None and values[f.name]:
+                try:
+                    f.check(values[f.name])
+                except ValueError as exc:
+                    error.update(f"{f.label}: {exc}")
+                    self.query_one(f"#field-{f.name}", Input).focus()
+                    return
         self.dismiss(values)
 
     def action_cancel(self) -> None:
@@ -111,12 +144,13 @@ HELP = """\
 | `/` | lists | filter (`escape` back to the list); see below |
 | `s` / `S` | queue | next sort column / reverse the order (or click a column header) |
 | `enter` | queue | open the operation behind the hold |
+| | hold | only the actions the selected hold allows are in the footer; another key says why |
 | `c` | hold | confirm with evidence (receipt and note) |
 | `r` | hold | release for retry (note; the write may happen twice if the evidence is wrong) |
 | `x` | hold | cancel the operation (note) |
 | `d` | hold | dismiss a non-blocking hold (note) |
 | `a` | hold | assign an owner (note) |
-| `e` | hold | extend the deadline: `+30m`, `+2h`, `+1d` or `YYYY-MM-DD HH:MM` UTC (note) |
+| `e` | hold | extend the deadline: `+30m`, `+2h`, `+1d`, `tomorrow 09:00` or ISO, UTC (note) |
 | `n` | hold | add a note and the next action |
 | `v` | events | verify the event chain |
 | `H` | anywhere | write the handover report (Markdown) |

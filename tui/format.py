@@ -12,6 +12,8 @@ from ledger.domain import is_overdue
 from ledger.reads.handover import span
 
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
+_DAY_TIME = re.compile(r"^(today|tomorrow)\s+(\d{1,2}):(\d{2})$", re.IGNORECASE)
+DEADLINE_FORMS = "+30m, +2h, +1d, tomorrow 09:00, or an ISO time such as 2026-12-24T18:00 (UTC)"
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
 
@@ -53,17 +55,43 @@ def clip(value: str, width: int) -> str:
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
+def middle(value: str, width: int) -> str:
+    """``value`` in ``width`` characters, cut in the middle: ids keep their distinctive end."""
+    if len(value) <= width:
+        return value
+    if width < 2:
+        return value[:width]
+    head = (width - 1) // 2
+    return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
 def parse_deadline(value: str, now: datetime) -> datetime:
-    """``+30m``, ``+2h``, ``+1d``, or ``YYYY-MM-DD HH:MM`` (UTC)."""
+    """``+30m``, ``+2h``, ``+1d``, ``today 18:00`` / ``tomorrow 09:00``, or an ISO 8601 time
+    (UTC unless it names its offset)."""
     value = value.strip()
     match = _RELATIVE.match(value)
     if match:
         return now + timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    match = _DAY_TIME.match(value)
+    if match:
+        day = now.astimezone(UTC).date() + timedelta(days=match.group(1).lower() == "tomorrow")
+        hour, minute = int(match.group(2)), int(match.group(3))
+        if hour > 23 or minute > 59:
+            raise ValueError(f"{hour:02}:{minute:02} is not a time of day")
+        return datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ValueError("give +30m, +2h, +1d or YYYY-MM-DD HH:MM (UTC)") from None
+        raise ValueError(f"cannot read {value!r} as a deadline: give {DEADLINE_FORMS}") from None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def future_deadline(value: str, now: datetime) -> datetime:
+    """:func:`parse_deadline`, refusing a time that is not after ``now``."""
+    deadline = parse_deadline(value, now)
+    if deadline <= now:
+        raise ValueError(f"{when(deadline)} UTC is in the past; the new deadline must be later")
+    return deadline
 
 
 def execution_url(kind: str | None, base_url: str | None, execution: dict[str, Any]) -> str | None:

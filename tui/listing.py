@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -28,6 +28,12 @@ class ListPane(Vertical):
 
     BINDINGS = [Binding("escape", "leave_filter", "Back to list", show=False)]
     COLUMNS: list[tuple[str, str]] = []  # (key, label)
+    # For a pane that fits its width: each column's width (cells are fitted to it), the one
+    # column that takes what is left (between its bounds), and the columns dropped, first to
+    # last, while the rest does not fit.
+    WIDTHS: dict[str, int] = {}
+    FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
+    DROP: tuple[str, ...] = ()
     FILTER_HINT = "/ filter"
     app: FlowledgerApp
 
@@ -39,6 +45,10 @@ class ListPane(Vertical):
         self.exhausted = False
         self.generation = 0  # the newest load asked for
         self.shown = -1  # the load whose rows are on screen
+        self.shown_keys = [key for key, _ in self.COLUMNS]
+        self.widths: dict[str, int] = dict(self.WIDTHS)
+        if self.FLEX is not None:
+            self.widths[self.FLEX[0]] = self.FLEX[2]
 
     @property
     def ctx(self) -> Context:
@@ -63,10 +73,50 @@ class ListPane(Vertical):
     def compose(self) -> ComposeResult:
         yield Input(placeholder=self.FILTER_HINT, classes="filter")
         table: DataTable[Cell] = DataTable(cursor_type="row", zebra_stripes=True)
-        for key, label in self.COLUMNS:
-            table.add_column(label, key=key)
+        self._add_columns(table)
         yield table
         yield Static("loading…", classes="list-status")
+
+    def _add_columns(self, table: DataTable[Cell]) -> None:
+        for key, label in self.COLUMNS:
+            if key in self.shown_keys:
+                table.add_column(label, key=key, width=self.widths.get(key))
+
+    def fit(self, width: int) -> tuple[list[str], dict[str, int]]:
+        """The columns shown in ``width`` cells, and their widths."""
+        keys = [key for key, _ in self.COLUMNS]
+        if self.FLEX is None:
+            return keys, dict(self.WIDTHS)
+        flex, narrowest, widest = self.FLEX
+        room = width - 2  # the vertical scrollbar
+        drop = list(self.DROP)
+        while True:
+            fixed = sum(self.WIDTHS[k] + 2 for k in keys if k != flex) + 2
+            if room - fixed >= narrowest or not drop:
+                break
+            keys.remove(drop.pop(0))
+        return keys, {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
+
+    def on_resize(self, event: events.Resize) -> None:
+        visible, widths = self.fit(event.size.width)
+        if (visible, widths) == (self.shown_keys, self.widths):
+            return
+        self.shown_keys, self.widths = visible, widths
+        table = self.table
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        self._add_columns(table)
+        table.add_rows([self.shown_cells(r) for r in self.rows])
+        if self.rows:
+            table.move_cursor(row=min(cursor, len(self.rows) - 1))
+
+    def shown_cells(self, row: dict[str, Any]) -> list[Cell]:
+        """The cells of the columns shown."""
+        cells = self.cells(row)
+        if len(self.shown_keys) == len(self.COLUMNS):
+            return cells
+        keys = [key for key, _ in self.COLUMNS]
+        return [c for key, c in zip(keys, cells, strict=True) if key in self.shown_keys]
 
     @property
     def table(self) -> DataTable[Cell]:
@@ -146,7 +196,7 @@ class ListPane(Vertical):
         index = table.cursor_row
         self.rows, self.exhausted = rows, len(rows) < limit
         table.clear()
-        table.add_rows([self.cells(r) for r in rows])
+        table.add_rows([self.shown_cells(r) for r in rows])
         if rows:
             if selected is not None:
                 keys = [self.key(r) for r in rows]
@@ -160,7 +210,7 @@ class ListPane(Vertical):
             return
         self.rows.extend(rows)
         self.exhausted = len(rows) < self.ctx.page_size
-        self.table.add_rows([self.cells(r) for r in rows])
+        self.table.add_rows([self.shown_cells(r) for r in rows])
         self._status()
 
     def _status(self) -> None:

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
 
-from tui.actions import ACTION_BINDINGS, HoldActions
+from tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
 from tui.detail import DetailScreen
 from tui.listing import ListPane
 from tui.panes import EventsPane, ExecutionsPane, QueuePane, SourcesPane
@@ -27,11 +27,14 @@ class MainScreen(HoldActions, Screen[None]):
         Binding("2", "tab('executions')", "Executions", show=False),
         Binding("3", "tab('sources')", "Sources", show=False),
         Binding("4", "tab('events')", "Events", show=False),
+        *DECISION_BINDINGS,
+        HELP_BINDING,
+        Binding("q", "app.quit", "Quit"),
+        *UPDATE_BINDINGS,
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort", "Sort", show=False),
         Binding("S", "reverse", "Reverse sort", show=False),
         Binding("v", "verify", "Verify chain", show=False),
-        *ACTION_BINDINGS,
     ]
     app: FlowledgerApp
 
@@ -46,7 +49,7 @@ class MainScreen(HoldActions, Screen[None]):
                 yield SourcesPane(id="sources")
             with TabPane("Events [4]", id="tab-events"):
                 yield EventsPane(id="events")
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def queue(self) -> QueuePane:
@@ -59,8 +62,8 @@ class MainScreen(HoldActions, Screen[None]):
         self.queue.table.focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "hold_action":
-            return not self.app.ctx.read_only and self.active() == "queue"
+        if action in ("hold_action", "refused"):
+            return self.active() == "queue" and super().check_action(action, parameters)
         if action in ("sort", "reverse"):
             return self.active() == "queue"
         if action == "verify":
@@ -103,6 +106,10 @@ class MainScreen(HoldActions, Screen[None]):
         for pane in self.query(ListPane):
             pane.reload()
         self.query_one(SourcesPane).reload()
+
+    @on(DataTable.RowHighlighted, "#queue DataTable")
+    def _selection_moved(self) -> None:
+        self.refresh_bindings()  # the footer offers what the selected hold allows
 
     @on(DataTable.RowSelected, "#queue DataTable")
     def _open(self, event: DataTable.RowSelected) -> None:

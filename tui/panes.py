@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from ledger.domain import is_overdue
 from ledger.reads import chain, duty, queries
-from tui.format import age, clip, clock_time, deadline_cell, text
+from tui.format import age, clip, clock_time, deadline_cell, middle, text
 from tui.listing import Cell, ListPane
 
 SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
@@ -43,6 +43,20 @@ class QueuePane(ListPane):
         ("execution", "execution"),
     ]
     FILTER_HINT = "/ filter: words, reason: owner: state: workflow: op: source:, overdue, blocking"
+    # The operation takes what is left; narrower screens drop the execution's status first,
+    # then the workflow, owner, age and the operation's state.
+    WIDTHS = {
+        "hold": 5,
+        "reason": 16,
+        "state": 11,
+        "age": 6,
+        "deadline": 13,
+        "owner": 8,
+        "workflow": 12,
+        "execution": 10,
+    }
+    FLEX = ("operation", 20, 40)
+    DROP = ("execution", "workflow", "owner", "age", "state")
 
     def __init__(self, *, id: str) -> None:
         super().__init__(id=id)
@@ -74,7 +88,9 @@ class QueuePane(ListPane):
         overdue = is_overdue(row["deadline"], now)
         style = "red" if overdue else ""
         reason = Text(clip(row["reason"], 16), style="bold yellow" if row["blocking"] else "")
-        subject = clip(row["operation_id"] or f"source {row['source'] or '-'}", 26)
+        subject = middle(
+            row["operation_id"] or f"source {row['source'] or '-'}", self.widths["operation"]
+        )
         return [
             Text(str(row["id"]), style=style),
             Text(subject, style=style),
@@ -107,7 +123,8 @@ class QueuePane(ListPane):
 
 
 class ExecutionsPane(ListPane):
-    """The ledger's copies of execution records, newest first; pruned ones say when."""
+    """The ledger's copies of execution records, most recently started first (as the CLI
+    lists them); pruned ones say when."""
 
     COLUMNS = [
         ("source", "source"),
@@ -125,7 +142,7 @@ class ExecutionsPane(ListPane):
         return duty.search_executions(
             self.ctx.store,
             text=self.filter_text,
-            before_id=after["id"] if after else None,
+            after_id=after["id"] if after else None,
             limit=limit,
         )
 
@@ -180,11 +197,14 @@ class EventsPane(ListPane):
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         data = ", ".join(f"{k}={v}" for k, v in sorted(row["data"].items()) if v is not None)
+        kind = row["kind"]
+        if kind == "hold_resolved" and row["data"].get("resolution"):
+            kind = f"{kind} ({row['data']['resolution']})"  # which of the resolutions
         return [
             str(row["seq"]),
             clock_time(row["at"], self.ctx.now()),
             row["actor"],
-            row["kind"],
+            kind,
             text(row["operation_id"]),
             text(row["hold_id"]),
             data[:120],

@@ -153,6 +153,12 @@ def verify(
     """Walk the whole event chain; exit 1 naming the first bad sequence number."""
     with opened(db) as store, store.reader.connect() as conn:
         result = chain.verify(conn, expect_head=expect_head)
+    if not result.ok and result.bad_seq is None:
+        typer.echo(
+            f"head MISMATCH: {result.problem}; the {result.checked} events themselves chain "
+            f"correctly up to seq {result.head_seq}"
+        )
+        raise typer.Exit(1)
     if not result.ok:
         typer.echo(
             f"chain BROKEN at seq {result.bad_seq}: {result.problem} "

@@ -80,16 +80,20 @@ def token_list(db: DbOption = None) -> None:
         rows = list_tokens(store)
     if not rows:
         typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
+        return
     echo_table(
         (
-            r["name"],
-            r["scope"],
-            "signing" if r["signing"] else "-",
-            f"created {r['created_at']:%Y-%m-%d %H:%M}",
-            f"used {r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never used",
-            f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active",
-        )
-        for r in rows
+            (
+                r["name"],
+                r["scope"],
+                "yes" if r["signing"] else "no",
+                f"{r['created_at']:%Y-%m-%d %H:%M}",
+                f"{r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never",
+                f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active",
+            )
+            for r in rows
+        ),
+        header=("name", "scope", "signing", "created", "last used", "state"),
     )
 
 

@@ -36,9 +36,12 @@ from ledger.domain.model import (
     is_overdue,
 )
 from ledger.domain.resolutions import (
+    DECISIONS,
+    allowed,
     cancel,
     confirm_with_evidence,
     dismiss,
+    refusal,
     release_for_retry,
 )
 from ledger.domain.rules import (
@@ -52,6 +55,7 @@ from ledger.domain.rules import (
 
 __all__ = [
     "BLOCKING_REASONS",
+    "DECISIONS",
     "DEFAULT_BLOCKING_HOLD_DEADLINE",
     "DEFAULT_DISPATCH_DEADLINE",
     "DEFAULT_HOLD_DEADLINE",
@@ -71,6 +75,7 @@ __all__ = [
     "Reason",
     "Resolution",
     "State",
+    "allowed",
     "cancel",
     "confirm",
     "confirm_with_evidence",
@@ -80,6 +85,7 @@ __all__ = [
     "fail",
     "is_overdue",
     "prepare",
+    "refusal",
     "release_for_retry",
     "unknown_outcome_hold",
 ]

@@ -54,6 +54,13 @@ def cause_key(reason: Reason, **parts: str | int | datetime) -> str:
     return ":".join([prefix, *(part_text(parts[name]) for name in names)])
 
 
+def overdue_key_range(hold_id: int) -> tuple[str, str]:
+    """The cause keys of every ``overdue`` hold about hold ``hold_id`` lie in
+    ``[low, high)``: one per deadline it passed."""
+    prefix = cause_key(Reason.OVERDUE, hold_id=hold_id, deadline="")
+    return prefix, prefix[:-1] + chr(ord(":") + 1)
+
+
 def new_hold(reason: Reason, detail: str, **parts: str | int | datetime) -> NewHold:
     """A hold for ``reason``, keyed by these parts (see :func:`cause_key`)."""
     return NewHold.of(reason, cause_key(reason, **parts), detail)

@@ -66,6 +66,7 @@ class Resolution(enum.StrEnum):
     DISMISSED = "dismissed"
     CONFIRMED_BY_RECEIPT = "confirmed_by_receipt"  # the workflow's own late confirm
     REJECTED_BY_TARGET = "rejected_by_target"  # the workflow's own late rejection
+    CAUSE_RESOLVED = "cause_resolved"  # an overdue hold whose hold was resolved
 
 
 class IllegalTransition(Exception):

@@ -1,7 +1,10 @@
 """A person's decisions on a hold: confirm with evidence, release for retry, cancel, dismiss.
 Each needs a note. A decision is recorded as one ``hold_resolved`` event per hold it closes,
 carrying the decision's ``data`` (the receipt, the attempt, the state it left); it has no event
-of its own."""
+of its own.
+
+Which decisions a hold allows is decided once, by :func:`refusal`: the decisions below raise
+what it returns, and the UI asks it (through :func:`allowed`) before it offers a key."""
 
 from __future__ import annotations
 
@@ -17,6 +20,78 @@ from ledger.domain.model import (
     Resolution,
     State,
 )
+
+# The decisions a person can take on a hold, in the order the UI offers them.
+DECISIONS = ("confirm", "release", "cancel", "dismiss")
+
+# --------------------------------------------------------------------------- which are allowed
+
+
+def refusal(
+    action: str,
+    hold: OpenHold,
+    operation_id: str | None,
+    state: State | None,
+    conflict: bool,
+) -> IllegalTransition | None:
+    """Why ``action`` (one of :data:`DECISIONS`) cannot be taken on ``hold``, or ``None`` when
+    it can. ``operation_id`` and ``state`` are those of the operation the hold concerns (both
+    ``None`` when it concerns none); ``conflict`` says whether that operation has an open
+    ``receipt_conflict`` hold."""
+    if action == "dismiss":
+        if hold.blocking:
+            return IllegalTransition(
+                "a blocking hold is resolved by confirm, release for retry or cancel, "
+                "not dismissed",
+                code="blocking_hold",
+            )
+        return None
+    if action not in DECISIONS:
+        raise ValueError(f"unknown decision {action!r}")
+    if operation_id is None or state is None:
+        return IllegalTransition(
+            f"hold {hold.hold_id} concerns no operation; dismiss it once handled",
+            code="no_operation",
+        )
+    if action == "confirm":
+        if hold.reason is Reason.RECEIPT_CONFLICT or state is State.DISPATCHING:
+            return None
+        return IllegalTransition(
+            f"operation {operation_id} is {state.value}; confirm with evidence applies "
+            "to a dispatched operation"
+        )
+    if action == "release":
+        if state is State.DISPATCHING and hold.reason in OUTCOME_REASONS:
+            return None
+        return IllegalTransition(
+            f"release for retry applies to an unknown outcome of a dispatched operation; "
+            f"{operation_id} is {state.value} with a {hold.reason.value} hold"
+        )
+    return _cancel_refusal(operation_id, state, conflict)
+
+
+def _cancel_refusal(operation_id: str, state: State, conflict: bool) -> IllegalTransition | None:
+    if state is State.CANCELLED:
+        return IllegalTransition(f"operation {operation_id} is already cancelled")
+    if state is State.CONFIRMED and not conflict:
+        return IllegalTransition(f"operation {operation_id} is confirmed; it cannot be cancelled")
+    return None
+
+
+def allowed(
+    hold: OpenHold, operation_id: str | None, state: State | None, conflict: bool
+) -> tuple[str, ...]:
+    """The decisions :func:`refusal` lets a person take on ``hold``, in :data:`DECISIONS`
+    order."""
+    return tuple(a for a in DECISIONS if refusal(a, hold, operation_id, state, conflict) is None)
+
+
+def _check(action: str, hold: OpenHold, op: Operation, holds: list[OpenHold]) -> None:
+    conflict = any(h.reason is Reason.RECEIPT_CONFLICT for h in holds)
+    refused = refusal(action, hold, op.operation_id, op.state, conflict)
+    if refused is not None:
+        raise refused
+
 
 # --------------------------------------------------------------------------- resolutions
 
@@ -35,6 +110,7 @@ def confirm_with_evidence(
     _require_note(note)
     if not receipt.strip():
         raise IllegalTransition("a receipt is required", code="receipt_required")
+    _check("confirm", hold, op, holds)
     if hold.reason is Reason.RECEIPT_CONFLICT:
         # The person names the receipt that stands; an operation that had failed or been
         # cancelled is confirmed, since the effect happened.
@@ -48,11 +124,6 @@ def confirm_with_evidence(
             resolve_holds=tuple(conflict),
             resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
             data={"receipt": receipt},
-        )
-    if op.state is not State.DISPATCHING:
-        raise IllegalTransition(
-            f"operation {op.operation_id} is {op.state.value}; confirm with evidence applies "
-            "to a dispatched operation"
         )
     outcome = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS) or (hold.hold_id,)
     return Change(
@@ -69,11 +140,7 @@ def confirm_with_evidence(
 def release_for_retry(op: Operation, hold: OpenHold, holds: list[OpenHold], note: str) -> Change:
     """A person has evidence the write did not happen: the operation may be dispatched again."""
     _require_note(note)
-    if op.state is not State.DISPATCHING or hold.reason not in OUTCOME_REASONS:
-        raise IllegalTransition(
-            f"release for retry applies to an unknown outcome of a dispatched operation; "
-            f"{op.operation_id} is {op.state.value} with a {hold.reason.value} hold"
-        )
+    _check("release", hold, op, holds)
     outcome = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
     return Change(
         None,
@@ -86,12 +153,13 @@ def release_for_retry(op: Operation, hold: OpenHold, holds: list[OpenHold], note
 
 
 def cancel(op: Operation, holds: list[OpenHold], note: str) -> Change:
-    """A person decides the operation will not happen (or not be retried)."""
+    """A person decides the operation will not happen (or not be retried). Which hold the
+    person acted from does not matter: every open hold of the operation closes."""
     _require_note(note)
-    if op.state is State.CANCELLED:
-        raise IllegalTransition(f"operation {op.operation_id} is already cancelled")
-    if op.state is State.CONFIRMED and not any(h.reason is Reason.RECEIPT_CONFLICT for h in holds):
-        raise IllegalTransition(f"operation {op.operation_id} is confirmed; it cannot be cancelled")
+    conflict = any(h.reason is Reason.RECEIPT_CONFLICT for h in holds)
+    refused = _cancel_refusal(op.operation_id, op.state, conflict)
+    if refused is not None:
+        raise refused
     return Change(
         None,
         replace(op, state=State.CANCELLED),
@@ -105,9 +173,7 @@ def cancel(op: Operation, holds: list[OpenHold], note: str) -> Change:
 def dismiss(hold: OpenHold, note: str) -> Change:
     """Close an attention item that does not block (a person has seen it)."""
     _require_note(note)
-    if hold.blocking:
-        raise IllegalTransition(
-            "a blocking hold is resolved by confirm, release for retry or cancel, not dismissed",
-            code="blocking_hold",
-        )
+    refused = refusal("dismiss", hold, None, None, False)
+    if refused is not None:
+        raise refused
     return Change(None, None, None, resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED)

@@ -23,7 +23,7 @@ class VerifyResult:
     checked: int
     head_seq: int
     head_hash: str
-    bad_seq: int | None = None
+    bad_seq: int | None = None  # None when the chain is whole but not the head expected
     problem: str | None = None
 
 
@@ -65,14 +65,15 @@ def verify(
             last_seq + 1 if head_seq > last_seq else head_seq,
             f"recorded head is {head_seq} but the chain ends at {last_seq}",
         )
-    if expect_head is not None and expect_head != prev:
-        return _bad(
+    if expect_head is not None and expect_head.strip() != prev:
+        # Every event checked out: what differs is the head, not a link of the chain.
+        return VerifyResult(
+            False,
             checked,
             last_seq,
             prev,
-            last_seq,
-            "the chain's head differs from the expected head (events removed or "
-            "rewritten at the end)",
+            problem=f"this ledger's head is {prev}, you expected {expect_head.strip()} "
+            "(a different ledger, or events removed or rewritten at the end)",
         )
     return VerifyResult(True, checked, last_seq, prev)
 

@@ -106,6 +106,21 @@ def _exec_status(ref: Any, source: Any) -> Any:
     )
 
 
+def _conflict() -> Any:
+    """Whether the hold's operation has an open ``receipt_conflict`` hold: with its state, what
+    :func:`ledger.domain.allowed` needs to say which decisions the hold offers."""
+    other = HOLDS.alias("conflict")
+    return (
+        sa.exists()
+        .where(
+            other.c.operation_id == HOLDS.c.operation_id,
+            other.c.reason == "receipt_conflict",
+            other.c.resolved_at.is_(None),
+        )
+        .label("operation_conflict")
+    )
+
+
 def _queue_where(flt: HoldFilter, now: datetime) -> list[Any]:
     where: list[Any] = [HOLDS.c.resolved_at.is_(None)]
     for word in flt.words:
@@ -144,8 +159,8 @@ def hold_queue(
     limit: int = 100,
     offset: int = 0,
 ) -> list[dict[str, Any]]:
-    """One page of the attention queue: open holds with their operation's state and workflow
-    and the status of the execution they concern."""
+    """One page of the attention queue: open holds with their operation's state and workflow,
+    whether it has an open receipt conflict, and the status of the execution they concern."""
     column = QUEUE_SORTS[sort]
     order = [column.desc() if descending else column.asc(), HOLDS.c.id]
     stmt = (
@@ -153,6 +168,7 @@ def hold_queue(
             HOLDS,
             OPS.c.state.label("operation_state"),
             OPS.c.workflow_id.label("workflow_id"),
+            _conflict(),
             _exec_status(
                 sa.func.coalesce(HOLDS.c.execution_id, OPS.c.execution_id),
                 sa.func.coalesce(HOLDS.c.source, OPS.c.source),
@@ -181,18 +197,25 @@ def count_hold_queue(store: Store, now: datetime, *, flt: HoldFilter = HoldFilte
 
 
 def hold(store: Store, hold_id: int) -> dict[str, Any] | None:
+    """One hold, with what its operation's state and receipt conflicts allow (as the queue)."""
+    stmt = (
+        sa.select(HOLDS, OPS.c.state.label("operation_state"), _conflict())
+        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
+        .where(HOLDS.c.id == hold_id)
+    )
     with store.reader.connect() as conn:
-        row = conn.execute(sa.select(HOLDS).where(HOLDS.c.id == hold_id)).first()
+        row = conn.execute(stmt).first()
     return row_dict(row) if row is not None else None
 
 
 def search_executions(
-    store: Store, *, text: str = "", before_id: int | None = None, limit: int = 100
+    store: Store, *, text: str = "", after_id: int | None = None, limit: int = 100
 ) -> list[dict[str, Any]]:
-    """Kept executions, newest first (by id, keyset paged), ``gone`` ones included."""
-    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id.desc()).limit(limit)
-    if before_id is not None:
-        stmt = stmt.where(EXECUTIONS.c.id < before_id)
+    """Kept executions, most recently started first (queued ones by when the ledger first saw
+    them) as the CLI lists them, ``gone`` ones included. Keyset paging: pass the last row's
+    ``id`` as ``after_id`` for the next page."""
+    when = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
+    stmt = sa.select(EXECUTIONS).order_by(when.desc(), EXECUTIONS.c.id.desc()).limit(limit)
     for word in text.split():
         if word.lower() == "gone":
             stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
@@ -212,6 +235,13 @@ def search_executions(
             )
         )
     with store.reader.connect() as conn:
+        if after_id is not None:
+            anchor = conn.execute(sa.select(when).where(EXECUTIONS.c.id == after_id)).first()
+            if anchor is None:
+                return []
+            stmt = stmt.where(
+                sa.or_(when < anchor[0], sa.and_(when == anchor[0], EXECUTIONS.c.id < after_id))
+            )
         return [row_dict(r) for r in conn.execute(stmt)]
 
 

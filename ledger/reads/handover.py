@@ -7,6 +7,7 @@ same text.
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -14,7 +15,7 @@ from typing import Any
 
 from ledger.domain import is_overdue
 from ledger.reads import duty, queries
-from ledger.storage.engine import Store
+from ledger.storage.engine import DEFAULT_DB, Store, resolve_url
 
 DEFAULT_SHIFT = timedelta(hours=12)
 SOURCE_LAG_LIMIT = timedelta(hours=1)
@@ -88,6 +89,20 @@ def sources_in_trouble(store: Store, now: datetime) -> list[tuple[dict[str, Any]
         if problems:
             trouble.append((src, "; ".join(problems)))
     return trouble
+
+
+def verify_command(store: Store, head_hash: str) -> str:
+    """The command that checks this ledger against ``head_hash``, as it can be run anywhere:
+    with ``--db`` unless the ledger is the default one (the password of a URL left out)."""
+    command = f"flowledger verify --expect-head {head_hash}"
+    if store.url.render_as_string() == resolve_url(DEFAULT_DB).render_as_string():
+        return command
+    where = (
+        store.url.database
+        if store.dialect == "sqlite" and store.url.database
+        else store.url.set(drivername="postgresql", password=None).render_as_string(False)
+    )
+    return f"flowledger verify --db {shlex.quote(str(where))} --expect-head {head_hash}"
 
 
 def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
@@ -168,7 +183,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         "## Event chain",
         "",
         f"Head at seq {seq}: `{head_hash}`. Keep this hash: "
-        f"`flowledger verify --expect-head {head_hash}` later proves nothing was removed "
+        f"`{verify_command(store, head_hash)}` later proves nothing was removed "
         "or rewritten since.",
         "",
     ]

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger import domain
-from ledger.domain import Change, IllegalTransition, OpenHold, Reason, State, limits
+from ledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
 from ledger.storage.models import Outbox, from_db_time, table
 from ledger.writer import outbox, records
 from ledger.writer.tx import Row, Tx
@@ -89,7 +89,9 @@ def open_holds(
 
 def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
     """Close the holds a rule resolved, each with a ``hold_resolved`` event that carries the
-    rule's data."""
+    rule's data, and with each the ``overdue`` holds about it (resolution ``cause_resolved``,
+    the event naming the hold and how it was resolved): nothing is left to dismiss about a
+    hold that no longer exists."""
     resolution = change.resolution.value if change.resolution else None
     for hold_id in change.resolve_holds:
         if records.close_hold(tx, hold_id, resolution, note):
@@ -97,6 +99,23 @@ def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> 
             if change.receipt:
                 data["receipt"] = change.receipt
             tx.event("hold_resolved", operation_id, data, hold_id=hold_id)
+            _close_overdue_about(tx, hold_id, resolution, operation_id)
+
+
+def _close_overdue_about(
+    tx: Tx, hold_id: int, resolution: str | None, operation_id: str | None
+) -> None:
+    settled = Resolution.CAUSE_RESOLVED.value
+    for overdue_id in records.open_overdue_about(tx, hold_id):
+        note = f"hold {hold_id} was resolved ({resolution or 'closed'})"
+        if records.close_hold(tx, overdue_id, settled, note):
+            data = {
+                "resolution": settled,
+                "note": note,
+                "cause_hold_id": hold_id,
+                "cause_resolution": resolution,
+            }
+            tx.event("hold_resolved", operation_id, data, hold_id=overdue_id)
 
 
 def require_operation(tx: Tx, operation_id: str) -> tuple[domain.Operation, Row]:
@@ -135,9 +154,9 @@ def resolution_work(
             close_holds(tx, domain.dismiss(hold, note), row.operation_id, note.strip())
             return None
         if row.operation_id is None:
-            raise IllegalTransition(
-                f"hold {hold_id} concerns no operation; dismiss it once handled"
-            )
+            refused = domain.refusal(action, hold, None, None, False)
+            assert refused is not None
+            raise refused
         op, op_row = require_operation(tx, row.operation_id)
         holds = records.holds_of(tx, op.operation_id)
         if action == "confirm":

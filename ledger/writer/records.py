@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ledger import domain
-from ledger.domain import OpenHold, Reason, State
+from ledger.domain import OpenHold, Reason, State, causes
 from ledger.storage.models import Hold, Operation, from_db_time, table
 from ledger.writer.tx import Row, Tx
 
@@ -281,6 +281,17 @@ def load_hold(tx: Tx, hold_id: int) -> Row | None:
         " resolution, version FROM holds WHERE id = :id",
         {"id": hold_id},
     )
+
+
+def open_overdue_about(tx: Tx, hold_id: int) -> list[int]:
+    """The open ``overdue`` holds about hold ``hold_id`` (found by their cause key)."""
+    low, high = causes.overdue_key_range(hold_id)
+    rows = tx.all(
+        "SELECT id FROM holds WHERE cause_key >= :low AND cause_key < :high"
+        " AND resolved_at IS NULL ORDER BY id",
+        {"low": low, "high": high},
+    )
+    return [r.id for r in rows]
 
 
 def close_hold(tx: Tx, hold_id: int, resolution: str | None, note: str) -> bool:

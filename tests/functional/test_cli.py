@@ -146,7 +146,21 @@ def test_verify_catches_a_deleted_last_event_with_the_expected_head(busy_ledger:
     engine.dispose()
     assert cli("verify", "--db", busy_ledger)[0] == 0  # the chain itself is consistent
     code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", head)
-    assert code == 1 and "BROKEN at seq 5" in out and "expected head" in out
+    now = out.split("head is ")[1].split(",")[0]
+    assert code == 1 and out == (
+        f"head MISMATCH: this ledger's head is {now}, you expected {head} (a different "
+        "ledger, or events removed or rewritten at the end); the 5 events themselves chain "
+        "correctly up to seq 5\n"
+    )
+
+
+def test_verify_with_a_mistyped_head_says_which_head_it_found(busy_ledger: str) -> None:
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    head = out.split("hash ")[-1].strip()
+    typo = head[:-1] + ("1" if head.endswith("0") else "0")
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", typo)
+    assert code == 1 and "BROKEN" not in out
+    assert f"this ledger's head is {head}, you expected {typo} (a different" in out
 
 
 def test_verify_catches_a_deleted_last_event_from_the_head_row(busy_ledger: str) -> None:

@@ -154,6 +154,10 @@ def test_an_unknown_source_or_none_configured_is_one_line(n8n: FakeN8n, tmp_path
         (CONFIG.replace('"n8n"', '"zapier"'), "sources.0.kind: Value error, unknown source kind"),
         (CONFIG.replace("n8n.test", "n8n.test:99999"), "sources.0.base_url"),
         (CONFIG.replace("n8n.test", "[::1"), "sources.0.base_url"),
+        (
+            CONFIG.replace("base_url", "baseurl"),
+            "sources.0.baseurl: unknown key; did you mean 'base_url'?\n",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", [("sync", "--once"), ("sources", "check", "prod-n8n")])

@@ -8,14 +8,24 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from rich.console import Console
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
+from ledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
 from ledger.reads import duty, queries
 from ledger.storage.engine import Store
 from ledger.storage.models import Event, Hold, table
 from ledger.writer.services import Ledger
 from tests.support.builders import SHIFT_END
-from tests.support.tui import open_detail, queue, queue_ids, select_hold, settle, start_action
+from tests.support.tui import (
+    fill,
+    open_detail,
+    queue,
+    queue_ids,
+    select_hold,
+    settle,
+    start_action,
+)
+from tui.actions import ACTIONS, KEYS, subject
 from tui.detail import DetailScreen
 from tui.dialogs import ConfirmDialog, FormDialog
 from tui.main import MainScreen
@@ -158,6 +168,7 @@ async def test_resolving_a_hold_records_the_operator_and_shows_the_event(
 ) -> None:
     app = app_factory()
     hold_id = open_hold_id(demo_store, reason)
+    head, _ = duty.chain_head(demo_store)
     async with app.run_test(size=SIZE) as pilot:
         await start_action(pilot, hold_id, key, **values)
         assert isinstance(app.screen, ConfirmDialog)
@@ -171,12 +182,9 @@ async def test_resolving_a_hold_records_the_operator_and_shows_the_event(
         assert "by dave" in app.last_message
         await pilot.press("4")
         await settle(pilot)
-        newest = app.screen.query_one(EventsPane).rows[0]
-        assert (newest["kind"], newest["actor"], newest["hold_id"]) == (
-            "hold_resolved",
-            "operator:dave",
-            hold_id,
-        )
+        rows = app.screen.query_one(EventsPane).rows
+        resolved = next(r for r in rows if r["seq"] > head and r["hold_id"] == hold_id)
+        assert (resolved["kind"], resolved["actor"]) == ("hold_resolved", "operator:dave")
 
 
 async def test_release_warns_that_the_write_may_happen_twice(app_factory, demo_store) -> None:
@@ -343,19 +351,108 @@ async def test_help_and_the_command_palette_offer_the_handover(app_factory) -> N
 
 @pytest.mark.parametrize(
     ("deadline", "message"),
-    [("tomorrow", "give +30m, +2h, +1d"), ("2026-11-02 08:00", "the new deadline is in the past")],
+    [
+        ("tomorrow", "cannot read 'tomorrow' as a deadline: give +30m, +2h, +1d, tomorrow 09:00"),
+        ("2026-11-02 08:00", "2026-11-02 08:00:00 UTC is in the past"),
+    ],
 )
-async def test_a_bad_deadline_is_refused_and_changes_nothing(
+async def test_a_bad_deadline_is_shown_in_the_dialog_which_keeps_the_note(
     app_factory, demo_store, deadline: str, message: str
 ) -> None:
     app = app_factory()
     hold_id = open_hold_id(demo_store, "unknown_outcome")
     before = hold_row(demo_store, hold_id).deadline
     async with app.run_test(size=SIZE) as pilot:
-        await start_action(pilot, hold_id, "e", deadline=deadline, note="later")
-        if isinstance(app.screen, ConfirmDialog):
-            await pilot.press("y")
+        await start_action(pilot, hold_id, "e", deadline=deadline, note="bank answers at nine")
+        assert isinstance(app.screen, FormDialog)  # still open, nothing lost
+        assert message in str(app.screen.query_one("#form-error", Static).content)
+        assert message in str(app.screen.query_one("#preview-deadline", Static).content)
+        assert app.screen.query_one("#field-note", Input).value == "bank answers at nine"
+        await fill(pilot, deadline="tomorrow 09:00")
+        assert isinstance(app.screen, ConfirmDialog)
+        assert "2026-11-03 09:00:00 UTC" in app.screen.message
+        await pilot.press("n")
         await settle(pilot)
-        assert message in app.last_message and "othing changed" in app.last_message
     assert hold_row(demo_store, hold_id).deadline == before
     assert events_by(demo_store, "operator:dave") == []
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown"),
+    [
+        ("+30m", "→ 2026-11-02 17:30:00 UTC"),
+        ("+1d", "→ 2026-11-03 17:00:00 UTC"),
+        ("2026-11-04T06:15", "→ 2026-11-04 06:15:00 UTC"),
+        ("2026-11-04T08:15+02:00", "→ 2026-11-04 06:15:00 UTC"),
+    ],
+)
+async def test_the_deadline_field_shows_the_resolved_utc_time_as_it_is_typed(
+    app_factory, demo_store, typed: str, shown: str
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_hold(pilot, hold_id)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#field-deadline", Input).value = typed
+        await pilot.pause()
+        assert str(app.screen.query_one("#preview-deadline", Static).content) == shown
+
+
+def offered_keys(app: Any) -> set[str]:
+    return {
+        b.binding.action.removeprefix("hold_action('").removesuffix("')")
+        for b in app.active_bindings.values()
+        if b.binding.action.startswith("hold_action") and b.enabled
+    }
+
+
+async def test_the_footer_and_palette_offer_exactly_what_the_domain_allows(
+    app_factory, demo_store
+) -> None:
+    app = app_factory()
+    rows = duty.hold_queue(demo_store, SHIFT_END)
+    assert len({r["reason"] for r in rows}) >= 8  # most reasons, each offering its own
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for row in rows:
+            await select_hold(pilot, row["id"])
+            state = row["operation_state"]
+            decisions = allowed(
+                OpenHold(row["id"], Reason(row["reason"]), row["blocking"], row["cause_key"]),
+                row["operation_id"],
+                State(state) if state else None,
+                row["operation_conflict"],
+            )
+            expected = {*decisions, "assign", "extend", "note"}
+            assert offered_keys(app) == expected, row["reason"]
+            palette = {c.title.split(" (key")[0] for c in app.get_system_commands(app.screen)} & {
+                spec.title for spec in ACTIONS.values()
+            }
+            assert palette == {ACTIONS[name].title for name in expected}
+            for name in set(DECISIONS) - expected:
+                await pilot.press(KEYS[name][0])
+                await pilot.pause()
+                assert isinstance(app.screen, MainScreen)  # no dialog opened
+                assert f"not possible for hold {row['id']}" in app.last_message
+                assert str(refusal(name, *subject(row))) in app.last_message
+    assert events_by(demo_store, "operator:dave") == []
+
+
+async def test_releasing_a_hold_closes_the_overdue_hold_about_it(app_factory, demo_store) -> None:
+    app = app_factory()
+    overdue = open_hold_id(demo_store, "overdue")
+    cause = int(hold_row(demo_store, overdue).cause_key.split(":")[1])
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, cause, "r", note="nothing at the bank")
+        assert "overdue hold about it closes" in app.screen.message  # type: ignore[attr-defined]
+        await pilot.press("y")
+        await settle(pilot)
+        assert overdue not in queue_ids(app) and cause not in queue_ids(app)
+    row = hold_row(demo_store, overdue)
+    assert (row.resolution, row.resolution_note) == (
+        "cause_resolved",
+        f"hold {cause} was resolved (released_for_retry)",
+    )

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from ledger.reads import handover
+from tests.support.builders import SHIFT_END
 from tests.support.tui import select_hold, settle
+from tui.dialogs import ReportScreen
 
 SIZE = (120, 36)
 
@@ -38,3 +41,35 @@ def test_detail_screen_looks_as_committed(app_factory, snap_compare) -> None:
         await settle(pilot)
 
     assert snap_compare(app_factory(read_only=True), terminal_size=SIZE, run_before=open_conflict)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
+def test_the_queue_fits_the_terminal(app_factory, snap_compare, size: tuple[int, int]) -> None:
+    async def loaded(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=size, run_before=loaded)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
+def test_a_hold_detail_fits_the_terminal(app_factory, snap_compare, size: tuple[int, int]) -> None:
+    async def open_first(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=size, run_before=open_first)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
+def test_the_handover_view_wraps_inside_the_terminal(
+    app_factory, demo_store, snap_compare, size: tuple[int, int]
+) -> None:
+    async def show_report(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        shift = handover.Shift(SHIFT_END - handover.DEFAULT_SHIFT, SHIFT_END, "dave")
+        text = handover.build(demo_store, shift, now=SHIFT_END)
+        await pilot.app.push_screen(ReportScreen(text, "var/handover/handover.md"))
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=size, run_before=show_report)

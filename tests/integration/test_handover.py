@@ -146,3 +146,21 @@ def test_a_source_is_in_trouble_once_its_last_success_is_over_an_hour_old(
     text = handover.build(ledger.store, handover.Shift(T0 - timedelta(hours=8), T0))
     assert "- Sources in trouble: 1" in text
     assert trouble(text) == ["- **late** (airflow): last successful sync 1h 01m ago"]
+
+
+def test_the_report_prints_the_verify_command_for_this_ledger_with_its_db(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    scripted_shift(ledger, clock)
+    text = handover.build(ledger.store, handover.Shift(T0, clock.now))
+    _, head_hash = duty.chain_head(ledger.store)
+    url = ledger.store.url
+    where = url.database if url.get_backend_name() == "sqlite" else None
+    command = handover.verify_command(ledger.store, head_hash)
+    assert f"`{command}`" in text
+    assert command.startswith("flowledger verify --db ")
+    assert command.endswith(f" --expect-head {head_hash}")
+    if where is not None:
+        assert f"--db {where} " in command
+    else:
+        assert "postgresql://" in command and "***" not in command

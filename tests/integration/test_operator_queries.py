@@ -105,9 +105,11 @@ def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) 
     gone = duty.search_executions(demo_like_store, text="gone")
     assert gone and all(e["gone_at"] is not None for e in gone)
     page = duty.search_executions(demo_like_store, limit=5)
-    after = duty.search_executions(demo_like_store, before_id=page[-1]["id"], limit=1000)
-    ids = [e["id"] for e in page + after]
-    assert ids == sorted(ids, reverse=True)
+    after = duty.search_executions(demo_like_store, after_id=page[-1]["id"], limit=1000)
+    listed = queries.list_executions(demo_like_store, limit=1000)
+    assert [e["id"] for e in page + after] == [e["id"] for e in listed]  # the CLI's order
+    started = [e["started_at"] or e["first_seen_at"] for e in page + after]
+    assert started == sorted(started, reverse=True)
     assert duty.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
 
 

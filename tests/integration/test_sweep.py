@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import timedelta
 from typing import Any
@@ -272,10 +273,10 @@ def test_a_waiting_execution_is_not_stuck_however_long_it_waits(
 # --------------------------------------------------------------------------- overdue
 
 
-def _held(ledger: Ledger) -> Any:
-    ledger.dispatch(OP, req()).run("wf")
-    ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("wf")
-    return holds(ledger, "unknown_outcome")[0]
+def _held(ledger: Ledger, op: str = OP) -> Any:
+    ledger.dispatch(op, req()).run("wf")
+    ledger.fail(op, FailOutcome.UNKNOWN, "timeout").run("wf")
+    return next(h for h in holds(ledger, "unknown_outcome") if h.operation_id == op)
 
 
 def test_a_hold_past_its_deadline_gets_an_overdue_hold_pointing_at_it(
@@ -317,6 +318,76 @@ def test_a_hold_resolved_before_its_deadline_is_never_overdue(
     ledger.resolve(first.id, "release", note="bank says no payment", operator="ann").run()
     at(clock, first.deadline + timedelta(days=1))
     assert sweep(ledger).run().opened["overdue"] == 0
+
+
+def _overdue_twice(ledger: Ledger, clock: FakeClock, first: Any) -> list[Any]:
+    """``first`` falls overdue, is extended, and falls overdue again: two overdue holds."""
+    s = sweep(ledger, sources=())
+    at(clock, first.deadline)
+    s.run()
+    later = clock.now + timedelta(hours=2)
+    ledger.update_hold(first.id, operator="ann", note="waiting", deadline=later).run()
+    at(clock, later)
+    s.run()
+    about = holds(ledger, "overdue")
+    assert len(about) == 2 and all(h.resolved_at is None for h in about)
+    return about
+
+
+def _settle_unknown(ledger: Ledger, hold_id: int, how: str) -> str:
+    """Resolve the unknown_outcome hold ``hold_id`` one way; the resolution it records."""
+    if how == "confirm":
+        ledger.resolve(hold_id, "confirm", note="seen", operator="ann", receipt="R-1").run()
+        return "confirmed_with_evidence"
+    if how == "release":
+        ledger.resolve(hold_id, "release", note="not at the bank", operator="ann").run()
+        return "released_for_retry"
+    if how == "cancel":
+        ledger.resolve(hold_id, "cancel", note="not wanted", operator="ann").run()
+        return "cancelled"
+    if how == "late_confirm":
+        ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
+        return "confirmed_by_receipt"
+    ledger.fail(OP, FailOutcome.REJECTED, "declined").run("wf")
+    return "rejected_by_target"
+
+
+@pytest.mark.parametrize("how", ["confirm", "release", "cancel", "late_confirm", "late_reject"])
+def test_resolving_a_hold_closes_the_overdue_holds_about_it_naming_the_cause(
+    ledger: Ledger, clock: FakeClock, how: str
+) -> None:
+    first = _held(ledger)
+    about = _overdue_twice(ledger, clock, first)
+    resolution = _settle_unknown(ledger, first.id, how)
+    for h in holds(ledger, "overdue"):
+        assert h.resolved_at is not None and h.resolution == "cause_resolved"
+        assert h.resolution_note == f"hold {first.id} was resolved ({resolution})"
+    with ledger.store.reader.connect() as conn:
+        data = conn.execute(
+            sa.select(EVENTS.c.data)
+            .where(EVENTS.c.kind == "hold_resolved", EVENTS.c.hold_id.in_([h.id for h in about]))
+            .order_by(EVENTS.c.seq)
+        ).scalars()
+        events = [json.loads(d) for d in data]
+    assert [(e["cause_hold_id"], e["cause_resolution"]) for e in events] == [
+        (first.id, resolution)
+    ] * 2
+
+
+def test_dismissing_a_hold_closes_the_overdue_hold_about_it_and_no_other(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
+    ledger.dispatch(OP, req("exec-2", input={"invoice": "INV-42", "amount": 1})).run("wf")
+    [mismatch] = holds(ledger, "input_mismatch")
+    other = _held(ledger, "invoice:INV-43:send")
+    at(clock, max(mismatch.deadline, other.deadline))
+    sweep(ledger, sources=()).run()
+    assert len(holds(ledger, "overdue")) == 2
+    ledger.resolve(mismatch.id, "dismiss", note="known", operator="ann").run()
+    closed = {h.cause_key.split(":")[1]: h.resolution for h in holds(ledger, "overdue")}
+    assert closed == {str(mismatch.id): "cause_resolved", str(other.id): None}
 
 
 # --------------------------------------------------------------------------- source_stale

@@ -180,3 +180,24 @@ def test_hold_deadlines_are_read_from_the_sweep_section(tmp_path: Path) -> None:
     deadlines = load_config(write(tmp_path, text)).sweep.hold_deadlines
     assert (deadlines.blocking, deadlines.other) == (timedelta(minutes=10), timedelta(days=1))
     assert FileConfig().sweep.hold_deadlines == domain.HoldDeadlines()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            '[[sources]]\nname = "a"\nkind = "n8n"\nbaseurl = "http://127.0.0.1:5678/"\n',
+            "sources.0.baseurl: unknown key; did you mean 'base_url'?",
+        ),
+        ('[sweep]\nintervall = "1m"\n', "sweep.intervall: unknown key; did you mean 'interval'?"),
+        ("max_attempt = 3\n", "max_attempt: unknown key; did you mean 'max_attempts'?"),
+        ('[receiver]\ncolour = "blue"\n', "receiver.colour: unknown key; this section takes"),
+    ],
+)
+def test_an_unknown_key_is_named_with_the_key_it_was_likely_meant_to_be(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(LedgerError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: {said}")

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from ledger.domain import (
+    BLOCKING_REASONS,
+    DECISIONS,
     Change,
     IllegalTransition,
     OpenHold,
@@ -18,9 +20,11 @@ from ledger.domain import (
     Reason,
     Resolution,
     State,
+    allowed,
     cancel,
     confirm_with_evidence,
     dismiss,
+    refusal,
     release_for_retry,
 )
 
@@ -54,7 +58,7 @@ def stored(state: State, **kw: Any) -> Operation:
     return Operation(OP_ID, state, HASH, "v1", **values)
 
 
-def refusal(call: Callable[[], object]) -> tuple[str, str]:
+def refused(call: Callable[[], object]) -> tuple[str, str]:
     with pytest.raises(IllegalTransition) as raised:
         call()
     return raised.value.code, str(raised.value)
@@ -81,7 +85,7 @@ BLANK_NOTES = ["", "   ", " \t\n "]
 def test_every_decision_is_refused_without_a_note_before_anything_else(
     decide: Callable[[str], Change], note: str
 ) -> None:
-    assert refusal(lambda: decide(note)) == NOTE_REQUIRED
+    assert refused(lambda: decide(note)) == NOTE_REQUIRED
 
 
 # --------------------------------------------------------------------------- confirm with evidence
@@ -90,7 +94,7 @@ def test_every_decision_is_refused_without_a_note_before_anything_else(
 @pytest.mark.parametrize("receipt", ["", "  "], ids=["empty", "blank"])
 def test_confirm_with_evidence_needs_a_receipt(receipt: str) -> None:
     op = stored(State.DISPATCHING)
-    assert refusal(lambda: confirm_with_evidence(op, UNKNOWN, [UNKNOWN], receipt, "seen")) == (
+    assert refused(lambda: confirm_with_evidence(op, UNKNOWN, [UNKNOWN], receipt, "seen")) == (
         "receipt_required",
         "a receipt is required",
     )
@@ -156,7 +160,7 @@ def test_a_receipt_conflict_resolved_with_evidence_confirms_the_named_receipt(
 @pytest.mark.parametrize("state", [State.PREPARED, State.CONFIRMED, State.FAILED, State.CANCELLED])
 def test_evidence_for_another_hold_needs_a_dispatched_operation(state: State) -> None:
     op = stored(state)
-    assert refusal(lambda: confirm_with_evidence(op, UNKNOWN, [UNKNOWN], "R-9", "seen")) == (
+    assert refused(lambda: confirm_with_evidence(op, UNKNOWN, [UNKNOWN], "R-9", "seen")) == (
         "illegal_transition",
         f"operation invoice:INV-42:send is {state.value}; confirm with evidence applies "
         "to a dispatched operation",
@@ -198,7 +202,7 @@ def test_release_for_retry_needs_an_outcome_hold_on_a_dispatched_operation(
     state: State, hold: OpenHold
 ) -> None:
     op = stored(state)
-    assert refusal(lambda: release_for_retry(op, hold, [hold], "not sent")) == (
+    assert refused(lambda: release_for_retry(op, hold, [hold], "not sent")) == (
         "illegal_transition",
         "release for retry applies to an unknown outcome of a dispatched operation; "
         f"invoice:INV-42:send is {state.value} with a {hold.reason.value} hold",
@@ -253,7 +257,7 @@ def test_cancel_is_refused_for_a_settled_operation(
     state: State, holds: list[OpenHold], message: str
 ) -> None:
     op = stored(state)
-    assert refusal(lambda: cancel(op, holds, "withdrawn")) == ("illegal_transition", message)
+    assert refused(lambda: cancel(op, holds, "withdrawn")) == ("illegal_transition", message)
 
 
 # --------------------------------------------------------------------------- dismiss
@@ -272,7 +276,78 @@ def test_dismiss_closes_one_attention_item(hold: OpenHold) -> None:
 
 @pytest.mark.parametrize("hold", [UNKNOWN, EXEC_FAILED, CONFLICT], ids=lambda h: h.reason.value)
 def test_a_blocking_hold_cannot_be_dismissed(hold: OpenHold) -> None:
-    assert refusal(lambda: dismiss(hold, "seen")) == (
+    assert refused(lambda: dismiss(hold, "seen")) == (
         "blocking_hold",
         "a blocking hold is resolved by confirm, release for retry or cancel, not dismissed",
     )
+
+
+# --------------------------------------------------------------------------- which are allowed
+
+ALL_REASONS = [r for r in Reason if r not in (Reason.IN_FLIGHT, Reason.CANCELLED)]
+
+
+def _hold_of(reason: Reason) -> OpenHold:
+    return OpenHold(4, reason, reason in BLOCKING_REASONS, f"{reason.value}:x")
+
+
+def _decide(action: str, hold: OpenHold, op: Operation, holds: list[OpenHold]) -> object:
+    if action == "confirm":
+        return confirm_with_evidence(op, hold, holds, "R-9", "seen")
+    if action == "release":
+        return release_for_retry(op, hold, holds, "not there")
+    if action == "cancel":
+        return cancel(op, holds, "not wanted")
+    return dismiss(hold, "seen")
+
+
+@pytest.mark.parametrize("action", DECISIONS)
+@pytest.mark.parametrize("state", list(State))
+@pytest.mark.parametrize("reason", ALL_REASONS)
+@pytest.mark.parametrize("conflict", [False, True])
+def test_a_decision_is_allowed_exactly_when_it_succeeds(
+    action: str, state: State, reason: Reason, conflict: bool
+) -> None:
+    hold = _hold_of(reason)
+    holds = [hold, *([CONFLICT] if conflict and reason is not Reason.RECEIPT_CONFLICT else [])]
+    has_conflict = conflict or reason is Reason.RECEIPT_CONFLICT
+    op = stored(state)
+    expected = refusal(action, hold, OP_ID, state, has_conflict)
+    if expected is None:
+        _decide(action, hold, op, holds)
+        assert action in allowed(hold, OP_ID, state, has_conflict)
+    else:
+        assert refused(lambda: _decide(action, hold, op, holds)) == (
+            expected.code,
+            str(expected),
+        )
+        assert action not in allowed(hold, OP_ID, state, has_conflict)
+
+
+@pytest.mark.parametrize(
+    ("reason", "state", "conflict", "offered"),
+    [
+        (Reason.UNKNOWN_OUTCOME, State.DISPATCHING, False, ("confirm", "release", "cancel")),
+        (Reason.EXECUTION_FAILED, State.DISPATCHING, False, ("confirm", "release", "cancel")),
+        (Reason.RECEIPT_CONFLICT, State.CONFIRMED, True, ("confirm", "cancel")),
+        (Reason.STALE_PREPARED, State.PREPARED, False, ("cancel", "dismiss")),
+        (Reason.OVERDUE, State.CONFIRMED, False, ("dismiss",)),
+        (Reason.OVERDUE, State.CONFIRMED, True, ("cancel", "dismiss")),
+        (Reason.OVERDUE, State.DISPATCHING, False, ("confirm", "cancel", "dismiss")),
+        (Reason.INPUT_MISMATCH, State.CANCELLED, False, ("dismiss",)),
+    ],
+)
+def test_allowed_names_the_decisions_a_hold_offers(
+    reason: Reason, state: State, conflict: bool, offered: tuple[str, ...]
+) -> None:
+    assert allowed(_hold_of(reason), OP_ID, state, conflict) == offered
+
+
+def test_a_hold_on_no_operation_can_only_be_dismissed() -> None:
+    stale = OpenHold(2, Reason.SOURCE_STALE, False, "source_stale:prod:never")
+    assert allowed(stale, None, None, False) == ("dismiss",)
+    why = refusal("confirm", stale, None, None, False)
+    assert why is not None and why.code == "no_operation"
+    assert str(why) == "hold 2 concerns no operation; dismiss it once handled"
+    with pytest.raises(ValueError, match="unknown decision 'assign'"):
+        refusal("assign", stale, None, None, False)

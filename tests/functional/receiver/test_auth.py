@@ -120,7 +120,9 @@ def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) ->
     token, secret = lines[1], lines[3]
     assert token.startswith("flt_") and len(secret) == 64
     listed = runner.invoke(app, ["token", "list"], env=env)
-    assert "n8n-prod" in listed.output and "signing" in listed.output
+    header, row = listed.output.splitlines()
+    assert header.split() == ["name", "scope", "signing", "created", "last", "used", "state"]
+    assert row.split()[:3] == ["n8n-prod", "write", "yes"] and row.split()[-1] == "active"
     assert token not in listed.output and secret not in listed.output
 
     from ledger.storage.engine import open_store
@@ -169,7 +171,8 @@ def test_when_a_token_was_last_used_is_written_by_the_receiver_not_by_each_reque
 
     listed = CliRunner().invoke(app, ["token", "list"], env={"FLOWLEDGER_DB": db_url})
     lines = {line.split()[0]: line for line in listed.output.splitlines()}
-    assert "never used" in lines["read"] and f"used {used['write']:%Y-%m-%d}" in lines["write"]
+    assert lines["read"].split()[-2:] == ["never", "active"]
+    assert f"{used['write']:%Y-%m-%d %H:%M}  active" in lines["write"]
 
 
 IDEMPOTENT = {"Idempotency-Key": "k-1"}
