@@ -9,13 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual import work
 from textual.binding import Binding
 
 from ledger.domain import IllegalTransition
 from ledger.writer.services import InvalidInput, NotFound
 from tui.dialogs import ConfirmDialog, Field, FormDialog
-from tui.format import parse_deadline, when
+from tui.format import parse_deadline, text, when
 
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
@@ -90,13 +91,13 @@ ACTION_BINDINGS = [
 ]
 
 
-def describe(hold: dict[str, Any]) -> str:
+def describe(hold: dict[str, Any]) -> Text:
     subject = hold.get("operation_id") or f"source {hold.get('source') or '-'}"
     blocking = ", blocking" if hold.get("blocking") else ""
     return (
-        f"Hold {hold['id']} ({hold['reason']}{blocking}) on {subject}\n"
-        f"Opened {when(hold.get('opened_at'))}, due {when(hold.get('deadline'))}; "
-        f"owner {hold.get('owner') or '-'}"
+        text(f"Hold {hold['id']} ({hold['reason']}{blocking}) on {subject}")
+        .append(f"\nOpened {when(hold.get('opened_at'))}, due {when(hold.get('deadline'))}; ")
+        .append_text(text(f"owner {hold.get('owner') or '-'}"))
     )
 
 
