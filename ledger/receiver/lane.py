@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.receiver.auth import authenticate
+from ledger.receiver.auth import authenticate, target
 from ledger.receiver.calls import CALLS, Call, documented_route
 from ledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from ledger.receiver.idempotency import answer, key_of, request_hash
@@ -131,6 +131,7 @@ class WriteLane:
                 "write",
                 authorization=headers.get("authorization"),
                 signature=headers.get("signature"),
+                request=target(scope),
                 body=body,
             )
             if not _is_json(headers.get("content_type")):
