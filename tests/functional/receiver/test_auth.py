@@ -107,6 +107,8 @@ def test_a_signed_request_moved_to_another_path_is_401(api: Api, elsewhere: str)
     moved = api.post(elsewhere, token=token, headers=headers, content=body)
     assert moved.status_code == 401 and moved.json()["error"]["code"] == "bad_signature"
     assert snapshot(api.ledger.store) == before
+    signed_for = api.post(DISPATCH, token=token, headers=headers, content=body)
+    assert signed_for.status_code == 200, signed_for.text
 
 
 def test_a_signed_request_is_accepted_once(api: Api) -> None:
