@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual import work
 from textual.binding import Binding
 
@@ -146,13 +147,13 @@ def consequence(name: str, hold: dict[str, Any], values: dict[str, str]) -> str:
     return ACTIONS[name].warning.format(**values)
 
 
-def describe(hold: dict[str, Any]) -> str:
+def describe(hold: dict[str, Any]) -> Text:
     subject = hold.get("operation_id") or f"source {hold.get('source') or '-'}"
     blocking = ", blocking" if hold.get("blocking") else ""
     return (
-        f"Hold {hold['id']} ({hold['reason']}{blocking}) on {subject}\n"
-        f"Opened {when(hold.get('opened_at'))}, due {when(hold.get('deadline'))}; "
-        f"owner {hold.get('owner') or '-'}"
+        text(f"Hold {hold['id']} ({hold['reason']}{blocking}) on {subject}")
+        .append(f"\nOpened {when(hold.get('opened_at'))}, due {when(hold.get('deadline'))}; ")
+        .append_text(text(f"owner {hold.get('owner') or '-'}"))
     )
 
 

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from ledger.clock import utcnow
+from ledger.domain.display import visible
 from ledger.reads import duty, handover
 from ledger.writer.services import Ledger
 from tui.actions import ACTIONS, KEYS, HoldActions, offered
@@ -74,7 +75,7 @@ class FlowledgerApp(App[None]):
     def report(self, message: str, severity: str = "information") -> None:
         """Tell the person what happened (and keep it for whoever asks)."""
         self.last_message = message
-        self.notify(message, severity=severity, timeout=8)  # type: ignore[arg-type]
+        self.notify(visible(message), severity=severity, timeout=8, markup=False)  # type: ignore[arg-type]
 
     def refresh_lists(self) -> None:
         for screen in self.screen_stack:

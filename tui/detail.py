@@ -7,6 +7,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -17,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ledger.domain import is_overdue
+from ledger.domain.display import visible
 from ledger.reads import duty, queries
 from tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
 from tui.format import age, execution_url, short_hash, text, when
@@ -47,7 +49,7 @@ OPERATION_FIELDS = [
 ]
 
 
-def _value(key: str, value: Any) -> str:
+def _value(key: str, value: Any) -> str | Text:
     if isinstance(value, datetime):
         return when(value) + " UTC"
     if key == "input_hash":
@@ -137,7 +139,7 @@ class DetailScreen(HoldActions, Screen[None]):
         if detail is None:
             return
         op = detail.operation
-        fields = _table(f"Operation {op['operation_id']}", ["field", "value"])
+        fields = _table(escape(visible(f"Operation {op['operation_id']}")), ["field", "value"])
         for key in OPERATION_FIELDS:
             fields.add_row(key, _value(key, op.get(key)))
         self.query_one("#detail-operation", Static).update(fields)
@@ -147,7 +149,7 @@ class DetailScreen(HoldActions, Screen[None]):
             attempts.add_row(
                 str(a["number"]),
                 a["outcome"],
-                a["execution_id"],
+                text(a["execution_id"]),
                 when(a["dispatched_at"]),
                 when(a["ended_at"]),
                 text(a["error"]),
@@ -157,10 +159,10 @@ class DetailScreen(HoldActions, Screen[None]):
         receipts = _table("Receipts", ["receipt", "kind", "attempt", "by", "at", "detail"])
         for r in detail.receipts:
             receipts.add_row(
-                r["receipt"],
+                text(r["receipt"]),
                 r["kind"],
                 str(r["attempt"]),
-                r["confirmed_by"],
+                text(r["confirmed_by"]),
                 when(r["confirmed_at"]),
                 text(r["detail"]),
             )
@@ -171,7 +173,7 @@ class DetailScreen(HoldActions, Screen[None]):
         holds = _table("Holds", ["hold", "reason", "opened", "deadline", "owner", "resolution"])
         for h in detail.holds:
             resolution = (
-                f"{h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}"
+                text(f"{h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
                 if h["resolved_at"]
                 else "OPEN"
             )
@@ -190,10 +192,10 @@ class DetailScreen(HoldActions, Screen[None]):
             events.add_row(
                 str(ev["seq"]),
                 when(ev["at"]),
-                ev["actor"],
+                text(ev["actor"]),
                 ev["kind"],
                 text(ev["hold_id"]),
-                json.dumps(ev["data"], sort_keys=True),
+                text(json.dumps(ev["data"], sort_keys=True)),
             )
         self.query_one("#detail-events", Static).update(events)
 
@@ -206,24 +208,22 @@ class DetailScreen(HoldActions, Screen[None]):
         for e in executions:
             kind, base = links.get(e["source"], (None, None))
             url = execution_url(kind, base, e)
-            ident = (
-                Text(e["external_id"], style=f"underline link {url}") if url else e["external_id"]
-            )
+            ident = text(e["external_id"], style=f"underline link {url}" if url else "")
             execs.add_row(
-                e["source"],
+                text(e["source"]),
                 ident,
-                e["status"],
+                text(e["status"]),
                 when(e["started_at"]),
                 when(e["stopped_at"]),
                 Text(when(e["gone_at"]), style="yellow") if e["gone_at"] else "-",
             )
             if url:
-                execs.add_row("", Text(url, style=f"dim link {url}"), "", "", "", "")
+                execs.add_row("", text(url, style=f"dim link {url}"), "", "", "", "")
         self.query_one("#detail-executions", Static).update(execs)
 
     def _hold_panel(self, h: dict[str, Any], now: datetime) -> Table:
         status = (
-            Text(f"resolved: {h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
+            text(f"resolved: {h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
             if h["resolved_at"]
             else Text("OVERDUE", style="bold red")
             if is_overdue(h["deadline"], now)
@@ -240,5 +240,5 @@ class DetailScreen(HoldActions, Screen[None]):
         table.add_row("execution", text(h["execution_id"]))
         table.add_row("source", text(h["source"]))
         if h["resolution_note"]:
-            table.add_row("resolution note", h["resolution_note"])
+            table.add_row("resolution note", text(h["resolution_note"]))
         return table

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -30,7 +31,7 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Back")]
 
-    def __init__(self, title: str, subject: str, fields: list[Field]) -> None:
+    def __init__(self, title: str, subject: str | Text, fields: list[Field]) -> None:
         super().__init__()
         self.title_text = title
         self.subject = subject

@@ -1,4 +1,10 @@
-"""How values read on screen: short hashes, ages, times, and the deadline a person types."""
+"""How values read on screen: short hashes, ages, times, and the deadline a person types.
+
+Text that came from a workflow, a tool or a target (names, errors, receipts, ``input_ref``) is
+shown through :func:`text` or :func:`clip`: as a literal :class:`~rich.text.Text` (never read
+as markup) whose control, ESC and bidi characters are visible escapes
+(:func:`ledger.domain.display.visible`), so nothing it holds can drive the terminal.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from ledger.domain import is_overdue
+from ledger.domain.display import visible
 from ledger.reads.handover import span
 
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
@@ -41,8 +48,9 @@ def age(value: datetime | None, now: datetime) -> str:
     return span(now - value).replace(" ", "") if value else "-"
 
 
-def text(value: Any) -> str:
-    return "-" if value is None or value == "" else str(value)
+def text(value: Any, style: str = "") -> Text:
+    """Outside text for a cell or a field, ``-`` when there is none."""
+    return Text("-" if value is None or value == "" else visible(value), style=style)
 
 
 def deadline_cell(deadline: datetime, now: datetime) -> Text:
@@ -52,11 +60,15 @@ def deadline_cell(deadline: datetime, now: datetime) -> Text:
 
 
 def clip(value: str, width: int) -> str:
+    """Outside text shown (escapes included) in at most ``width`` characters."""
+    value = visible(value)
     return value if len(value) <= width else value[: width - 1] + "…"
 
 
 def middle(value: str, width: int) -> str:
-    """``value`` in ``width`` characters, cut in the middle: ids keep their distinctive end."""
+    """``value`` (made :func:`visible`) in ``width`` characters, cut in the middle: ids keep
+    their distinctive end."""
+    value = visible(value)
     if len(value) <= width:
         return value
     if width < 2:

@@ -155,10 +155,10 @@ class ExecutionsPane(ListPane):
         style = "red" if status in ("error", "crashed") else "yellow" if not row["final"] else ""
         name = row["workflow_name"] or row["workflow_id"]
         return [
-            row["source"],
-            row["external_id"],
+            text(row["source"]),
+            text(row["external_id"]),
             text(name),
-            Text(status, style=style),
+            text(status, style=style),
             clock_time(row["started_at"], now),
             clock_time(row["stopped_at"], now),
             text(row["retry_of"]),
@@ -203,11 +203,11 @@ class EventsPane(ListPane):
         return [
             str(row["seq"]),
             clock_time(row["at"], self.ctx.now()),
-            row["actor"],
-            kind,
+            text(row["actor"]),
+            text(kind),
             text(row["operation_id"]),
             text(row["hold_id"]),
-            data[:120],
+            text(data[:120]),
         ]
 
     verified = False
@@ -262,12 +262,12 @@ class SourcesPane(Vertical):
         for s in rows:
             bad = s["status"] != "ok" or bool(s["last_error"])  # "new" too: never synced
             table.add_row(
-                s["name"],
+                text(s["name"]),
                 s["kind"],
                 Text(s["status"], style="bold red" if bad else "green"),
                 clock_time(s["last_sync_at"], now),
                 age(s["last_success_at"], now) if s["last_success_at"] else "never",
-                Text(text(s["last_error"]), style="red" if s["last_error"] else ""),
+                text(s["last_error"], style="red" if s["last_error"] else ""),
                 text(s["base_url"]),
             )
         if rows:

@@ -12,6 +12,7 @@ import pydantic
 import typer
 
 from ledger.config import FileConfig, Settings, load_config
+from ledger.domain.display import visible
 from ledger.storage.engine import LedgerError, Store, open_store
 from ledger.writer.services import Ledger
 
@@ -36,7 +37,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def die(message: str, code: int = 2) -> None:
-    typer.echo(f"flowledger: {message}", err=True)
+    typer.echo(f"flowledger: {visible(message)}", err=True)
     raise typer.Exit(code)
 
 

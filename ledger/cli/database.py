@@ -19,6 +19,7 @@ from ledger.storage.engine import (
     make_store,
     read_schema_version,
     resolve_url,
+    shared_files,
     sqlite_path,
 )
 from ledger.storage.models import SCHEMA_VERSION
@@ -119,6 +120,19 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         )
     else:
         found.append(("wal-reset bug:", "not affected"))
+    path = sqlite_path(store.url)
+    assert path is not None
+    shared = shared_files(path)
+    if shared:
+        found.append(
+            (
+                "file modes:",
+                f"WARNING: readable by others: {', '.join(shared)}; the ledger holds receipts "
+                "and errors: chmod 600 them",
+            )
+        )
+    else:
+        found.append(("file modes:", "owner only"))
     return [
         *found,
         ("journal mode:", journal),

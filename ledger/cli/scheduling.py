@@ -119,11 +119,12 @@ def _deliver(store: Store, cfg: FileConfig) -> None:
 @app.command(name="housekeeping")
 @one_line_errors
 def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
-    """Delete expired idempotency keys and alerts delivered over a week ago."""
+    """Delete expired idempotency keys, signatures past their window and alerts delivered over
+    a week ago."""
     _need_once(once, "housekeeping")
     with opened(db) as store:
         done = housekeeping.clean(store)
     typer.echo(
         f"removed {done.idempotency_keys} expired idempotency keys, "
-        f"{done.delivered_alerts} delivered alerts"
+        f"{done.delivered_alerts} delivered alerts, {done.signatures} expired signatures"
     )

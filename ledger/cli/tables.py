@@ -3,14 +3,14 @@
 No colour and no box drawing, and as wide as the rows need when stdout is not a terminal, so
 piped output keeps one row a line for ``grep`` and ``awk`` and never breaks an id. In a terminal
 a row that is too wide folds inside its columns; nothing is cut. Text from the ledger is never
-read as markup, and its control characters are shown escaped (``\\x1b``), so a workflow name or
-an error cannot move the cursor or recolour the terminal.
+read as markup, and its control and bidi characters are shown escaped (``\\x1b``, ``\\u202e``,
+by :func:`ledger.domain.display.visible`), so a workflow name or an error cannot move the
+cursor, recolour the terminal or reorder what it says.
 """
 
 from __future__ import annotations
 
 import io
-import re
 import sys
 from collections.abc import Collection, Iterable, Sequence
 
@@ -20,14 +20,14 @@ from rich.padding import Padding
 from rich.table import Column, Table
 from rich.text import Text
 
+from ledger.domain.display import visible
+
 PIPED_WIDTH = 1_000_000  # wider than any row: piped output is never wrapped
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def printable(value: object) -> str:
-    """``value`` as text with its control characters (C0, DEL, C1) written as escapes."""
-    text = "-" if value is None else str(value)
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """``value`` as text with its control and bidi characters written as escapes."""
+    return visible(value)
 
 
 def render(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from ledger.domain.display import has_unsafe
+
 MAX_ID_LENGTH = 200  # operation, execution, workflow, step, source, version, operator names
 MAX_RECEIPT_LENGTH = 1000
 MAX_DETAIL_LENGTH = 4000  # a confirm's detail
@@ -43,9 +45,10 @@ def storable_problem(value: str) -> str | None:
 
 
 def printable_problem(value: str) -> str | None:
-    """Storable, and no C0 control character or DEL (an id is shown on one line)."""
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        return "must not contain control characters"
+    """Storable, and no control (C0, DEL, C1) or bidi override character: an id is shown on
+    one line and must read as it is stored."""
+    if has_unsafe(value):
+        return "must not contain control or bidi characters"
     return storable_problem(value)
 
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ledger.domain import is_overdue
+from ledger.domain.display import visible
 from ledger.reads import duty, queries
 from ledger.storage.engine import DEFAULT_DB, Store, resolve_url
 
@@ -21,6 +22,9 @@ DEFAULT_SHIFT = timedelta(hours=12)
 SOURCE_LAG_LIMIT = timedelta(hours=1)
 UNASSIGNED = "(unassigned)"
 _PAGE = 1000
+# What Markdown reads as more than text: its escapes, links and images (``[..](..)``,
+# ``<url>``), raw HTML, code spans and table cells' ends.
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\[]<>`|"})
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,11 @@ def span(delta: timedelta) -> str:
 
 
 def _cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    """Outside text as one line of literal Markdown: runs of white space (line breaks too)
+    become one space, other control and bidi characters visible escapes, and nothing in it reads
+    as a link, HTML, code or a table cell's end."""
     text = "-" if value is None or value == "" else str(value)
-    return " ".join(text.split()).replace("|", "\\|")
+    return visible(" ".join(text.split())).translate(_MARKDOWN)
 
 
 def _open_holds(store: Store, now: datetime) -> list[dict[str, Any]]:
@@ -120,7 +126,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         out += ["> **Demo ledger: every record here is made-up sample data.**", ""]
     out += [
         f"- Shift: {when(shift.since)} to {when(shift.until)}",
-        f"- Written at: {when(now)}" + (f" by {shift.operator}" if shift.operator else ""),
+        f"- Written at: {when(now)}" + (f" by {_cell(shift.operator)}" if shift.operator else ""),
         f"- Open holds: {len(holds)} ({blocking} blocking, {overdue} overdue)",
         f"- Resolved during the shift: {len(resolved)}",
         f"- Sources in trouble: {len(trouble)}",
@@ -137,7 +143,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     for owner in sorted(by_owner, key=lambda o: (o != UNASSIGNED, o)):
         items = by_owner[owner]
         late = sum(1 for h in items if is_overdue(h["deadline"], now))
-        out += [f"### {owner} — {len(items)} open, {late} overdue", ""]
+        out += [f"### {_cell(owner)} — {len(items)} open, {late} overdue", ""]
         out += [
             "| deadline | hold | reason | operation | state | next action |",
             "|---|---|---|---|---|---|",
@@ -159,7 +165,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     else:
         people = Counter(r["resolved_by"] for r in resolved)
         out += [
-            "By whom: " + ", ".join(f"{who} {n}" for who, n in sorted(people.items())) + ".",
+            "By whom: " + ", ".join(f"{_cell(who)} {n}" for who, n in sorted(people.items())) + ".",
             "",
             "| resolved at | hold | reason | operation | resolution | by | note |",
             "|---|---|---|---|---|---|---|",
@@ -176,7 +182,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     if not trouble:
         out += ["All sources synced recently without errors.", ""]
     for src, problem in trouble:
-        out.append(f"- **{_cell(src['name'])}** ({src['kind']}): {_cell(problem)}")
+        out.append(f"- **{_cell(src['name'])}** ({_cell(src['kind'])}): {_cell(problem)}")
     if trouble:
         out.append("")
     out += [

@@ -13,16 +13,17 @@ have the one shape (:mod:`ledger.receiver.errors`). Everything else passes to Fa
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from re import Pattern
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote_to_bytes
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.receiver.auth import authenticate
+from ledger.receiver.auth import authenticate, target
 from ledger.receiver.calls import CALLS, Call, documented_route
 from ledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from ledger.receiver.idempotency import answer, key_of, request_hash
@@ -32,6 +33,12 @@ from ledger.receiver.state import ReceiverState
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
+NOT_UTF8 = ApiError(
+    422,
+    "invalid_id",
+    "the operation id must be valid UTF-8 once percent-decoded",
+    "operation_id",
+)
 _WANTED = {
     b"authorization": "authorization",
     b"x-flowledger-signature": "signature",
@@ -78,8 +85,10 @@ class WriteLane:
     def __init__(self, app: ASGIApp, state: ReceiverState) -> None:
         self.app = app
         self.state = state
+        # DOTALL: an id holding a line break is matched, and refused as an id (422), instead
+        # of falling through to a bare 404.
         self.routes: list[tuple[Pattern[str], Call, Any]] = [
-            (compile_path(call.path)[0], call, documented_route(call)) for call in CALLS
+            (_pattern(call.path), call, documented_route(call)) for call in CALLS
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -122,17 +131,13 @@ class WriteLane:
                 "write",
                 authorization=headers.get("authorization"),
                 signature=headers.get("signature"),
+                request=target(scope),
                 body=body,
             )
             if not _is_json(headers.get("content_type")):
                 message = "send the body with Content-Type: application/json"
                 raise ApiError(415, "unsupported_media_type", message)
-            operation_id = None
-            if call.has_operation:
-                try:
-                    operation_id = _OPERATION_ID.validate_python(params["operation_id"])
-                except ValidationError as exc:
-                    raise validation_error(exc.errors(), "operation_id") from None
+            operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
             try:
                 work = call.work(st.ledger, operation_id, model)
@@ -148,6 +153,29 @@ class WriteLane:
             return Reply.error(exc)
         except Exception as exc:  # never a 500 with a trace: the one shape, logged by class
             return Reply.error(as_api_error(exc))
+
+
+def _pattern(path: str) -> Pattern[str]:
+    return re.compile(compile_path(path)[0].pattern, re.DOTALL)
+
+
+def _operation_id(scope: Scope, params: Mapping[str, str]) -> str:
+    """The path's operation id, checked as every id is. The server decodes the path's
+    percent escapes replacing bytes that are not UTF-8 (so ``a%ffb`` and ``a%feb`` would be one
+    id); the path as sent is checked first, and such an id is refused."""
+    raw = scope.get("raw_path")
+    if raw is not None:
+        try:
+            unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise NOT_UTF8 from None
+    try:
+        return _OPERATION_ID.validate_python(params["operation_id"])
+    except ValidationError as exc:
+        error = validation_error(exc.errors(), "operation_id")
+        if error.code == "invalid_input":
+            error.code = "invalid_id"
+        raise error from None
 
 
 def _without_slash(scope: Scope) -> Reply:

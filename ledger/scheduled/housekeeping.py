@@ -1,7 +1,9 @@
-"""Hourly clean-up: expired idempotency keys, and alerts delivered long ago.
+"""Hourly clean-up: expired idempotency keys, signatures past their window, and alerts
+delivered long ago.
 
-Neither is ledger history (the events are): an idempotency key only guards a client's retries
-for its time to live, and a delivered outbox row only guards against sending twice.
+None is ledger history (the events are): an idempotency key only guards a client's retries
+for its time to live, a seen signature only guards against a replay while the window would
+still accept it, and a delivered outbox row only guards against sending twice.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from datetime import timedelta
 from ledger.clock import Clock, utcnow
 from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
-from ledger.writer import keys
+from ledger.writer import keys, signatures
 
 OUTBOX = table(Outbox)
 KEEP_DELIVERED = timedelta(days=7)
@@ -23,6 +25,7 @@ BATCH = 1000
 class Cleaned:
     idempotency_keys: int
     delivered_alerts: int
+    signatures: int
 
 
 def expire_idempotency_keys(store: Store, clock: Clock = utcnow, batch: int = BATCH) -> int:
@@ -31,6 +34,17 @@ def expire_idempotency_keys(store: Store, clock: Clock = utcnow, batch: int = BA
     while True:
         with store.engine.begin() as conn:
             gone = keys.remove_expired(conn, clock(), limit=batch)
+        removed += gone
+        if gone < batch:
+            return removed
+
+
+def expire_signatures(store: Store, clock: Clock = utcnow, batch: int = BATCH) -> int:
+    """Delete the seen signatures past their window, ``batch`` rows per transaction."""
+    removed = 0
+    while True:
+        with store.engine.begin() as conn:
+            gone = signatures.remove_expired(conn, clock(), limit=batch)
         removed += gone
         if gone < batch:
             return removed
@@ -48,4 +62,8 @@ def purge_delivered_alerts(store: Store, clock: Clock = utcnow) -> int:
 
 
 def clean(store: Store, clock: Clock = utcnow) -> Cleaned:
-    return Cleaned(expire_idempotency_keys(store, clock), purge_delivered_alerts(store, clock))
+    return Cleaned(
+        expire_idempotency_keys(store, clock),
+        purge_delivered_alerts(store, clock),
+        expire_signatures(store, clock),
+    )

@@ -23,6 +23,8 @@ from ledger.storage.models import SCHEMA_VERSION, LedgerMeta, table
 DEFAULT_DB = "./var/flowledger.db"
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
+PRIVATE_FILE = 0o600  # the database and its -wal and -shm: the owner only
+PRIVATE_DIR = 0o700  # a directory the ledger creates for its database
 
 
 def sqlite_version_tuple(version: str = sqlite3.sqlite_version) -> tuple[int, ...]:
@@ -149,13 +151,40 @@ def make_store(url: URL, *, create: bool = False) -> Store:
     return Store(engine=engine, reader=reader, url=url)
 
 
+def _create_private(path: Path) -> None:
+    """An empty database file readable by its owner only (0600), in a directory it creates
+    owner-only (0700), whatever the umask. SQLite gives the ``-wal`` and ``-shm`` files it makes
+    later the database file's mode."""
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.chmod(PRIVATE_DIR)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+
+
+def shared_files(path: Path) -> list[str]:
+    """The ledger's files (the database, ``-wal``, ``-shm``) that others than the owner may
+    read or write, as ``name (mode)``."""
+    found = []
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = name.stat().st_mode & 0o777
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            found.append(f"{name.name} ({mode:04o})")
+    return found
+
+
 def _check_sqlite_file(path: Path, *, create: bool) -> None:
     if path.is_dir():
         raise LedgerError(f"{path} is a directory, not a ledger database")
     if not path.exists():
         if create:
-            if not path.parent.is_dir():
-                path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
             return
         raise LedgerError(f"no ledger at {path}; run `flowledger init --db {path}` to create one")
     try:

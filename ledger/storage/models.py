@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from ledger.domain import limits
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -246,6 +246,15 @@ class IdempotencyKey(SQLModel, table=True):
     response_status: int | None = None
     response_body: str | None = Field(default=None, sa_type=sa.Text)
     created_at: datetime = _ts()
+    expires_at: datetime = _ts(index=True)
+
+
+class SeenSignature(SQLModel, table=True):
+    """A request signature the receiver accepted, kept until its timestamp leaves the window,
+    so that the same signed request is accepted once (by any receiver on the database)."""
+
+    __tablename__ = "seen_signatures"
+    signature: str = Field(primary_key=True, max_length=64)  # the hex HMAC-SHA256
     expires_at: datetime = _ts(index=True)
 
 

@@ -212,7 +212,7 @@ def test_tokens_signatures_inputs_and_query_strings_never_reach_logs_or_events(
                 content=raw,
                 headers={
                     **auth(signer),
-                    "X-Flowledger-Signature": signature(key, raw),
+                    "X-Flowledger-Signature": signature(key, "/v1/operations/op-2/dispatch", raw),
                     "Content-Type": "application/json",
                 },
             )

@@ -46,10 +46,14 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def signature(key: bytes, body: bytes, stamp: int | None = None) -> str:
+def signature(
+    key: bytes, path: str, body: bytes, stamp: int | None = None, *, method: str = "POST"
+) -> str:
+    """``X-Flowledger-Signature`` v2: HMAC-SHA256 of "t.METHOD.PATH.body", PATH as sent (with
+    its query)."""
     stamp = int(time.time()) if stamp is None else stamp
-    mac = hmac.new(key, f"{stamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={stamp},v1={mac}"
+    signed = f"{stamp}.{method}.{path}.".encode() + body
+    return f"t={stamp},v2={hmac.new(key, signed, hashlib.sha256).hexdigest()}"
 
 
 @dataclass

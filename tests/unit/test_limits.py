@@ -18,7 +18,7 @@ from ledger.domain.limits import (
 HEX = "0123456789abcdef" * 4
 NUL = "must not contain NUL characters"
 UNICODE = "must be valid Unicode text"
-CONTROL = "must not contain control characters"
+CONTROL = "must not contain control or bidi characters"
 LONE_SURROGATE = "a\ud800b"
 
 
@@ -74,12 +74,26 @@ def test_storable_text_has_no_nul_and_no_lone_surrogate(value: str, problem: str
         ("a\x7fb", CONTROL),
         ("a\nb", CONTROL),
         ("\x00", CONTROL),
-        ("\x80", None),
+        ("\x9b", CONTROL),
+        ("a\u202eb", CONTROL),
+        ("a\u2066b", CONTROL),
+        ("\xa0é\u200b", None),
         (LONE_SURROGATE, UNICODE),
     ],
-    ids=["space-to-tilde", "unit-separator", "delete", "newline", "nul", "c1", "surrogate"],
+    ids=[
+        "space-to-tilde",
+        "unit-separator",
+        "delete",
+        "newline",
+        "nul",
+        "c1",
+        "right-to-left-override",
+        "isolate",
+        "no-break-space",
+        "surrogate",
+    ],
 )
-def test_printable_text_has_no_c0_control_or_delete(value: str, problem: str | None) -> None:
+def test_printable_text_has_no_control_or_bidi_character(value: str, problem: str | None) -> None:
     assert printable_problem(value) == problem
 
 
@@ -98,6 +112,8 @@ ID_LENGTH = "must be 1 to 200 printable characters"
         ("op\t1", ID_LENGTH),
         ("op\x7f", ID_LENGTH),
         ("op\x00", ID_LENGTH),
+        ("op\u202e", ID_LENGTH),
+        ("op\x1b[2J", ID_LENGTH),
         (LONE_SURROGATE, ID_LENGTH),
     ],
     ids=[
@@ -110,6 +126,8 @@ ID_LENGTH = "must be 1 to 200 printable characters"
         "control",
         "delete",
         "nul",
+        "bidi-override",
+        "escape",
         "surrogate",
     ],
 )

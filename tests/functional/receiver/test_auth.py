@@ -3,6 +3,8 @@ the database exactly as it was."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import time
 from pathlib import Path
@@ -69,10 +71,12 @@ def test_operator_token_may_do_everything(api: Api) -> None:
     assert api.get("/v1/operations", token="operator").status_code == 200
 
 
-def _signed(api: Api, stamp: int | None = None, tamper: bool = False) -> tuple[str, dict[str, str]]:
+def _signed(
+    api: Api, stamp: int | None = None, tamper: bool = False, path: str = DISPATCH
+) -> tuple[str, dict[str, str]]:
     token, key = make_signing_token(api.ledger, "signer")
     body = json.dumps(dispatch_body()).encode()
-    sig = signature(key, body + (b" " if tamper else b""), stamp)
+    sig = signature(key, path, body + (b" " if tamper else b""), stamp)
     return token, {"X-Flowledger-Signature": sig, "Content-Type": "application/json"}
 
 
@@ -80,6 +84,58 @@ def test_signed_request_is_accepted(api: Api) -> None:
     token, headers = _signed(api)
     answer = api.post(DISPATCH, token=token, headers=headers, content=json.dumps(dispatch_body()))
     assert answer.status_code == 200 and answer.json()["decision"] == "go"
+
+
+def test_a_signed_request_with_a_query_signs_the_query_too(api: Api) -> None:
+    token, headers = _signed(api, path=f"{DISPATCH}?note=a%20b")
+    body = json.dumps(dispatch_body())
+    moved = api.post(f"{DISPATCH}?note=other", token=token, headers=headers, content=body)
+    assert moved.status_code == 401 and moved.json()["error"]["code"] == "bad_signature"
+    answer = api.post(f"{DISPATCH}?note=a%20b", token=token, headers=headers, content=body)
+    assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    ["/v1/operations/op-OTHER/dispatch", "/v1/operations/op-1/prepare"],
+    ids=["another-operation", "another-call"],
+)
+def test_a_signed_request_moved_to_another_path_is_401(api: Api, elsewhere: str) -> None:
+    token, headers = _signed(api)
+    body = json.dumps(dispatch_body())
+    before = snapshot(api.ledger.store)
+    moved = api.post(elsewhere, token=token, headers=headers, content=body)
+    assert moved.status_code == 401 and moved.json()["error"]["code"] == "bad_signature"
+    assert snapshot(api.ledger.store) == before
+    signed_for = api.post(DISPATCH, token=token, headers=headers, content=body)
+    assert signed_for.status_code == 200, signed_for.text
+
+
+def test_a_signed_request_is_accepted_once(api: Api) -> None:
+    token, headers = _signed(api)
+    body = json.dumps(dispatch_body())
+    assert api.post(DISPATCH, token=token, headers=headers, content=body).status_code == 200
+    before = snapshot(api.ledger.store)
+    again = api.post(DISPATCH, token=token, headers=headers, content=body)
+    assert again.status_code == 401, again.text
+    assert again.json()["error"] == {
+        "code": "replayed_signature",
+        "message": "this signed request was accepted before",
+        "field": None,
+    }
+    assert snapshot(api.ledger.store) == before
+
+
+def test_a_v1_signature_is_refused_saying_to_upgrade(api: Api) -> None:
+    token, key = make_signing_token(api.ledger, "signer")
+    body = json.dumps(dispatch_body()).encode()
+    stamp = int(time.time())
+    v1 = hmac.new(key, f"{stamp}.".encode() + body, hashlib.sha256).hexdigest()
+    headers = {"X-Flowledger-Signature": f"t={stamp},v1={v1}", "Content-Type": "application/json"}
+    answer = api.post(DISPATCH, token=token, headers=headers, content=body)
+    assert answer.status_code == 401
+    error = answer.json()["error"]
+    assert error["code"] == "signature_upgrade" and "v2" in error["message"]
 
 
 @pytest.mark.parametrize(
@@ -91,7 +147,7 @@ def test_bad_or_stale_signature_is_401(api: Api, skew: int, tamper: bool, code: 
     _refused(api, 401, code, token=token, headers=headers, content=json.dumps(dispatch_body()))
 
 
-@pytest.mark.parametrize("value", [None, "garbage", "t=abc,v1=00", "t=1"])
+@pytest.mark.parametrize("value", [None, "garbage", "t=abc,v2=00", "t=1"])
 def test_signing_token_without_a_valid_signature_header_is_401(api: Api, value: str | None) -> None:
     token, _ = make_signing_token(api.ledger, "signer")
     headers = {} if value is None else {"X-Flowledger-Signature": value}
@@ -103,7 +159,7 @@ def test_signing_token_without_a_valid_signature_header_is_401(api: Api, value: 
 def test_a_signature_header_with_non_ascii_is_401_not_a_server_error(api: Api, stamp: str) -> None:
     token, _ = make_signing_token(api.ledger, "signer")
     t = str(int(time.time())) if stamp == "now" else stamp
-    value = f"t={t},v1={'é' * 64 if stamp == 'now' else '00'}".encode("latin-1", "replace")
+    value = f"t={t},v2={'é' * 64 if stamp == 'now' else '00'}".encode("latin-1", "replace")
     headers = {"X-Flowledger-Signature": value, "Content-Type": "application/json"}
     _refused(api, 401, "bad_signature", token=token, headers=headers)
 

@@ -125,6 +125,29 @@ def test_an_operation_id_over_200_characters_is_refused(api: Api) -> None:
     _check(api, 422, "too_long", path=path, json=dispatch_body())
 
 
+@pytest.mark.parametrize(
+    "operation_id",
+    ["a%ffb", "a%feb", "a%C3b", "a%0Ab", "a%0Db", "a%1B%5B2Jb", "a%C2%9Bb", "a%E2%80%AEb"],
+    ids=["ff", "fe", "truncated", "newline", "return", "escape", "c1", "bidi-override"],
+)
+def test_an_operation_id_that_is_not_printable_utf8_is_422_invalid_id(
+    api: Api, operation_id: str
+) -> None:
+    path = f"/v1/operations/{operation_id}/dispatch"
+    assert _check(api, 422, "invalid_id", path=path, json=dispatch_body())["field"] == (
+        "operation_id"
+    )
+
+
+def test_an_operation_id_holding_the_replacement_character_is_its_own_operation(
+    api: Api,
+) -> None:
+    answer = api.post("/v1/operations/a%EF%BF%BDb/dispatch", dispatch_body())
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["operation_id"] == "a\ufffdb"
+    _check(api, 422, "invalid_id", path="/v1/operations/a%ffb/dispatch", json=dispatch_body())
+
+
 def test_a_body_over_the_limit_is_413(api: Api) -> None:
     body = dispatch_body(input={"blob": "x" * BODY_LIMIT})
     _check(api, 413, "body_too_large", json=body)
