@@ -88,9 +88,7 @@ def n8n_setup(
 
         try:
             with client_factory() as client:
-                report = setup(
-                    client, request, make_token, lambda name: revoke_token(ledger, name)
-                )
+                report = setup(client, request, make_token, lambda name: revoke_token(ledger, name))
         except SetupFailed as exc:
             typer.echo(printable(f"flowledger: n8n setup: {exc}"), err=True)
             raise typer.Exit(1) from None

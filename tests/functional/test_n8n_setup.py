@@ -343,7 +343,9 @@ def test_n8n_unreachable_says_so() -> None:
 
     with (
         httpx.Client(transport=httpx.MockTransport(refuse)) as client,
-        pytest.raises(SetupFailed, match=re.escape("n8n unreachable: cannot reach n8n at http://n8n.test")),
+        pytest.raises(
+            SetupFailed, match=re.escape("n8n unreachable: cannot reach n8n at http://n8n.test")
+        ),
     ):
         setup(client, request(), Tokens().make, Tokens().revoke)
 
