@@ -194,8 +194,8 @@ def setup(
     n8n = N8nApi(client, req.n8n_url, req.api_key)
     credentials = n8n.listing("/credentials", "credential:list")
     installed = n8n.has_credential_type(NODE_CREDENTIAL_TYPE)
-    error_name, error_wf = _template(templates, installed, "error")
-    example_name, example_wf = _template(templates, installed, "example")
+    error_name, error_wf = load_template(templates, installed, "error")
+    example_name, example_wf = load_template(templates, installed, "example")
     report = SetupReport(node_installed=installed)
     cred = _credential(n8n, req, report, credentials, make_token, revoke_token)
 
@@ -269,7 +269,9 @@ def _credential(
     return cred
 
 
-def _template(templates: Path, installed: bool, role: str) -> tuple[str, dict[str, Any]]:
+def load_template(templates: Path, installed: bool, role: str) -> tuple[str, dict[str, Any]]:
+    """The name and workflow of the ``error`` or ``example`` template, with the node or
+    without it."""
     path = templates / TEMPLATE_FILES[(installed, role)]
     try:
         workflow = json.loads(path.read_text(encoding="utf-8"))
@@ -283,33 +285,52 @@ def _template(templates: Path, installed: bool, role: str) -> tuple[str, dict[st
     return workflow["name"], workflow
 
 
-def _filled(
-    template: dict[str, Any], cred: _Credential, req: SetupRequest, error_id: str | None
+def fill_template(
+    template: dict[str, Any],
+    *,
+    credential_id: str,
+    credential_name: str,
+    ledger_url: str,
+    source: str,
+    error_workflow_id: str | None,
 ) -> dict[str, Any]:
     """The template as POST /workflows takes it: the credential's id, the ledger's URL (in the
     settings node, or in the one ledger call of an error workflow) and the source name, the
-    error workflow's id."""
+    error workflow's id (or no error workflow)."""
     workflow = copy.deepcopy({k: template[k] for k in WORKFLOW_FIELDS if k in template})
     for node in workflow.get("nodes", []):
         for ref in (node.get("credentials") or {}).values():
             if isinstance(ref, dict) and ref.get("id") == CREDENTIAL_PLACEHOLDER:
-                ref.update(id=cred.id, name=cred.name)
+                ref.update(id=credential_id, name=credential_name)
         url = node.get("parameters", {}).get("url")
         if isinstance(url, str) and url.startswith(TEMPLATE_LEDGER_URL + "/"):
-            node["parameters"]["url"] = req.ledger_url + url[len(TEMPLATE_LEDGER_URL) :]
+            node["parameters"]["url"] = ledger_url + url[len(TEMPLATE_LEDGER_URL) :]
         if node.get("name") == SETTINGS_NODE:
             for assignment in node["parameters"]["assignments"]["assignments"]:
                 if assignment.get("name") == "ledger_url":
-                    assignment["value"] = req.ledger_url
+                    assignment["value"] = ledger_url
                 elif assignment.get("name") == "source":
-                    assignment["value"] = req.source
+                    assignment["value"] = source
     settings = workflow.setdefault("settings", {})
     if settings.get("errorWorkflow") == ERROR_WORKFLOW_PLACEHOLDER:
-        if error_id is None:
+        if error_workflow_id is None:
             settings.pop("errorWorkflow")
         else:
-            settings["errorWorkflow"] = error_id
+            settings["errorWorkflow"] = error_workflow_id
     return workflow
+
+
+def _filled(
+    template: dict[str, Any], cred: _Credential, req: SetupRequest, error_id: str | None
+) -> dict[str, Any]:
+    return fill_template(
+        template,
+        credential_id=cred.id,
+        credential_name=cred.name,
+        ledger_url=req.ledger_url,
+        source=req.source,
+        error_workflow_id=error_id,
+    )
 
 
 def _workflow(
