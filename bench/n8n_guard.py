@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import threading
@@ -170,6 +171,9 @@ def fire(url: str, count: int, clients: int, label: str) -> tuple[float, int]:
 
 
 def main() -> int:
+    # A SIGTERM (from `timeout`, a supervisor) unwinds through the ``finally`` blocks, which
+    # stop n8n and the ledger: they run in sessions of their own and would outlive us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--executions", type=int, default=400)
@@ -226,7 +230,7 @@ def make_flows(n8n: N8n, ledger: LocalLedger, target: Target, stand_in: StandIn)
     """Create and activate the flows; name → webhook path."""
     token = ledger.token("bench", "write")
 
-    def credential(kind: str, name: str, data: dict[str, Any]) -> dict[str, Any]:
+    def credential(kind: str, name: str, data: dict[str, Any]) -> dict[str, str]:
         made = n8n.api("POST", "/credentials", json={"name": name, "type": kind, "data": data})
         return {"credential_id": made["id"], "credential_name": name}
 
@@ -243,16 +247,19 @@ def make_flows(n8n: N8n, ledger: LocalLedger, target: Target, stand_in: StandIn)
     for star, url in (("", ledger.url), ("*", stand_in.url)):
         hdr = credential("httpHeaderAuth", f"bench header{star}", header)
         fl = credential("flowledgerApi", f"bench node{star}", node_data(url))
-        common = {"ledger_url": url, "source": "bench", "error_workflow_id": None}
         tag = "ledger" if not star else "stand-in"
         made[f"template{star}"] = for_bench(
-            fill_template(http_template, **hdr, **common),
+            fill_template(
+                http_template, **hdr, ledger_url=url, source="bench", error_workflow_id=None
+            ),
             f"bench: template ({tag})",
             f"bench-template-{tag}",
             target.url,
         )
         made[f"node{star}"] = for_bench(
-            fill_template(node_template, **fl, **common),
+            fill_template(
+                node_template, **fl, ledger_url=url, source="bench", error_workflow_id=None
+            ),
             f"bench: node ({tag})",
             f"bench-node-{tag}",
             target.url,

@@ -29,10 +29,12 @@ import hashlib
 import hmac
 import json
 import re
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -199,14 +201,11 @@ def crash_and_retry(
     n8n.start()
     print("      n8n killed with SIGKILL mid-write and started again", flush=True)
     for label, (workflow_id, _path) in flows.items():
-        crashed = wait_for(lambda w=workflow_id: n8n.executions(w, "crashed"), 60)
+        crashed = wait_for(partial(n8n.executions, workflow_id, "crashed"), 60)
         if not check(f"{label}: n8n marked the killed execution crashed", bool(crashed)):
             continue
         retry = n8n.api("POST", f"/executions/{crashed[0]['id']}/retry", json={})
-        retried = wait_for(
-            lambda r=retry: (e := n8n.api("GET", f"/executions/{r['id']}")).get("stoppedAt") and e,
-            60,
-        )
+        retried = wait_for(partial(finished, n8n, str(retry["id"])), 60)
         op = ledger.operation(read_token, op_id(slow[label]))
         state = op["operation"]["state"] if op else None
         check(
@@ -222,9 +221,14 @@ def crash_and_retry(
         reasons = [h["reason"] for h in open_holds(op)]
         check(
             f"{label}: the operation the crash left dispatching is held",
-            bool(op) and op["operation"]["state"] == "dispatching" and bool(reasons),
+            op is not None and op["operation"]["state"] == "dispatching" and bool(reasons),
             f"holds {reasons} after sync --once and sweep --once",
         )
+
+
+def finished(n8n: N8n, execution_id: str) -> dict[str, Any] | None:
+    execution = n8n.api("GET", f"/executions/{execution_id}")
+    return execution if execution.get("stoppedAt") else None
 
 
 def _quiet_post(n8n: N8n, path: str, body: dict[str, Any]) -> None:
@@ -502,6 +506,9 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
 
 
 def main() -> int:
+    # A SIGTERM (from `timeout`, a supervisor) unwinds through the ``finally`` blocks, which
+    # stop n8n and the ledger: they run in sessions of their own and would outlive us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         home, node_dir = find_n8n()
     except Unavailable as exc:
