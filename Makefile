@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DB     ?= ./var/flowledger.db
 
-.PHONY: install run test check bench clean mutate
+.PHONY: install run test check bench clean mutate n8n-node e2e-n8n
 
 install: $(STAMP)
 
@@ -23,8 +23,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 check: $(STAMP)
-	$(BIN)/ruff check ledger connectors tui tests bench
-	$(BIN)/ruff format --check ledger connectors tui tests bench
+	$(BIN)/ruff check ledger connectors tui tests bench e2e
+	$(BIN)/ruff format --check ledger connectors tui tests bench e2e
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
@@ -35,9 +35,19 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.sync
 	$(BIN)/python -m bench.sweep
 	$(BIN)/python -m bench.tui
+	$(BIN)/python -m bench.n8n_guard
 
 bench-%: $(STAMP)
 	$(BIN)/python -m bench.$*
+
+# The n8n node package (integrations/n8n): install from its lock file, build, lint, test.
+n8n-node:
+	cd integrations/n8n && npm ci && npm run build && npm run lint && npm test
+
+# The n8n integration against a real n8n 2.41.1 (opt-in, never in CI; e2e/local_n8n.py says
+# how to install one, and without it this prints that and skips).
+e2e-n8n: $(STAMP)
+	$(BIN)/python -m e2e.n8n
 
 # Mutation testing of the pure rules against tests/unit ([tool.mutmut] in pyproject.toml), from
 # a fresh mutants/ copy, then one line per mutated module. Not part of test or CI.

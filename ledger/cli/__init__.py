@@ -5,6 +5,7 @@ from __future__ import annotations
 from ledger.cli import (  # noqa: F401  (register their commands)
     database,
     inspect,
+    n8n,
     operator,
     receiver,
     scheduling,

@@ -62,9 +62,21 @@ def id_problem(value: object) -> str | None:
     return None
 
 
+# What JavaScript makes of a missing or unusable value when a workflow turns it into text
+# (``String(undefined)``, ``String(null)``, ``String({})``, ``String(0 / 0)``): a receipt that
+# says nothing about the effect. Confirmed with one, the operation would answer ``skip`` with it
+# for good, so every caller is refused it, whichever client made it.
+COERCED_RECEIPTS = frozenset({"undefined", "null", "[object Object]", "NaN"})
+
+
 def receipt_problem(value: object) -> str | None:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_RECEIPT_LENGTH:
         return f"must be 1 to {MAX_RECEIPT_LENGTH} characters"
+    if value.strip() in COERCED_RECEIPTS:
+        return (
+            f"must be the target's reference for the write, not {value.strip()!r} "
+            "(a missing value turned into text)"
+        )
     return storable_problem(value)
 
 

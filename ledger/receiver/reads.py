@@ -18,6 +18,7 @@ from ledger.receiver.schemas import (
     Id,
     OperationDetailPublic,
     OperationPage,
+    TokenPublic,
 )
 from ledger.receiver.state import ReceiverState, state_of
 from ledger.receiver.tokens import Principal
@@ -26,6 +27,7 @@ OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
 
 router = APIRouter(prefix="/v1", tags=["reads"])
 Reader = Annotated[Principal, Depends(require("read"))]
+Caller = Annotated[Principal, Depends(require("any"))]
 St = Annotated[ReceiverState, Depends(state_of)]
 Limit = Annotated[int, Query(ge=1, le=500)]
 HoldFilter = Literal["open", "blocking", "none"] | Reason
@@ -109,3 +111,15 @@ def list_executions(
         rows = [queries.row_dict(r) for r in conn.execute(stmt)]
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["id"] if more else None}
+
+
+@router.get("/token", response_model=TokenPublic, tags=["tokens"])
+def calling_token(principal: Caller) -> dict[str, Any]:
+    """The token that sent this request: its name, scope and whether it signs. Any valid
+    token may ask; a client's connection test calls it to tell a bad token (401) from one
+    with the wrong scope."""
+    return {
+        "name": principal.name,
+        "scope": principal.scope,
+        "signing": principal.signing_salt is not None,
+    }

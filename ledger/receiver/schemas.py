@@ -39,6 +39,13 @@ def _printable(value: str) -> str:
     return value
 
 
+def _receipt(value: str) -> str:
+    problem = limits.receipt_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 def _utc(value: datetime) -> datetime:
     try:
         return value.astimezone(UTC)
@@ -70,6 +77,11 @@ Id = Annotated[
     AfterValidator(_printable),
 ]
 Text = Annotated[str, AfterValidator(_storable)]
+Receipt = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=limits.MAX_RECEIPT_LENGTH),
+    AfterValidator(_receipt),
+]
 When = Annotated[AwareDatetime, AfterValidator(_utc)]
 RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX)]
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
@@ -152,7 +164,10 @@ class DispatchCreate(OperationBase):
 class ConfirmCreate(_Accepts):
     """Sent after a successful write, with the target's reference for it."""
 
-    receipt: Annotated[Text, Field(min_length=1, max_length=limits.MAX_RECEIPT_LENGTH)]
+    receipt: Receipt = Field(
+        description="The target's reference for the write; empty, whitespace, and what "
+        "JavaScript makes of a missing value (undefined, null, [object Object], NaN) are refused."
+    )
     execution_id: Id | None = None
     detail: Annotated[Text, Field(max_length=limits.MAX_DETAIL_LENGTH)] | None = None
 
@@ -328,3 +343,11 @@ class ExecutionPublic(BaseModel):
 class ExecutionPage(BaseModel):
     items: list[ExecutionPublic]
     next_after: int | None = Field(description="Pass as `after` for the next page")
+
+
+class TokenPublic(BaseModel):
+    """The token that called: what a client's connection test shows (never the token)."""
+
+    name: str
+    scope: str = Field(description="write, read or operator")
+    signing: bool = Field(description="whether its requests must be signed")

@@ -47,7 +47,8 @@ class Principal:
         return f"token:{self.name}"
 
     def may(self, needed: str) -> bool:
-        return self.scope == "operator" or self.scope == needed
+        """``needed`` is a scope, or ``any`` for a route every valid token may call."""
+        return needed == "any" or self.scope == "operator" or self.scope == needed
 
 
 @dataclass(frozen=True)

@@ -391,6 +391,8 @@ class Ledger(UnitOfWork):
     ) -> Call[Answer | None]:
         """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
         ``cancel`` or ``dismiss``. Every one needs a note and is recorded with the operator."""
+        if receipt is not None:
+            check_receipt(receipt)
         work = resolution_work(hold_id, action, check_note(note), receipt)
         return Call(self, work, operator_actor(operator))
 

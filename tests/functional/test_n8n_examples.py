@@ -1,5 +1,6 @@
-"""The example n8n workflows: they parse, use real node types at versions n8n has, wire only
-existing nodes, and send what the receiver accepts (checked against its own schemas)."""
+"""The example n8n workflows: they parse, use real node types at versions n8n has (or the
+Flowledger node's), wire only existing nodes, name the ledger's URL once, read the write's
+error output as n8n really shapes it, and stop visibly on a hold."""
 
 from __future__ import annotations
 
@@ -9,12 +10,24 @@ from typing import Any
 
 import pytest
 
+from ledger.n8n_setup import (
+    CREDENTIAL_PLACEHOLDER,
+    ERROR_WORKFLOW_PLACEHOLDER,
+    TEMPLATE_LEDGER_URL,
+)
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "n8n"
 # Node types and the versions n8n-io/n8n's packages/nodes-base declares for them
-# (HttpRequest/V3, If/V2, ErrorTrigger, NoOp, Webhook, RemoveDuplicates/V2, Slack/V2).
+# (HttpRequest/V3, If/V2, ErrorTrigger, NoOp, Webhook, RemoveDuplicates/V2, Slack/V2, Set/V2,
+# Switch/V3, StopAndError), and the Flowledger node of integrations/n8n.
+NODE = "n8n-nodes-flowledger.flowledger"
 KNOWN: dict[str, set[float]] = {
     "n8n-nodes-base.httpRequest": {3, 4, 4.1, 4.2},
     "n8n-nodes-base.if": {2, 2.1, 2.2},
+    "n8n-nodes-base.set": {3.3, 3.4},
+    "n8n-nodes-base.switch": {3, 3.1, 3.2},
+    "n8n-nodes-base.stopAndError": {1},
+    NODE: {1},
     "n8n-nodes-base.errorTrigger": {1},
     "n8n-nodes-base.noOp": {1},
     "n8n-nodes-base.webhook": {1, 1.1, 2},
@@ -30,7 +43,13 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def test_there_are_examples() -> None:
-    assert {p.name for p in FILES} == {"guarded-write.json", "error-workflow.json", "alerts.json"}
+    assert {p.name for p in FILES} == {
+        "guarded-write.json",
+        "guarded-write-node.json",
+        "error-workflow.json",
+        "error-workflow-node.json",
+        "alerts.json",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -56,43 +75,96 @@ def test_nodes_are_real_n8n_types_and_connections_name_existing_nodes(path: Path
     assert set(names) == linked | triggers  # no node left unwired
 
 
-def test_ledger_calls_use_a_header_auth_credential_and_no_literal_secret() -> None:
+def _ledger_calls(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        n
+        for n in workflow["nodes"]
+        if n["type"] == NODE
+        or (n["type"] == "n8n-nodes-base.httpRequest" and "/v1/" in n["parameters"]["url"])
+    ]
+
+
+def test_ledger_calls_use_a_credential_placeholder_and_no_literal_secret() -> None:
     for path in FILES:
         text = path.read_text(encoding="utf-8")
         assert "flt_" not in text and "Bearer" not in text
-        for node in load(path)["nodes"]:
+        for node in _ledger_calls(load(path)):
             params = node["parameters"]
-            if node["type"] == "n8n-nodes-base.httpRequest":
-                assert params["authentication"] == "genericCredentialType"
-                assert params["genericAuthType"] == "httpHeaderAuth"
-                assert "httpHeaderAuth" in node["credentials"]
-                if "{{" in params["url"]:
-                    assert params["url"].startswith("=")
+            if node["type"] == NODE:
+                assert node["credentials"]["flowledgerApi"]["id"] == CREDENTIAL_PLACEHOLDER
+                continue
+            assert params["authentication"] == "genericCredentialType"
+            assert params["genericAuthType"] == "httpHeaderAuth"
+            assert node["credentials"]["httpHeaderAuth"]["id"] == CREDENTIAL_PLACEHOLDER
+            if "{{" in params["url"]:
+                assert params["url"].startswith("=")
 
 
-def test_guard_pattern_branches() -> None:
+@pytest.mark.parametrize("name", ["guarded-write.json", "error-workflow.json"])
+def test_the_ledger_url_is_written_once_per_template(name: str) -> None:
+    text = (EXAMPLES / name).read_text(encoding="utf-8")
+    assert text.count(TEMPLATE_LEDGER_URL) == 1
+
+
+def test_the_node_templates_name_no_url_of_the_ledger() -> None:
+    for name in ("guarded-write-node.json", "error-workflow-node.json"):
+        assert TEMPLATE_LEDGER_URL not in (EXAMPLES / name).read_text(encoding="utf-8")
+
+
+def test_http_guard_branches_and_reads_the_error_output_as_n8n_shapes_it() -> None:
     workflow = load(EXAMPLES / "guarded-write.json")
     nodes = {n["name"]: n for n in workflow["nodes"]}
     body = nodes["Ledger: dispatch"]["parameters"]["jsonBody"]
     for needle in ("$execution.id", "$workflow.id", "$runIndex", "processing_version", "input"):
         assert needle in body
-    go = nodes["Decision is go?"]["parameters"]["conditions"]["conditions"][0]
-    assert go["leftValue"] == "={{ $json.decision }}" and go["rightValue"] == "go"
+    rules = nodes["Decision"]["parameters"]["rules"]["values"]
+    assert [r["conditions"]["conditions"][0]["rightValue"] for r in rules] == ["go", "skip", "hold"]
+    assert nodes["Decision"]["parameters"]["options"]["fallbackOutput"] == 2  # else: Hold
     wiring = workflow["connections"]
-    assert wiring["Decision is go?"]["main"][0][0]["node"] == "Write to target (your API)"
+    go, skip, hold = wiring["Decision"]["main"]
+    assert [go[0]["node"], skip[0]["node"], hold[0]["node"]] == [
+        "Write to target (your API)",
+        "Skip: already written",
+        "Hold: a person decides",
+    ]
+    assert nodes["Hold: a person decides"]["type"] == "n8n-nodes-base.stopAndError"
+    assert "$json.reason" in nodes["Hold: a person decides"]["parameters"]["errorMessage"]
     write = wiring["Write to target (your API)"]["main"]
     assert [write[0][0]["node"], write[1][0]["node"]] == ["Ledger: confirm", "Ledger: fail"]
     assert nodes["Write to target (your API)"]["onError"] == "continueErrorOutput"
-    for harmless in ("Skip: already written", "Hold: a person decides"):
-        assert nodes[harmless]["type"] == "n8n-nodes-base.noOp"
-    assert "errorWorkflow" in workflow["settings"]
+    fail = nodes["Ledger: fail"]["parameters"]["jsonBody"]
+    assert "$json.error?.status" in fail and "$json.error?.httpCode" in fail
+    assert "408" in fail and "429" in fail
+    confirm = nodes["Ledger: confirm"]["parameters"]["jsonBody"]
+    assert "String($json.id ?? '')" in confirm  # missing: '' which the ledger refuses
+    assert workflow["settings"]["errorWorkflow"] == ERROR_WORKFLOW_PLACEHOLDER
 
 
-def test_error_workflow_sends_only_what_the_ledger_keeps() -> None:
-    workflow = load(EXAMPLES / "error-workflow.json")
-    hook = next(n for n in workflow["nodes"] if n["type"] == "n8n-nodes-base.httpRequest")
-    assert hook["parameters"]["url"].endswith("/v1/hooks/n8n/error")
-    body = hook["parameters"]["jsonBody"]
+def test_node_guard_has_three_outputs_and_stops_on_hold() -> None:
+    workflow = load(EXAMPLES / "guarded-write-node.json")
+    nodes = {n["name"]: n for n in workflow["nodes"]}
+    guard = nodes["Guard: may we write?"]["parameters"]
+    assert guard["operation"] == "guard" and guard["onHold"] == "stop"
+    go, skip, hold = workflow["connections"]["Guard: may we write?"]["main"]
+    assert go[0]["node"] == "Write to target (your API)"
+    assert skip[0]["node"] == "Skip: already written"
+    assert hold == []
+    write = workflow["connections"]["Write to target (your API)"]["main"]
+    assert [write[0][0]["node"], write[1][0]["node"]] == ["Ledger: confirm", "Ledger: fail"]
+    assert nodes["Ledger: fail"]["parameters"]["outcome"] == "auto"
+    assert nodes["Ledger: confirm"]["parameters"]["receipt"] == "={{ $json.id }}"
+    assert workflow["settings"]["errorWorkflow"] == ERROR_WORKFLOW_PLACEHOLDER
+
+
+@pytest.mark.parametrize("name", ["error-workflow.json", "error-workflow-node.json"])
+def test_error_workflows_send_only_what_the_ledger_keeps(name: str) -> None:
+    workflow = load(EXAMPLES / name)
+    call = _ledger_calls(workflow)[0]
+    if call["type"] == NODE:
+        assert call["parameters"]["operation"] == "reportFailedExecution"
+        return
+    assert call["parameters"]["url"].endswith("/v1/hooks/n8n/error")
+    body = call["parameters"]["jsonBody"]
     assert "context" not in body and "stack" not in body
     for needle in ("execution", "lastNodeExecuted", "httpCode", "workflow"):
         assert needle in body

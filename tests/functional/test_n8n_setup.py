@@ -1,0 +1,438 @@
+"""``flowledger n8n setup`` against a fake of n8n's public API: a first run makes the token, the
+credential and the error workflow; a second run makes nothing; each refusal is one line that
+says what to do (a missing scope is named) and leaves no live token behind."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from ledger.cli import n8n as n8n_cli
+from ledger.cli.common import app
+from ledger.n8n_setup import SetupFailed, SetupRequest, setup
+from ledger.receiver.tokens import list_tokens
+from ledger.storage.engine import open_store
+from ledger.storage.migrate import init_ledger
+
+KEY = "n8n_api_test_key"
+SCOPES = {
+    "credential:list",
+    "credential:create",
+    "workflow:list",
+    "workflow:create",
+    "workflow:read",
+    "workflow:update",
+    "workflow:activate",
+}
+CONFIG = """
+[[sources]]
+name = "prod-n8n"
+kind = "n8n"
+base_url = "http://n8n.test"
+api_key_env = "TEST_N8N_API_KEY"
+
+[receiver]
+port = 8788
+"""
+NODE_TYPE = "n8n-nodes-flowledger.flowledger"
+
+
+@dataclass
+class FakeN8n:
+    """n8n's public API as far as setup uses it, with the answers a real 2.41 gives."""
+
+    installed: bool = True
+    scopes: set[str] = field(default_factory=lambda: set(SCOPES))
+    starting: bool = False
+    credentials: list[dict[str, Any]] = field(default_factory=list)
+    workflows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(self.handle))
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        method, path = request.method, request.url.path
+        self.requests.append((method, path))
+        if self.starting:
+            return httpx.Response(200, text="n8n is starting up. Please wait", headers=HTML)
+        if request.headers.get("x-n8n-api-key") != KEY:
+            return httpx.Response(401, json={"message": "unauthorized"})
+        for (want_method, pattern, scope), answer in ROUTES.items():
+            match = re.fullmatch(pattern, path)
+            if method == want_method and match:
+                if scope is not None and scope not in self.scopes:
+                    return httpx.Response(403, json={"message": "Forbidden"})
+                body = json.loads(request.content) if request.content else None
+                return answer(self, request, body, *match.groups())
+        return httpx.Response(404, json={"message": "not found"})
+
+    def new_id(self) -> str:
+        return f"id{len(self.credentials) + len(self.workflows) + 1:04d}"
+
+    # -- routes
+
+    def list_credentials(self, request: httpx.Request, body: Any) -> httpx.Response:
+        items = [{k: c[k] for k in ("id", "name", "type")} for c in self.credentials]
+        return httpx.Response(200, json={"data": items, "nextCursor": None})
+
+    def credential_schema(self, request: httpx.Request, body: Any, name: str) -> httpx.Response:
+        if name == "flowledgerApi" and self.installed:
+            return httpx.Response(200, json={"type": "object", "properties": {}})
+        return httpx.Response(404, json={"message": "Not Found"})
+
+    def create_credential(self, request: httpx.Request, body: Any) -> httpx.Response:
+        known = {"flowledgerApi"} if self.installed else set()
+        if body["type"] not in known | {"httpHeaderAuth"}:
+            return httpx.Response(400, json={"message": "unknown credential type"})
+        made = {"id": self.new_id(), **body}
+        self.credentials.append(made)
+        return httpx.Response(200, json={"id": made["id"], "name": made["name"]})
+
+    def list_workflows(self, request: httpx.Request, body: Any) -> httpx.Response:
+        name = request.url.params.get("name")
+        items = [
+            {"id": w["id"], "name": w["name"], "active": w["active"], "isArchived": False}
+            for w in self.workflows.values()
+            if name is None or w["name"] == name
+        ]
+        return httpx.Response(200, json={"data": items, "nextCursor": None})
+
+    def create_workflow(self, request: httpx.Request, body: Any) -> httpx.Response:
+        extra = set(body) - {"name", "nodes", "connections", "settings"}
+        if extra:
+            return httpx.Response(400, json={"message": f"request/body must NOT have {extra}"})
+        made = {"id": self.new_id(), "active": False, **body}
+        self.workflows[made["id"]] = made
+        return httpx.Response(200, json=made)
+
+    def activate(self, request: httpx.Request, body: Any, wf: str) -> httpx.Response:
+        self.workflows[wf]["active"] = True
+        return httpx.Response(200, json=self.workflows[wf])
+
+    def get_workflow(self, request: httpx.Request, body: Any, wf: str) -> httpx.Response:
+        if wf not in self.workflows:
+            return httpx.Response(404, json={"message": "Not Found"})
+        return httpx.Response(200, json=self.workflows[wf])
+
+    def put_workflow(self, request: httpx.Request, body: Any, wf: str) -> httpx.Response:
+        self.workflows[wf].update(body)
+        return httpx.Response(200, json=self.workflows[wf])
+
+    def by_name(self, name: str) -> dict[str, Any]:
+        return next(w for w in self.workflows.values() if w["name"] == name)
+
+
+HTML = {"content-type": "text/html; charset=utf-8"}
+ROUTES: dict[tuple[str, str, str | None], Any] = {
+    ("GET", "/api/v1/credentials", "credential:list"): FakeN8n.list_credentials,
+    ("GET", "/api/v1/credentials/schema/([^/]+)", None): FakeN8n.credential_schema,
+    ("POST", "/api/v1/credentials", "credential:create"): FakeN8n.create_credential,
+    ("GET", "/api/v1/workflows", "workflow:list"): FakeN8n.list_workflows,
+    ("POST", "/api/v1/workflows", "workflow:create"): FakeN8n.create_workflow,
+    ("POST", "/api/v1/workflows/([^/]+)/activate", "workflow:activate"): FakeN8n.activate,
+    ("GET", "/api/v1/workflows/([^/]+)", "workflow:read"): FakeN8n.get_workflow,
+    ("PUT", "/api/v1/workflows/([^/]+)", "workflow:update"): FakeN8n.put_workflow,
+}
+
+
+class Tokens:
+    """The two token callables setup takes, recording what they did."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+        self.revoked: list[str] = []
+
+    def make(self, base: str) -> tuple[str, str]:
+        name = base if base not in self.made else f"{base}-{len(self.made) + 1}"
+        self.made.append(name)
+        return name, f"flt_secret_{len(self.made)}"
+
+    def revoke(self, name: str) -> None:
+        self.revoked.append(name)
+
+
+def request(**kw: Any) -> SetupRequest:
+    base: dict[str, Any] = {
+        "source": "prod-n8n",
+        "n8n_url": "http://n8n.test",
+        "api_key": KEY,
+        "ledger_url": "http://ledger.internal:8787",
+    }
+    return SetupRequest(**(base | kw))
+
+
+def run_setup(fake: FakeN8n, tokens: Tokens, **kw: Any) -> Any:
+    with fake.client() as client:
+        return setup(client, request(**kw), tokens.make, tokens.revoke)
+
+
+def nodes_of(workflow: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["name"]: n for n in workflow["nodes"]}
+
+
+# ------------------------------------------------------------------ with the node installed
+
+
+def test_first_run_makes_token_credential_and_active_error_workflow() -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    report = run_setup(fake, tokens)
+    assert report.node_installed
+    assert tokens.made == ["n8n-prod-n8n"] and tokens.revoked == []
+    (cred,) = fake.credentials
+    assert (cred["name"], cred["type"]) == ("Flowledger API (prod-n8n)", "flowledgerApi")
+    assert cred["data"] == {
+        "baseUrl": "http://ledger.internal:8787",
+        "token": "flt_secret_1",
+        "signingSecret": "",
+        "source": "prod-n8n",
+    }
+    (error_wf,) = fake.workflows.values()
+    assert error_wf["active"]
+    report_node = nodes_of(error_wf)["Ledger: execution failed"]
+    assert report_node["type"] == NODE_TYPE
+    assert report_node["credentials"]["flowledgerApi"] == {
+        "id": cred["id"],
+        "name": "Flowledger API (prod-n8n)",
+    }
+    assert [(s.action, s.kind) for s in report.steps] == [
+        ("created", "token"),
+        ("created", "credential"),
+        ("created", "workflow"),
+        ("activated", "workflow"),
+    ]
+    assert f"http://n8n.test/workflow/{error_wf['id']}" in report.links
+
+
+def test_second_run_creates_nothing_twice() -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    run_setup(fake, tokens, with_example=True)
+    before = (len(fake.credentials), len(fake.workflows), list(tokens.made))
+    first_run = len(fake.requests)
+    report = run_setup(fake, tokens, with_example=True)
+    assert (len(fake.credentials), len(fake.workflows), tokens.made) == before
+    assert {s.action for s in report.steps} == {"exists"}
+    assert [m for m, _ in fake.requests[first_run:]] == ["GET"] * 4
+
+
+def test_with_example_imports_the_node_template_linked_to_the_error_workflow() -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    run_setup(fake, tokens, with_example=True)
+    error_wf = fake.by_name("flowledger: report failed executions (Flowledger node)")
+    example = fake.by_name("Send invoice (guarded by the Flowledger node)")
+    assert example["settings"]["errorWorkflow"] == error_wf["id"]
+    assert not example["active"]  # its write URL is a placeholder until a person sets it
+    guard = nodes_of(example)["Guard: may we write?"]
+    assert guard["credentials"]["flowledgerApi"]["id"] == fake.credentials[0]["id"]
+    assert "REPLACE_WITH" not in json.dumps(example)
+
+
+def test_workflow_option_sets_the_error_workflow_on_existing_workflows() -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    fake.workflows["wf-7"] = {
+        "id": "wf-7",
+        "name": "billing",
+        "active": True,
+        "nodes": [],
+        "connections": {},
+        "settings": {"executionOrder": "v1"},
+    }
+    report = run_setup(fake, tokens, workflows=("wf-7",))
+    error_id = fake.by_name("flowledger: report failed executions (Flowledger node)")["id"]
+    assert fake.workflows["wf-7"]["settings"] == {"executionOrder": "v1", "errorWorkflow": error_id}
+    assert ("updated", "error workflow of", "billing") in [
+        (s.action, s.kind, s.name) for s in report.steps
+    ]
+    again = run_setup(fake, tokens, workflows=("wf-7",))
+    assert ("exists", "error workflow of") in [(s.action, s.kind) for s in again.steps]
+
+
+def test_an_unknown_workflow_id_is_one_line() -> None:
+    with pytest.raises(SetupFailed, match="n8n has no workflow 'nope' \\(404\\)"):
+        run_setup(FakeN8n(), Tokens(), workflows=("nope",))
+
+
+# ------------------------------------------------------------------ without the node
+
+
+def test_without_the_node_a_header_auth_credential_and_the_http_templates() -> None:
+    fake, tokens = FakeN8n(installed=False), Tokens()
+    report = run_setup(fake, tokens, with_example=True)
+    assert not report.node_installed
+    (cred,) = fake.credentials
+    assert (cred["name"], cred["type"]) == ("flowledger write token (prod-n8n)", "httpHeaderAuth")
+    assert cred["data"] == {"name": "Authorization", "value": "Bearer flt_secret_1"}
+    error_wf = fake.by_name("flowledger: report failed executions")
+    hook = nodes_of(error_wf)["Ledger: execution failed"]
+    assert hook["parameters"]["url"] == "http://ledger.internal:8787/v1/hooks/n8n/error"
+    example = fake.by_name("Send invoice (guarded by flowledger, HTTP Request nodes)")
+    settings = nodes_of(example)["Ledger settings"]["parameters"]["assignments"]["assignments"]
+    values = {a["name"]: a["value"] for a in settings}
+    assert values["ledger_url"] == "http://ledger.internal:8787"
+    assert values["source"] == "prod-n8n"
+    text = json.dumps(example)
+    assert "127.0.0.1:8787" not in text and "REPLACE_WITH" not in text
+
+
+# ------------------------------------------------------------------ refusals
+
+
+@pytest.mark.parametrize(
+    ("scope", "creates_token"),
+    [
+        ("credential:list", False),
+        ("credential:create", True),
+        ("workflow:list", False),
+        ("workflow:create", False),
+        ("workflow:activate", False),
+    ],
+)
+def test_a_missing_scope_is_named_and_no_live_token_is_left(
+    scope: str, creates_token: bool
+) -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    fake.scopes.discard(scope)
+    with pytest.raises(SetupFailed) as failed:
+        run_setup(fake, tokens)
+    message = str(failed.value)
+    assert f"lacks the {scope} scope (403)" in message and "\n" not in message
+    if creates_token:
+        assert tokens.revoked == tokens.made == ["n8n-prod-n8n"]
+        assert "was revoked again" in message
+    assert set(tokens.made) - set(tokens.revoked) <= (
+        {"n8n-prod-n8n"} if not creates_token else set()
+    )
+
+
+def test_a_missing_read_or_update_scope_for_workflow_option_is_named() -> None:
+    for scope in ("workflow:read", "workflow:update"):
+        fake = FakeN8n()
+        fake.workflows["wf-7"] = {"id": "wf-7", "name": "b", "active": True, "nodes": []}
+        fake.scopes.discard(scope)
+        with pytest.raises(SetupFailed, match=f"lacks the {scope} scope"):
+            run_setup(fake, Tokens(), workflows=("wf-7",))
+
+
+def test_a_wrong_key_is_401() -> None:
+    with pytest.raises(SetupFailed, match=r"refused the API key \(401\)"):
+        run_setup(FakeN8n(), Tokens(), api_key="wrong")
+
+
+def test_no_key_says_where_to_put_one() -> None:
+    with pytest.raises(SetupFailed, match="no n8n API key"):
+        run_setup(FakeN8n(), Tokens(), api_key=None)
+
+
+def test_n8n_still_starting_says_so() -> None:
+    tokens = Tokens()
+    with pytest.raises(SetupFailed, match="still starting; run this again shortly"):
+        run_setup(FakeN8n(starting=True), tokens)
+    assert tokens.made == []
+
+
+def test_n8n_unreachable_says_so() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    with (
+        httpx.Client(transport=httpx.MockTransport(refuse)) as client,
+        pytest.raises(
+            SetupFailed, match=re.escape("n8n unreachable: cannot reach n8n at http://n8n.test")
+        ),
+    ):
+        setup(client, request(), Tokens().make, Tokens().revoke)
+
+
+def test_missing_templates_are_said_before_anything_is_made(tmp_path: Path) -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    with (
+        fake.client() as client,
+        pytest.raises(SetupFailed, match="cannot read the template"),
+    ):
+        setup(client, request(), tokens.make, tokens.revoke, templates=tmp_path)
+    assert tokens.made == [] and fake.credentials == []
+
+
+# ------------------------------------------------------------------ the command
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeN8n, Path]:
+    fake = FakeN8n()
+    (tmp_path / "flowledger.toml").write_text(CONFIG)
+    db = tmp_path / "ledger.db"
+    store, _ = init_ledger(str(db))
+    store.dispose()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
+    monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
+    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    monkeypatch.setattr(n8n_cli, "client_factory", fake.client)
+    return fake, db
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["n8n", "setup", *args])
+    return result.exit_code, result.output
+
+
+def test_the_command_prints_what_it_made_with_ids_and_links(cli: tuple[FakeN8n, Path]) -> None:
+    fake, db = cli
+    code, out = invoke("--source", "prod-n8n")
+    assert code == 0, out
+    assert "n8n will reach the ledger at http://127.0.0.1:8788" in out
+    assert "--ledger-url http://host.docker.internal:8788" in out
+    cred_id = fake.credentials[0]["id"]
+    assert re.search(rf"created\s+credential\s+Flowledger API \(prod-n8n\)\s+{cred_id}", out)
+    assert "open http://n8n.test/home/workflows" in out
+    assert "flt_" not in out  # the token goes to n8n only
+    store = open_store(str(db))
+    try:
+        assert [(t["name"], t["scope"]) for t in list_tokens(store)] == [("n8n-prod-n8n", "write")]
+    finally:
+        store.dispose()
+
+
+def test_the_command_twice_makes_one_token(cli: tuple[FakeN8n, Path]) -> None:
+    fake, db = cli
+    assert (
+        invoke("--source", "prod-n8n", "--ledger-url", "http://host.docker.internal:8788")[0] == 0
+    )
+    code, out = invoke("--source", "prod-n8n", "--ledger-url", "http://host.docker.internal:8788")
+    assert code == 0, out
+    assert "created" not in out
+    assert fake.credentials[0]["data"]["baseUrl"] == "http://host.docker.internal:8788"
+    store = open_store(str(db))
+    try:
+        assert len(list_tokens(store)) == 1
+    finally:
+        store.dispose()
+
+
+def test_a_failure_is_one_line_and_exit_1(cli: tuple[FakeN8n, Path]) -> None:
+    fake, db = cli
+    fake.scopes.discard("credential:create")
+    code, out = invoke("--source", "prod-n8n")
+    assert code == 1
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("flowledger: n8n setup: the n8n API key lacks the credential:create")
+    store = open_store(str(db))
+    try:
+        (token,) = list_tokens(store)
+        assert token["revoked_at"] is not None  # made, then revoked when n8n refused
+    finally:
+        store.dispose()
+
+
+def test_an_unknown_source_or_a_bad_ledger_url_is_refused(cli: tuple[FakeN8n, Path]) -> None:
+    code, out = invoke("--source", "nope")
+    assert code == 2 and "no source named 'nope'" in out
+    code, out = invoke("--source", "prod-n8n", "--ledger-url", "ledger:8787")
+    assert code == 2 and "--ledger-url must be an http:// or https:// URL" in out
