@@ -17,8 +17,10 @@ import httpx
 from connectors.base import (
     AuthFailed,
     ConnectorError,
+    ConnectTimedOut,
     Malformed,
     NoApi,
+    NoConnection,
     NotReady,
     RateLimited,
     ServerError,
@@ -66,17 +68,25 @@ def request_json(
             status = response.status_code
             content_type = response.headers.get("content-type", "")
             resp_headers = response.headers
+    except httpx.ConnectTimeout as exc:
+        raise ConnectTimedOut(
+            f"cannot reach {tool} at {where}: nothing accepted the connection within "
+            f"{_seconds(client.timeout.connect)} (connect_timeout; check the host and port "
+            "in base_url, and any firewall)"
+        ) from exc
     except httpx.TimeoutException as exc:
         raise Unreachable(
             f"{tool} at {where} did not answer in time ({type(exc).__name__})"
         ) from exc
     except httpx.ConnectError as exc:
         if _is_tls(exc):
-            raise Unreachable(
+            raise NoConnection(
                 f"TLS failed talking to {where}: {clean_text(_root(exc), 160)} "
                 "(wrong scheme, self-signed or expired certificate?)"
             ) from exc
-        raise Unreachable(f"cannot reach {tool} at {where}: {clean_text(_root(exc), 160)}") from exc
+        raise NoConnection(
+            f"cannot reach {tool} at {where}: {clean_text(_root(exc), 160)}"
+        ) from exc
     except httpx.TransportError as exc:
         raise Unreachable(f"connection to {where} failed: {clean_text(exc, 160)}") from exc
 
@@ -120,6 +130,10 @@ def request_json(
         raise Malformed(
             f"{where} answered JSON that does not parse ({exc.__class__.__name__})"
         ) from exc
+
+
+def _seconds(value: float | None) -> str:
+    return "the time allowed" if value is None else f"{value:g} s"
 
 
 def _read_limited(response: httpx.Response, limit: int, where: str) -> bytes:

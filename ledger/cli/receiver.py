@@ -26,19 +26,20 @@ def serve(
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from ledger.receiver import create_app
-    from ledger.receiver.server import serve_app
+    from ledger.receiver.server import listen, serve_app
 
     file = load_config()
     env = settings()
-    with opened(db) as store:
-        ledger = ledger_for(store, env, file)
-        application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
-        serve_app(
-            application,
-            host=host or file.receiver.host,
-            port=file.receiver.port if port is None else port,
-            access_log=access_log,
-        )
+    host = host or file.receiver.host
+    port = file.receiver.port if port is None else port
+    sock = listen(host, port)  # first: a taken port is one line, before anything starts
+    try:
+        with opened(db) as store:
+            ledger = ledger_for(store, env, file)
+            application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
+            serve_app(application, host=host, port=port, access_log=access_log, sock=sock)
+    finally:
+        sock.close()
 
 
 Scope = Annotated[str, typer.Option("--scope", help="write | read | operator")]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import socket
 import sys
 from typing import Any
 
 from ledger.receiver.logs import log_config
+from ledger.storage.engine import LedgerError
 
 # Everything imported and built before serving (frameworks, models, the app: about a million
 # objects) is moved out of the collector's sight. Otherwise each full collection walks all of
@@ -19,8 +21,55 @@ from ledger.receiver.logs import log_config
 SWITCH_INTERVAL = 0.0005  # seconds
 
 
-def serve_app(app: Any, *, host: str, port: int, access_log: bool = True) -> None:
-    """Run ``app`` until SIGINT or SIGTERM (uvicorn's own handlers end the lifespan)."""
+class CannotListen(LedgerError):
+    """The address to serve on cannot be had: taken, not this machine's, or not an address."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port``, bound before anything is printed or started,
+    so a port that is taken or a host that is not this machine's is one line and nothing else.
+    Options as uvicorn's own binding sets them (``SO_REUSEADDR``, no dual stack surprises)."""
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (socket.gaierror, UnicodeError) as exc:
+        raise CannotListen(f"cannot listen on {_where(host, port)}: {_reason(exc)}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise CannotListen(f"cannot listen on {_where(host, port)}: {_reason(exc)}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def bound_port(sock: socket.socket) -> int:
+    return int(sock.getsockname()[1])
+
+
+def _where(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _reason(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)).lower()
+
+
+def serve_app(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    access_log: bool = True,
+    sock: socket.socket | None = None,
+) -> None:
+    """Run ``app`` until SIGINT or SIGTERM (uvicorn's own handlers end the lifespan), on
+    ``sock`` when given (see :func:`listen`), else on ``host``:``port``."""
     import uvicorn
 
     sys.setswitchinterval(SWITCH_INTERVAL)
@@ -37,4 +86,4 @@ def serve_app(app: Any, *, host: str, port: int, access_log: bool = True) -> Non
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
     gc.collect()
     gc.freeze()
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)

@@ -38,7 +38,7 @@ def n8n(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeN8n:
     monkeypatch.setenv("FLOWLEDGER_DB", str(db))
     monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
     monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
-    monkeypatch.setattr(connect, "make_client", fake.client)
+    monkeypatch.setattr(connect, "make_client", lambda cfg: fake.client())
     return fake
 
 
@@ -126,7 +126,7 @@ def test_sources_check_names_unreachable_and_tls(
     n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch, transport: Any, said: str
 ) -> None:
     monkeypatch.setattr(
-        connect, "make_client", lambda: httpx.Client(transport=httpx.MockTransport(transport))
+        connect, "make_client", lambda cfg: httpx.Client(transport=httpx.MockTransport(transport))
     )
     code, out = run("sources", "check", "prod-n8n")
     assert code == 1 and said in out
