@@ -10,7 +10,9 @@ from ledger.cli.common import DbOption, app, ledger_for, one_line_errors, opened
 from ledger.cli.tables import echo_table
 from ledger.config import load_config
 
-token_app = typer.Typer(no_args_is_help=True, help="API tokens for the webhook receiver.")
+token_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="API tokens for the webhook receiver."
+)
 app.add_typer(token_app, name="token")
 
 

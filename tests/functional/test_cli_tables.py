@@ -40,8 +40,10 @@ def test_piped_listing_keeps_every_row_on_one_line_with_its_id_whole(db: str) ->
     result = CliRunner().invoke(app, ["sources", "--db", db])
     assert result.exit_code == 0, result.output
     header, row = result.output.splitlines()
-    assert header.split() == ["NAME", "KIND", "STATUS", "LAST", "SYNC", "LAG", "LAST", "ERROR"]
-    assert row.split()[:5] == [LONG_ID, "n8n", "unconfigured", "-", "never"]
+    assert header.split() == [
+        *("NAME", "KIND", "STATUS", "LAST", "ATTEMPT", "LAST", "SUCCESS", "LAG", "LAST", "ERROR")
+    ]
+    assert row.split()[:6] == [LONG_ID, "n8n", "unconfigured", "-", "-", "never"]
     assert row.endswith("failed with 502: " + "bad gateway " * 19 + "bad gateway")
 
 
