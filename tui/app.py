@@ -68,6 +68,8 @@ class FlowledgerApp(App[None]):
             marks.append("READ-ONLY")
         if self.ctx.demo:
             marks.append("DEMO DATA")
+        if self.ctx.config_error:
+            marks.append("CONFIG BROKEN: see Sources [3]")
         self.sub_title = " · ".join(marks)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
@@ -140,8 +142,11 @@ def make_app(
     report_dir: Path | None = None,
     page_size: int = 60,
     refresh_seconds: float | None = 5.0,
+    config_error: str | None = None,
 ) -> FlowledgerApp:
-    """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer."""
+    """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer.
+    ``config_error``: why ``flowledger.toml`` could not be read (the ledger was built on the
+    defaults), shown on the Sources tab."""
     ctx = Context(
         ledger=ledger,
         operator=operator or getpass.getuser(),
@@ -151,6 +156,7 @@ def make_app(
         page_size=page_size,
         refresh_seconds=refresh_seconds,
         demo=duty.is_demo(ledger.store),
+        config_error=config_error,
     )
     return FlowledgerApp(ctx)
 

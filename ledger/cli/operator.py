@@ -19,6 +19,7 @@ from ledger.cli.common import (
     parse_since,
 )
 from ledger.clock import utcnow
+from ledger.config import FileConfig, load_config
 from ledger.reads import handover as report
 from ledger.storage.engine import LedgerError, open_store
 from ledger.storage.migrate import init_ledger
@@ -39,9 +40,18 @@ def tui(
     """The terminal UI: the attention queue, operation detail, actions and handover."""
     from tui import make_app  # the UI library loads only for this command
 
+    # A broken flowledger.toml does not keep the person on shift out: the UI opens on the
+    # defaults and its Sources tab says what is wrong.
+    try:
+        file, problem = load_config(), None
+    except LedgerError as exc:
+        file, problem = FileConfig(), str(exc)
     with opened(db) as store:
         make_app(
-            ledger_for(store), operator=operator or getpass.getuser(), read_only=read_only
+            ledger_for(store, file=file),
+            operator=operator or getpass.getuser(),
+            read_only=read_only,
+            config_error=problem,
         ).run()
 
 
