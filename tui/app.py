@@ -98,9 +98,7 @@ class FlowledgerApp(App[None]):
         now = self.ctx.now()
         shift = handover.Shift(now - handover.DEFAULT_SHIFT, now, self.ctx.operator)
         text = handover.build(self.ctx.store, shift, now=now)
-        path = self.ctx.report_dir / f"handover-{now:%Y%m%d-%H%M}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path = handover.save(text, self.ctx.report_dir, now)
         self.last_report = path
         self.call_from_thread(self.push_screen, ReportScreen(text, str(path)))
 
@@ -152,7 +150,7 @@ def make_app(
         operator=operator or getpass.getuser(),
         read_only=read_only,
         clock=clock,
-        report_dir=report_dir or Path.cwd(),
+        report_dir=report_dir or Path.cwd() / handover.DEFAULT_FOLDER,
         page_size=page_size,
         refresh_seconds=refresh_seconds,
         demo=duty.is_demo(ledger.store),

@@ -69,9 +69,22 @@ def handover(
     operator: Annotated[
         str | None, typer.Option(help="Who writes the report [default: your login name]")
     ] = None,
+    save: Annotated[
+        bool,
+        typer.Option("--save", help="Keep the report as a new file (in --out) and print its path"),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            help="Folder for saved reports; implies --save [default: ./var/handover]",
+        ),
+    ] = None,
 ) -> None:
     """The handover report (Markdown): open holds by owner, what the shift resolved, sources
-    in trouble, and the chain's head hash."""
+    in trouble, and the chain's head hash. On stdout, or with --save or --out as a new file
+    named after the time (never overwriting another)."""
     if format != "md":
         die(f"unknown format {format!r}; only md is supported")
     now = utcnow()
@@ -79,8 +92,15 @@ def handover(
     if start > now:
         die("--since is in the future")
     with opened(db) as store:
-        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()))
-    typer.echo(text, nl=False)
+        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()), now=now)
+    if not (save or out):
+        typer.echo(text, nl=False)
+        return
+    try:
+        path = report.save(text, out or report.DEFAULT_FOLDER, now)
+    except OSError as exc:
+        die(f"cannot save the report in {out or report.DEFAULT_FOLDER}: {exc.strerror or exc}")
+    typer.echo(f"handover report saved to {path}")
 
 
 @app.command()
