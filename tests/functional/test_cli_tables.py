@@ -76,3 +76,21 @@ def test_in_a_narrow_terminal_a_long_id_folds_and_nothing_is_cut(
 def test_a_missing_value_is_shown_as_a_dash_and_lines_carry_no_trailing_spaces() -> None:
     text = tables.render([("a", None), ("longer", "x")], indent=2)
     assert text == "  a       -\n  longer  x"
+
+
+def test_no_command_pads_columns_by_hand() -> None:
+    """Every listing goes through :mod:`ledger.cli.tables` (rich sizes the columns): no
+    f-string width (``{x:<12}``), ``ljust`` or tab stops in the commands."""
+    import re
+
+    import ledger.cli
+
+    padded = re.compile(r"\{[^{}]*:[^{}]*[<>^]\d+[^{}]*\}|\.[lr]just\(|\.center\(|\\t")
+    folder = Path(ledger.cli.__file__).parent
+    found = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in sorted(folder.glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if padded.search(line)
+    ]
+    assert found == []
