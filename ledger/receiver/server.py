@@ -44,7 +44,6 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         raise CannotListen(f"cannot listen on {_where(host, port)}: {_reason(exc)}") from None
-    sock.set_inheritable(True)
     return sock
 
 
