@@ -19,7 +19,7 @@ from ledger import metrics
 from ledger.config import FileConfig
 from ledger.reads import observability
 from ledger.receiver import create_app
-from ledger.receiver.server import bound_port, listen, serve_app
+from ledger.receiver.server import listen, serve_app, url
 from ledger.scheduled import housekeeping
 from ledger.scheduled.alerts import Deliverer
 from ledger.scheduled.lease import Lease
@@ -111,15 +111,11 @@ def run(
         runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
         app = create_app(ledger, config=cfg.receiver, secret=secret)
         attach(app, runner.scheduler)
-        shown = f"[{host}]" if ":" in host else host
-        say(
-            f"flowledger API on http://{shown}:{bound_port(sock)} "
-            "(docs at /docs, metrics at /metrics)"
-        )
+        say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
         for hint in hints:
             say(hint)
         try:
-            serve_app(app, host=host, port=port, sock=sock)
+            serve_app(app, sock)
         finally:
             runner.deliverer.close()
     finally:

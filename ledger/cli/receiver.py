@@ -39,7 +39,7 @@ def serve(
         with opened(db) as store:
             ledger = ledger_for(store, env, file)
             application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
-            serve_app(application, host=host, port=port, access_log=access_log, sock=sock)
+            serve_app(application, sock, access_log=access_log)
     finally:
         sock.close()
 

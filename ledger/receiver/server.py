@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import socket
 import sys
 from typing import Any
@@ -28,7 +29,8 @@ class CannotListen(LedgerError):
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket on ``host``:``port``, bound before anything is printed or started,
     so a port that is taken or a host that is not this machine's is one line and nothing else.
-    Options as uvicorn's own binding sets them (``SO_REUSEADDR``, no dual stack surprises)."""
+    ``SO_REUSEADDR`` as uvicorn's own binding sets it (a restart does not wait out TIME_WAIT);
+    the first address the host resolves to, as a listening server takes one."""
     try:
         infos = socket.getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -47,8 +49,10 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def bound_port(sock: socket.socket) -> int:
-    return int(sock.getsockname()[1])
+def url(sock: socket.socket) -> str:
+    """Where ``sock`` answers (the port it really got, when asked for port 0)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://{_where(host, port)}"
 
 
 def _where(host: str, port: int) -> str:
@@ -59,30 +63,23 @@ def _reason(exc: BaseException) -> str:
     return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)).lower()
 
 
-def serve_app(
-    app: Any,
-    *,
-    host: str,
-    port: int,
-    access_log: bool = True,
-    sock: socket.socket | None = None,
-) -> None:
-    """Run ``app`` until SIGINT or SIGTERM (uvicorn's own handlers end the lifespan), on
-    ``sock`` when given (see :func:`listen`), else on ``host``:``port``."""
+def serve_app(app: Any, sock: socket.socket, *, access_log: bool = True) -> None:
+    """Run ``app`` on ``sock`` (see :func:`listen`) until SIGINT or SIGTERM (uvicorn's own
+    handlers end the lifespan)."""
     import uvicorn
 
     sys.setswitchinterval(SWITCH_INTERVAL)
     config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         log_config=log_config(),
         access_log=access_log,
         server_header=False,
         workers=1,
         timeout_graceful_shutdown=10,
     )
+    # Given a socket, uvicorn names no address; say it as it would.
+    logging.getLogger("uvicorn.error").info("listening on %s (Ctrl+C to stop)", url(sock))
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
     gc.collect()
     gc.freeze()
-    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+    uvicorn.Server(config).run(sockets=[sock])
