@@ -89,7 +89,8 @@ def request_json(
                 "(wrong scheme, self-signed or expired certificate?)"
             ) from exc
         raise NoConnection(
-            f"cannot reach {tool} at {where}: {clean_text(_root(exc), 160)}"
+            f"cannot reach {tool} at {where}: {clean_text(_root(exc), 160)} (is {tool} "
+            "running there? check the host and port in base_url)"
         ) from exc
     except httpx.TransportError as exc:
         raise Unreachable(f"connection to {where} failed: {clean_text(exc, 160)}") from exc
