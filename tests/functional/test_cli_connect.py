@@ -117,5 +117,5 @@ def test_sync_once_against_a_refusing_port_gives_up_after_one_retry(
     took = time.monotonic() - started
     assert result.exit_code == 1, result.output
     assert "down: ERROR: cannot reach n8n" in result.output
-    assert "refused (is n8n running there? check the host and port in base_url)" in (result.output)
+    assert "refused (is n8n running there? check the host and port in base_url)" in result.output
     assert took < GENEROUS
