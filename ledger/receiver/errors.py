@@ -4,6 +4,10 @@ Domain errors map to HTTP codes here and nowhere else: ``IllegalTransition`` -> 
 ``NotFound`` -> 404, ``InvalidInput`` -> 422. Messages never echo a raw input value (pydantic's
 ``input`` is dropped), and an unexpected exception is logged by class name only: a driver's
 message can carry SQL parameters.
+
+Anything else (the database unreachable or restarting, a lost connection, a commit whose end
+is unknown) is ``503 unavailable`` with ``Retry-After``, never a 500: nothing was answered as
+done, and the same request sent again (with its ``Idempotency-Key``) is safe.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ledger.writer.services import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")
 INVALID_JSON = "the body is not valid JSON (malformed, or nested too deeply)"
+RETRY_AFTER = "2"  # seconds a client is asked to wait after a 503 (a database restart)
 
 
 class ApiError(Exception):
@@ -64,7 +69,12 @@ def as_api_error(exc: BaseException) -> ApiError:
     if isinstance(exc, InvalidInput):
         return ApiError(422, "invalid_input", str(exc), exc.field)
     log.error("request failed: %s", type(exc).__name__)
-    return ApiError(503, "unavailable", "the ledger could not complete the request; retry later")
+    return unavailable("the ledger could not complete the request; retry later")
+
+
+def unavailable(message: str, code: str = "unavailable") -> ApiError:
+    """503 with ``Retry-After``: the ledger cannot answer now (its database is down, say)."""
+    return ApiError(503, code, message, headers={"Retry-After": RETRY_AFTER})
 
 
 _STATUS_CODES = {
@@ -139,4 +149,4 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         api = as_api_error(exc)
-        return error_response(api.status, api.code, api.message, api.field)
+        return error_response(api.status, api.code, api.message, api.field, headers=api.headers)

@@ -1,0 +1,58 @@
+"""The database unreachable: every call is ``503`` with ``Retry-After`` (never a 500, nothing
+written), ``/readyz`` says not ready, and the next call once it answers again goes through.
+
+Here the engine refuses connections; ``tests/integration/test_database_outage.py`` stops a
+real PostgreSQL server under a storm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from ledger.reads import queries
+from tests.support.builders import dispatch_body
+from tests.support.database import snapshot
+from tests.support.receiver import Api
+
+DISPATCH = "/v1/operations/op-down/dispatch"
+
+
+def refuse(*_: Any, **__: Any) -> Any:
+    raise sa.exc.OperationalError("connect", {}, ConnectionRefusedError("connection refused"))
+
+
+def assert_unavailable(answer: Any, code: str = "unavailable") -> None:
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "2"
+    assert answer.json()["error"]["code"] == code
+
+
+def test_a_write_while_the_database_refuses_is_503_with_retry_after_and_then_goes(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = api.ledger.store
+    before = snapshot(store)
+    with monkeypatch.context() as down:
+        down.setattr(store.engine, "raw_connection", refuse)  # the writer's connections
+        assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1")))
+        confirm = api.post("/v1/operations/op-down/confirm", {"receipt": "R-1"})
+        assert_unavailable(confirm)
+    assert snapshot(store) == before
+    answer = api.post(DISPATCH, dispatch_body("exec-1"))
+    assert (answer.status_code, answer.json()["decision"]) == (200, "go")
+    assert queries.operation_detail(store, "op-down") is not None
+
+
+def test_reads_and_readiness_while_the_database_refuses_are_503_with_retry_after(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = api.ledger.store
+    with monkeypatch.context() as down:
+        down.setattr(store.engine, "raw_connection", refuse)
+        down.setattr(store.reader, "connect", refuse)  # token reloads, reads, readiness
+        assert_unavailable(api.get("/readyz", token=None), "not_ready")
+        assert_unavailable(api.get("/v1/operations/op-down"))
+        assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1")))
+    assert api.get("/readyz", token=None).status_code == 200
