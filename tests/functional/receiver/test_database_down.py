@@ -6,12 +6,14 @@ real PostgreSQL server under a storm."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from ledger.reads import queries
+from ledger.receiver import errors
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import Api
@@ -56,3 +58,15 @@ def test_reads_and_readiness_while_the_database_refuses_are_503_with_retry_after
         assert_unavailable(api.get("/v1/operations/op-down"))
         assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1")))
     assert api.get("/readyz", token=None).status_code == 200
+
+
+def test_an_outage_logs_one_line_for_many_failed_requests(
+    api: Api, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(errors, "_failures", errors._Throttled())
+    with monkeypatch.context() as down, caplog.at_level(logging.ERROR, "flowledger.receiver"):
+        down.setattr(api.ledger.store.engine, "raw_connection", refuse)
+        for n in range(5):
+            assert_unavailable(api.post(DISPATCH, dispatch_body(f"exec-{n}")))
+    lines = [r.getMessage() for r in caplog.records if r.name == "flowledger.receiver"]
+    assert lines == ["request failed: OperationalError; answered 503 with Retry-After"]
