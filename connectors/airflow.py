@@ -46,6 +46,7 @@ STATUS = {"queued": "new", "running": "running", "success": "success", "failed":
 MARGIN = timedelta(minutes=2)
 HELD = 3  # rows at the end of a page yielded only with the next page (at most a quarter)
 ANCHOR = 5  # rows before the held ones the next page reads again (at most a quarter)
+TAIL_CHARS = 1500  # of the 4,000 a stored position may take
 MAX_STEPS_BACK = 64  # a list changing faster than a walk can read it: try again later
 
 
@@ -248,11 +249,24 @@ class _Walk:
             ]
             self.seen.update(names[:kept])
             self.offset = end - held
-            self.tail = names[max(0, kept - ANCHOR) : kept]
+            self.tail = _tail(names[:kept])
             at = self.offset - max(1, min(ANCHOR, len(raw) // 4))
             yield fresh, headers, done
             if done:
                 return
+
+
+def _tail(names: list[str]) -> list[str]:
+    """The last :data:`ANCHOR` names, fewer if they would make the stored position long (a
+    name is up to 200 characters, escaped twice where it is stored)."""
+    tail: list[str] = []
+    size = 0
+    for name in reversed(names[-ANCHOR:]):
+        size += len(json.dumps(json.dumps(name)))
+        if size > TAIL_CHARS:
+            break
+        tail.insert(0, name)
+    return tail
 
 
 def _runs(body: Any) -> tuple[list[Any], int]:
