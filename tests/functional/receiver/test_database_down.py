@@ -70,3 +70,26 @@ def test_an_outage_logs_one_line_for_many_failed_requests(
             assert_unavailable(api.post(DISPATCH, dispatch_body(f"exec-{n}")))
     lines = [r.getMessage() for r in caplog.records if r.name == "flowledger.receiver"]
     assert lines == ["request failed: OperationalError; answered 503 with Retry-After"]
+
+
+def test_a_connection_lost_inside_a_keyed_write_is_503_and_the_retry_replays_nothing_twice(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection drops under the Idempotency-Key's lookup (SQLAlchemy invalidates it);
+    the writer's rollback must not trip over it, and the retry with the key goes through."""
+    keyed = {"Idempotency-Key": "k-1"}
+    real = sa.Connection.execute
+    dropped: list[bool] = []
+
+    def drop_once(self: sa.Connection, statement: Any, *args: Any, **kw: Any) -> Any:
+        if not dropped:
+            dropped.append(True)
+            self.invalidate()  # as SQLAlchemy does on a disconnect error
+            raise sa.exc.OperationalError("select", {}, ConnectionResetError("server closed"))
+        return real(self, statement, *args, **kw)
+
+    with monkeypatch.context() as down:
+        down.setattr(sa.Connection, "execute", drop_once)
+        assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1"), headers=keyed))
+    answer = api.post(DISPATCH, dispatch_body("exec-1"), headers=keyed)
+    assert (answer.status_code, answer.json()["decision"]) == (200, "go")
