@@ -372,3 +372,26 @@ def test_airflow_credentials_without_a_permission_are_said_to_lack_it() -> None:
     fake.faults.extend([httpx.Response(403, json={"detail": "Forbidden"})] * 2)
     with pytest.raises(AuthFailed, match="the credentials lack a permission"):
         drain(connector, None)
+
+
+def test_a_deletion_between_two_pages_skips_nothing_in_either_walk(fake: Any) -> None:
+    made = fake.add(120)
+    fake.before_list[2] = lambda: fake.delete(made[-60] if fake.kind == "n8n" else made[10])
+    records, _ = drain(connect(fake, page_size=40), None)
+    assert set(fake.ids()) <= {r.external_id for r in records}
+    fake.requests.clear()
+    fake.before_list[2] = lambda: fake.delete(made[-61] if fake.kind == "n8n" else made[11])
+    present = {i for page in connect(fake, page_size=40).present_ids() for i in page}
+    assert fake.ids() <= present
+
+
+def test_an_airflow_position_stays_short_with_the_longest_names() -> None:
+    fake = FakeAirflow()
+    for name in fake.add(120):
+        fake.record(name)["dag_run_id"] = "é" * (190 - len(name.split("/")[0]))
+    for i, run in enumerate(fake.runs.values()):
+        run["dag_run_id"] = f"{i:03d}" + run["dag_run_id"][3:]
+    pages = list(connect(fake, page_size=40).pages(None))
+    assert all(len(json.dumps({"c": p.position})) < 2000 for p in pages)
+    records = [r.external_id for p in pages for r in p.records]
+    assert sorted(records) == sorted(fake.ids())
