@@ -36,6 +36,14 @@ def tui(
         str | None,
         typer.Option(help="Name recorded with every action [default: your login name]"),
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            help="Folder for the handover reports H saves [default: ./var/handover]",
+        ),
+    ] = None,
 ) -> None:
     """The terminal UI: the attention queue, operation detail, actions and handover."""
     from tui import make_app  # the UI library loads only for this command
@@ -51,6 +59,7 @@ def tui(
             ledger_for(store, file=file),
             operator=operator or getpass.getuser(),
             read_only=read_only,
+            report_dir=out.absolute() if out else None,
             config_error=problem,
         ).run()
 

@@ -18,17 +18,16 @@ from tui.panes import SourcesPane
 BROKEN = '[[sources]]\nname = "prod"\nkind = "n8n"\nbaseurl = "http://n8n.test"\n'
 
 
-@pytest.fixture
 def built_by_the_command(
-    demo_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, *args: str
 ) -> FlowledgerApp:
-    """The app ``flowledger tui`` builds with a broken config file, caught before it runs."""
-    config = tmp_path / "flowledger.toml"
-    config.write_text(BROKEN)
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    """The app ``flowledger tui`` builds, caught before it runs."""
+    path = tmp_path / "flowledger.toml"
+    path.write_text(config)
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(path))
     built: list[FlowledgerApp] = []
     monkeypatch.setattr(FlowledgerApp, "run", lambda self, *a, **kw: built.append(self))
-    result = CliRunner().invoke(cli, ["tui", "--db", str(demo_store.url.database)])
+    result = CliRunner().invoke(cli, ["tui", "--db", str(store.url.database), *args])
     assert result.exit_code == 0, result.output
     assert result.output == ""
     (made,) = built
@@ -36,9 +35,9 @@ def built_by_the_command(
 
 
 async def test_a_broken_config_opens_the_ui_and_the_sources_tab_says_so(
-    built_by_the_command: FlowledgerApp,
+    demo_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = built_by_the_command
+    app = built_by_the_command(demo_store, tmp_path, monkeypatch, BROKEN)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert "CONFIG BROKEN" in app.sub_title
@@ -60,3 +59,12 @@ async def test_a_good_config_shows_no_notice(app_factory: Any) -> None:
         await settle(pilot)
         assert not app.screen.query_one(SourcesPane).query("#config-error")
         assert "CONFIG BROKEN" not in app.sub_title
+
+
+def test_out_names_the_folder_for_the_handover_key(
+    demo_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = built_by_the_command(demo_store, tmp_path, monkeypatch, "", "--out", "shift")
+    assert app.ctx.report_dir == tmp_path / "shift"
+    assert app.ctx.config_error is None
