@@ -67,6 +67,11 @@ class AirflowConnector:
         self.limit = max(2, min(settings.page_size, 1000))  # a page overlaps the one before
         self._token: str | None = None
         self.notes: list[str] = []
+        # Without a user and password a token is asked for by GET, which Airflow grants only
+        # when every user is an admin: a refusal then means credentials are needed.
+        self._missing = (
+            None if settings.username and settings.password else "username_env and password_env"
+        )
 
     # ------------------------------------------------------------------ HTTP
 
@@ -77,7 +82,12 @@ class AirflowConnector:
         else:
             method, body = "GET", None  # simple auth manager with every user an admin
         data, _ = request_json(
-            self.client, method, self.base + "/auth/token", tool="Airflow", json_body=body
+            self.client,
+            method,
+            self.base + "/auth/token",
+            tool="Airflow",
+            json_body=body,
+            missing_credentials=self._missing,
         )
         token = data.get("access_token") if isinstance(data, dict) else None
         if not isinstance(token, str) or not token or len(token) > 8192:
@@ -104,6 +114,7 @@ class AirflowConnector:
                     tool="Airflow",
                     headers={"Authorization": f"Bearer {self._token}"},
                     params=params,
+                    missing_credentials=self._missing,
                 )
             except AuthFailed:
                 if attempt == 2:

@@ -82,7 +82,7 @@ def sync_source(
 ) -> SyncReport:
     """Sync ``cfg`` once. ``reconcile``: ``None`` when due, ``True`` always, ``False`` never."""
     own = client is None
-    client = client or connect.make_client()
+    client = client or connect.make_client(cfg)
     run = _Run(ledger, cfg, clock or ledger.clock, sleep, backoff, progress)
     try:
         run.go(client, reconcile)
