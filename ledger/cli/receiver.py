@@ -27,17 +27,19 @@ def serve(
     """Run the webhook receiver (HTTP API) until interrupted."""
     from ledger.receiver import create_app
     from ledger.receiver.server import serve_app
+    from ledger.receiver.tokens import signing_secrets
 
     file = load_config()
     env = settings()
     with opened(db) as store:
-        ledger = ledger_for(store, env, file)
+        ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
         application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
         serve_app(
             application,
             host=host or file.receiver.host,
             port=file.receiver.port if port is None else port,
             access_log=access_log,
+            secrets=ledger.secrets,
         )
 
 

@@ -6,6 +6,7 @@ import gc
 import sys
 from typing import Any
 
+from ledger.domain.redact import NO_SECRETS, Secrets
 from ledger.receiver.logs import log_config
 
 # Everything imported and built before serving (frameworks, models, the app: about a million
@@ -19,8 +20,16 @@ from ledger.receiver.logs import log_config
 SWITCH_INTERVAL = 0.0005  # seconds
 
 
-def serve_app(app: Any, *, host: str, port: int, access_log: bool = True) -> None:
-    """Run ``app`` until SIGINT or SIGTERM (uvicorn's own handlers end the lifespan)."""
+def serve_app(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    access_log: bool = True,
+    secrets: Secrets = NO_SECRETS,
+) -> None:
+    """Run ``app`` until SIGINT or SIGTERM (uvicorn's own handlers end the lifespan); every
+    log line is redacted with ``secrets``."""
     import uvicorn
 
     sys.setswitchinterval(SWITCH_INTERVAL)
@@ -28,7 +37,7 @@ def serve_app(app: Any, *, host: str, port: int, access_log: bool = True) -> Non
         app,
         host=host,
         port=port,
-        log_config=log_config(),
+        log_config=log_config(secrets=secrets),
         access_log=access_log,
         server_header=False,
         workers=1,
