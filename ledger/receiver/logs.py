@@ -33,7 +33,12 @@ class RedactLogs(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "flowledger_redacted", False):
             return True  # a record passes each handler's filter: once is enough
-        record.msg, record.args = redact(record.getMessage(), self.secrets), None
+        # Message and arguments each (uvicorn's access formatter reads the arguments apart).
+        record.msg = self._clean(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._clean(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: self._clean(arg) for key, arg in record.args.items()}
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
@@ -42,6 +47,12 @@ class RedactLogs(logging.Filter):
             record.stack_info = redact(record.stack_info, self.secrets)
         setattr(record, "flowledger_redacted", True)  # noqa: B010
         return True
+
+    def _clean(self, value: object) -> object:
+        """A number stays a number (``%d``); anything else is logged as its redacted text."""
+        if value is None or isinstance(value, int | float):
+            return value
+        return redact(str(value), self.secrets)
 
 
 def redact_handlers(logger: logging.Logger, secrets: Secrets) -> None:

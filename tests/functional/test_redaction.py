@@ -326,9 +326,16 @@ def test_the_servers_log_configuration_redacts_every_line(
     try:
         logging.getLogger("flowledger.receiver").error("target answered %s", KEY.lower())
         logging.getLogger("uvicorn.error").error("token=TOKVAL-node-7 at startup")
+        access = logging.getLogger("uvicorn.access")
+        access.info(
+            '%s - "%s %s HTTP/%s" %d',
+            *("127.0.0.1:5000", "POST", f"/v1/operations/{KEY.lower()}/confirm?x=1", "1.1", 200),
+        )
     finally:
         for name in ("flowledger", "uvicorn", "uvicorn.access"):
             logging.getLogger(name).handlers.clear()
-    logged = capsys.readouterr().err
+    captured = capsys.readouterr()
+    logged = captured.err
     assert f"target answered {MARK}" in logged and f"token={MARK} at startup" in logged
-    assert_clean(logged)
+    assert f'"POST /v1/operations/{MARK}/confirm HTTP/1.1" 200' in captured.out
+    assert_clean(logged + captured.out)
