@@ -52,8 +52,7 @@ def _kept(*groups: str) -> Callable[[re.Match[str]], str]:
 
 Replacement = Callable[[re.Match[str]], str]
 # (words one of which the lowercased text must hold for the pattern to be tried, the pattern,
-# its replacement). Most texts hold none of the words: a substring test each is far cheaper
-# than running the patterns over them.
+# its replacement).
 _PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], Replacement], ...] = (
     # ``Authorization: Bearer x`` / ``"Authorization": "Basic x"``: the scheme stays.
     (
@@ -96,6 +95,7 @@ _PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], Replacement], ...] = (
     # The ledger's own API tokens (``flt_`` and 43 URL-safe characters).
     (("flt_",), re.compile(r"(?P<name>\bflt_)[A-Za-z0-9_-]{8,}"), _kept("name")),
 )
+_WORDS = tuple(dict.fromkeys(word for words, _, _ in _PATTERNS for word in words))
 _RUN = re.compile(rf"\S{{{MIN_FRAGMENT},}}")
 
 
@@ -140,9 +140,11 @@ def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
     if not text:
         return text
     low = text.lower()
-    for words, pattern, replacement in _PATTERNS:
-        if any(word in low for word in words):
-            text = pattern.sub(replacement, text)
+    # Most texts hold none of the words: substring tests are far cheaper than the patterns.
+    if any(word in low for word in _WORDS):
+        for words, pattern, replacement in _PATTERNS:
+            if any(word in low for word in words):
+                text = pattern.sub(replacement, text)
     return _known(text, secrets) if secrets else text
 
 
