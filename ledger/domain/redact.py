@@ -86,9 +86,9 @@ _PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], Replacement], ...] = (
         re.compile(rf"(?i)(?P<name>{_KEYWORD}\s*:\s*)(?=[^\s,;\"'<>]*\d)[^\s,;\"'<>]{{6,}}"),
         _kept("name"),
     ),
-    # ``scheme://user:password@host``.
+    # ``scheme://user:password@host`` (tried only on a text with an ``@``: URLs are common).
     (
-        ("://",),
+        ("@",),
         re.compile(r"(?i)(?P<name>\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+(?P<at>@)"),
         _kept("name", "at"),
     ),

@@ -22,6 +22,7 @@ SECRETS = secrets_of([KEY, "hunter2-Passw0rd", None, "", "abc"])
         ("curl -H 'Authorization: Bearer abcdef12' x", f"curl -H 'Authorization: Bearer {MARK}' x"),
         ("got Bearer abcdefgh12 back", f"got Bearer {MARK} back"),
         ("header Basic QWxhZGRpbjpvcGVu", f"header Basic {MARK}"),
+        ("Basic authentication required", f"Basic {MARK} required"),  # taken for one
         ("https://x/y?token=abc123&a=1", f"https://x/y?token={MARK}&a=1"),
         ("https://x/y?a=1&api_key=zz9#top", f"https://x/y?a=1&api_key={MARK}#top"),
         ("GET /v1?apikey=k1&access_token=t2", f"GET /v1?apikey={MARK}&access_token={MARK}"),
