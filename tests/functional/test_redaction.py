@@ -254,34 +254,29 @@ def test_an_echoed_key_is_redacted_in_every_stored_text(
     assert f"R-{MARK}" in rows[0] and f"key {MARK} refused" in rows[2]
 
 
-def test_sync_keeps_no_echoed_key_in_copies_sources_output_or_handover(configured: str) -> None:
+def test_sync_keeps_no_echoed_key_in_copies_sources_output_or_handover(
+    configured: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = FakeN8n(api_key=KEY)
     fake.workflows["wf-1"] = f"send invoices {KEY.lower()}"
     fake.add(2)
-    connect_client = fake.client
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(connect, "make_client", connect_client)
-        synced = CliRunner().invoke(app, ["sync", "--once"])
-        assert synced.exit_code == 0, synced.output
-        fake.inject(
-            httpx.Response(
-                401,
-                json={"message": f"key {KEY.lower()[:14]}… is not valid; token={KEY}"},
-            )
-        )
-        stopped = CliRunner().invoke(app, ["sync", "--once"])
-        checked_fake = FakeN8n(api_key="another")
-        mp.setattr(connect, "make_client", checked_fake.client)
-        checked_fake.inject(
-            httpx.Response(400, json={"message": f"bad X-N8N-API-KEY {KEY.upper()[2:]}"})
-        )
-        checked = CliRunner().invoke(app, ["sources", "check", "prod-n8n"])
+    monkeypatch.setattr(connect, "make_client", fake.client)
+    synced = CliRunner().invoke(app, ["sync", "--once"])
+    assert synced.exit_code == 0, synced.output
+    fake.inject(
+        httpx.Response(401, json={"message": f"key {KEY.lower()[:14]}… is not valid; token={KEY}"})
+    )
+    stopped = CliRunner().invoke(app, ["sync", "--once"])
+    fake.inject(httpx.Response(400, json={"message": f"bad X-N8N-API-KEY {KEY.upper()[2:]}"}))
+    checked = CliRunner().invoke(app, ["sources", "check", "prod-n8n"])
     assert stopped.exit_code == 1 and "refused the credentials (401)" in stopped.output
     assert MARK in stopped.output
     assert checked.exit_code == 1 and MARK in checked.output
     sources = CliRunner().invoke(app, ["sources"])
     executions = CliRunner().invoke(app, ["executions", "--json"])
     report = CliRunner().invoke(app, ["handover"])
+    assert "stopped" in sources.output and MARK in sources.output
+    assert r"token=\[redacted\]" in report.output  # Markdown-escaped
     assert json.loads(executions.output)[0]["workflow_name"] == f"send invoices {MARK}"
     for out in (stopped, checked, sources, executions, report):
         assert_clean(out.output)
