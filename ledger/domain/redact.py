@@ -148,10 +148,6 @@ def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
     return _known(text, secrets) if secrets else text
 
 
-def redact_optional(text: str | None, secrets: Secrets = NO_SECRETS) -> str | None:
-    return None if text is None else redact(text, secrets)
-
-
 def _known(text: str, secrets: Secrets) -> str:
     if secrets.whole is not None:
         text = secrets.whole.sub(MARK, text)
