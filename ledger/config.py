@@ -17,12 +17,13 @@ import typing
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ledger import domain
+from ledger.domain.redact import Secrets, secrets_of
 from ledger.storage.engine import LedgerError
 
 CONFIG_FILE = "flowledger.toml"
@@ -139,6 +140,11 @@ class SourceConfig(_Section):
     def secret(self, env_name: str | None) -> str | None:
         return os.environ.get(env_name) if env_name else None
 
+    def secrets(self) -> list[str]:
+        """This source's secret values, for redaction: the API key and the password (a user
+        name is not a secret, and redacting it would blank every text that names it)."""
+        return [v for v in (self.secret(self.api_key_env), self.secret(self.password_env)) if v]
+
 
 class SweepConfig(_Section):
     """Thresholds of the sweep; an operation's own deadline wins over ``dispatch_deadline``."""
@@ -174,6 +180,24 @@ class AlertsConfig(_Section):
         if len(set(value)) != len(value):
             raise ValueError("alert URLs must be distinct")
         return value
+
+    def secrets(self) -> list[str]:
+        """What in the alert URLs is a secret, for redaction: a URL's password, its query
+        values of 8 characters or more, and its path segments of 16 or more with a digit (a
+        webhook's id, a chat bridge's token). Not the whole URL: pieces of it such as
+        ``https://`` or the host name would be redacted from every text."""
+        found: list[str] = []
+        for url in self.urls:
+            parts = urlsplit(url)
+            if parts.password:
+                found.append(unquote(parts.password))
+            found.extend(v for _, v in parse_qsl(parts.query) if len(v) >= 8)
+            found.extend(
+                segment
+                for segment in map(unquote, parts.path.split("/"))
+                if len(segment) >= 16 and any(c.isdigit() for c in segment)
+            )
+        return found
 
 
 class SchedulerConfig(_Section):
@@ -296,3 +320,14 @@ class Settings(BaseSettings):
 
     def secret_bytes(self) -> bytes | None:
         return self.secret.get_secret_value().encode() if self.secret else None
+
+
+def configured_secrets(env: Settings, file: FileConfig, *more: str) -> Secrets:
+    """Every secret the configuration knows, prepared for the redactor: the ledger's own
+    secret, each source's API key and password, what the alert URLs carry, and ``more``
+    (the receiver adds the tokens' signing secrets)."""
+    values = [env.secret.get_secret_value() if env.secret else None, *more]
+    for source in file.sources:
+        values.extend(source.secrets())
+    values.extend(file.alerts.secrets())
+    return secrets_of(values)

@@ -115,7 +115,7 @@ def run(
         for hint in hints:
             say(hint)
         try:
-            serve_app(app, sock)
+            serve_app(app, sock, secrets=ledger.secrets)
         finally:
             runner.deliverer.close()
     finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import wraps
@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 import pydantic
 import typer
 
-from ledger.config import FileConfig, Settings, load_config
+from ledger.config import FileConfig, Settings, configured_secrets, load_config
 from ledger.domain.display import visible
 from ledger.storage.engine import LedgerError, Store, open_store
 from ledger.writer.services import Ledger
@@ -86,8 +86,15 @@ def opened(db: str | None) -> Iterator[Store]:
         store.dispose()
 
 
-def ledger_for(store: Store, env: Settings | None = None, file: FileConfig | None = None) -> Ledger:
-    """The services as configured: environment first, then ``flowledger.toml``."""
+def ledger_for(
+    store: Store,
+    env: Settings | None = None,
+    file: FileConfig | None = None,
+    more_secrets: Sequence[str] = (),
+) -> Ledger:
+    """The services as configured: environment first, then ``flowledger.toml``; every
+    configured secret (and ``more_secrets``) is redacted from outside text before it is
+    stored."""
     env = env or settings()
     file = file or load_config()
     deadline = (
@@ -102,4 +109,5 @@ def ledger_for(store: Store, env: Settings | None = None, file: FileConfig | Non
         dispatch_deadline=deadline,
         hold_deadlines=file.sweep.hold_deadlines,
         alert_urls=file.alerts.urls,
+        secrets=configured_secrets(env, file, *more_secrets),
     )

@@ -92,7 +92,8 @@ def n8n_setup(
             with client_factory() as client:
                 report = setup(client, request, make_token, lambda name: revoke_token(ledger, name))
         except SetupFailed as exc:
-            typer.echo(printable(f"flowledger: n8n setup: {exc}"), err=True)
+            # n8n's answer may quote the request, key included.
+            typer.echo(printable(ledger.redact(f"flowledger: n8n setup: {exc}")), err=True)
             raise typer.Exit(1) from None
     installed = "installed" if report.node_installed else "not installed: Header Auth template"
     typer.echo(printable(f"n8n at {cfg.base_url}: Flowledger node {installed}"))

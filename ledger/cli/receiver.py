@@ -29,6 +29,7 @@ def serve(
     """Run the webhook receiver (HTTP API) until interrupted."""
     from ledger.receiver import create_app
     from ledger.receiver.server import listen, serve_app
+    from ledger.receiver.tokens import signing_secrets
 
     file = load_config()
     env = settings()
@@ -37,9 +38,9 @@ def serve(
     sock = listen(host, port)  # first: a taken port is one line, before anything starts
     try:
         with opened(db) as store:
-            ledger = ledger_for(store, env, file)
+            ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
             application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
-            serve_app(application, sock, access_log=access_log)
+            serve_app(application, sock, access_log=access_log, secrets=ledger.secrets)
     finally:
         sock.close()
 

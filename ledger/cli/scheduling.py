@@ -54,16 +54,22 @@ def run(
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
     from ledger import runner  # the server stack loads only for this command
+    from ledger.receiver.logs import redact_handlers
+    from ledger.receiver.tokens import signing_secrets
 
     cfg = load_config()
+    env = settings()
     _logging()
     with opened(db) as store:
         where = f" --db {db}" if db else ""
+        ledger = ledger_for(store, env, cfg, signing_secrets(store, env.secret_bytes()))
+        # The jobs log through the root logger (uvicorn's configuration keeps it).
+        redact_handlers(logging.getLogger(), ledger.secrets)
         runner.run(
             store,
-            ledger_for(store, file=cfg),
+            ledger,
             cfg,
-            secret=settings().secret_bytes(),
+            secret=env.secret_bytes(),
             host=host or cfg.receiver.host,
             port=cfg.receiver.port if port is None else port,
             say=typer.echo,

@@ -127,7 +127,7 @@ def sync(
         for cfg in chosen:
             report = _run_one(ledger, cfg, True if reconcile else None)
             failed += not report.ok
-            typer.echo(printable(_summary(report)))
+            typer.echo(printable(ledger.redact(_summary(report))))
     if failed:
         raise typer.Exit(1)
 

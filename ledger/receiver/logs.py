@@ -1,11 +1,15 @@
-"""Logging for ``serve``: uvicorn's access log prints the path without its query string, and
-no header, body or token is ever logged (the receiver logs nothing of a request but its
-method, path, status and, for a failure, the error's class name)."""
+"""Logging for ``serve`` and ``run``: uvicorn's access log prints the path without its query
+string, and no header, body or token is ever logged (the receiver logs nothing of a request but
+its method, path, status and, for a failure, the error's class name). Every line, traceback
+included, goes through the redactor on its way out (:class:`RedactLogs`): a job's error can
+quote what a tool answered."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+from ledger.domain.redact import NO_SECRETS, Secrets, redact
 
 
 class DropQueryString(logging.Filter):
@@ -18,11 +22,54 @@ class DropQueryString(logging.Filter):
         return True
 
 
-def log_config(level: str = "info") -> dict[str, Any]:
+class RedactLogs(logging.Filter):
+    """Redacts a record's message and traceback (:func:`ledger.domain.redact.redact` with the
+    configured secrets) before any handler formats it."""
+
+    def __init__(self, secrets: Secrets = NO_SECRETS) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "flowledger_redacted", False):
+            return True  # a record passes each handler's filter: once is enough
+        # Message and arguments each (uvicorn's access formatter reads the arguments apart).
+        record.msg = self._clean(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._clean(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: self._clean(arg) for key, arg in record.args.items()}
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, self.secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, self.secrets)
+        setattr(record, "flowledger_redacted", True)  # noqa: B010
+        return True
+
+    def _clean(self, value: object) -> object:
+        """A number stays a number (``%d``); anything else is logged as its redacted text."""
+        if value is None or isinstance(value, int | float):
+            return value
+        return redact(str(value), self.secrets)
+
+
+def redact_handlers(logger: logging.Logger, secrets: Secrets) -> None:
+    """Put :class:`RedactLogs` on every handler of ``logger`` (the root logger of ``run``)."""
+    for handler in logger.handlers:
+        if not any(isinstance(f, RedactLogs) for f in handler.filters):
+            handler.addFilter(RedactLogs(secrets))
+
+
+def log_config(level: str = "info", secrets: Secrets = NO_SECRETS) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"no_query": {"()": DropQueryString}},
+        "filters": {
+            "no_query": {"()": DropQueryString},
+            "redact": {"()": RedactLogs, "secrets": secrets},
+        },
         "formatters": {
             "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
             "access": {
@@ -35,12 +82,13 @@ def log_config(level: str = "info") -> dict[str, Any]:
             "default": {
                 "class": "logging.StreamHandler",
                 "formatter": "plain",
+                "filters": ["redact"],
                 "stream": "ext://sys.stderr",
             },
             "access": {
                 "class": "logging.StreamHandler",
                 "formatter": "access",
-                "filters": ["no_query"],
+                "filters": ["no_query", "redact"],
                 "stream": "ext://sys.stdout",
             },
         },

@@ -8,6 +8,7 @@ import socket
 import sys
 from typing import Any
 
+from ledger.domain.redact import NO_SECRETS, Secrets
 from ledger.receiver.logs import log_config
 from ledger.storage.engine import LedgerError
 
@@ -63,15 +64,21 @@ def _reason(exc: BaseException) -> str:
     return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)).lower()
 
 
-def serve_app(app: Any, sock: socket.socket, *, access_log: bool = True) -> None:
+def serve_app(
+    app: Any,
+    sock: socket.socket,
+    *,
+    access_log: bool = True,
+    secrets: Secrets = NO_SECRETS,
+) -> None:
     """Run ``app`` on ``sock`` (see :func:`listen`) until SIGINT or SIGTERM (uvicorn's own
-    handlers end the lifespan)."""
+    handlers end the lifespan); every log line is redacted with ``secrets``."""
     import uvicorn
 
     sys.setswitchinterval(SWITCH_INTERVAL)
     config = uvicorn.Config(
         app,
-        log_config=log_config(),
+        log_config=log_config(secrets=secrets),
         access_log=access_log,
         server_header=False,
         workers=1,

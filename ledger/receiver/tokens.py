@@ -65,6 +65,20 @@ def signing_key(server_secret: bytes, salt: str) -> bytes:
     ).digest()
 
 
+def signing_secrets(store: Store, server_secret: bytes | None) -> list[str]:
+    """The active tokens' signing secrets as their holders know them, for the redactor (a
+    workflow that echoes its own in an error message)."""
+    if not server_secret:
+        return []
+    with store.reader.connect() as conn:
+        salts = conn.execute(
+            sa.select(TOKENS.c.signing_secret).where(
+                TOKENS.c.signing_secret.is_not(None), TOKENS.c.revoked_at.is_(None)
+            )
+        ).scalars()
+        return [signing_key(server_secret, salt).hex() for salt in salts]
+
+
 def create_token(
     ledger: Ledger, name: str, scope: str, *, signing: bool, server_secret: bytes | None
 ) -> NewToken:

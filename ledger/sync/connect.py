@@ -8,6 +8,7 @@ import httpx
 from connectors import registry
 from connectors.base import Connector, ConnectorError, Settings
 from ledger.config import SourceConfig
+from ledger.domain.redact import redact, secrets_of
 
 
 class ConfigProblem(ConnectorError):
@@ -69,9 +70,7 @@ def check_source(cfg: SourceConfig, client: httpx.Client | None = None) -> str:
 
 
 def scrub(message: str, cfg: SourceConfig) -> str:
-    """Belt and braces: no secret of the source survives into a stored or printed message."""
-    for env_name in (cfg.api_key_env, cfg.username_env, cfg.password_env):
-        secret = cfg.secret(env_name)
-        if secret and len(secret) >= 4:
-            message = message.replace(secret, "***")
-    return message
+    """Belt and braces: no secret of the source, whole or a piece of it in any case, and no
+    credential pattern survives into a printed message (:func:`ledger.domain.redact.redact`;
+    what is stored is redacted again with every configured secret)."""
+    return redact(message, secrets_of(cfg.secrets()))

@@ -4,7 +4,7 @@ links, see ``links``), the source's position and health, and ``gone_at`` marks."
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,13 +39,24 @@ class Written:
     linked: int = 0
 
 
-def _values(record: ExecutionRecord, kept_extra: str | None = None) -> dict[str, Any]:
-    """The columns for ``record``; what the copy already had in ``extra`` stays unless the
-    record says otherwise (a link read once from customData is not lost on a later read).
-    Every ``extra`` value is short by construction, far inside the column's 8,000."""
+NAME_LENGTH = 400  # the workflow_name column
+
+
+def _values(
+    record: ExecutionRecord, redact: Callable[[str], str], kept_extra: str | None = None
+) -> dict[str, Any]:
+    """The columns for ``record``, its texts redacted (``redact``); what the copy already had
+    in ``extra`` stays unless the record says otherwise (a link read once from customData is
+    not lost on a later read). Every ``extra`` value is short by construction, far inside the
+    column's 8,000."""
     values = {name: getattr(record, name) for name in FIELDS}
+    if isinstance(record.workflow_name, str):  # a name is free text; ids stay exact
+        values["workflow_name"] = redact(record.workflow_name)[:NAME_LENGTH]
     extra = json.loads(kept_extra) if kept_extra else {}
-    extra.update(record.extra)
+    extra.update(
+        (key, redact(value) if isinstance(value, str) else value)
+        for key, value in record.extra.items()
+    )
     if record.operation_id:
         extra["operation_id"] = record.operation_id
     values["extra"] = json.dumps(extra, sort_keys=True) if extra else None
@@ -76,7 +87,7 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
     for ext_id, record in latest.items():
         row = existing.get(ext_id)
         if row is None:
-            values = _values(record)
+            values = _values(record, tx.redact)
             inserts.append(
                 {
                     "source": source,
@@ -87,7 +98,7 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
                 }
             )
             continue
-        values = _values(record, row.extra)
+        values = _values(record, tx.redact, row.extra)
         if row.gone_at is not None or any(getattr(row, k) != v for k, v in values.items()):
             out.changed += 1
             tx.conn.execute(
@@ -155,5 +166,5 @@ def record_outcome(tx: Tx, name: str, *, status: str, error: str | None) -> None
     if error is None:
         values.update(last_success_at=tx.now, last_error=None)
     else:
-        values.update(last_error=error[:2000], last_error_at=tx.now)
+        values.update(last_error=tx.redact(error)[:2000], last_error_at=tx.now)
     tx.conn.execute(SOURCES.update().where(SOURCES.c.name == name).values(**values))

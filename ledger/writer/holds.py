@@ -51,7 +51,7 @@ def open_holds(
             "operation_id": t.operation_id,
             "execution_id": t.execution_id,
             "source": t.source,
-            "detail": t.hold.detail[: limits.MAX_HOLD_DETAIL_LENGTH],
+            "detail": tx.redact(t.hold.detail)[: limits.MAX_HOLD_DETAIL_LENGTH],
             "opened_at": tx.now,
             "deadline": deadlines.of(tx.now, t.hold.reason),
         }

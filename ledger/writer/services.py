@@ -25,7 +25,15 @@ from ledger.clock import Clock, utcnow
 from ledger.domain import FailOutcome, IllegalTransition, NewHold, Reason
 from ledger.domain.hashing import input_hash as hash_input
 from ledger.domain.hashing import is_valid_hash
-from ledger.domain.limits import MAX_ERROR_LENGTH
+from ledger.domain.limits import (
+    MAX_DETAIL_LENGTH,
+    MAX_ERROR_LENGTH,
+    MAX_INPUT_REF_LENGTH,
+    MAX_NEXT_ACTION_LENGTH,
+    MAX_NOTE_LENGTH,
+    MAX_RECEIPT_LENGTH,
+)
+from ledger.domain.redact import NO_SECRETS, Secrets
 from ledger.faults import crashpoint
 from ledger.storage.engine import Store
 from ledger.writer import outbox, records
@@ -66,7 +74,12 @@ __all__ = [
 
 class Ledger(UnitOfWork):
     """The ledger's services over one store. Each service checks its input and returns a
-    :class:`~ledger.writer.unit.Call`; ``clock`` is injectable for tests."""
+    :class:`~ledger.writer.unit.Call`; ``clock`` is injectable for tests.
+
+    Text that came from a workflow, a tool or a target (receipts, details, errors,
+    ``input_ref``, notes) is checked as sent, then redacted (:meth:`redact`, ``secrets`` the
+    configured ones) before anything is written: events are immutable. Ids and hashes are
+    kept exact."""
 
     def __init__(
         self,
@@ -79,8 +92,9 @@ class Ledger(UnitOfWork):
         clock: Clock = utcnow,
         retries: int = 20,
         alert_urls: Sequence[str] = (),
+        secrets: Secrets = NO_SECRETS,
     ) -> None:
-        super().__init__(store, clock=clock, retries=retries)
+        super().__init__(store, clock=clock, retries=retries, secrets=secrets)
         self.secret = secret
         self.max_attempts = max_attempts
         self.dispatch_deadline = dispatch_deadline
@@ -110,6 +124,16 @@ class Ledger(UnitOfWork):
             )
         return given
 
+    def _redacted(self, text: str | None, longest: int) -> str | None:
+        """``text`` redacted, and cut to the limit it was checked against (``[redacted]`` is
+        longer than a short secret)."""
+        return None if text is None else self.redact(text)[:longest]
+
+    def _redact_receipt(self, receipt: str) -> str:
+        """A receipt is the target's reference and stays exact, unless it holds a secret (a
+        receipt that *is* a configured secret is still one)."""
+        return self.redact(receipt)[:MAX_RECEIPT_LENGTH]
+
     # ------------------------------------------------------------------ workflow calls
 
     def dispatch(self, operation_id: str, req: DispatchInput) -> Call[Answer]:
@@ -126,6 +150,7 @@ class Ledger(UnitOfWork):
             "approval_version": req.approval.version if req.approval else None,
         }
         check_optional(names)
+        names["input_ref"] = self._redacted(req.input_ref, MAX_INPUT_REF_LENGTH)
         check_run_index(req.run_index)
         request = domain.DispatchRequest(
             input_hash=self._resolve_hash(req.has_input, req.input, req.input_hash),
@@ -201,6 +226,7 @@ class Ledger(UnitOfWork):
         digest = self._resolve_hash(has_input, input, input_hash)
         extra = {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
         check_optional(extra)
+        extra["input_ref"] = self._redacted(input_ref, MAX_INPUT_REF_LENGTH)
 
         def work(tx: Tx) -> Answer:
             row = records.load_operation(tx, operation_id)
@@ -239,6 +265,8 @@ class Ledger(UnitOfWork):
         check_receipt(receipt)
         check_optional({"execution_id": execution_id})
         check_detail(detail)
+        receipt = self._redact_receipt(receipt)
+        detail = self._redacted(detail, MAX_DETAIL_LENGTH)
 
         def work(tx: Tx) -> Answer:
             row, holds = records.load_with_holds(tx, operation_id)
@@ -290,7 +318,7 @@ class Ledger(UnitOfWork):
         """The workflow reports that its write was rejected, or that it cannot tell."""
         check_id(operation_id, "operation_id")
         check_optional({"execution_id": execution_id})
-        error = (error or "")[:MAX_ERROR_LENGTH]
+        error = self.redact(error or "")[:MAX_ERROR_LENGTH]
 
         def work(tx: Tx) -> Answer:
             row, holds = records.load_with_holds(tx, operation_id)
@@ -330,6 +358,7 @@ class Ledger(UnitOfWork):
         operation it left ``dispatching`` (whose current attempt it made). Answers
         ``(operation_id, hold_id or None when that cause already had one)`` pairs."""
         check_id(execution_id, "execution_id")
+        detail = self.redact(detail)
 
         def work(tx: Tx) -> list[tuple[str, int | None]]:
             ops = [
@@ -393,7 +422,9 @@ class Ledger(UnitOfWork):
         ``cancel`` or ``dismiss``. Every one needs a note and is recorded with the operator."""
         if receipt is not None:
             check_receipt(receipt)
-        work = resolution_work(hold_id, action, check_note(note), receipt)
+            receipt = self._redact_receipt(receipt)
+        note = self.redact(check_note(note))[:MAX_NOTE_LENGTH]
+        work = resolution_work(hold_id, action, note, receipt)
         return Call(self, work, operator_actor(operator))
 
     def update_hold(
@@ -407,11 +438,12 @@ class Ledger(UnitOfWork):
         next_action: str | None = None,
     ) -> Call[None]:
         """Assign, extend the deadline, set the next action, or just add a note."""
-        note = check_note(note).strip()
+        note = self.redact(check_note(note).strip())[:MAX_NOTE_LENGTH]
         if not note:
             raise IllegalTransition("a note is required", code="note_required")
         actor = operator_actor(operator)
         if owner is not None:
             check_id(owner, "owner")
+        next_action = self._redacted(next_action, MAX_NEXT_ACTION_LENGTH)
         work = update_work(hold_id, note, owner=owner, deadline=deadline, next_action=next_action)
         return Call(self, work, actor)

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from ledger.domain.chain import sealed_json
 from ledger.domain.hashing import canonical_json, seal
+from ledger.domain.redact import NO_SECRETS, Secrets, redact
 from ledger.metrics import DB_ROUND_TRIPS
 from ledger.storage.engine import ChainHint
 from ledger.storage.models import time_binder
@@ -79,8 +80,10 @@ class Tx:
         now: datetime,
         actor: str,
         chain_hint: ChainHint | None = None,
+        secrets: Secrets = NO_SECRETS,
     ) -> None:
         self.engine = engine
+        self.secrets = secrets
         self.chain_hint = chain_hint or ChainHint()
         self.now = now
         self.actor = actor
@@ -221,6 +224,11 @@ class Tx:
             return
         cursor = self.execute(sql, params, self._pooled.driver_connection.cursor())
         self._expected.append((cursor, error))
+
+    def redact(self, text: str) -> str:
+        """``text`` from a tool or a target as it may be stored
+        (:func:`ledger.domain.redact.redact` with the ledger's configured secrets)."""
+        return redact(text, self.secrets)
 
     def time(self, value: datetime | None) -> Any:
         return self._bind_time(value)

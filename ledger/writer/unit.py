@@ -19,6 +19,7 @@ from datetime import UTC
 from typing import Any, Generic, TypeVar
 
 from ledger.clock import Clock, utcnow
+from ledger.domain.redact import NO_SECRETS, Secrets, redact
 from ledger.faults import crashpoint
 from ledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from ledger.writer import records
@@ -41,10 +42,19 @@ def _aborted_by_server(exc: BaseException) -> bool:
 
 class UnitOfWork:
     """Transactions over one store. ``clock`` is injectable for tests; ``retries`` bounds how
-    often a work that keeps losing races runs again."""
+    often a work that keeps losing races runs again; ``secrets`` are the configured secrets
+    that :meth:`redact` (and each transaction's :meth:`Tx.redact`) takes out of outside text."""
 
-    def __init__(self, store: Store, *, clock: Clock = utcnow, retries: int = 20) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock = utcnow,
+        retries: int = 20,
+        secrets: Secrets = NO_SECRETS,
+    ) -> None:
         self.store = store
+        self.secrets = secrets
         self.clock = clock
         self.retries = retries
         self._commits = 0
@@ -61,6 +71,7 @@ class UnitOfWork:
             self.clock().astimezone(UTC),
             actor,
             self.store.chain_hint,
+            self.secrets,
         )
         try:
             tx.begin()
@@ -79,6 +90,11 @@ class UnitOfWork:
                 self.store.checkpoint()
             except Exception:  # committed already; a busy checkpoint is tried again later
                 log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
+
+    def redact(self, text: str) -> str:
+        """``text`` from a tool or a target as it may be stored, logged or shown: the one
+        redactor (:func:`ledger.domain.redact.redact`) with this ledger's secrets."""
+        return redact(text, self.secrets)
 
     def run(self, actor: str, work: Work[T]) -> T:
         """Run ``work`` in a transaction, again from the start when it lost a race."""

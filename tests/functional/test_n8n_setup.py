@@ -431,6 +431,20 @@ def test_a_failure_is_one_line_and_exit_1(cli: tuple[FakeN8n, Path]) -> None:
         store.dispose()
 
 
+def test_a_failure_that_quotes_the_new_token_or_the_key_prints_neither(
+    cli: tuple[FakeN8n, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def echoing(self: FakeN8n, request: httpx.Request, body: Any) -> httpx.Response:
+        said = f"bad credential {json.dumps(body['data'])} for key {KEY.upper()}"
+        return httpx.Response(400, json={"message": said})
+
+    monkeypatch.setitem(ROUTES, ("POST", "/api/v1/credentials", "credential:create"), echoing)
+    code, out = invoke("--source", "prod-n8n")
+    assert code == 1 and "rejected the request (400)" in out, out
+    assert "flt_" not in out and '"token": "[redacted]"' in out
+    assert KEY.upper() not in out and KEY not in out
+
+
 def test_an_unknown_source_or_a_bad_ledger_url_is_refused(cli: tuple[FakeN8n, Path]) -> None:
     code, out = invoke("--source", "nope")
     assert code == 2 and "no source named 'nope'" in out

@@ -1,0 +1,336 @@
+"""Secrets that a workflow, a tool or a target sends are redacted before the ledger keeps them:
+nothing of them is in the database file, the export, ``show``, the handover, ``sources``, the
+sync output, an alert or a log line, whether sent whole, lowercased or cut short."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import logging.config
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from ledger.cli.common import app, ledger_for
+from ledger.config import ReceiverConfig, Settings, load_config
+from ledger.domain import FailOutcome
+from ledger.domain.redact import MARK, secrets_of
+from ledger.receiver import create_app
+from ledger.receiver.logs import log_config, redact_handlers
+from ledger.receiver.tokens import signing_secrets
+from ledger.scheduled.alerts import Deliverer
+from ledger.scheduled.scheduler import Job, Scheduler
+from ledger.storage.engine import Store
+from ledger.storage.migrate import init_ledger
+from ledger.storage.models import Event, Hold, Operation, Receipt, table
+from ledger.sync import connect
+from ledger.writer.services import Ledger
+from tests.support.builders import FakeClock, dispatch_body, req
+from tests.support.fakes.n8n import FakeN8n
+from tests.support.receiver import SECRET, Api, make_signing_token, make_token, running
+
+KEY = "n8nKey_Q7f3Z9xL2mP4vR8sT1uW"  # the source's API key, in TEST_N8N_API_KEY
+ALERT_TOKEN = "hook-7Hq2Ld9Kx4Vb8Nm3"  # a path segment of the alert URL
+ALERT_URL = f"https://chat.example/services/{ALERT_TOKEN}"
+CONFIG = f"""
+[[sources]]
+name = "prod-n8n"
+kind = "n8n"
+base_url = "http://n8n.test"
+api_key_env = "TEST_N8N_API_KEY"
+
+[alerts]
+urls = ["{ALERT_URL}"]
+"""
+# Values sent after a credential's name: none may be kept anywhere.
+PLANTED = (
+    "TOKVAL-input-ref-1",
+    "APIVAL-receipt-2",
+    "PWVAL-detail-3",
+    "BEARERVAL-fail-4",
+    "QkFTSUNWQUwtNQ",
+    "SECVAL-hook-6",
+    "TOKVAL-node-7",
+    "PWVAL-url-8",
+)
+ECHOES = {
+    "whole": KEY,
+    "lowercased": KEY.lower(),
+    "uppercased and truncated": KEY.upper()[:12],
+    "truncated to 8": KEY[:8],
+    "a piece, lowercased": KEY[6:19].lower(),
+}
+
+
+def pieces(secret: str) -> list[str]:
+    """Every 8-character piece of ``secret``, lowercased: none may be found anywhere."""
+    low = secret.lower()
+    return [low[i : i + 8] for i in range(len(low) - 7)]
+
+
+def assert_clean(text: str, *secrets: str) -> None:
+    low = text.lower()
+    for planted in PLANTED:
+        assert planted.lower() not in low, planted
+    for secret in (KEY, ALERT_TOKEN, *secrets):
+        for piece in pieces(secret):
+            assert piece not in low, (secret, piece)
+
+
+@pytest.fixture
+def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "flowledger.toml").write_text(CONFIG)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
+    monkeypatch.setenv("FLOWLEDGER_SECRET", SECRET.decode())
+    db = tmp_path / "ledger.db"
+    init_ledger(str(db))[0].dispose()
+    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
+    return str(db)
+
+
+@pytest.fixture
+def signing(configured: str) -> str:
+    """A signing token's secret, as its holder knows it (hex)."""
+    store = init_ledger(configured)[0]
+    _, key = make_signing_token(Ledger(store), "signer")
+    store.dispose()
+    return key.hex()
+
+
+@pytest.fixture
+def api(configured: str, signing: str) -> Iterator[Api]:
+    """The receiver over the configured ledger, as ``serve`` builds it."""
+    store = init_ledger(configured)[0]
+    tokens = {"write": make_token(Ledger(store), "write")}
+    env = Settings()
+    ledger = ledger_for(store, env, load_config(), signing_secrets(store, env.secret_bytes()))
+    app_ = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    with running(app_, ledger, tokens) as client:
+        yield client
+    store.dispose()
+
+
+def call(api: Api, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    answer = api.post(path, body)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def send_everything(api: Api, signing: str) -> None:
+    """What workflows and the targets they call send, secrets included, through the API."""
+    op = "/v1/operations"
+    call(
+        api,
+        f"{op}/op-ref/dispatch",
+        dispatch_body(input_ref="https://files.example/in.json?token=TOKVAL-input-ref-1&v=2"),
+    )
+    call(
+        api,
+        f"{op}/op-ref/confirm",
+        {
+            "receipt": f"INV-42 api_key=APIVAL-receipt-2 {KEY.lower()}",
+            "detail": f'{{"password": "PWVAL-detail-3", "echo": "{KEY[:10]}", "sig": "{signing}"}}',
+        },
+    )
+    call(api, f"{op}/op-secret/dispatch", dispatch_body("exec-2"))
+    call(api, f"{op}/op-secret/confirm", {"receipt": KEY.upper()})
+    call(api, f"{op}/op-unknown/dispatch", dispatch_body("exec-3"))
+    call(
+        api,
+        f"{op}/op-unknown/fail",
+        {
+            "outcome": "unknown",
+            "error": "401 from target: Authorization: Bearer BEARERVAL-fail-4"
+            f" key={KEY.upper()[:12]} url https://svc:PWVAL-url-8@api.example/x"
+            f" alert {ALERT_TOKEN}",
+        },
+    )
+    call(api, f"{op}/op-hook/dispatch", dispatch_body("77"))
+    hooked = call(
+        api,
+        "/v1/hooks/n8n/error",
+        {
+            "execution": {
+                "id": "77",
+                "lastNodeExecuted": "Write token=TOKVAL-node-7",
+                "error": {
+                    "name": "NodeApiError",
+                    "message": f"Basic QkFTSUNWQUwtNQ== refused; secret=SECVAL-hook-6 {KEY[4:16]}",
+                },
+            },
+            "workflow": {"id": "wf", "name": f"send invoices {KEY.lower()[:9]}"},
+        },
+    )
+    assert hooked["matched"] == 1
+
+
+def test_what_the_api_receives_is_redacted_in_the_database_file_export_show_and_alert(
+    api: Api, configured: str, signing: str
+) -> None:
+    send_everything(api, signing)
+    store = api.ledger.store
+    with store.reader.connect() as conn:
+        receipts = dict(
+            conn.execute(
+                sa.select(table(Operation).c.operation_id, table(Operation).c.receipt)
+            ).all()
+        )
+        hold = conn.execute(sa.select(table(Hold).c.detail)).scalars().all()
+        refs = conn.execute(sa.select(table(Operation).c.input_ref)).scalars().all()
+        events = conn.execute(sa.select(table(Event).c.data)).scalars().all()
+        details = conn.execute(sa.select(table(Receipt).c.detail)).scalars().all()
+    assert receipts["op-ref"] == f"INV-42 api_key={MARK} {MARK}"
+    assert receipts["op-secret"] == MARK  # a receipt that is a secret is still one
+    assert any("Bearer [redacted]" in d for d in hold)
+    assert any("at node Write token=[redacted]" in d for d in hold), hold
+    assert "https://files.example/in.json?token=[redacted]&v=2" in refs
+    assert f'"password": "{MARK}"' in "".join(d or "" for d in details)
+    # Ids and hashes are kept exact.
+    assert set(receipts) == {"op-ref", "op-secret", "op-unknown", "op-hook"}
+    assert any(
+        '"input_hash": "hmac-sha256:' in e or '"input_hash":"hmac-sha256:' in e for e in events
+    )
+
+    # The alert, as the deliverer posts it.
+    posted: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        posted.append(json.loads(request.content))
+        return httpx.Response(200)
+
+    cfg = load_config()
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    assert Deliverer(store, cfg.alerts, client=client).deliver_due().sent == 2
+    alerts = json.dumps(posted)
+    assert "Bearer [redacted]" in alerts and "NodeApiError" in alerts
+    assert_clean(alerts, signing)
+
+    # The database file itself, every page and the write-ahead log.
+    store.dispose()
+    kept = b"".join(
+        p.read_bytes() for p in Path(configured).parent.glob("ledger.db*") if p.is_file()
+    )
+    assert b"op-unknown" in kept
+    assert_clean(kept.decode("latin-1"), signing)
+
+    # What people and other tools read.
+    exported = CliRunner().invoke(app, ["export"])
+    assert exported.exit_code == 0 and "Bearer [redacted]" in exported.output
+    assert_clean(exported.output, signing)
+    for op in ("op-ref", "op-secret", "op-unknown", "op-hook"):
+        shown = CliRunner().invoke(app, ["show", op])
+        assert shown.exit_code == 0 and op in shown.output, shown.output
+        assert_clean(shown.output, signing)
+    report = CliRunner().invoke(app, ["handover"])
+    assert report.exit_code == 0 and "op-unknown" in report.output
+    assert_clean(report.output, signing)
+
+
+@pytest.mark.parametrize("echo", list(ECHOES.values()), ids=list(ECHOES))
+def test_an_echoed_key_is_redacted_in_every_stored_text(
+    store: Store, clock: FakeClock, echo: str
+) -> None:
+    """SQLite and PostgreSQL: the rows a confirm, a fail and a hold write."""
+    ledger = Ledger(store, clock=clock, secrets=secrets_of([KEY]))
+    ledger.dispatch("op-1", req(input_ref=f"s3://bucket/{echo}")).run("wf")
+    ledger.confirm("op-1", f"R-{echo}", detail=f"target said {echo}").run("wf")
+    ledger.dispatch("op-2", req("exec-2")).run("wf")
+    ledger.fail("op-2", FailOutcome.UNKNOWN, f"key {echo} refused").run("wf")
+    with store.reader.connect() as conn:
+        rows = [
+            json.dumps([list(r) for r in conn.execute(sa.select(table(t)))], default=str)
+            for t in (Operation, Receipt, Hold, Event)
+        ]
+    assert_clean("".join(rows))
+    assert f"R-{MARK}" in rows[0] and f"key {MARK} refused" in rows[2]
+
+
+def test_sync_keeps_no_echoed_key_in_copies_sources_output_or_handover(
+    configured: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeN8n(api_key=KEY)
+    fake.workflows["wf-1"] = f"send invoices {KEY.lower()}"
+    fake.add(2)
+    monkeypatch.setattr(connect, "make_client", fake.client)
+    synced = CliRunner().invoke(app, ["sync", "--once"])
+    assert synced.exit_code == 0, synced.output
+    fake.inject(
+        httpx.Response(401, json={"message": f"key {KEY.lower()[:14]}… is not valid; token={KEY}"})
+    )
+    stopped = CliRunner().invoke(app, ["sync", "--once"])
+    fake.inject(httpx.Response(400, json={"message": f"bad X-N8N-API-KEY {KEY.upper()[2:]}"}))
+    checked = CliRunner().invoke(app, ["sources", "check", "prod-n8n"])
+    assert stopped.exit_code == 1 and "refused the credentials (401)" in stopped.output
+    assert MARK in stopped.output
+    assert checked.exit_code == 1 and MARK in checked.output
+    sources = CliRunner().invoke(app, ["sources"])
+    executions = CliRunner().invoke(app, ["executions", "--json"])
+    report = CliRunner().invoke(app, ["handover"])
+    assert "stopped" in sources.output and MARK in sources.output
+    assert r"token=\[redacted\]" in report.output  # Markdown-escaped
+    assert json.loads(executions.output)[0]["workflow_name"] == f"send invoices {MARK}"
+    for out in (stopped, checked, sources, executions, report):
+        assert_clean(out.output)
+    kept = b"".join(p.read_bytes() for p in Path(configured).parent.glob("ledger.db*"))
+    assert_clean(kept.decode("latin-1"))
+
+
+@pytest.fixture
+def log_stream() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("ledger.scheduled.scheduler")
+    logger.addHandler(handler)
+    try:
+        yield stream
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_a_failing_job_logs_its_error_and_traceback_redacted(log_stream: io.StringIO) -> None:
+    secrets = secrets_of([KEY])
+    redact_handlers(logging.getLogger("ledger.scheduled.scheduler"), secrets)
+
+    def sync() -> None:
+        raise RuntimeError(
+            f"GET http://n8n.test/api?api_key=APIVAL-receipt-2 said {KEY.lower()[:11]}; "
+            "Authorization: Bearer BEARERVAL-fail-4"
+        )
+
+    job = Job("sync:prod-n8n", timedelta(minutes=1), sync, needs_lease=False)
+    assert Scheduler([]).run_job(job) is False
+    logged = log_stream.getvalue()
+    assert "job sync:prod-n8n failed" in logged and "Traceback" in logged
+    assert "Bearer [redacted]" in logged and "RuntimeError" in logged
+    assert_clean(logged)
+
+
+def test_the_servers_log_configuration_redacts_every_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    logging.config.dictConfig(log_config(secrets=secrets_of([KEY])))
+    try:
+        logging.getLogger("flowledger.receiver").error("target answered %s", KEY.lower())
+        logging.getLogger("uvicorn.error").error("token=TOKVAL-node-7 at startup")
+        access = logging.getLogger("uvicorn.access")
+        access.info(
+            '%s - "%s %s HTTP/%s" %d',
+            *("127.0.0.1:5000", "POST", f"/v1/operations/{KEY.lower()}/confirm?x=1", "1.1", 200),
+        )
+    finally:
+        for name in ("flowledger", "uvicorn", "uvicorn.access"):
+            logging.getLogger(name).handlers.clear()
+    captured = capsys.readouterr()
+    logged = captured.err
+    assert f"target answered {MARK}" in logged and f"token={MARK} at startup" in logged
+    assert f'"POST /v1/operations/{MARK}/confirm HTTP/1.1" 200' in captured.out
+    assert_clean(logged + captured.out)
