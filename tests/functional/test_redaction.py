@@ -260,7 +260,7 @@ def test_sync_keeps_no_echoed_key_in_copies_sources_output_or_handover(
     fake = FakeN8n(api_key=KEY)
     fake.workflows["wf-1"] = f"send invoices {KEY.lower()}"
     fake.add(2)
-    monkeypatch.setattr(connect, "make_client", fake.client)
+    monkeypatch.setattr(connect, "make_client", lambda cfg: fake.client())
     synced = CliRunner().invoke(app, ["sync", "--once"])
     assert synced.exit_code == 0, synced.output
     fake.inject(
@@ -327,8 +327,11 @@ def test_the_servers_log_configuration_redacts_every_line(
             *("127.0.0.1:5000", "POST", f"/v1/operations/{KEY.lower()}/confirm?x=1", "1.1", 200),
         )
     finally:
-        for name in ("flowledger", "uvicorn", "uvicorn.access"):
-            logging.getLogger(name).handlers.clear()
+        for name in ("flowledger", "uvicorn", "uvicorn.error", "uvicorn.access"):
+            logger = logging.getLogger(name)  # as it was: later tests read these through caplog
+            logger.handlers.clear()
+            logger.propagate = True
+            logger.setLevel(logging.NOTSET)
     captured = capsys.readouterr()
     logged = captured.err
     assert f"target answered {MARK}" in logged and f"token={MARK} at startup" in logged
