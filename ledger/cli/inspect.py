@@ -210,6 +210,12 @@ def _report_anchors(found: AnchorCheck) -> bool:
     return not found.ok
 
 
+def _shown(value: Any) -> str:
+    """A compared value: a time in ISO 8601, anything else as Python writes it (strings
+    quoted, so that ``'None'`` and ``None`` differ), escaped for the terminal."""
+    return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
+
+
 def _report_deep(found: DeepResult) -> bool:
     """Print the replay's findings, one a line; whether any differed."""
     for f in found.findings:
@@ -218,7 +224,7 @@ def _report_deep(found: DeepResult) -> bool:
         else:
             typer.echo(
                 f"table MISMATCH: {printable(f.what)}: {f.column} is "
-                f"{printable(repr(f.stored))}, the events say {printable(repr(f.expected))}"
+                f"{_shown(f.stored)}, the events say {_shown(f.expected)}"
             )
     if found.more:
         typer.echo(f"... and {found.more} more differences")

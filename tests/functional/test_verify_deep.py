@@ -3,7 +3,7 @@ by id and column (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -66,6 +66,9 @@ def build_every_path(ledger: Ledger, clock: FakeClock) -> None:
     ledger.dispatch("op:d", req("e-d")).run(WF)
     ledger.fail("op:d", FailOutcome.UNKNOWN, "").run(WF)
     ledger.resolve(_open_hold_of(ledger, "op:d"), "cancel", note="not needed", operator="bob").run()
+    # left with its outcome unknown: its last write is the unknown outcome's
+    ledger.dispatch("op:g", req("e-g")).run(WF)
+    ledger.fail("op:g", FailOutcome.UNKNOWN, "socket closed").run(WF)
     # created held by an expired approval; a dispatch held in flight
     late = req("e-e", approval=Approval("v1", clock.now - timedelta(minutes=1)))
     ledger.dispatch("op:e", late).run(WF)
@@ -104,10 +107,18 @@ def _open_hold_of(ledger: Ledger, operation_id: str, reason: str | None = None) 
         return int(conn.execute(stmt.order_by(holds.c.id)).scalars().first())
 
 
+class TickingClock(FakeClock):
+    """A second passes at every reading: each transaction has its own time, so a column
+    replayed from the wrong event shows."""
+
+    def __call__(self) -> datetime:
+        return self.advance(seconds=1)
+
+
 @pytest.fixture
 def full_ledger(db_url: str) -> str:
     store, _ = init_ledger(db_url)
-    clock = FakeClock()
+    clock = TickingClock()
     build_every_path(Ledger(store, clock=clock), clock)
     store.dispose()
     return db_url
@@ -130,7 +141,7 @@ def test_a_clean_ledger_replays_to_its_own_tables(full_ledger: str) -> None:
     code, out = cli("verify", "--deep", "--db", full_ledger)
     assert code == 0, out
     assert "chain ok:" in out and "tables ok:" in out
-    assert "against 7 operations and" in out
+    assert "against 8 operations and" in out
 
 
 def test_every_path_is_compared_not_skipped(full_ledger: str) -> None:
@@ -144,8 +155,8 @@ def test_every_path_is_compared_not_skipped(full_ledger: str) -> None:
         }
     store.dispose()
     assert found.ok, found.findings
-    assert found.operations == 7 and found.holds == counts["holds"] >= 10
-    assert counts["attempts"] == 7 and counts["receipts"] == 5
+    assert found.operations == 8 and found.holds == counts["holds"] >= 10
+    assert counts["attempts"] == 8 and counts["receipts"] == 5
 
 
 def test_a_forged_operation_is_named_by_id_and_column(full_ledger: str) -> None:
@@ -165,13 +176,15 @@ def test_a_forged_hold_is_named_by_id_and_column(full_ledger: str) -> None:
     hold = _first_hold(full_ledger, "op:c")
     forge(
         full_ledger,
-        "UPDATE holds SET resolution = 'dismissed', resolved_by = 'operator:mallory'"
-        f" WHERE id = {hold}",
+        "UPDATE holds SET resolution = 'dismissed', resolved_by = 'operator:mallory',"
+        f" deadline = '2030-01-01 00:00:00+00:00' WHERE id = {hold}",
     )
     code, out = cli("verify", "--deep", "--db", full_ledger)
     assert code == 1
     assert f"hold {hold}: resolution is 'dismissed', the events say 'released_for_retry'" in out
     assert f"hold {hold}: resolved_by is 'operator:mallory', the events say 'operator:ann'" in out
+    # its deadline was extended by a person, so the events know it
+    assert f"hold {hold}: deadline is 2030-01-01T00:00:00+00:00, the events say 2026-11-02T" in out
 
 
 def test_rows_without_events_and_rows_removed_are_named(full_ledger: str) -> None:
