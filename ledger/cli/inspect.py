@@ -170,7 +170,7 @@ def verify(
 ) -> None:
     """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
     --anchors or --deep, every published head or table row that disagrees)."""
-    with opened(db) as store, store.reader.connect() as conn:
+    with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
         _report_chain(result)
         failed = not result.ok

@@ -12,7 +12,8 @@ reader knows what ``--deep`` cannot vouch for:
 - attempts: ``workflow_id``, ``step``, ``source`` and ``deadline`` (as for operations), and the
   row's ``id``;
 - receipts: ``detail`` of a workflow's receipt (a person's evidence keeps its note, which is
-  compared), and the row's ``id`` (receipts are matched per operation in time order);
+  compared), the row's ``id`` (receipts are matched per operation by content, then in time
+  order), and the ``attempt`` of a conflicting receipt recorded before its event named it;
 - holds: ``cause_key``, and ``deadline`` until a person extends it (the first one comes from
   the configured hold deadlines).
 
@@ -183,9 +184,16 @@ class Projection:
         self._receipt(ev, op, "workflow")
 
     def _receipt_conflict(self, ev: EventRow) -> None:
+        """A receipt for an operation already ended: written without a compare-and-set, so
+        an attempt dispatched meanwhile may come first in the chain. Its event names the
+        attempt the receipt was stored with; an older event did not, and then the attempt is
+        not compared."""
         op = self._op(ev)
-        if op is not None:
-            self._receipt(ev, op, "conflict")
+        if op is None:
+            return
+        self._receipt(ev, op, "conflict", attempt=ev.data.get("attempt"))
+        if "attempt" not in ev.data:
+            del self.receipts[ev.operation_id or ""][-1].values["attempt"]
 
     def _failed(self, ev: EventRow) -> None:
         op = self._op(ev)

@@ -155,12 +155,8 @@ def _compare(
     if stored is None:
         out.add(Finding(what, None, note=f"missing; event {expected.seq} records it"))
         return
-    for column, value in expected.values.items():
-        have = getattr(stored, column)
-        if isinstance(value, bool):
-            have = bool(have)
-        if have != value:
-            out.add(Finding(what, column, have, value))
+    for column, have, value in _differences(stored, expected):
+        out.add(Finding(what, column, have, value))
 
 
 def _compare_operations(
@@ -196,22 +192,43 @@ def _compare_attempts(
 def _compare_receipts(
     conn: sa.Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
 ) -> None:
-    """Receipts have no key of their own: per operation, the table's in time order (then id)
-    are paired with the events' in time order (then sequence)."""
+    """Receipts have no key of their own. Per operation, each receipt the events record is
+    matched with a stored row equal in every compared column; what is left on both sides is
+    then paired in time order (then id, then sequence) and compared column by column. Matching
+    by order alone would report a difference where two writers' receipts of one operation
+    committed in the other order than their rows were numbered (PostgreSQL)."""
     where = _between(RECEIPTS.c.operation_id, low, high)
     stored: dict[str, list[Any]] = {}
     for row in conn.execute(sa.select(RECEIPTS).where(where).order_by(RECEIPTS.c.id)):
         stored.setdefault(row.operation_id, []).append(row)
     for op_id in sorted(set(stored) | set(projection.receipts)):
         have = sorted(stored.get(op_id, []), key=lambda r: (r.confirmed_at, r.id))
-        want = sorted(
+        want = []
+        for expected in sorted(
             projection.receipts.get(op_id, []), key=lambda p: (p.values["confirmed_at"], p.seq)
-        )
+        ):
+            same = next((r for r in have if _differences(r, expected) == []), None)
+            if same is None:
+                want.append(expected)
+            else:
+                have.remove(same)
         for n in range(max(len(have), len(want))):
-            stored_row = have[n] if n < len(have) else None
-            expected = want[n] if n < len(want) else None
-            what = f"receipt {stored_row.id} of {op_id}" if stored_row else f"a receipt of {op_id}"
-            _compare(what, stored_row, expected, out, kind="receipt")
+            row = have[n] if n < len(have) else None
+            what = f"receipt {row.id} of {op_id}" if row is not None else f"a receipt of {op_id}"
+            _compare(what, row, want[n] if n < len(want) else None, out, kind="receipt")
+
+
+def _differences(stored: Any, expected: Projected) -> list[tuple[str, Any, Any]]:
+    """``(column, stored, expected)`` for each column the events determine and the row does
+    not agree with."""
+    found = []
+    for column, value in expected.values.items():
+        have = getattr(stored, column)
+        if isinstance(value, bool):
+            have = bool(have)
+        if have != value:
+            found.append((column, have, value))
+    return found
 
 
 def _compare_holds(

@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 
 from ledger.domain import FailOutcome
+from ledger.reads import chain
+from ledger.reads.chain import snapshot
 from ledger.reads.deep import deep_verify
 from ledger.storage.models import Hold, table
 from ledger.writer.services import Ledger
@@ -61,10 +63,28 @@ def test_racing_batched_calls_and_decisions_replay_to_the_same_tables(ledger: Le
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda seed: _storm(ledger, seed), range(4)))
     _decide(ledger)
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda seed: _storm(ledger, seed), range(4, 8)))
+    with ThreadPoolExecutor(5) as pool:  # now a person decides while the calls race
+        storms = [pool.submit(_storm, ledger, seed) for seed in range(4, 8)]
+        for _ in range(3):
+            _decide(ledger)
+        for storm in storms:
+            storm.result()
     with ledger.store.reader.connect() as conn:
         found = deep_verify(conn, batch=3)
         receipts = conn.execute(sa.text("SELECT count(*) FROM receipts")).scalar()
     assert found.ok, found.findings[:10]
     assert found.operations == len(OPS) and found.holds > 5 and receipts
+
+
+def test_a_write_committed_during_the_check_is_not_a_difference(ledger: Ledger) -> None:
+    """The replay and the tables are read from one snapshot: a call committed after the
+    check began is in neither."""
+    ledger.dispatch("op:0", req("e0")).run("token:a")
+    with snapshot(ledger.store) as conn:
+        assert chain.verify(conn).head_seq == 1  # the snapshot starts here
+        ledger.confirm("op:0", "R-0").run("token:a")
+        ledger.dispatch("op:1", req("e1")).run("token:a")
+        found = deep_verify(conn)
+        assert chain.verify(conn).ok
+    assert found.ok, found.findings
+    assert (found.operations, found.events) == (1, 1)
