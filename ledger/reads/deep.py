@@ -213,9 +213,9 @@ def _compare_receipts(
             else:
                 have.remove(same)
         for n in range(max(len(have), len(want))):
-            row = have[n] if n < len(have) else None
-            what = f"receipt {row.id} of {op_id}" if row is not None else f"a receipt of {op_id}"
-            _compare(what, row, want[n] if n < len(want) else None, out, kind="receipt")
+            left = have[n] if n < len(have) else None
+            what = f"receipt {left.id} of {op_id}" if left is not None else f"a receipt of {op_id}"
+            _compare(what, left, want[n] if n < len(want) else None, out, kind="receipt")
 
 
 def _differences(stored: Any, expected: Projected) -> list[tuple[str, Any, Any]]:
