@@ -231,3 +231,18 @@ def test_heads_go_to_the_alert_urls_through_the_outbox(ledger_url: str) -> None:
     with pytest.raises(LedgerError, match="needs \\[alerts\\] urls"):
         Publisher(store, AnchorsConfig(alerts=True), [])
     store.dispose()
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[anchors]\nfile = "/"\n', "anchors.file: Value error, anchors file must name a file"),
+        ('[anchors]\ninterval = "0s"\n', "anchors.interval"),
+        ("[anchors]\nalert = true\n", "did you mean 'alerts'?"),
+    ],
+)
+def test_bad_anchor_settings_name_the_key(tmp_path: Path, toml: str, message: str) -> None:
+    config = tmp_path / "flowledger.toml"
+    config.write_text(toml)
+    with pytest.raises(LedgerError, match=message.replace("(", "\\(").replace("?", "\\?")):
+        load_config(config)
