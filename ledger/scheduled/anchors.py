@@ -89,10 +89,15 @@ class Publisher:
         return anchor
 
     def _append(self, anchor: Anchor) -> None:
+        """One ``write`` of the whole line, then fsync. A file that does not end in a newline
+        (a line cut short by a power loss) gets one first, so the new anchor stays a line of
+        its own and ``verify --anchors`` names only the damaged line."""
         assert self.path is not None
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, ANCHOR_FILE_MODE)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, ANCHOR_FILE_MODE)
         try:
-            os.write(fd, anchor.line().encode())
+            size = os.fstat(fd).st_size
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            os.write(fd, (("\n" if torn else "") + anchor.line()).encode())
             os.fsync(fd)
         finally:
             os.close(fd)

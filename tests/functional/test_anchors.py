@@ -246,3 +246,19 @@ def test_bad_anchor_settings_name_the_key(tmp_path: Path, toml: str, message: st
     config.write_text(toml)
     with pytest.raises(LedgerError, match=message.replace("(", "\\(").replace("?", "\\?")):
         load_config(config)
+
+
+def test_a_line_cut_short_stays_the_only_bad_line(published: str, anchor_file: Path) -> None:
+    """A power loss mid-line: the next anchor starts a line of its own, and verify names the
+    damaged line."""
+    with anchor_file.open("a") as handle:
+        handle.write('{"at": "2026-11-02T09:')
+    store, _ = init_ledger(published)
+    work(store, FakeClock(), 6, 6)
+    assert Publisher(store, AnchorsConfig(file=anchor_file)).publish() is not None
+    store.dispose()
+    assert [len(line) > 60 for line in anchor_file.read_text().splitlines()] == [
+        True, True, False, True,
+    ]  # fmt: skip
+    code, out = cli("verify", "--db", published, "--anchors", str(anchor_file))
+    assert code == 2 and "anchors.jsonl line 3: not a JSON object" in out
