@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from ledger.clock import Clock, utcnow
 from ledger.config import AnchorsConfig
 from ledger.domain.anchors import Anchor, AnchorError, parse_line
+from ledger.faults import crashpoint
 from ledger.reads import chain
 from ledger.storage.engine import LedgerError, Store, sqlite_path
 from ledger.storage.models import Outbox, table
@@ -80,10 +81,14 @@ class Publisher:
         if self._last == (seq, digest):
             return None
         anchor = Anchor(seq, digest, self.clock())
-        if self.path is not None:
-            self._append(anchor)
+        # The outbox first: a crash before the file is written publishes this head again at
+        # the next start (the file does not have it yet), and the outbox's delivery id drops
+        # the repeat; the other order would leave the alert URLs without it for good.
         if self.targets:
             self._queue(anchor)
+        crashpoint("after_anchor_queued")
+        if self.path is not None:
+            self._append(anchor)
         self._last = (seq, digest)
         log.info("published the chain head: seq %d hash %s", seq, digest)
         return anchor
