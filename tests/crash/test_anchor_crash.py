@@ -4,7 +4,6 @@ published again at the next run: into the file, and not twice to the URLs."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
 from ledger.writer.services import Ledger
 from tests.support.builders import req
-from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, spawn, wait_until
+from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, kill_at
 
 OUTBOX = table(Outbox)
 pytestmark = pytest.mark.crash
@@ -32,19 +31,7 @@ def test_a_head_queued_before_a_crash_reaches_the_file_once_and_the_urls_once(
     )
     Ledger(store).dispatch("op-1", req()).run("wf")
 
-    signal_file = tmp_path / "crashed"
-    env = env_for(
-        db_url,
-        config,
-        FLOWLEDGER_CRASH_AT="after_anchor_queued",
-        FLOWLEDGER_CRASH_SIGNAL=str(signal_file),
-    )
-    child = spawn(["anchor", "--once"], env, tmp_path / "child.log")
-    try:
-        wait_until(signal_file.exists, "the child to reach after_anchor_queued")
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(TIMEOUT)
+    kill_at("after_anchor_queued", ["anchor", "--once"], env_for(db_url, config), tmp_path)
     assert not anchors.exists()
 
     again = subprocess.run(
