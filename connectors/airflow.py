@@ -7,6 +7,16 @@ every user is admin); ``GET /api/v2/dags/~/dagRuns`` pages by ``limit``/``offset
 ``updated_at``. So the position is a time: the ``Date`` of the server's first answer in a
 run, less a margin, becomes the next run's ``updated_at_gte``; a run updated while we page is
 read again next time (storing it twice changes nothing).
+
+Offsets move when the list changes underneath: a run deleted between two pages shifts every
+later row one place back, and a plain ``offset += limit`` skips one. Without an ``id`` in the
+items there is no key to page by, so each page starts a few rows before where the last one
+ended and must hold a run already read (the last names read are stored in the position as
+``tail`` for a run that resumes). Such a page is contiguous with what came before, so nothing
+between them was skipped, and what it repeats is left out; the last rows of each page count
+only once the next page has read them again, so a run deleted in between is not reported
+present. A page without any run already read means the list moved by more than the overlap:
+the walk steps back, twice as far each time, until it finds one (at offset 0 at the latest).
 """
 
 from __future__ import annotations
@@ -34,6 +44,17 @@ from connectors.http import NotFound, public_url, request_json
 
 STATUS = {"queued": "new", "running": "running", "success": "success", "failed": "error"}
 MARGIN = timedelta(minutes=2)
+HELD = 3  # rows at the end of a page yielded only with the next page (at most a quarter)
+ANCHOR = 5  # rows before the held ones the next page reads again (at most a quarter)
+TAIL_CHARS = 1500  # of the 4,000 a stored position may take
+MAX_STEPS_BACK = 64  # a list changing faster than a walk can read it: try again later
+
+
+class ListMoved(ConnectorError):
+    """The DAG run list changed faster than a walk could read it; the next try starts again
+    from the stored position."""
+
+    retryable = True
 
 
 class AirflowConnector:
@@ -43,9 +64,14 @@ class AirflowConnector:
         self.client = client
         self.settings = settings
         self.base = settings.base_url.rstrip("/")
-        self.limit = max(1, min(settings.page_size, 1000))
+        self.limit = max(2, min(settings.page_size, 1000))  # a page overlaps the one before
         self._token: str | None = None
         self.notes: list[str] = []
+        # Without a user and password a token is asked for by GET, which Airflow grants only
+        # when every user is an admin: a refusal then means credentials are needed.
+        self._missing = (
+            None if settings.username and settings.password else "username_env and password_env"
+        )
 
     # ------------------------------------------------------------------ HTTP
 
@@ -56,7 +82,12 @@ class AirflowConnector:
         else:
             method, body = "GET", None  # simple auth manager with every user an admin
         data, _ = request_json(
-            self.client, method, self.base + "/auth/token", tool="Airflow", json_body=body
+            self.client,
+            method,
+            self.base + "/auth/token",
+            tool="Airflow",
+            json_body=body,
+            missing_credentials=self._missing,
         )
         token = data.get("access_token") if isinstance(data, dict) else None
         if not isinstance(token, str) or not token or len(token) > 8192:
@@ -83,6 +114,7 @@ class AirflowConnector:
                     tool="Airflow",
                     headers={"Authorization": f"Bearer {self._token}"},
                     params=params,
+                    missing_credentials=self._missing,
                 )
             except AuthFailed:
                 if attempt == 2:
@@ -95,26 +127,20 @@ class AirflowConnector:
     def pages(self, position: str | None) -> Iterator[Page]:
         pos = fields.position(position, "Airflow")
         since = pos.get("since")
-        offset = int(pos.get("offset", 0))
         started = pos.get("started")
-        while True:
-            params: dict[str, Any] = {"limit": self.limit, "offset": offset, "order_by": "id"}
-            if since:
-                params["updated_at_gte"] = since
-            body, headers = self._list(params)
-            raw, total = _runs(body)
+        params: dict[str, Any] = {"updated_at_gte": since} if since else {}
+        tail = pos.get("tail")
+        names = [str(n) for n in tail] if isinstance(tail, list) else []
+        walk = _Walk(self, params, int(pos.get("offset", 0)), names)
+        for items, headers, done in walk:
             if started is None:
                 started = _server_time(headers).isoformat()
-            records = [self._record(fields.obj(item, "a DAG run")) for item in raw]
-            offset += len(raw)
-            if not raw or offset >= total:
-                yield Page(records, json.dumps({"since": started}), total)
+            records = [self._record(item) for item in items]
+            if done:
+                yield Page(records, json.dumps({"since": started}), walk.total)
                 return
-            yield Page(
-                records,
-                json.dumps({"since": since, "offset": offset, "started": started}),
-                total,
-            )
+            at = {"since": since, "offset": walk.offset, "started": started, "tail": walk.tail}
+            yield Page(records, json.dumps(at), walk.total)
 
     def fetch(self, external_id: str) -> ExecutionRecord | None:
         dag_id, _, run_id = external_id.partition("/")
@@ -130,15 +156,8 @@ class AirflowConnector:
         return record
 
     def present_ids(self) -> Iterator[list[str]]:
-        offset = 0
-        while True:
-            params = {"limit": self.limit, "offset": offset, "order_by": "id"}
-            body, _ = self._list(params)
-            raw, total = _runs(body)
-            yield [self._name(fields.obj(item, "a DAG run")) for item in raw]
-            offset += len(raw)
-            if not raw or offset >= total:
-                return
+        for items, _, _ in _Walk(self, {}, 0, []):
+            yield [self._name(item) for item in items]
 
     def check(self) -> str:
         where = public_url(self.base)
@@ -178,6 +197,87 @@ class AirflowConnector:
             stopped_at=fields.time(item, "end_date"),
             extra={"state": state},
         )
+
+
+class _Walk:
+    """The DAG run list in id order, page by page, each page overlapping the one before it
+    (see the module's docstring): yields the runs not yielded before, the answer's headers,
+    and whether this was the last page.
+
+    A page's last :data:`HELD` rows are held back: the next page reads them again and yields
+    them, so one deleted in between is never yielded (the sync asks for it by id, and the
+    404 marks it gone). The next page starts :data:`ANCHOR` rows before the held ones, and
+    must hold a run already yielded: then it starts before every held row, wherever the list
+    moved. ``offset`` is where the held rows start and ``tail`` the last names yielded, the
+    position a resumed walk starts from.
+    """
+
+    def __init__(
+        self, connector: AirflowConnector, params: dict[str, Any], offset: int, tail: list[str]
+    ) -> None:
+        self.connector = connector
+        self.params = params
+        self.offset = offset
+        self.tail = tail
+        self.seen = set(tail)  # every name yielded (as the sync keeps every present id)
+        self.total: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[list[dict[str, Any]], httpx.Headers, bool]]:
+        steps_back = 0
+        back = self.connector.limit
+        at = max(0, self.offset - len(self.tail))  # resumed: the tail rows come first
+        while True:
+            params = {**self.params, "limit": self.connector.limit, "offset": at}
+            body, headers = self.connector._list({**params, "order_by": "id"})
+            raw, self.total = _runs(body)
+            items = [fields.obj(item, "a DAG run") for item in raw]
+            names = [self.connector._name(item) for item in items]
+            if at > 0 and self.seen and self.seen.isdisjoint(names):
+                # The list moved by more than the overlap (or shrank below the offset): go
+                # back, twice as far each time, until a page holds a run already yielded.
+                steps_back += 1
+                if steps_back > MAX_STEPS_BACK:
+                    raise ListMoved(
+                        "Airflow's DAG run list changed faster than it could be read; the "
+                        "next try starts again from the stored position"
+                    )
+                at = max(0, at - back)
+                back *= 2
+                continue
+            back = self.connector.limit
+            end = at + len(raw)
+            done = not raw or end >= self.total
+            if not done and len(raw) < 2:
+                raise Malformed(
+                    "Airflow answered a page of fewer than 2 DAG runs: raise maximum_page_limit"
+                )
+            held = 0 if done else min(HELD, len(raw) // 4)
+            kept = len(raw) - held
+            fresh = [
+                item
+                for item, n in zip(items[:kept], names[:kept], strict=True)
+                if n not in self.seen
+            ]
+            self.seen.update(names[:kept])
+            self.offset = end - held
+            self.tail = _tail(names[:kept])
+            at = self.offset - max(1, min(ANCHOR, len(raw) // 4))
+            yield fresh, headers, done
+            if done:
+                return
+
+
+def _tail(names: list[str]) -> list[str]:
+    """The last :data:`ANCHOR` names, fewer if they would make the stored position long (a
+    name is up to 200 characters, escaped twice where it is stored)."""
+    tail: list[str] = []
+    size = 0
+    for name in reversed(names[-ANCHOR:]):
+        size += len(json.dumps(json.dumps(name)))
+        if size > TAIL_CHARS:
+            break
+        tail.insert(0, name)
+    return tail
 
 
 def _runs(body: Any) -> tuple[list[Any], int]:

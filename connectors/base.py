@@ -87,6 +87,16 @@ class Unreachable(ConnectorError):
     retryable = True
 
 
+class NoConnection(Unreachable):
+    """No connection could be made: refused, no such host, TLS, or nothing accepted it within
+    the connect timeout. A tool that is down stays down for longer than a retry waits, so a
+    sync tries it again at most once and leaves the rest to its next run."""
+
+
+class ConnectTimedOut(NoConnection):
+    """Nothing accepted the connection within the connect timeout: that wait was the retry."""
+
+
 class NotReady(ConnectorError):
     """The tool answers but is not serving its API yet (n8n "is starting up")."""
 

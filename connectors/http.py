@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import ssl
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -17,8 +18,10 @@ import httpx
 from connectors.base import (
     AuthFailed,
     ConnectorError,
+    ConnectTimedOut,
     Malformed,
     NoApi,
+    NoConnection,
     NotReady,
     RateLimited,
     ServerError,
@@ -57,8 +60,11 @@ def request_json(
     json_body: Any = None,
     max_body: int = MAX_BODY,
     starting_marker: str | None = None,
+    missing_credentials: str | None = None,
 ) -> tuple[Any, httpx.Headers]:
-    """Send one request and return the decoded JSON body and the response headers."""
+    """Send one request and return the decoded JSON body and the response headers.
+    ``missing_credentials``: when the source has none configured, what to set (a 401 or 403
+    then says the tool wants credentials, not that the ones given lack a permission)."""
     where = public_url(url)
     try:
         with client.stream(method, url, headers=headers, params=params, json=json_body) as response:
@@ -66,23 +72,38 @@ def request_json(
             status = response.status_code
             content_type = response.headers.get("content-type", "")
             resp_headers = response.headers
+    except httpx.ConnectTimeout as exc:
+        raise ConnectTimedOut(
+            f"cannot reach {tool} at {where}: nothing accepted the connection within "
+            f"{_seconds(client.timeout.connect)} (connect_timeout; check the host and port "
+            "in base_url, and any firewall)"
+        ) from exc
     except httpx.TimeoutException as exc:
         raise Unreachable(
             f"{tool} at {where} did not answer in time ({type(exc).__name__})"
         ) from exc
     except httpx.ConnectError as exc:
         if _is_tls(exc):
-            raise Unreachable(
+            raise NoConnection(
                 f"TLS failed talking to {where}: {clean_text(_root(exc), 160)} "
                 "(wrong scheme, self-signed or expired certificate?)"
             ) from exc
-        raise Unreachable(f"cannot reach {tool} at {where}: {clean_text(_root(exc), 160)}") from exc
+        raise NoConnection(
+            f"cannot reach {tool} at {where}: {clean_text(_root(exc), 160)} (is {tool} "
+            "running there? check the host and port in base_url)"
+        ) from exc
     except httpx.TransportError as exc:
         raise Unreachable(f"connection to {where} failed: {clean_text(exc, 160)}") from exc
 
     text_head = body[:2000].decode("utf-8", "replace")
-    if starting_marker and "text/html" in content_type and starting_marker in text_head:
+    html = "text/html" in content_type.lower()
+    if starting_marker and html and starting_marker in text_head:
         raise NotReady(f"{tool} at {where} is still starting up; try again shortly")
+    if status in (401, 403) and missing_credentials:
+        raise AuthFailed(
+            f"{tool} answered {status} at {where} and this source has no credentials: "
+            f"{tool} requires them here (set {missing_credentials}) ({_said(body)})"
+        )
     if status == 401:
         raise AuthFailed(f"{tool} refused the credentials (401) at {where}: {_said(body)}")
     if status == 403:
@@ -102,6 +123,14 @@ def request_json(
             f"{tool} at {where} failed with {status}: {_said(body)}",
             retry_after=response.headers.get("retry-after"),
         )
+    if status == 405 or (status >= 400 and html):
+        # Not the tool's API at this path: base_url carries a path the connector then extends
+        # (its API path twice, or a UI path), or points at a proxy or another program.
+        what = "does not allow " + method if status == 405 else "answered with an HTML page"
+        raise NoApi(
+            f"{where} {what} ({status} {_reason(status)}): not the {tool} API there; check "
+            f"the path in base_url (the address {tool} is served at, without its API path)"
+        )
     if status == 400:
         raise BadRequest(f"{tool} at {where} rejected the request (400): {_said(body)}")
     if 300 <= status < 400:
@@ -112,7 +141,8 @@ def request_json(
     if "json" not in content_type.lower():
         kind = clean_text(content_type.split(";")[0] or "no content type", 60)
         raise Malformed(
-            f"{where} answered {status} {kind}, not JSON: is this the {tool} API (check base_url)?"
+            f"{where} answered {status} {kind}, not JSON: is this the {tool} API (check the path "
+            "in base_url)?"
         )
     try:
         return json.loads(body), resp_headers
@@ -120,6 +150,17 @@ def request_json(
         raise Malformed(
             f"{where} answered JSON that does not parse ({exc.__class__.__name__})"
         ) from exc
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "unknown status"
+
+
+def _seconds(value: float | None) -> str:
+    return "the time allowed" if value is None else f"{value:g} s"
 
 
 def _read_limited(response: httpx.Response, limit: int, where: str) -> bytes:

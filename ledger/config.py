@@ -89,6 +89,16 @@ class SourceConfig(_Section):
     custom_data_key: str = "ledger.operation_id"
     # How often a sync walks the tool's whole list to notice pruned and deleted executions.
     reconcile_interval: Duration = timedelta(hours=1)
+    # How long to wait for the tool to accept a connection, and for each answer once connected.
+    connect_timeout: Duration = timedelta(seconds=5)
+    timeout: Duration = timedelta(seconds=30)
+
+    @field_validator("connect_timeout", "timeout")
+    @classmethod
+    def _short_enough(cls, value: timedelta) -> timedelta:
+        if value > timedelta(minutes=10):
+            raise ValueError("at most 10m: a longer wait holds a sync job for nothing")
+        return value
 
     @field_validator("kind")
     @classmethod

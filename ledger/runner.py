@@ -19,7 +19,7 @@ from ledger import metrics
 from ledger.config import FileConfig
 from ledger.reads import observability
 from ledger.receiver import create_app
-from ledger.receiver.server import serve_app
+from ledger.receiver.server import listen, serve_app, url
 from ledger.scheduled import housekeeping
 from ledger.scheduled.alerts import Deliverer
 from ledger.scheduled.anchors import Publisher
@@ -108,15 +108,20 @@ def run(
     say: Callable[[str], None] = print,
     hints: Sequence[str] = (),
 ) -> None:
-    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed before serving."""
-    runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
-    app = create_app(ledger, config=cfg.receiver, secret=secret)
-    attach(app, runner.scheduler)
-    where = f"http://{host}:{port}" if port else f"a free port on {host} (uvicorn names it below)"
-    say(f"flowledger API on {where} (docs at /docs, metrics at /metrics)")
-    for hint in hints:
-        say(hint)
+    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed before serving.
+    The port is bound first: when it cannot be, :class:`CannotListen` is raised before
+    anything is printed or scheduled."""
+    sock = listen(host, port)
     try:
-        serve_app(app, host=host, port=port)
+        runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
+        app = create_app(ledger, config=cfg.receiver, secret=secret)
+        attach(app, runner.scheduler)
+        say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
+        for hint in hints:
+            say(hint)
+        try:
+            serve_app(app, sock)
+        finally:
+            runner.deliverer.close()
     finally:
-        runner.deliverer.close()
+        sock.close()

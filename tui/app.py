@@ -68,6 +68,8 @@ class FlowledgerApp(App[None]):
             marks.append("READ-ONLY")
         if self.ctx.demo:
             marks.append("DEMO DATA")
+        if self.ctx.config_error:
+            marks.append("CONFIG BROKEN: see Sources [3]")
         self.sub_title = " · ".join(marks)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
@@ -96,9 +98,7 @@ class FlowledgerApp(App[None]):
         now = self.ctx.now()
         shift = handover.Shift(now - handover.DEFAULT_SHIFT, now, self.ctx.operator)
         text = handover.build(self.ctx.store, shift, now=now)
-        path = self.ctx.report_dir / f"handover-{now:%Y%m%d-%H%M}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path = handover.save(text, self.ctx.report_dir, now)
         self.last_report = path
         self.call_from_thread(self.push_screen, ReportScreen(text, str(path)))
 
@@ -140,17 +140,21 @@ def make_app(
     report_dir: Path | None = None,
     page_size: int = 60,
     refresh_seconds: float | None = 5.0,
+    config_error: str | None = None,
 ) -> FlowledgerApp:
-    """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer."""
+    """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer.
+    ``config_error``: why ``flowledger.toml`` could not be read (the ledger was built on the
+    defaults), shown on the Sources tab."""
     ctx = Context(
         ledger=ledger,
         operator=operator or getpass.getuser(),
         read_only=read_only,
         clock=clock,
-        report_dir=report_dir or Path.cwd(),
+        report_dir=report_dir or Path.cwd() / handover.DEFAULT_FOLDER,
         page_size=page_size,
         refresh_seconds=refresh_seconds,
         demo=duty.is_demo(ledger.store),
+        config_error=config_error,
     )
     return FlowledgerApp(ctx)
 

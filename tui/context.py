@@ -21,6 +21,9 @@ class Context:
     page_size: int = 100
     refresh_seconds: float | None = 5.0
     demo: bool = False
+    # Why flowledger.toml could not be read, when it could not: the UI runs on the defaults
+    # and says so on the Sources tab.
+    config_error: str | None = None
 
     @property
     def store(self) -> Store:

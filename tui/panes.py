@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from ledger.domain import is_overdue
+from ledger.domain.display import visible
 from ledger.reads import chain, duty, queries
 from tui.format import age, clip, clock_time, deadline_cell, middle, text
 from tui.listing import Cell, ListPane
@@ -237,11 +238,22 @@ class EventsPane(ListPane):
 
 
 class SourcesPane(Vertical):
-    """Each source: last sync, lag since the last success, last error."""
+    """Each source: last sync attempt, lag since the last success, last error; above them,
+    when ``flowledger.toml`` could not be read, why, and that sync is off until it is fixed."""
 
     COLUMNS = ["source", "kind", "status", "last sync", "lag", "last error", "base URL"]
 
     def compose(self) -> ComposeResult:
+        problem = self.app.ctx.config_error  # type: ignore[attr-defined]
+        if problem:
+            yield Static(
+                Text(
+                    f"{visible(problem)} — sync is off until it is fixed (`flowledger run` "
+                    "and `sync` refuse to start); this view uses the default settings",
+                    style="bold red",
+                ),
+                id="config-error",
+            )
         table: DataTable[Cell] = DataTable(cursor_type="row", zebra_stripes=True)
         table.add_columns(*self.COLUMNS)
         yield table

@@ -20,6 +20,10 @@ app = typer.Typer(
     name="flowledger",
     no_args_is_help=True,
     add_completion=False,
+    # Help is plain click text: square brackets in it ("[alerts]", "[default: …]") are words,
+    # not markup, and a flag reads `--once`, not `--once <bool>`.
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 120},
     help="An audit ledger for workflow tools: business checkpoints that outlive execution history.",
 )
 

@@ -100,31 +100,49 @@ def show(
         indent=2,
     )
     typer.echo("receipts:")
-    for r in detail.receipts:
-        typer.echo(
-            printable(
-                f"  {r['receipt']} ({r['kind']}, attempt {r['attempt']}) by "
-                f"{r['confirmed_by']} at {_when(r['confirmed_at'])}"
+    echo_table(
+        [
+            (
+                r["receipt"],
+                r["kind"],
+                f"attempt {r['attempt']}",
+                f"by {r['confirmed_by']}",
+                f"at {_when(r['confirmed_at'])}",
             )
-        )
+            for r in detail.receipts
+        ],
+        indent=2,
+    )
     typer.echo("holds:")
-    for h in detail.holds:
-        state = (
-            f"resolved {h['resolution']} by {h['resolved_by']}"
-            if h["resolved_at"]
-            else f"OPEN, due {_when(h['deadline'])}"
-        )
-        typer.echo(
-            printable(
-                f"  [{h['id']}] {h['reason']}{' (blocking)' if h['blocking'] else ''}: "
-                f"{state}  {h['detail']}"
+    echo_table(
+        [
+            (
+                f"[{h['id']}]",
+                f"{h['reason']}{' (blocking)' if h['blocking'] else ''}",
+                (
+                    f"resolved {h['resolution']} by {h['resolved_by']}"
+                    if h["resolved_at"]
+                    else f"OPEN, due {_when(h['deadline'])}"
+                ),
+                h["detail"],
             )
-        )
+            for h in detail.holds
+        ],
+        indent=2,
+    )
     if detail.executions:
         typer.echo("executions:")
-        for e in detail.executions:
-            gone = f", gone {_when(e['gone_at'])}" if e["gone_at"] else ""
-            typer.echo(printable(f"  {e['source']}/{e['external_id']} {e['status']}{gone}"))
+        echo_table(
+            [
+                (
+                    f"{e['source']}/{e['external_id']}",
+                    e["status"],
+                    f"gone {_when(e['gone_at'])}" if e["gone_at"] else "",
+                )
+                for e in detail.executions
+            ],
+            indent=2,
+        )
     typer.echo("events:")
     echo_table(
         [

@@ -13,7 +13,9 @@ from ledger.cli.tables import echo_table, printable
 from ledger.config import ReceiverConfig, load_config
 from ledger.n8n_setup import SetupFailed, SetupRequest, setup
 
-n8n_app = typer.Typer(no_args_is_help=True, help="Connect an n8n instance to the ledger.")
+n8n_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="Connect an n8n instance to the ledger."
+)
 app.add_typer(n8n_app, name="n8n")
 
 # How the command reaches n8n; tests put a client on a fake n8n here.

@@ -19,6 +19,7 @@ from ledger.cli.common import (
     parse_since,
 )
 from ledger.clock import utcnow
+from ledger.config import FileConfig, load_config
 from ledger.reads import handover as report
 from ledger.storage.engine import LedgerError, open_store
 from ledger.storage.migrate import init_ledger
@@ -35,13 +36,31 @@ def tui(
         str | None,
         typer.Option(help="Name recorded with every action [default: your login name]"),
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            help="Folder for the handover reports H saves [default: ./var/handover]",
+        ),
+    ] = None,
 ) -> None:
     """The terminal UI: the attention queue, operation detail, actions and handover."""
     from tui import make_app  # the UI library loads only for this command
 
+    # A broken flowledger.toml does not keep the person on shift out: the UI opens on the
+    # defaults and its Sources tab says what is wrong.
+    try:
+        file, problem = load_config(), None
+    except LedgerError as exc:
+        file, problem = FileConfig(), str(exc)
     with opened(db) as store:
         make_app(
-            ledger_for(store), operator=operator or getpass.getuser(), read_only=read_only
+            ledger_for(store, file=file),
+            operator=operator or getpass.getuser(),
+            read_only=read_only,
+            report_dir=out.absolute() if out else None,
+            config_error=problem,
         ).run()
 
 
@@ -59,9 +78,22 @@ def handover(
     operator: Annotated[
         str | None, typer.Option(help="Who writes the report [default: your login name]")
     ] = None,
+    save: Annotated[
+        bool,
+        typer.Option("--save", help="Keep the report as a new file (in --out) and print its path"),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            help="Folder for saved reports; implies --save [default: ./var/handover]",
+        ),
+    ] = None,
 ) -> None:
     """The handover report (Markdown): open holds by owner, what the shift resolved, sources
-    in trouble, and the chain's head hash."""
+    in trouble, and the chain's head hash. On stdout, or with --save or --out as a new file
+    named after the time (never overwriting another)."""
     if format != "md":
         die(f"unknown format {format!r}; only md is supported")
     now = utcnow()
@@ -69,8 +101,15 @@ def handover(
     if start > now:
         die("--since is in the future")
     with opened(db) as store:
-        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()))
-    typer.echo(text, nl=False)
+        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()), now=now)
+    if not (save or out):
+        typer.echo(text, nl=False)
+        return
+    try:
+        path = report.save(text, out or report.DEFAULT_FOLDER, now)
+    except OSError as exc:
+        die(f"cannot save the report in {out or report.DEFAULT_FOLDER}: {exc.strerror or exc}")
+    typer.echo(f"handover report saved to {path}")
 
 
 @app.command()

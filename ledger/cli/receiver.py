@@ -10,7 +10,9 @@ from ledger.cli.common import DbOption, app, ledger_for, one_line_errors, opened
 from ledger.cli.tables import echo_table
 from ledger.config import load_config
 
-token_app = typer.Typer(no_args_is_help=True, help="API tokens for the webhook receiver.")
+token_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="API tokens for the webhook receiver."
+)
 app.add_typer(token_app, name="token")
 
 
@@ -26,19 +28,20 @@ def serve(
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from ledger.receiver import create_app
-    from ledger.receiver.server import serve_app
+    from ledger.receiver.server import listen, serve_app
 
     file = load_config()
     env = settings()
-    with opened(db) as store:
-        ledger = ledger_for(store, env, file)
-        application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
-        serve_app(
-            application,
-            host=host or file.receiver.host,
-            port=file.receiver.port if port is None else port,
-            access_log=access_log,
-        )
+    host = host or file.receiver.host
+    port = file.receiver.port if port is None else port
+    sock = listen(host, port)  # first: a taken port is one line, before anything starts
+    try:
+        with opened(db) as store:
+            ledger = ledger_for(store, env, file)
+            application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
+            serve_app(application, sock, access_log=access_log)
+    finally:
+        sock.close()
 
 
 Scope = Annotated[str, typer.Option("--scope", help="write | read | operator")]

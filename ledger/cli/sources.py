@@ -21,7 +21,9 @@ from ledger.reads import queries
 from ledger.sync import SyncReport, check_source, sync_source
 from ledger.writer.services import Ledger
 
-sources_app = typer.Typer(help="Configured workflow-tool instances and how their sync stands.")
+sources_app = typer.Typer(
+    rich_markup_mode=None, help="Configured workflow-tool instances and how their sync stands."
+)
 app.add_typer(sources_app, name="sources")
 
 
@@ -49,7 +51,8 @@ def _selected(file: FileConfig, name: str | None) -> list[SourceConfig]:
 @sources_app.callback(invoke_without_command=True)
 @one_line_errors
 def sources(ctx: typer.Context, db: DbOption = None) -> None:
-    """Every source: kind, status, last sync, lag since the last good sync, last error."""
+    """Every source: kind, status, its last sync attempt and its last successful sync (with
+    the lag since), and the last error."""
     if ctx.invoked_subcommand is not None:
         return
     file = load_config()
@@ -69,12 +72,24 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
                 name,
                 configured[name].kind if name in configured else row.get("kind", "?"),
                 row.get("status", "new") if name in configured else "unconfigured",
-                _when(row.get("last_sync_at")),
+                _when(row.get("last_sync_at")),  # every attempt sets it, failed or not
+                _when(row.get("last_success_at")),
                 _age(row.get("last_success_at"), now),
                 row.get("last_error") or "-",
             )
         )
-    echo_table(rows, header=("NAME", "KIND", "STATUS", "LAST SYNC", "LAG", "LAST ERROR"))
+    echo_table(
+        rows,
+        header=(
+            "NAME",
+            "KIND",
+            "STATUS",
+            "LAST ATTEMPT",
+            "LAST SUCCESS",
+            "LAG",
+            "LAST ERROR",
+        ),
+    )
 
 
 @sources_app.command("check")

@@ -1,5 +1,6 @@
 """The handover report: what the next person on duty needs, as Markdown they can read without
-the terminal UI. ``flowledger handover`` and the UI's handover key both call :func:`build`.
+the terminal UI. ``flowledger handover`` and the UI's handover key both call :func:`build`,
+and :func:`save` to keep it as a file.
 
 It is built from reads only (queries) at a given ``now``, so the same ledger and time give the
 same text.
@@ -7,10 +8,13 @@ same text.
 
 from __future__ import annotations
 
+import itertools
+import os
 import shlex
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from ledger.domain import is_overdue
@@ -19,6 +23,9 @@ from ledger.reads import duty, queries
 from ledger.storage.engine import DEFAULT_DB, Store, resolve_url
 
 DEFAULT_SHIFT = timedelta(hours=12)
+# Where saved reports go unless told otherwise: a folder of their own beside the default
+# database (./var/flowledger.db), never the current directory itself.
+DEFAULT_FOLDER = Path("var") / "handover"
 SOURCE_LAG_LIMIT = timedelta(hours=1)
 UNASSIGNED = "(unassigned)"
 _PAGE = 1000
@@ -194,3 +201,24 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def save(text: str, folder: Path, now: datetime) -> Path:
+    """Keep ``text`` as a new file in ``folder`` and return its path. The name is
+    ``handover-YYYYMMDD-HHMMSS.md`` after ``now`` in UTC, with ``-2``, ``-3``, … when that name
+    is taken; each name is tried with ``O_EXCL``, so no report ever overwrites another, not
+    even one written in the same second by another process. The folder (when made here) and
+    the file are their owner's alone, as the ledger's own files are: the report names
+    operations, people and hashes."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stem = f"handover-{now.astimezone(UTC):%Y%m%d-%H%M%S}"
+    for n in itertools.count(1):
+        path = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        return path
+    raise AssertionError("unreachable: itertools.count never ends")

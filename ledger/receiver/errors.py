@@ -4,11 +4,17 @@ Domain errors map to HTTP codes here and nowhere else: ``IllegalTransition`` -> 
 ``NotFound`` -> 404, ``InvalidInput`` -> 422. Messages never echo a raw input value (pydantic's
 ``input`` is dropped), and an unexpected exception is logged by class name only: a driver's
 message can carry SQL parameters.
+
+Anything else (the database unreachable or restarting, a lost connection, a commit whose end
+is unknown) is ``503 unavailable`` with ``Retry-After``, never a 500: nothing was answered as
+done, and the same request sent again (with its ``Idempotency-Key``) is safe.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +28,33 @@ from ledger.writer.services import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")
 INVALID_JSON = "the body is not valid JSON (malformed, or nested too deeply)"
+RETRY_AFTER = "2"  # seconds a client is asked to wait after a 503 (a database restart)
+LOG_EVERY = 30.0  # seconds between two log lines about the same kind of failure
+
+
+class _Throttled:
+    """One log line per kind of failure every :data:`LOG_EVERY` seconds, saying how many
+    requests it stands for: a database outage under load would otherwise log one line per
+    request, hundreds a second."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._quiet: dict[str, int] = {}
+
+    def failed(self, kind: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(kind, -LOG_EVERY) < LOG_EVERY:
+                self._quiet[kind] = self._quiet.get(kind, 0) + 1
+                return
+            self._last[kind] = now
+            quiet = self._quiet.pop(kind, 0)
+        more = f" ({quiet} more since the last line)" if quiet else ""
+        log.error("request failed: %s; answered 503 with Retry-After%s", kind, more)
+
+
+_failures = _Throttled()
 
 
 class ApiError(Exception):
@@ -63,8 +96,13 @@ def as_api_error(exc: BaseException) -> ApiError:
         return ApiError(404, "not_found", str(exc))
     if isinstance(exc, InvalidInput):
         return ApiError(422, "invalid_input", str(exc), exc.field)
-    log.error("request failed: %s", type(exc).__name__)
-    return ApiError(503, "unavailable", "the ledger could not complete the request; retry later")
+    _failures.failed(type(exc).__name__)
+    return unavailable("the ledger could not complete the request; retry later")
+
+
+def unavailable(message: str, code: str = "unavailable") -> ApiError:
+    """503 with ``Retry-After``: the ledger cannot answer now (its database is down, say)."""
+    return ApiError(503, code, message, headers={"Retry-After": RETRY_AFTER})
 
 
 _STATUS_CODES = {
@@ -139,4 +177,4 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         api = as_api_error(exc)
-        return error_response(api.status, api.code, api.message, api.field)
+        return error_response(api.status, api.code, api.message, api.field, headers=api.headers)

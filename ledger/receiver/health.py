@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ledger.metrics import REGISTRY
-from ledger.receiver.errors import error_response
+from ledger.receiver.errors import RETRY_AFTER, error_response
 from ledger.receiver.state import ReceiverState, state_of
 from ledger.storage.engine import LedgerError, check_schema
 
@@ -22,14 +22,17 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 def readyz(st: ReceiverState = Depends(state_of)) -> JSONResponse:
-    """The database answers and its schema is the one this flowledger knows."""
+    """The database answers and its schema is the one this flowledger knows; else 503 with
+    ``Retry-After``, as the workflow calls answer while the database is down."""
     try:
         check_schema(st.store)
     except LedgerError:
-        return error_response(503, "not_ready", "the ledger database is unreachable or outdated")
+        message = "the ledger database is unreachable or outdated"
     except Exception:
-        return error_response(503, "not_ready", "the ledger database is unreachable")
-    return JSONResponse({"status": "ready"})
+        message = "the ledger database is unreachable"
+    else:
+        return JSONResponse({"status": "ready"})
+    return error_response(503, "not_ready", message, headers={"Retry-After": RETRY_AFTER})
 
 
 @router.get("/metrics")

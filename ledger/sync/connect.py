@@ -36,9 +36,12 @@ def connector_settings(cfg: SourceConfig) -> Settings:
     )
 
 
-def make_client() -> httpx.Client:
+def make_client(cfg: SourceConfig) -> httpx.Client:
+    """The HTTP client for one source, with its connect and answer timeouts."""
     return httpx.Client(
-        timeout=httpx.Timeout(30.0, connect=10.0),
+        timeout=httpx.Timeout(
+            cfg.timeout.total_seconds(), connect=cfg.connect_timeout.total_seconds()
+        ),
         headers={"User-Agent": "flowledger-sync"},
         follow_redirects=False,
     )
@@ -55,7 +58,7 @@ def build_connector(cfg: SourceConfig, client: httpx.Client) -> Connector:
 def check_source(cfg: SourceConfig, client: httpx.Client | None = None) -> str:
     """One live call; returns what answered or raises a :class:`ConnectorError`."""
     own = client is None
-    client = client or make_client()
+    client = client or make_client(cfg)
     try:
         return scrub(build_connector(cfg, client).check(), cfg)
     except ConnectorError as exc:

@@ -100,17 +100,6 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
     return out
 
 
-def mark_gone(tx: Tx, row_ids: Sequence[int]) -> int:
-    if not row_ids:
-        return 0
-    done = tx.conn.execute(
-        EXECUTIONS.update()
-        .where(EXECUTIONS.c.id.in_(list(row_ids)), EXECUTIONS.c.gone_at.is_(None))
-        .values(gone_at=tx.now)
-    )
-    return int(done.rowcount or 0)
-
-
 def mark_gone_by_id(tx: Tx, source: str, external_ids: Sequence[str]) -> int:
     if not external_ids:
         return 0

@@ -3,7 +3,10 @@
 The loop is tenacity's; this module holds the policy: what is retried, how long each wait is,
 and when to give up. The sleeper and the clock are injected, so tests see every wait and never
 really sleep. Waits are bounded: a tool that asks for more than ``max_wait`` is left alone until
-the next run, rather than holding a scheduler job for an hour.
+the next run, rather than holding a scheduler job for an hour. A tool that cannot be
+connected to at all (refused, no such host, nothing accepting within the connect timeout) is
+tried again at most ``connect_retries`` times: that is a tool down or a wrong ``base_url``,
+not a blip, and ``sync --once`` says so in seconds instead of backing off for half a minute.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base, wait_exponential_jitter
 
-from connectors.base import ConnectorError
+from connectors.base import ConnectorError, ConnectTimedOut, NoConnection
 
 Sleep = Callable[[float], None]
 Clock = Callable[[], datetime]
@@ -28,9 +31,12 @@ Clock = Callable[[], datetime]
 class Backoff:
     """``retries`` more tries after the first. The first wait is ``base`` seconds and each next
     one twice as long, plus up to ``jitter`` seconds at random, at most ``cap``; or what
-    ``Retry-After`` asks, when that is longer."""
+    ``Retry-After`` asks, when that is longer. A failure to connect is tried again at most
+    ``connect_retries`` times, and one that timed out connecting not at all (its wait was the
+    connect timeout)."""
 
     retries: int = 5
+    connect_retries: int = 1
     base: float = 1.0
     cap: float = 60.0
     max_wait: float = 300.0
@@ -46,16 +52,18 @@ class Backoff:
         return Retrying(
             retry=retry_if_exception(_retryable),
             wait=_ToldOrExponential(self, clock),
-            stop=stop_after_attempt(self.retries + 1) | _AskedTooLong(self.max_wait, clock),
+            stop=stop_after_attempt(self.retries + 1)
+            | _AskedTooLong(self.max_wait, clock)
+            | _NoConnection(self.connect_retries),
             sleep=sleep,
             retry_error_callback=lambda state: self._give_up(state, clock),
         )
 
     def _give_up(self, state: RetryCallState, clock: Clock) -> NoReturn:
         exc = _failure(state)
-        if state.attempt_number > self.retries:
-            raise exc
         asked = _asked(state, clock)
+        if state.attempt_number > self.retries or asked is None or asked <= self.max_wait:
+            raise exc  # its tries are spent (all of them, or a connection's fewer)
         raise type(exc)(
             f"{exc} and asked to wait {asked:.0f} s, over the {self.max_wait:.0f} s this "
             "sync waits; the next run tries again"
@@ -102,6 +110,17 @@ class _AskedTooLong(stop_base):
     def __call__(self, retry_state: RetryCallState) -> bool:
         asked = _asked(retry_state, self.clock)
         return asked is not None and asked > self.max_wait
+
+
+class _NoConnection(stop_base):
+    def __init__(self, retries: int) -> None:
+        self.retries = retries
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        exc = _failure(retry_state)
+        if isinstance(exc, ConnectTimedOut):
+            return True
+        return isinstance(exc, NoConnection) and retry_state.attempt_number > self.retries
 
 
 def _retryable(exc: BaseException) -> bool:

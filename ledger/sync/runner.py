@@ -10,6 +10,7 @@ stored as it was.
 
 from __future__ import annotations
 
+import heapq
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ T = TypeVar("T")
 REFRESH_LIMIT = 500
 REFRESH_BATCH = 100
 GONE_BATCH = 1000
+GONE_CHECK_LIMIT = 500  # copies the walk did not see, asked for by id in one run
 RECOVER_LIMIT = 500
 
 
@@ -45,6 +47,7 @@ class SyncReport:
     changed: int = 0
     refreshed: int = 0
     gone: int = 0
+    unchecked: int = 0  # copies the walk did not see and this run did not ask for by id
     linked: int = 0
     reconciled: bool = False
     recovered: int = 0
@@ -79,7 +82,7 @@ def sync_source(
 ) -> SyncReport:
     """Sync ``cfg`` once. ``reconcile``: ``None`` when due, ``True`` always, ``False`` never."""
     own = client is None
-    client = client or connect.make_client()
+    client = client or connect.make_client(cfg)
     run = _Run(ledger, cfg, clock or ledger.clock, sleep, backoff, progress)
     try:
         run.go(client, reconcile)
@@ -268,9 +271,12 @@ class _Run:
         return now - when >= self.cfg.reconcile_interval
 
     def _reconcile(self, connector: Connector, started: datetime) -> None:
-        """Walk every id the tool holds; a final copy it no longer holds gets ``gone_at``.
-        Copies first seen during this run are left alone, and so are non-final ones (the
-        list leaves running executions out; they are refreshed by id instead)."""
+        """Walk every id the tool holds; a final copy it does not list is asked for by id, and
+        gets ``gone_at`` only when that read answers 404: a list that changed while it was
+        paged can leave out what the tool still holds. At most :data:`GONE_CHECK_LIMIT` a run,
+        the longest unseen first; the rest keep their state and are asked for on the next run.
+        Copies first seen during this run are left alone, and so are non-final ones (the list
+        leaves running executions out; they are refreshed by id instead)."""
         present: set[str] = set()
 
         def walk() -> None:
@@ -279,12 +285,40 @@ class _Run:
                 present.update(ids)
 
         self._retrying(walk)
+        unlisted = self._unlisted(present, started)
+        if unlisted is None:
+            # An empty list from a tool that held executions is far likelier a wrong
+            # project, key or proxy than a tool that pruned everything.
+            self.report.notes.append(
+                "the tool listed no executions at all; no copy was marked gone"
+            )
+            return
+        count, oldest = unlisted
+        checked = [ext_id for _, _, ext_id in oldest]
+        self.report.unchecked = count - len(checked)
+        if self.report.unchecked:
+            self.report.notes.append(
+                f"{self.report.unchecked} copies the tool did not list are left to ask for "
+                "by id on the next run"
+            )
+        self._store_fetched(connector, checked)
+        self._recover(connector, present)
+        self.report.reconciled = True
+
+    def _unlisted(
+        self, present: set[str], started: datetime
+    ) -> tuple[int, list[tuple[datetime, int, str]]] | None:
+        """How many final copies (not gone, not first seen during this run) ``present`` leaves
+        out, and the :data:`GONE_CHECK_LIMIT` of them seen longest ago as (last seen, row id,
+        external id); ``None`` when ``present`` is empty and there is such a copy."""
         t = copies.EXECUTIONS
+        count = 0
+        oldest: list[tuple[datetime, int, str]] = []
         after = 0
         while True:
             with self.ledger.store.reader.connect() as conn:
                 rows = conn.execute(
-                    sa.select(t.c.id, t.c.external_id)
+                    sa.select(t.c.id, t.c.external_id, t.c.last_seen_at)
                     .where(
                         t.c.source == self.cfg.name,
                         t.c.final.is_(True),
@@ -296,21 +330,15 @@ class _Run:
                     .limit(GONE_BATCH)
                 ).all()
             if not rows:
-                break
-            missing = [r.id for r in rows if r.external_id not in present]
-            if missing and not present:
-                # An empty list from a tool that held executions is far likelier a wrong
-                # project, key or proxy than a tool that pruned everything.
-                self.report.notes.append(
-                    "the tool listed no executions at all; no copy was marked gone"
-                )
-                return
-            if missing:
-                with self.ledger.transaction(self.actor) as tx:
-                    self.report.gone += copies.mark_gone(tx, missing)
+                return count, oldest
+            if not present:
+                return None
+            unseen = [
+                (r.last_seen_at, r.id, r.external_id) for r in rows if r.external_id not in present
+            ]
+            count += len(unseen)
+            oldest = heapq.nsmallest(GONE_CHECK_LIMIT, oldest + unseen)
             after = rows[-1].id
-        self._recover(connector, present)
-        self.report.reconciled = True
 
     def _recover(self, connector: Connector, present: set[str]) -> None:
         """Fetch what the tool holds and the ledger never got: an execution the list left

@@ -159,7 +159,8 @@ class Tx:
         try:
             self._pooled.rollback()
         except Exception:  # the connection died with the transaction: never reuse it
-            self._pooled.invalidate()
+            if self._pooled.dbapi_connection is not None:  # SQLAlchemy may have dropped it
+                self._pooled.invalidate()
 
     def close(self) -> None:
         """Return the connection to the pool (the SQLAlchemy view is dropped, not closed:
@@ -167,7 +168,8 @@ class Tx:
         self._conn = None
         if self.round_trips:
             DB_ROUND_TRIPS.inc(self.round_trips)
-        self._cursor.close()
+        with contextlib.suppress(Exception):  # a cursor of a connection that was dropped
+            self._cursor.close()
         self._pooled.close()
 
     # ------------------------------------------------------------------ SQL

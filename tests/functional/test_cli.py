@@ -58,7 +58,8 @@ def test_status_counts_states_and_holds(busy_ledger: str) -> None:
 def test_show_prints_the_timeline(busy_ledger: str) -> None:
     code, out, _ = cli("show", "invoice:2", "--db", busy_ledger)
     assert code == 0
-    assert "unknown_outcome (blocking): OPEN" in out
+    (held,) = [line for line in out.splitlines() if "unknown_outcome (blocking)" in line]
+    assert held.split()[1:5] == ["unknown_outcome", "(blocking)", "OPEN,", "due"]
     assert out.index("dispatched") < out.index("hold_opened") < out.index("failed_unknown")
     code, out, _ = cli("show", "invoice:2", "--db", busy_ledger, "--json")
     assert json.loads(out)["operation"]["state"] == "dispatching"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import ssl
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from ledger.cli import common, sources
 from ledger.cli.common import app
 from ledger.storage.migrate import init_ledger
 from ledger.sync import connect
+from ledger.writer.services import Ledger
 from tests.support.fakes.n8n import KEY, FakeN8n
 
 CONFIG = """
@@ -38,7 +41,7 @@ def n8n(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeN8n:
     monkeypatch.setenv("FLOWLEDGER_DB", str(db))
     monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
     monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
-    monkeypatch.setattr(connect, "make_client", fake.client)
+    monkeypatch.setattr(connect, "make_client", lambda cfg: fake.client())
     return fake
 
 
@@ -99,6 +102,17 @@ def test_a_stopped_source_says_why_and_exits_nonzero(n8n: FakeN8n) -> None:
             "not JSON: is this the n8n API",
         ),
         (httpx.Response(404, text="Cannot GET /api/v1/executions"), "no n8n public API"),
+        (
+            httpx.Response(405, json={"message": "Method Not Allowed"}),
+            "does not allow GET (405 Method Not Allowed): not the n8n API there; check the path "
+            "in base_url",
+        ),
+        (
+            httpx.Response(
+                403, text="<html>Forbidden</html>", headers={"content-type": "text/html"}
+            ),
+            "the credentials lack a permission",
+        ),
     ],
 )
 def test_sources_check_says_plainly_what_is_wrong(
@@ -126,7 +140,7 @@ def test_sources_check_names_unreachable_and_tls(
     n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch, transport: Any, said: str
 ) -> None:
     monkeypatch.setattr(
-        connect, "make_client", lambda: httpx.Client(transport=httpx.MockTransport(transport))
+        connect, "make_client", lambda cfg: httpx.Client(transport=httpx.MockTransport(transport))
     )
     code, out = run("sources", "check", "prod-n8n")
     assert code == 1 and said in out
@@ -170,3 +184,48 @@ def test_a_bad_source_is_one_line_and_writes_nothing(
     assert out.startswith(f"flowledger: {tmp_path / 'flowledger.toml'}: {key}")
     with sqlite3.connect(tmp_path / "ledger.db") as db:
         assert db.execute("SELECT count(*) FROM sources").fetchone() == (0,)
+
+
+def _sources_row(name: str) -> dict[str, str]:
+    """``flowledger sources`` as columns by header, for one source (times are two words)."""
+    code, out = run("sources")
+    assert code == 0, out
+    header, *rows = out.splitlines()
+    row = next(r for r in rows if r.split()[0] == name)
+    starts = [header.index(h) for h in ("LAST ATTEMPT", "LAST SUCCESS", "LAG", "LAST ERROR")]
+    attempt, success, lag, error = (
+        row[a:b].strip() for a, b in zip(starts, [*starts[1:], len(row)], strict=True)
+    )
+    return {"attempt": attempt, "success": success, "lag": lag, "error": error}
+
+
+def test_sources_shows_the_last_attempt_apart_from_the_last_success(
+    n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hours = iter(range(1, 100))
+
+    def ledger_an_hour_later(*args: Any, **kwargs: Any) -> Ledger:
+        made = common.ledger_for(*args, **kwargs)
+        made.clock = lambda at=datetime(2026, 11, 2, next(hours), tzinfo=UTC): at
+        return made
+
+    monkeypatch.setattr(sources, "ledger_for", ledger_an_hour_later)
+    n8n.api_key = "another"
+    assert run("sync", "--once")[0] == 1
+    first = _sources_row("prod-n8n")
+    assert first["attempt"] != "-" and first["success"] == "-" and first["lag"] == "never"
+    assert "401" in first["error"]
+
+    n8n.api_key = KEY
+    assert run("sync", "--once")[0] == 0
+    ok = _sources_row("prod-n8n")
+    assert ok["success"] == ok["attempt"] != "-" and ok["error"] == "-"
+
+    monkeypatch.setattr(
+        connect, "make_client", lambda cfg: httpx.Client(transport=httpx.MockTransport(refused))
+    )
+    assert run("sync", "--once")[0] == 1
+    failed = _sources_row("prod-n8n")
+    assert (ok["attempt"], ok["success"]) == ("2026-11-02 02:00:00", "2026-11-02 02:00:00")
+    assert (failed["attempt"], failed["success"]) == ("2026-11-02 03:00:00", ok["success"])
+    assert "cannot reach n8n" in failed["error"]

@@ -40,8 +40,10 @@ def test_piped_listing_keeps_every_row_on_one_line_with_its_id_whole(db: str) ->
     result = CliRunner().invoke(app, ["sources", "--db", db])
     assert result.exit_code == 0, result.output
     header, row = result.output.splitlines()
-    assert header.split() == ["NAME", "KIND", "STATUS", "LAST", "SYNC", "LAG", "LAST", "ERROR"]
-    assert row.split()[:5] == [LONG_ID, "n8n", "unconfigured", "-", "never"]
+    assert header.split() == [
+        *("NAME", "KIND", "STATUS", "LAST", "ATTEMPT", "LAST", "SUCCESS", "LAG", "LAST", "ERROR")
+    ]
+    assert row.split()[:6] == [LONG_ID, "n8n", "unconfigured", "-", "-", "never"]
     assert row.endswith("failed with 502: " + "bad gateway " * 19 + "bad gateway")
 
 
@@ -74,3 +76,21 @@ def test_in_a_narrow_terminal_a_long_id_folds_and_nothing_is_cut(
 def test_a_missing_value_is_shown_as_a_dash_and_lines_carry_no_trailing_spaces() -> None:
     text = tables.render([("a", None), ("longer", "x")], indent=2)
     assert text == "  a       -\n  longer  x"
+
+
+def test_no_command_pads_columns_by_hand() -> None:
+    """Every listing goes through :mod:`ledger.cli.tables` (rich sizes the columns): no
+    f-string width (``{x:<12}``), ``ljust`` or tab stops in the commands."""
+    import re
+
+    import ledger.cli
+
+    padded = re.compile(r"\{[^{}]*:[^{}]*[<>^]\d+[^{}]*\}|\.[lr]just\(|\.center\(|\\t")
+    folder = Path(ledger.cli.__file__).parent
+    found = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in sorted(folder.glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if padded.search(line)
+    ]
+    assert found == []

@@ -352,3 +352,17 @@ def test_an_unknown_failure_racing_a_confirm_opens_no_hold(
     assert raced == [True]
     assert count(store, "SELECT count(*) FROM holds") == 0
     assert queries.operation_detail(store, OP).operation["state"] == "confirmed"  # type: ignore[union-attr]
+
+
+def test_a_rollback_after_sqlalchemy_dropped_a_lost_connection_only_returns_it(
+    store: Store, clock: FakeClock
+) -> None:
+    """A disconnect seen through ``tx.conn`` makes SQLAlchemy invalidate the connection; the
+    writer's rollback must not invalidate it again (a warning, an error under the tests)."""
+    tx = Tx(store.engine, store.engine.raw_connection(), clock(), "test")
+    tx.begin()
+    tx.conn.invalidate()  # what SQLAlchemy does when a statement finds the server gone
+    tx.rollback()
+    tx.close()
+    with store.engine.connect() as conn:  # the pool hands out a working connection again
+        assert conn.execute(sa.text("SELECT 1")).scalar_one() == 1

@@ -149,6 +149,8 @@ def test_every_registered_kind_is_accepted(tmp_path: Path, kind: str) -> None:
             "custom_data_workflows": [],
             "custom_data_key": "ledger.operation_id",
             "reconcile_interval": timedelta(hours=1),
+            "connect_timeout": timedelta(seconds=5),
+            "timeout": timedelta(seconds=30),
         }
     ]
 

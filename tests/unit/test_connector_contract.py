@@ -13,6 +13,7 @@ from connectors import registry
 from connectors.base import (
     AuthFailed,
     Connector,
+    ConnectorError,
     ExecutionRecord,
     Malformed,
     NoApi,
@@ -312,3 +313,85 @@ def test_airflow_logs_in_with_its_credentials_and_again_when_the_token_expires()
     fake.token = "jwt.renewed"  # the old token now answers 403 "Invalid JWT token"
     assert len(drain(connector, None)[0]) == 3
     assert len([r for r in fake.requests if r.url.path == "/auth/token"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("response", "said"),
+    [
+        (
+            httpx.Response(405, json={"detail": "Method Not Allowed"}),
+            "does not allow GET (405 Method Not Allowed)",
+        ),
+        (
+            httpx.Response(400, text="<html>Bad</html>", headers={"content-type": "text/html"}),
+            "answered with an HTML page (400 Bad Request)",
+        ),
+        (
+            httpx.Response(200, text="<html>UI</html>", headers={"content-type": "text/html"}),
+            "not JSON",
+        ),
+    ],
+)
+def test_an_answer_from_something_else_than_the_api_points_at_the_base_url_path(
+    fake: Any, response: httpx.Response, said: str
+) -> None:
+    fake.add(1)
+    connector = connect(fake)
+    if fake.kind == "airflow":
+        connector.check()
+    fake.inject(response)
+    with pytest.raises(ConnectorError) as caught:
+        drain(connector, None)
+    assert said in str(caught.value) and "check the path in base_url" in str(caught.value)
+    assert caught.value.stops_source
+
+
+def test_airflow_logging_in_at_a_wrong_path_points_at_the_base_url_path() -> None:
+    fake = FakeAirflow()
+    fake.inject(httpx.Response(405, json={"detail": "Method Not Allowed"}))
+    with pytest.raises(NoApi, match=r"does not allow POST .*check the path in base_url"):
+        connect(fake, username="etl", password="pw-123").check()
+
+
+def test_airflow_without_credentials_where_they_are_required_says_to_set_them() -> None:
+    fake = FakeAirflow()
+    fake.all_admins = False
+    with pytest.raises(AuthFailed) as caught:
+        connect(fake).check()
+    message = str(caught.value)
+    assert "this source has no credentials" in message
+    assert "set username_env and password_env" in message
+    assert "lack a permission" not in message
+
+
+def test_airflow_credentials_without_a_permission_are_said_to_lack_it() -> None:
+    fake = FakeAirflow()
+    fake.all_admins = False
+    connector = connect(fake, username="etl", password="pw-123")
+    connector.check()
+    fake.faults.extend([httpx.Response(403, json={"detail": "Forbidden"})] * 2)
+    with pytest.raises(AuthFailed, match="the credentials lack a permission"):
+        drain(connector, None)
+
+
+def test_a_deletion_between_two_pages_skips_nothing_in_either_walk(fake: Any) -> None:
+    made = fake.add(120)
+    fake.before_list[2] = lambda: fake.delete(made[-60] if fake.kind == "n8n" else made[10])
+    records, _ = drain(connect(fake, page_size=40), None)
+    assert set(fake.ids()) <= {r.external_id for r in records}
+    fake.requests.clear()
+    fake.before_list[2] = lambda: fake.delete(made[-61] if fake.kind == "n8n" else made[11])
+    present = {i for page in connect(fake, page_size=40).present_ids() for i in page}
+    assert fake.ids() <= present
+
+
+def test_an_airflow_position_stays_short_with_the_longest_names() -> None:
+    fake = FakeAirflow()
+    for name in fake.add(120):
+        fake.record(name)["dag_run_id"] = "é" * (190 - len(name.split("/")[0]))
+    for i, run in enumerate(fake.runs.values()):
+        run["dag_run_id"] = f"{i:03d}" + run["dag_run_id"][3:]
+    pages = list(connect(fake, page_size=40).pages(None))
+    assert all(len(json.dumps({"c": p.position})) < 2000 for p in pages)
+    records = [r.external_id for p in pages for r in p.records]
+    assert sorted(records) == sorted(fake.ids())

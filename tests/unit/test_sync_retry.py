@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from connectors.base import AuthFailed, ConnectorError, RateLimited, ServerError
+from connectors.base import (
+    AuthFailed,
+    ConnectorError,
+    ConnectTimedOut,
+    NoConnection,
+    RateLimited,
+    ServerError,
+)
 from ledger.sync.retry import Backoff, retry_after_seconds
 
 NOW = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
@@ -112,3 +119,23 @@ def test_spent_retries_raise_the_last_error_as_it_came() -> None:
     with pytest.raises(ServerError) as raised:
         Backoff(retries=2).retrying(sleeps, lambda: NOW)(tool)
     assert (raised.value, sleeps, tool.calls) == (last, [1, 2], 3)
+
+
+def test_a_refused_connection_is_tried_again_once_then_raised() -> None:
+    tool = Tool(*[NoConnection("refused")] * 3)
+    with pytest.raises(NoConnection, match="refused"):
+        tried(Backoff(retries=5, base=1), tool)
+    assert tool.calls == 2
+
+
+def test_a_connection_that_timed_out_is_not_tried_again_in_the_run() -> None:
+    sleeps = Sleeps()
+    tool = Tool(ConnectTimedOut("nothing accepted"), ServerError("502"))
+    with pytest.raises(ConnectTimedOut):
+        Backoff(retries=5).retrying(sleeps, lambda: NOW)(tool)
+    assert (tool.calls, sleeps) == (1, [])
+
+
+def test_a_connection_back_after_one_refusal_goes_on() -> None:
+    answer, sleeps = tried(Backoff(retries=5, base=1), Tool(NoConnection("refused")))
+    assert (answer, sleeps) == ("page", [1])

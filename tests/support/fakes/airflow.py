@@ -37,6 +37,7 @@ class FakeAirflow(FakeTool):
         self.now = T0
         self.next_id = 1
         self.token = TOKEN
+        self.all_admins = True  # GET /auth/token grants a token without credentials
         self.api_key = TOKEN  # what must never be stored
 
     def _tick(self) -> datetime:
@@ -106,6 +107,8 @@ class FakeAirflow(FakeTool):
         date = {"date": format_datetime(self.now, usegmt=True)}
         path = request.url.path
         if path == "/auth/token":
+            if request.method == "GET" and not self.all_admins:
+                return httpx.Response(403, json={"detail": "Forbidden"})
             return httpx.Response(201, json={"access_token": self.token}, headers=date)
         auth = request.headers.get("authorization")
         if not auth:

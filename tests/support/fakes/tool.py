@@ -19,6 +19,9 @@ class FakeTool:
         self.faults: list[httpx.Response] = []  # answered in turn before anything else
         # consulted on every request; answers when it returns a response
         self.intercept: Callable[[httpx.Request], httpx.Response | None] | None = None
+        # changes made just before the n-th request of the list (1 is the first) is answered:
+        # the list changing underneath a walk, between two of its pages
+        self.before_list: dict[int, Callable[[], Any]] = {}
 
     def settings(self, **kw: Any) -> Settings:
         return Settings(base_url=self.base_url, **kw)
@@ -36,6 +39,10 @@ class FakeTool:
         self.requests.append(request)
         if self.faults:
             return self.faults.pop(0)
+        if request.url.path == self.list_path:
+            change = self.before_list.pop(len(self.list_requests()), None)
+            if change is not None:
+                change()
         if self.intercept is not None:
             answer = self.intercept(request)
             if answer is not None:

@@ -1,0 +1,95 @@
+"""The database unreachable: every call is ``503`` with ``Retry-After`` (never a 500, nothing
+written), ``/readyz`` says not ready, and the next call once it answers again goes through.
+
+Here the engine refuses connections; ``tests/integration/test_database_outage.py`` stops a
+real PostgreSQL server under a storm."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from ledger.reads import queries
+from ledger.receiver import errors
+from tests.support.builders import dispatch_body
+from tests.support.database import snapshot
+from tests.support.receiver import Api
+
+DISPATCH = "/v1/operations/op-down/dispatch"
+
+
+def refuse(*_: Any, **__: Any) -> Any:
+    raise sa.exc.OperationalError("connect", {}, ConnectionRefusedError("connection refused"))
+
+
+def assert_unavailable(answer: Any, code: str = "unavailable") -> None:
+    assert answer.status_code == 503
+    assert answer.headers["retry-after"] == "2"
+    assert answer.json()["error"]["code"] == code
+
+
+def test_a_write_while_the_database_refuses_is_503_with_retry_after_and_then_goes(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = api.ledger.store
+    before = snapshot(store)
+    with monkeypatch.context() as down:
+        down.setattr(store.engine, "raw_connection", refuse)  # the writer's connections
+        assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1")))
+        confirm = api.post("/v1/operations/op-down/confirm", {"receipt": "R-1"})
+        assert_unavailable(confirm)
+    assert snapshot(store) == before
+    answer = api.post(DISPATCH, dispatch_body("exec-1"))
+    assert (answer.status_code, answer.json()["decision"]) == (200, "go")
+    assert queries.operation_detail(store, "op-down") is not None
+
+
+def test_reads_and_readiness_while_the_database_refuses_are_503_with_retry_after(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = api.ledger.store
+    with monkeypatch.context() as down:
+        down.setattr(store.engine, "raw_connection", refuse)
+        down.setattr(store.reader, "connect", refuse)  # token reloads, reads, readiness
+        assert_unavailable(api.get("/readyz", token=None), "not_ready")
+        assert_unavailable(api.get("/v1/operations/op-down"))
+        assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1")))
+    assert api.get("/readyz", token=None).status_code == 200
+
+
+def test_an_outage_logs_one_line_for_many_failed_requests(
+    api: Api, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(errors, "_failures", errors._Throttled())
+    with monkeypatch.context() as down, caplog.at_level(logging.ERROR, "flowledger.receiver"):
+        down.setattr(api.ledger.store.engine, "raw_connection", refuse)
+        for n in range(5):
+            assert_unavailable(api.post(DISPATCH, dispatch_body(f"exec-{n}")))
+    lines = [r.getMessage() for r in caplog.records if r.name == "flowledger.receiver"]
+    assert lines == ["request failed: OperationalError; answered 503 with Retry-After"]
+
+
+def test_a_connection_lost_inside_a_keyed_write_is_503_and_the_retry_replays_nothing_twice(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection drops under the Idempotency-Key's lookup (SQLAlchemy invalidates it);
+    the writer's rollback must not trip over it, and the retry with the key goes through."""
+    keyed = {"Idempotency-Key": "k-1"}
+    real = sa.Connection.execute
+    dropped: list[bool] = []
+
+    def drop_once(self: sa.Connection, statement: Any, *args: Any, **kw: Any) -> Any:
+        if not dropped:
+            dropped.append(True)
+            self.invalidate()  # as SQLAlchemy does on a disconnect error
+            raise sa.exc.OperationalError("select", {}, ConnectionResetError("server closed"))
+        return real(self, statement, *args, **kw)
+
+    with monkeypatch.context() as down:
+        down.setattr(sa.Connection, "execute", drop_once)
+        assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1"), headers=keyed))
+    answer = api.post(DISPATCH, dispatch_body("exec-1"), headers=keyed)
+    assert (answer.status_code, answer.json()["decision"]) == (200, "go")

@@ -1,0 +1,54 @@
+"""``--help`` for every command reads as written: flags without a ``<bool>``, and square
+brackets in the text (``[alerts]``, ``[default: …]``) kept, not taken as markup."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ledger.cli import app
+
+
+def commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    yield path
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):  # a group of its own
+            yield from commands(command, (*path, name))
+        else:
+            yield (*path, name)
+
+
+EVERY = sorted(commands(typer.main.get_group(app)))
+
+
+def help_of(*path: str) -> str:
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=100)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_every_command_is_listed() -> None:
+    assert {("sync",), ("token", "list"), ("sources", "check"), ("run",)} <= set(EVERY)
+
+
+@pytest.mark.parametrize("path", EVERY, ids=lambda p: " ".join(p) or "flowledger")
+def test_no_flag_is_shown_with_a_bool_and_nothing_is_drawn(path: tuple[str, ...]) -> None:
+    text = help_of(*path)
+    assert "<bool>" not in text
+    assert "╭" not in text and "│" not in text
+
+
+def test_flags_read_as_flags() -> None:
+    lines = help_of("sync").splitlines()
+    once = next(line for line in lines if "--once" in line)
+    assert once.split()[:2] == ["--once", "Sync"]
+
+
+def test_square_brackets_in_help_are_words() -> None:
+    assert "due to the [alerts] urls" in help_of("alerts")
+    assert "[default: ./var/flowledger.db]" in " ".join(help_of("status").split())
+    assert "[receiver.port]" in help_of("serve")
