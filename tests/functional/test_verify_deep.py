@@ -214,3 +214,19 @@ def _first_hold(db: str, operation_id: str) -> int:
         ).scalar()
     store.dispose()
     return int(found)
+
+
+def test_a_hold_moved_to_another_operation_is_named_on_both_sides(full_ledger: str) -> None:
+    hold = _first_hold(full_ledger, "op:d")
+    forge(full_ledger, f"UPDATE holds SET operation_id = 'op:b' WHERE id = {hold}")
+    code, out = cli("verify", "--deep", "--db", full_ledger)
+    assert code == 1
+    assert f"hold {hold}: operation_id is 'op:b', the events say 'op:d'" in out
+    store, _ = init_ledger(full_ledger)
+    with store.reader.connect() as conn:  # one operation a range: op:b and op:d apart
+        found = deep_verify(conn, batch=1)
+    store.dispose()
+    assert {(f.what, f.column, f.stored, f.expected, f.note) for f in found.findings} == {
+        (f"hold {hold}", "operation_id", "op:b", "op:d", ""),
+        (f"hold {hold}", None, None, None, "no event about operation op:b opened it"),
+    }
