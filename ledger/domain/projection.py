@@ -85,17 +85,24 @@ class Projection:
     _decision: dict[str, tuple[int, datetime, str]] = field(default_factory=dict)
 
     def apply(self, ev: EventRow) -> None:
-        """Replay one event; events must come in chain order."""
-        handler = _HANDLERS.get(ev.kind)
-        if handler is not None:
-            handler(self, ev)
-        if ev.hold_id is not None and ev.kind != "hold_opened":
-            self._hold_change(ev)
+        """Replay one event; events must come in chain order. An event whose data the writer
+        could not have written (a chain rewritten with care links up whatever it holds) is
+        a problem, never an exception."""
+        try:
+            handler = _HANDLERS.get(ev.kind)
+            if handler is not None:
+                handler(self, ev)
+            if ev.hold_id is not None and ev.kind != "hold_opened":
+                self._hold_change(ev)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            self.problems.append((ev.seq, f"{ev.kind} cannot be replayed ({exc})"))
 
     # ------------------------------------------------------------------ operations
 
     def _create(self, ev: EventRow, state: State) -> dict[str, Any] | None:
-        assert ev.operation_id is not None
+        if ev.operation_id is None:
+            self.problems.append((ev.seq, f"{ev.kind} names no operation"))
+            return None
         if ev.operation_id in self.operations:
             self.problems.append((ev.seq, f"creates operation {ev.operation_id} a second time"))
             return None
