@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.sync
 	$(BIN)/python -m bench.sweep
 	$(BIN)/python -m bench.tui
+	$(BIN)/python -m bench.verify
 	$(BIN)/python -m bench.n8n_guard
 
 bench-%: $(STAMP)

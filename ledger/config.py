@@ -200,6 +200,26 @@ class AlertsConfig(_Section):
         return found
 
 
+class AnchorsConfig(_Section):
+    """Where ``flowledger run`` publishes the chain head (``verify --anchors`` checks them):
+    an append-only file outside the database's directory, and/or the alert URLs."""
+
+    file: Path | None = None
+    interval: Duration = timedelta(minutes=15)
+    alerts: bool = False  # also post each new head to [alerts] urls
+
+    @field_validator("file")
+    @classmethod
+    def _a_file(cls, value: Path | None) -> Path | None:
+        if value is not None and (not str(value).strip() or value.is_dir()):
+            raise ValueError("anchors file must name a file, not a directory")
+        return value.expanduser() if value is not None else None
+
+    @property
+    def enabled(self) -> bool:
+        return self.file is not None or self.alerts
+
+
 class SchedulerConfig(_Section):
     """How ``flowledger run`` paces its own jobs; the lease decides which process runs them."""
 
@@ -224,6 +244,7 @@ class FileConfig(_Section):
     alerts: AlertsConfig = AlertsConfig()
     receiver: ReceiverConfig = ReceiverConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
+    anchors: AnchorsConfig = AnchorsConfig()
     max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
 
     @field_validator("sources")

@@ -22,6 +22,7 @@ from ledger.receiver import create_app
 from ledger.receiver.server import listen, serve_app, url
 from ledger.scheduled import housekeeping
 from ledger.scheduled.alerts import Deliverer
+from ledger.scheduled.anchors import Publisher
 from ledger.scheduled.lease import Lease
 from ledger.scheduled.scheduler import Job, Scheduler
 from ledger.scheduled.sweep import Sweep
@@ -60,6 +61,10 @@ class Runner:
             ),
             *sync_jobs(ledger, cfg),
         ]
+        self.anchors: Publisher | None = None
+        if cfg.anchors.enabled:
+            self.anchors = Publisher(store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock)
+            jobs.append(Job("anchors", cfg.anchors.interval, self.anchors.publish))
         self.scheduler = Scheduler(jobs, lease=self.lease, metrics=self.metrics)
 
     def close(self) -> None:

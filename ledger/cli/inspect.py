@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,6 +14,8 @@ from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse
 from ledger.cli.tables import echo_table, printable
 from ledger.clock import utcnow
 from ledger.reads import chain, queries
+from ledger.reads.anchors import AnchorCheck, check_anchors
+from ledger.reads.deep import DeepResult, deep_verify
 
 # What ``show`` lists of an operation, in this order, when set.
 FIELDS = (
@@ -167,25 +170,91 @@ def verify(
             help="A head hash printed by an earlier verify; catches events removed at the end"
         ),
     ] = None,
+    anchors: Annotated[
+        Path | None,
+        typer.Option(
+            help="A file of heads published by `flowledger run` ([anchors] file); catches a "
+            "chain rewritten or cut after any of them"
+        ),
+    ] = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also replay the events and compare operations, attempts, receipts and holds "
+            "with them (reads the whole ledger)",
+        ),
+    ] = False,
 ) -> None:
-    """Walk the whole event chain; exit 1 naming the first bad sequence number."""
-    with opened(db) as store, store.reader.connect() as conn:
+    """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
+    --anchors or --deep, every published head or table row that disagrees)."""
+    with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
+        _report_chain(result)
+        failed = not result.ok
+        if anchors is not None:
+            failed = _report_anchors(check_anchors(conn, anchors)) or failed
+        if deep:
+            failed = _report_deep(deep_verify(conn)) or failed
+    if failed:
+        raise typer.Exit(1)
+
+
+def _report_chain(result: chain.VerifyResult) -> None:
     if not result.ok and result.bad_seq is None:
         typer.echo(
             f"head MISMATCH: {result.problem}; the {result.checked} events themselves chain "
             f"correctly up to seq {result.head_seq}"
         )
-        raise typer.Exit(1)
-    if not result.ok:
+    elif not result.ok:
         typer.echo(
             f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
             f"({result.checked} events good before it)"
         )
-        raise typer.Exit(1)
-    typer.echo(
-        f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+    else:
+        typer.echo(
+            f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+        )
+
+
+def _report_anchors(found: AnchorCheck) -> bool:
+    """Print the anchor check; whether it failed."""
+    for problem in found.problems:
+        typer.echo(f"anchor MISMATCH: {printable(problem)}")
+    if found.ok:
+        typer.echo(f"anchors ok: {found.checked} published heads found in the chain")
+    else:
+        typer.echo(f"anchors: {len(found.problems)} of {found.checked} published heads disagree")
+    return not found.ok
+
+
+def _shown(value: Any) -> str:
+    """A compared value: a time in ISO 8601, anything else as Python writes it (strings
+    quoted, so that ``'None'`` and ``None`` differ), escaped for the terminal."""
+    return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
+
+
+def _report_deep(found: DeepResult) -> bool:
+    """Print the replay's findings, one a line; whether any differed."""
+    for f in found.findings:
+        if f.column is None:
+            typer.echo(f"table MISMATCH: {printable(f.what)}: {printable(f.note)}")
+        else:
+            typer.echo(
+                f"table MISMATCH: {printable(f.what)}: {f.column} is "
+                f"{_shown(f.stored)}, the events say {_shown(f.expected)}"
+            )
+    if found.more:
+        typer.echo(f"... and {found.more} more differences")
+    summary = (
+        f"{found.events} events replayed against {found.operations} operations and "
+        f"{found.holds} holds"
     )
+    if found.ok:
+        typer.echo(f"tables ok: {summary}")
+    else:
+        typer.echo(f"tables: {len(found.findings) + found.more} differences ({summary})")
+    return not found.ok
 
 
 @app.command()

@@ -1,5 +1,5 @@
 """The long-running process and its jobs one at a time: ``run``, ``sweep``, ``alerts``,
-``housekeeping`` (the last three with ``--once``, for people who prefer cron)."""
+``housekeeping``, ``anchor`` (the last four with ``--once``, for people who prefer cron)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from ledger.cli.tables import echo_table
 from ledger.config import FileConfig, load_config
 from ledger.scheduled import housekeeping
 from ledger.scheduled.alerts import Deliverer
+from ledger.scheduled.anchors import Publisher
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.engine import Store, hide_password
 
@@ -134,3 +135,20 @@ def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
         f"removed {done.idempotency_keys} expired idempotency keys, "
         f"{done.delivered_alerts} delivered alerts, {done.signatures} expired signatures"
     )
+
+
+@app.command()
+@one_line_errors
+def anchor(db: DbOption = None, once: OnceOption = False) -> None:
+    """Publish the chain head to the [anchors] file and/or alert URLs (when it moved since
+    the last one published)."""
+    _need_once(once, "anchor")
+    cfg = load_config()
+    if not cfg.anchors.enabled:
+        die("no [anchors] file or alerts configured; see README, 'Anchoring the chain head'")
+    with opened(db) as store:
+        published = Publisher(store, cfg.anchors, cfg.alerts.urls).publish()
+    if published is None:
+        typer.echo("the head has not moved since it was last published; nothing to do")
+    else:
+        typer.echo(f"published head seq {published.seq} hash {published.hash}")

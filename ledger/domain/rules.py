@@ -244,7 +244,7 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
                     receipt=receipt,
                 ),
             ),
-            data={"receipt": receipt},
+            data={"receipt": receipt, "attempt": op.attempt},
         )
     if op.state is State.DISPATCHING:
         outcome_holds = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
@@ -271,7 +271,7 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
                     receipt=receipt,
                 ),
             ),
-            data={"receipt": receipt},
+            data={"receipt": receipt, "attempt": op.attempt},
         )
     raise IllegalTransition(
         f"operation {op.operation_id} is {op.state.value}; only a dispatched operation "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ import sqlalchemy as sa
 
 from ledger.domain.chain import event_body
 from ledger.domain.hashing import GENESIS_HASH, chain_hash
+from ledger.storage.engine import Store
 from ledger.storage.models import ChainHead, Event, table
 
 EVENTS = table(Event)
@@ -92,6 +94,20 @@ def _walk(conn: sa.Connection, batch: int) -> Iterator[Any]:
             return
         yield from rows
         after = rows[-1].seq
+
+
+@contextmanager
+def snapshot(store: Store) -> Iterator[sa.Connection]:
+    """A read connection that sees the ledger as of one moment for all its statements, so
+    that a check made of many reads (the chain walk and its head, a replay and the tables it
+    is compared with) never mistakes a write committed half-way through for a difference.
+    SQLite's reader runs in one transaction already (``BEGIN``, a WAL snapshot from its first
+    read); PostgreSQL reads each statement afresh under its default READ COMMITTED, so the
+    connection asks for REPEATABLE READ (one snapshot per transaction), read only."""
+    with store.reader.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        yield conn
 
 
 def head(conn: sa.Connection) -> tuple[int, str]:

@@ -1,13 +1,18 @@
-"""The database as plain values, for "nothing changed" assertions."""
+"""The database as plain values, for "nothing changed" assertions, and the changes a forger
+makes behind the ledger's back."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
+from ledger.domain.chain import event_body
+from ledger.domain.hashing import canonical_json, chain_hash
 from ledger.storage.engine import Store
+from ledger.storage.models import from_db_time
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
@@ -18,3 +23,66 @@ def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
             rows = conn.execute(sa.select(tbl)).all()
             out[name] = sorted((tuple(r) for r in rows), key=repr)
     return out
+
+
+def engine_for(db: str) -> sa.Engine:
+    """A plain engine on a ledger named as the CLI names it (a path or a URL), for changing
+    it behind the ledger's back."""
+    if "://" not in db:
+        return sa.create_engine(f"sqlite:///{db}")
+    return sa.create_engine(db.replace("postgresql://", "postgresql+psycopg://", 1))
+
+
+def _without_event_guards(conn: sa.Connection) -> None:
+    on = "" if conn.dialect.name == "sqlite" else " ON events"
+    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS events_no_update{on}")
+    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS events_no_delete{on}")
+
+
+def rewrite_chain(db: str, seq: int, data: dict[str, Any]) -> None:
+    """A careful forger: replace event ``seq``'s data, recompute its hash and every later
+    one, and move the head along, so that the chain links up again."""
+    engine = engine_for(db)
+    with engine.begin() as conn:
+        _without_event_guards(conn)
+        prev = conn.execute(
+            sa.text("SELECT prev_hash FROM events WHERE seq = :s"), {"s": seq}
+        ).scalar_one()
+        rows = conn.execute(
+            sa.text(
+                "SELECT seq, at, actor, kind, operation_id, hold_id, data FROM events"
+                " WHERE seq >= :s ORDER BY seq"
+            ),
+            {"s": seq},
+        ).all()
+        for row in rows:
+            body = data if row.seq == seq else json.loads(row.data)
+            at = from_db_time(row.at)
+            assert at is not None
+            digest = chain_hash(
+                prev,
+                event_body(row.seq, at, row.actor, row.kind, row.operation_id, row.hold_id, body),
+            )
+            conn.execute(
+                sa.text("UPDATE events SET data = :d, prev_hash = :p, hash = :h WHERE seq = :s"),
+                {"d": canonical_json(body).decode(), "p": prev, "h": digest, "s": row.seq},
+            )
+            prev = digest
+        conn.execute(sa.text("UPDATE chain_head SET hash = :h WHERE id = 1"), {"h": prev})
+    engine.dispose()
+
+
+def truncate_chain(db: str, keep: int) -> None:
+    """Delete every event after ``keep`` and roll the head back to it."""
+    engine = engine_for(db)
+    with engine.begin() as conn:
+        _without_event_guards(conn)
+        conn.execute(sa.text("DELETE FROM events WHERE seq > :k"), {"k": keep})
+        conn.execute(
+            sa.text(
+                "UPDATE chain_head SET seq = :k, hash = (SELECT hash FROM events WHERE seq = :k)"
+                " WHERE id = 1"
+            ),
+            {"k": keep},
+        )
+    engine.dispose()

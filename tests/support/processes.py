@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,3 +32,16 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = TIMEOU
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+def kill_at(point: str, args: list[str], env: dict[str, str], workdir: Path) -> None:
+    """Run ``flowledger ARGS`` until it reaches the crash point ``point``, then SIGKILL it
+    (its output in ``workdir/child.log``)."""
+    signal_file = workdir / f"crashed-{point}"
+    crash = {**env, "FLOWLEDGER_CRASH_AT": point, "FLOWLEDGER_CRASH_SIGNAL": str(signal_file)}
+    child = spawn(args, crash, workdir / "child.log")
+    try:
+        wait_until(signal_file.exists, f"the child to reach {point}")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(TIMEOUT)

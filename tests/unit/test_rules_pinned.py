@@ -480,7 +480,7 @@ def test_a_second_different_receipt_opens_a_blocking_conflict_and_keeps_the_firs
                 True,
             ),
         ),
-        data={"receipt": "R-2"},
+        data={"receipt": "R-2", "attempt": 1},
     )
 
 
@@ -501,7 +501,7 @@ def test_a_receipt_after_a_rejection_or_a_cancellation_opens_a_blocking_conflict
                 True,
             ),
         ),
-        data={"receipt": "R-2"},
+        data={"receipt": "R-2", "attempt": 1},
     )
 
 
