@@ -11,6 +11,7 @@ a loopback write target, and a stand-in ledger that answers every call at once. 
 each a Webhook that answers when its execution ends:
 
 - ``plain``: Webhook → write;
+- ``no-ops``: Webhook → No Operation → write → No Operation (n8n's cost of two more nodes);
 - ``template`` / ``template*``: the HTTP Request template (settings, dispatch, switch, write,
   confirm) against the ledger / the stand-in;
 - ``node`` / ``node*``: the Flowledger node template (guard, write, confirm) against the ledger /
@@ -18,7 +19,9 @@ each a Webhook that answers when its execution ends:
 
 Every execution writes a new invoice (a ``go``, a write and a confirm). Printed: the median
 executions/s of each flow over the rounds, ``node ÷ plain`` (goal ≥ 0.88), ``template ÷ plain``,
-and the ledger's own share, ``1 - node ÷ node*`` (goal ≤ 5%).
+the ledger's own share, ``1 - node ÷ node*`` (goal ≤ 5%), and ``no-ops ÷ plain`` with
+``node* ÷ no-ops``: how much of the gap is n8n running two more nodes, and how much the node's
+own work.
 """
 
 from __future__ import annotations
@@ -138,6 +141,31 @@ def plain(path: str, target_url: str) -> dict[str, Any]:
     }
 
 
+def with_no_ops(path: str, target_url: str) -> dict[str, Any]:
+    """``plain`` with a No Operation node before and after the write: what two more nodes cost
+    in n8n itself, without a call, the floor under ``node*``."""
+    workflow = plain(path, target_url)
+    workflow["name"] = "bench: plain write between two no-ops"
+    before, after = "Before (no-op)", "After (no-op)"
+    for n, name in enumerate((before, after)):
+        workflow["nodes"].append(
+            {
+                "parameters": {},
+                "id": f"bench-noop-{n}",
+                "name": name,
+                "type": "n8n-nodes-base.noOp",
+                "typeVersion": 1,
+                "position": [400 * n + 100, 200],
+            }
+        )
+    workflow["connections"] = {
+        WEBHOOK: {"main": [[{"node": before, "type": "main", "index": 0}]]},
+        before: {"main": [[{"node": WRITE, "type": "main", "index": 0}]]},
+        WRITE: {"main": [[{"node": after, "type": "main", "index": 0}]]},
+    }
+    return workflow
+
+
 def fire(url: str, count: int, clients: int, label: str) -> tuple[float, int]:
     """``count`` executions from ``clients`` threads; executions/s and how many failed."""
     lock = threading.Lock()
@@ -243,7 +271,10 @@ def make_flows(n8n: N8n, ledger: LocalLedger, target: Target, stand_in: StandIn)
     }
     _, http_template = load_template(TEMPLATES, False, "example")
     _, node_template = load_template(TEMPLATES, True, "example")
-    made: dict[str, dict[str, Any]] = {"plain": plain("bench-plain", target.url)}
+    made: dict[str, dict[str, Any]] = {
+        "plain": plain("bench-plain", target.url),
+        "no-ops": with_no_ops("bench-no-ops", target.url),
+    }
     for star, url in (("", ledger.url), ("*", stand_in.url)):
         hdr = credential("httpHeaderAuth", f"bench header{star}", header)
         fl = credential("flowledgerApi", f"bench node{star}", node_data(url))
@@ -279,6 +310,12 @@ def report(rates: dict[str, list[float]]) -> None:
     print(f"node guard / plain      = {node / plain_rate:.3f}  (goal >= 0.88)")
     print(f"template guard / plain  = {median['template'] / plain_rate:.3f}")
     print(f"node* (stand-in) / plain = {median['node*'] / plain_rate:.3f}  (n8n's own cost)")
+    print(
+        f"no-ops / plain          = {median['no-ops'] / plain_rate:.3f}  "
+        "(two more nodes that do nothing: n8n's floor under node*)"
+    )
+    own = median["node*"] / median["no-ops"]
+    print(f"node* / no-ops          = {own:.3f}  (the node's own work, calls included)")
     print(f"template* / plain       = {median['template*'] / plain_rate:.3f}")
     share = 1 - node / median["node*"]
     print(f"ledger's own share (1 - node / node*) = {share:.1%}  (goal <= 5%)")

@@ -120,6 +120,25 @@ def install_community_package(user_folder: Path, tarball: Path) -> None:
     )
 
 
+class WhileBusy(httpx.HTTPTransport):
+    """Sends a request again while n8n answers 503 (its database connection is briefly marked
+    not ready when a loaded machine delays its health ping), for up to ``patience`` seconds."""
+
+    def __init__(self, patience: float = 60.0) -> None:
+        super().__init__()
+        self.patience = patience
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = time.monotonic() + self.patience
+        while True:
+            answer = super().handle_request(request)
+            if answer.status_code != 503 or time.monotonic() > deadline:
+                return answer
+            answer.read()
+            answer.close()
+            time.sleep(1)
+
+
 @dataclass
 class N8n:
     """One n8n process on loopback with its own user folder (SQLite)."""
@@ -128,6 +147,7 @@ class N8n:
     node_dir: Path | None
     user_folder: Path
     port: int = field(default_factory=free_port)
+    broker_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     api_key: str = ""
 
@@ -143,6 +163,9 @@ class N8n:
             "N8N_LISTEN_ADDRESS": "127.0.0.1",
             "DB_TYPE": "sqlite",
             "N8N_RUNNERS_ENABLED": "true",
+            # The task runners' broker listens on 5679 unless told otherwise: a second n8n
+            # on the machine (another check, a benchmark) would find it taken and exit.
+            "N8N_RUNNERS_BROKER_PORT": str(self.broker_port),
             "N8N_SECURE_COOKIE": "false",
             "N8N_DIAGNOSTICS_ENABLED": "false",
             "N8N_PERSONALIZATION_ENABLED": "false",
@@ -164,13 +187,22 @@ class N8n:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"n8n exited with {self.proc.returncode}; see {log.name}")
+                raise RuntimeError(f"n8n exited with {self.proc.returncode}: {self.log_tail()}")
             with contextlib.suppress(httpx.HTTPError):
-                answer = httpx.get(f"{self.url}/rest/settings", timeout=2)
-                if "json" in answer.headers.get("content-type", ""):
+                # 200 once the database is connected and migrated and n8n says it is ready
+                # (before that, /rest/* answers HTML or 503).
+                if httpx.get(f"{self.url}/healthz/readiness", timeout=2).status_code == 200:
                     return
             time.sleep(1)
-        raise RuntimeError(f"n8n did not start within {timeout:.0f} s; see {log.name}")
+        raise RuntimeError(f"n8n did not start within {timeout:.0f} s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The end of n8n's log (the folder it is in may be gone when the error is read)."""
+        try:
+            text = (self.user_folder / "n8n.log").read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            return f"no log ({exc})"
+        return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
     def kill(self) -> None:
         """SIGKILL the whole process group, as a crash would."""
@@ -188,9 +220,12 @@ class N8n:
                 self.kill()
         self.proc = None
 
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30, transport=WhileBusy())
+
     def make_owner_and_key(self) -> str:
         """Owner account, login, and a public-API key with :data:`API_SCOPES`."""
-        with httpx.Client(base_url=self.url, timeout=30) as c:
+        with self.client() as c:
             c.post("/rest/owner/setup", json=OWNER).raise_for_status()
             c.post(
                 "/rest/login",
@@ -205,18 +240,15 @@ class N8n:
         return self.api_key
 
     def api(self, method: str, path: str, **kw: Any) -> Any:
-        answer = httpx.request(
-            method,
-            f"{self.url}/api/v1{path}",
-            headers={"X-N8N-API-KEY": self.api_key},
-            timeout=30,
-            **kw,
-        )
+        with self.client() as c:
+            answer = c.request(
+                method, f"/api/v1{path}", headers={"X-N8N-API-KEY": self.api_key}, **kw
+            )
         answer.raise_for_status()
         return answer.json() if answer.content else None
 
     def node_types(self) -> list[str]:
-        with httpx.Client(base_url=self.url, timeout=30) as c:
+        with self.client() as c:
             c.post(
                 "/rest/login",
                 json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
@@ -240,10 +272,12 @@ class N8n:
 class Target:
     """The system a workflow writes to: ``POST /invoices`` records the write, then answers
     ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``noid`` a 200
-    without ``id``, ``slow`` is recorded and then answered only after ``slow_seconds``."""
+    without ``id``, ``slow`` is recorded and then answered only after ``slow_seconds``.
+    ``requests`` counts every request by invoice, ``writes`` those the target carried out."""
 
     def __init__(self, slow_seconds: float = 120.0) -> None:
         self.writes: Counter[str] = Counter()
+        self.requests: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.slow_seconds = slow_seconds
         target = self
@@ -259,6 +293,8 @@ class Target:
                     self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}"
                 )
                 invoice = str(body.get("invoice_id", "?"))
+                with target.lock:
+                    target.requests[invoice] += 1
                 if invoice.startswith("reject"):
                     return self._send(422, {"error": "no such customer"})
                 with target.lock:
@@ -306,7 +342,13 @@ class LocalLedger:
         return str(self.folder / "ledger.db")
 
     def env(self) -> dict[str, str]:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "FLOWLEDGER_DB": self.db}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "FLOWLEDGER_DB": self.db,
+            # Keys input hashes, and lets tokens that sign their requests be made.
+            "FLOWLEDGER_SECRET": "e2e-" + "7" * 40,
+        }
         env.pop("FLOWLEDGER_CONFIG", None)
         if self.n8n is not None:
             env["E2E_N8N_API_KEY"] = self.n8n.api_key
@@ -371,6 +413,15 @@ class LocalLedger:
         return (
             self.cli("token", "create", "--name", name, "--scope", scope).strip().splitlines()[-1]
         )
+
+    def signing_token(self, name: str) -> tuple[str, str]:
+        """A write token that must sign its requests, and its signing secret."""
+        printed = self.cli("token", "create", "--name", name, "--scope", "write", "--signing")
+        lines = printed.splitlines()
+        after = [lines[n + 1] for n, text in enumerate(lines[:-1]) if "only this once" in text]
+        if len(after) != 2:
+            raise RuntimeError(f"flowledger token create --signing printed {printed!r}")
+        return after[0].strip(), after[1].strip()
 
     def operation(self, token: str, operation_id: str) -> dict[str, Any] | None:
         from urllib.parse import quote

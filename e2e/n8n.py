@@ -15,8 +15,8 @@ What it does, printing one line per check:
    422 from the target recorded as ``failed`` with no hold; an answer without an id not
    confirmed (the error workflow holds it); n8n SIGKILLed mid-write, restarted, the crashed
    execution retried through the API: no second write, and a hold;
-4. checks request signing (v2) as n8n really sends it against a stand-in that verifies it
-   (the ledger's receiver still verifies the older v1 form, so signing is off against it).
+4. runs the node template with a token that must sign its requests (v2) against the ledger's
+   receiver: the unsigned credential is refused, the signed one writes once and skips a repeat.
 
 Without n8n installed it prints how to install it and exits 0 (skipped).
 """
@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
-import hmac
-import json
 import re
 import signal
 import sys
@@ -35,7 +32,6 @@ import threading
 import time
 from collections.abc import Callable
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +95,8 @@ def scenario_copy(
 
 
 def post(n8n: N8n, path: str, body: dict[str, Any], timeout: float = 60.0) -> httpx.Response:
-    return httpx.post(f"{n8n.url}/webhook/{path}", json=body, timeout=timeout)
+    with n8n.client() as c:  # a 503 is n8n not ready to take it, before any node ran
+        return c.post(f"/webhook/{path}", json=body, timeout=timeout)
 
 
 def op_id(invoice: str) -> str:
@@ -137,23 +134,34 @@ def scenarios(
     )
 
     again = post(n8n, path, {"invoice_id": invoices[0], "amount": 100})
+    op = ledger.operation(read_token, op_id(invoices[0]))
     check(
         f"{label}: the same invoice again is skipped, not written",
-        target.writes[invoices[0]] == 1 and '"skip"' in again.text,
-        f"webhook {again.status_code}, writes {target.writes[invoices[0]]}",
+        target.requests[invoices[0]] == 1
+        and '"skip"' in again.text
+        and op is not None
+        and op["operation"]["state"] == "confirmed"
+        and op["operation"]["receipt"] == receipts[0]
+        and not open_holds(op),
+        f"webhook {again.status_code}, requests to the target {target.requests[invoices[0]]}, "
+        f"operation {(op or {}).get('operation', {}).get('state')} with receipt "
+        f"{(op or {}).get('operation', {}).get('receipt')}",
     )
 
     before = len(n8n.executions(workflow_id, "error"))
     changed = post(n8n, path, {"invoice_id": invoices[0], "amount": 999})
     held = open_holds(ledger.operation(read_token, op_id(invoices[0])))
-    errored = wait_for(lambda: len(n8n.executions(workflow_id, "error")) > before, 15)
+    errored = wait_for(
+        lambda: (e := n8n.executions(workflow_id, "error")) and len(e) > before and e, 15
+    )
+    shown = execution_error(n8n, str(errored[0]["id"])) if errored else None
     check(
         f"{label}: a changed input is held and the execution fails visibly",
-        target.writes[invoices[0]] == 1
+        target.requests[invoices[0]] == 1
         and [h["reason"] for h in held] == ["input_mismatch"]
-        and bool(errored),
+        and shown == f"flowledger holds {op_id(invoices[0])}: input_mismatch",
         f"webhook {changed.status_code}, holds {[h['reason'] for h in held]}, "
-        f"n8n lists the execution as error: {bool(errored)}",
+        f"n8n lists the execution as error: {shown!r}",
     )
 
     rejected = f"reject-{label}"
@@ -162,8 +170,9 @@ def scenarios(
     state = op["operation"]["state"] if op else None
     check(
         f"{label}: a 422 from the target is failed (rejected), with no hold",
-        state == "failed" and not open_holds(op) and target.writes[rejected] == 0,
-        f"state {state}, holds {[h['reason'] for h in open_holds(op)]}",
+        state == "failed" and not open_holds(op) and target.requests[rejected] == 1,
+        f"requests to the target {target.requests[rejected]}, state {state}, "
+        f"holds {[h['reason'] for h in open_holds(op)]}",
     )
 
     no_id = f"noid-{label}"
@@ -174,7 +183,8 @@ def scenarios(
     state = op["operation"]["state"] if op else None
     check(
         f"{label}: an answer without an id is not confirmed; the error workflow holds it",
-        state == "dispatching"
+        target.writes[no_id] == 1
+        and state == "dispatching"
         and [h["reason"] for h in open_holds(op)] == ["execution_failed"]
         and not (op or {}).get("receipts"),
         f"state {state}, holds {[h['reason'] for h in open_holds(op)]}",
@@ -205,14 +215,25 @@ def crash_and_retry(
         if not check(f"{label}: n8n marked the killed execution crashed", bool(crashed)):
             continue
         retry = n8n.api("POST", f"/executions/{crashed[0]['id']}/retry", json={})
-        retried = wait_for(partial(finished, n8n, str(retry["id"])), 60)
+        retried = wait_for(partial(finished, n8n, str(retry["id"])), 60) or {}
         op = ledger.operation(read_token, op_id(slow[label]))
         state = op["operation"]["state"] if op else None
+        stopped_by = execution_error(n8n, str(retry["id"]))
+        # The retry must have reached the guard and been held there, not failed before it:
+        # in_flight (another execution's dispatch is open), or execution_failed when the
+        # error workflow n8n runs for the crashed execution has reported it first.
+        held_at_guard = re.fullmatch(
+            rf"flowledger holds {re.escape(op_id(slow[label]))}: (in_flight|execution_failed)",
+            stopped_by or "",
+        )
         check(
             f"{label}: the retry of the crashed execution did not write again",
-            target.writes[slow[label]] == 1,
-            f"writes {target.writes[slow[label]]}, retry {retry.get('id')} ended "
-            f"{(retried or {}).get('status')}, operation {state}",
+            target.requests[slow[label]] == 1
+            and retried.get("status") == "error"
+            and held_at_guard is not None
+            and state == "dispatching",
+            f"requests to the target {target.requests[slow[label]]}, retry {retry.get('id')} "
+            f"ended {retried.get('status')}: {stopped_by!r}, operation {state}",
         )
     ledger.cli("sync", "--once")
     ledger.cli("sweep", "--once")
@@ -226,6 +247,14 @@ def crash_and_retry(
         )
 
 
+def execution_error(n8n: N8n, execution_id: str) -> str | None:
+    """The message of the error that ended an execution, as n8n shows it."""
+    execution = n8n.api("GET", f"/executions/{execution_id}", params={"includeData": "true"})
+    error = (((execution or {}).get("data") or {}).get("resultData") or {}).get("error") or {}
+    message = error.get("message")
+    return str(message) if message is not None else None
+
+
 def finished(n8n: N8n, execution_id: str) -> dict[str, Any] | None:
     execution = n8n.api("GET", f"/executions/{execution_id}")
     return execution if execution.get("stoppedAt") else None
@@ -236,166 +265,63 @@ def _quiet_post(n8n: N8n, path: str, body: dict[str, Any]) -> None:
         post(n8n, path, body, timeout=180)
 
 
-class SignatureChecker:
-    """A stand-in ledger that checks ``X-Flowledger-Signature: t=…,v2=…`` exactly as DESIGN.md
-    states it (HMAC-SHA256 of "t.METHOD.PATH.body", PATH as sent) and records each verdict."""
+def signing(
+    check: Checks,
+    n8n: N8n,
+    ledger: LocalLedger,
+    target: Target,
+    read_token: str,
+    node_example: dict[str, Any],
+) -> None:
+    """The node template with a credential whose token must sign (v2), against the ledger's
+    receiver, which checks each signature and accepts it once."""
+    token, secret = ledger.signing_token("e2e-signed")
 
-    def __init__(self, key: bytes) -> None:
-        self.verdicts: list[tuple[str, str, bool]] = []
-        checker = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _check(self, body: bytes) -> bool:
-                header = self.headers.get("x-flowledger-signature", "")
-                parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-                stamp = parts.get("t", "")
-                message = f"{stamp}.{self.command}.{self.path}.".encode() + body
-                expected = hmac.new(key, message, hashlib.sha256).hexdigest()
-                fresh = stamp.isdigit() and abs(time.time() - int(stamp)) < 300
-                ok = fresh and hmac.compare_digest(expected, parts.get("v2", ""))
-                checker.verdicts.append((self.command, self.path, ok))
-                return ok
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def do_GET(self) -> None:
-                if not self._check(b""):
-                    return self._send(
-                        401,
-                        {
-                            "error": {
-                                "code": "bad_signature",
-                                "message": "v2 does not match",
-                                "field": None,
-                            }
-                        },
-                    )
-                self._send(200, {"name": "signed", "scope": "write", "signing": True})
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                if not self._check(body):
-                    return self._send(
-                        401,
-                        {
-                            "error": {
-                                "code": "bad_signature",
-                                "message": "v2 does not match",
-                                "field": None,
-                            }
-                        },
-                    )
-                op = self.path.split("/")[3]
-                self._send(
-                    200,
-                    {
-                        "operation_id": op,
-                        "decision": "go",
-                        "state": "dispatching",
-                        "attempt": 1,
-                        "reason": None,
-                        "receipt": None,
-                    },
-                )
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def signing(check: Checks, n8n: N8n) -> None:
-    secret = "5a" * 32
-    checker = SignatureChecker(bytes.fromhex(secret))
-    try:
-        cred = n8n.api(
+    def credential(name: str, signing_secret: str) -> dict[str, Any]:
+        data = {"baseUrl": ledger.url, "token": token, "signingSecret": signing_secret}
+        made = n8n.api(
             "POST",
             "/credentials",
-            json={
-                "name": "Flowledger API (signed, stand-in)",
-                "type": "flowledgerApi",
-                "data": {
-                    "baseUrl": checker.url,
-                    "token": "flt_stand_in",
-                    "signingSecret": secret,
-                    "source": "",
-                },
-            },
+            json={"name": name, "type": "flowledgerApi", "data": {**data, "source": "local-n8n"}},
         )
-        tested = n8n.api("POST", f"/credentials/{cred['id']}/test")
-        check(
-            "signing: the credential test's GET is signed v2 as the design states",
-            tested.get("status") == "OK" and checker.verdicts[-1:] == [("GET", "/v1/token", True)],
-            str(tested.get("message")),
-        )
-        workflow = {
-            "name": "e2e: signed guard",
-            "nodes": [
-                {
-                    "parameters": {
-                        "httpMethod": "POST",
-                        "path": "e2e-signed",
-                        "responseMode": "lastNode",
-                        "options": {},
-                    },
-                    "id": "e2e-signed-1",
-                    "name": WEBHOOK,
-                    "type": "n8n-nodes-base.webhook",
-                    "typeVersion": 2,
-                    "position": [0, 0],
-                    "webhookId": "e2e-signed",
-                },
-                {
-                    "parameters": {
-                        "operationId": "={{ 'sig:' + $json.body.n + ':ü/x?y' }}",
-                        "processingVersion": "v1",
-                        "inputSource": "value",
-                        "inputValue": "={{ $json.body }}",
-                        "onHold": "output",
-                    },
-                    "id": "e2e-signed-2",
-                    "name": "Guard",
-                    "type": NODE_TYPE,
-                    "typeVersion": 1,
-                    "position": [200, 0],
-                    "credentials": {
-                        "flowledgerApi": {
-                            "id": cred["id"],
-                            "name": "Flowledger API (signed, stand-in)",
-                        }
-                    },
-                },
-            ],
-            "connections": {WEBHOOK: {"main": [[{"node": "Guard", "type": "main", "index": 0}]]}},
-            "settings": {"executionOrder": "v1"},
-        }
-        n8n.create_workflow(workflow, activate=True)
-        body = {"n": 1, "text": "na\u00efve \u201cquoted\u201d"}  # bytes beyond ASCII
-        answer = wait_for(lambda: (a := post(n8n, "e2e-signed", body)).status_code != 404 and a, 10)
-        posts = [v for v in checker.verdicts if v[0] == "POST"]
-        check(
-            "signing: a Guard's POST (non-ASCII body, encoded path) is signed v2 as sent",
-            bool(answer) and answer.status_code == 200 and len(posts) == 1 and posts[0][2],
-            f"{posts[0][1] if posts else 'no request'}; webhook "
-            f"{answer.status_code if answer else 404}",
-        )
-    finally:
-        checker.close()
+        return dict(made)
+
+    unsigned = credential("Flowledger API (signing token, no secret)", "")
+    refused = n8n.api("POST", f"/credentials/{unsigned['id']}/test")
+    check(
+        "signing: the ledger refuses the signing token's unsigned requests (credential test)",
+        refused.get("status") == "Error" and "sign" in str(refused.get("message")),
+        str(refused.get("message")),
+    )
+    signed = credential("Flowledger API (signed)", secret)
+    tested = n8n.api("POST", f"/credentials/{signed['id']}/test")
+    check(
+        "signing: the credential test's signed GET is accepted by the ledger",
+        tested.get("status") == "OK",
+        str(tested.get("message")),
+    )
+    workflow = scenario_copy(node_example, "e2e: signed node guard", "e2e-signed", target.url)
+    for node in workflow["nodes"]:
+        if node["type"] == NODE_TYPE:
+            node["credentials"] = {"flowledgerApi": {"id": signed["id"], "name": signed["name"]}}
+    n8n.create_workflow(workflow, activate=True)
+    invoice = "sig-na\u00efve/x?y=1"  # an operation id beyond ASCII, with / and ?, encoded
+    body = {"invoice_id": invoice, "amount": 7, "note": "\u201cquoted\u201d"}
+    first = wait_for(lambda: (a := post(n8n, "e2e-signed", body)).status_code != 404 and a, 10)
+    op = ledger.operation(read_token, op_id(invoice))
+    state = op["operation"]["state"] if op else None
+    check(
+        "signing: signed guard and confirm (non-ASCII body, encoded path) write once, confirmed",
+        bool(first) and target.writes[invoice] == 1 and state == "confirmed",
+        f"webhook {first.status_code if first else 404}, writes {target.writes[invoice]}, "
+        f"operation {state}",
+    )
+    again = post(n8n, "e2e-signed", body)
+    check(
+        "signing: the same invoice again, signed: skipped, not written",
+        '"skip"' in again.text and target.requests[invoice] == 1,
+        f"webhook {again.status_code}, requests to the target {target.requests[invoice]}",
+    )
 
 
 def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
@@ -498,7 +424,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         for label, (workflow_id, path) in flows.items():
             scenarios(check, label, n8n, ledger, target, read_token, workflow_id, path)
         crash_and_retry(check, n8n, ledger, target, read_token, flows)
-        signing(check, n8n)
+        signing(check, n8n, ledger, target, read_token, node_example)
     finally:
         n8n.stop()
         ledger.stop()

@@ -1,4 +1,4 @@
-import type { IAuthenticateGeneric, ICredentialType, INodeProperties, Icon } from 'n8n-workflow';
+import type { IAuthenticate, ICredentialType, INodeProperties, Icon } from 'n8n-workflow';
 
 /**
  * Where the ledger is and how to call it, kept once for every Flowledger node. The test
@@ -50,12 +50,11 @@ export class FlowledgerApi implements ICredentialType {
 		},
 	];
 
-	authenticate: IAuthenticateGeneric = {
-		type: 'generic',
-		properties: {
-			headers: {
-				Authorization: '=Bearer {{$credentials.token}}',
-			},
-		},
-	};
+	/** ``Authorization: Bearer <token>`` on each request. A function rather than the generic
+	 * ``'=Bearer {{$credentials.token}}'``, which n8n would evaluate as an expression (in its
+	 * expression sandbox) for every call to the ledger. */
+	authenticate: IAuthenticate = async (credentials, requestOptions) => ({
+		...requestOptions,
+		headers: { ...requestOptions.headers, Authorization: `Bearer ${String(credentials.token ?? '')}` },
+	});
 }

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
+import type { IHttpRequestOptions } from 'n8n-workflow';
+
+import { FlowledgerApi } from '../credentials/FlowledgerApi.credentials';
 import { testConnection, type ProbeRequest } from '../nodes/Flowledger/connection';
 
 const credential = { baseUrl: 'http://ledger.test:8787', token: 'flt_x', signingSecret: '' };
@@ -72,5 +75,29 @@ describe('the credential test', () => {
 		assert.match((await testConnection(p, { ...credential, baseUrl: 'ledger:8787' })).message, /http:\/\//);
 		assert.match((await testConnection(p, { ...credential, token: ' ' })).message, /no token/);
 		assert.equal(seen.length, 0);
+	});
+});
+
+describe('the credential on each request', () => {
+	test('adds Authorization: Bearer <token>, keeping the headers and the rest of the request', async () => {
+		const authenticate = new FlowledgerApi().authenticate as (
+			credentials: Record<string, unknown>,
+			request: IHttpRequestOptions,
+		) => Promise<IHttpRequestOptions>;
+		const request: IHttpRequestOptions = {
+			method: 'POST',
+			url: 'http://ledger.test:8787/v1/operations/x/dispatch',
+			headers: { 'Idempotency-Key': 'k-1', 'X-Flowledger-Signature': 't=1,v2=ab' },
+			body: '{}',
+		};
+		const sent = await authenticate({ token: 'flt_x', baseUrl: 'http://ledger.test:8787' }, request);
+		assert.deepEqual(sent.headers, {
+			'Idempotency-Key': 'k-1',
+			'X-Flowledger-Signature': 't=1,v2=ab',
+			Authorization: 'Bearer flt_x',
+		});
+		assert.equal(sent.url, request.url);
+		assert.equal(sent.body, '{}');
+		assert.deepEqual(request.headers, { 'Idempotency-Key': 'k-1', 'X-Flowledger-Signature': 't=1,v2=ab' });
 	});
 });

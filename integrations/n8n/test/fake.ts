@@ -53,6 +53,8 @@ export interface ContextOptions {
 	continueOnFail?: boolean;
 	executionId?: string;
 	runIndex?: number;
+	/** Counts the credential's reads (each a database read and a decryption in n8n). */
+	decrypted?: { count: number };
 }
 
 export function context(options: ContextOptions): IExecuteFunctions {
@@ -63,7 +65,14 @@ export function context(options: ContextOptions): IExecuteFunctions {
 		source: 'prod-n8n',
 		...options.credentials,
 	};
-	const node = { name: 'Guard', type: 'n8n-nodes-flowledger.flowledger', typeVersion: 1, parameters: {} };
+	const node = {
+		name: 'Guard',
+		type: 'n8n-nodes-flowledger.flowledger',
+		typeVersion: 1,
+		parameters: {},
+		credentials: { flowledgerApi: { id: 'cred-1', name: 'Flowledger API' } },
+	};
+	const decrypted = options.decrypted ?? { count: 0 };
 	const fake = {
 		getInputData: () => options.items,
 		getNodeParameter: (name: string, i: number, fallback?: unknown) => {
@@ -71,7 +80,10 @@ export function context(options: ContextOptions): IExecuteFunctions {
 			if (value === undefined) return fallback;
 			return typeof value === 'function' ? (value as (i: number) => unknown)(i) : value;
 		},
-		getCredentials: async () => credentials,
+		getCredentials: async () => {
+			decrypted.count += 1; // as n8n: a database read and a decryption each time
+			return { ...credentials };
+		},
 		getExecutionId: () => options.executionId ?? '41',
 		getWorkflow: () => ({ id: 'wf-7', name: 'send invoices', active: true }),
 		getNode: () => node,
@@ -83,9 +95,12 @@ export function context(options: ContextOptions): IExecuteFunctions {
 				this: unknown,
 				credential: string,
 				request: { method: 'GET' | 'POST'; url: string; headers: Record<string, string>; body?: string; timeout: number },
+				more?: { credentialsDecrypted?: { data?: Record<string, unknown> } },
 			) {
 				if (credential !== 'flowledgerApi') throw new Error(`credential ${credential}`);
-				const headers = { ...request.headers, Authorization: `Bearer ${credentials.token}` };
+				// As n8n does: the credential handed over, else read and decrypted again.
+				const data = more?.credentialsDecrypted?.data ?? (await fake.getCredentials());
+				const headers = { ...request.headers, Authorization: `Bearer ${String(data.token)}` };
 				const response = await options.ledger.send({ ...request, headers });
 				return { statusCode: response.status, body: response.body, headers: {} };
 			},

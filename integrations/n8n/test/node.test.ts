@@ -61,6 +61,18 @@ describe('Guard', () => {
 		assert.equal(sent.headers['Content-Type'], 'application/json');
 	});
 
+	test('reads and decrypts its credential once per run, not once per call to the ledger', async () => {
+		const ledger = new FakeLedger(decide({}));
+		const decrypted = { count: 0 };
+		await run(guard, invoices, ledger, { decrypted, credentials: { token: 'flt_once' } });
+		assert.equal(ledger.sent.length, 3);
+		assert.equal(decrypted.count, 1);
+		assert.deepEqual(
+			ledger.sent.map((s) => s.headers.Authorization),
+			['Bearer flt_once', 'Bearer flt_once', 'Bearer flt_once'],
+		);
+	});
+
 	test('the same execution sends the same key again; another execution another key', async () => {
 		const ledger = new FakeLedger(decide({}));
 		await run(guard, [invoices[0]], ledger, { executionId: '77' });

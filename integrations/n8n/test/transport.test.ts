@@ -52,6 +52,19 @@ describe('signing (v2)', () => {
 		assert.equal(sent.body, JSON.stringify(call.body));
 	});
 
+	test('a retry within the same second is stamped a second later, so its signature is new', async () => {
+		// The ledger remembers a signature once it has checked it, even when it then answers
+		// 5xx: the same signature again would be refused as replayed.
+		const ledger = new FakeLedger((_r, n) => (n < 3 ? { status: 503, body: {} } : ok));
+		const clock = { now: () => 1764590400_100 };
+		await callLedger(ledger.send, async () => {}, { baseUrl: 'http://l', signingSecret: SECRET }, call, fast, clock);
+		const stamps = ledger.sent.map((s) => s.headers['X-Flowledger-Signature'].split(',')[0]);
+		assert.deepEqual(stamps, ['t=1764590400', 't=1764590401', 't=1764590402']);
+		const body = ledger.sent[0].body ?? '';
+		assert.equal(ledger.sent[1].headers['X-Flowledger-Signature'], signature(SECRET, 1764590401, 'POST', call.path, body));
+		assert.equal(new Set(ledger.sent.map((s) => s.headers['X-Flowledger-Signature'])).size, 3);
+	});
+
 	test('without a signing secret nothing is signed', async () => {
 		const ledger = new FakeLedger(() => ok);
 		await callLedger(ledger.send, async () => {}, { baseUrl: 'http://l' }, call, fast);

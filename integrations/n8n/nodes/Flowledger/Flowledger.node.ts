@@ -102,17 +102,31 @@ export class Flowledger implements INodeType {
 			);
 		}
 		const source = String(credentials.source ?? '').trim();
+		// Handed to each request: without it n8n reads the credential from its database and
+		// decrypts it again for every call to the ledger.
+		const node = this.getNode();
+		const decrypted: ICredentialsDecrypted = {
+			id: node.credentials?.[CREDENTIAL]?.id ?? '',
+			name: node.credentials?.[CREDENTIAL]?.name ?? '',
+			type: CREDENTIAL,
+			data: credentials,
+		};
 		const send: Send = async (request) => {
-			const response = await this.helpers.httpRequestWithAuthentication.call(this, CREDENTIAL, {
-				method: request.method,
-				url: request.url,
-				headers: request.headers,
-				body: request.body,
-				timeout: request.timeout,
-				returnFullResponse: true,
-				ignoreHttpStatusErrors: true,
-				json: false,
-			});
+			const response = await this.helpers.httpRequestWithAuthentication.call(
+				this,
+				CREDENTIAL,
+				{
+					method: request.method,
+					url: request.url,
+					headers: request.headers,
+					body: request.body,
+					timeout: request.timeout,
+					returnFullResponse: true,
+					ignoreHttpStatusErrors: true,
+					json: false,
+				},
+				{ credentialsDecrypted: decrypted },
+			);
 			return { status: response.statusCode as number, body: response.body as unknown };
 		};
 		const run = new Run(this, send, connection, source);

@@ -130,6 +130,10 @@ export async function callLedger(
 	const body = call.body === undefined ? '' : JSON.stringify(call.body);
 	let wait = policy.firstWaitMs;
 	let last: LedgerError | undefined;
+	// The ledger accepts each signature once, and remembers it even when it then answers 5xx.
+	// A retry within the same second would carry the same one and be refused as replayed, so
+	// each try is stamped at least a second after the one before.
+	let lastStamp = -Infinity;
 	for (let attempt = 1; attempt <= Math.max(1, policy.tries); attempt++) {
 		if (attempt > 1) {
 			await sleep(wait);
@@ -139,7 +143,8 @@ export async function callLedger(
 		if (call.body !== undefined) headers['Content-Type'] = 'application/json';
 		if (call.idempotencyKey) headers['Idempotency-Key'] = call.idempotencyKey;
 		if (connection.signingSecret) {
-			const stamp = Math.floor(clock.now() / 1000);
+			const stamp = Math.max(Math.floor(clock.now() / 1000), lastStamp + 1);
+			lastStamp = stamp;
 			headers[SIGNATURE_HEADER] = signature(
 				connection.signingSecret,
 				stamp,
