@@ -182,7 +182,8 @@ class Event(SQLModel, table=True):
 
 class ChainHead(SQLModel, table=True):
     """The last event's sequence number and hash, kept in one row that every writer locks:
-    it serialises appends and lets ``verify`` notice a deleted tail."""
+    it serialises appends and lets ``verify`` notice a deleted tail. Writers take it with the
+    last statement of a transaction (on PostgreSQL, the one sent with the COMMIT)."""
 
     __tablename__ = "chain_head"
     id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})

@@ -352,3 +352,38 @@ def test_an_unknown_failure_racing_a_confirm_opens_no_hold(
     assert raced == [True]
     assert count(store, "SELECT count(*) FROM holds") == 0
     assert queries.operation_detail(store, OP).operation["state"] == "confirmed"  # type: ignore[union-attr]
+
+
+def test_events_of_any_text_chain_exactly_however_they_are_appended(
+    ledger: Ledger, store: Store, db_url: str
+) -> None:
+    """PostgreSQL seals events in the database (sha256 over the form the writer sends and the
+    sequence number only the database knows): the verifier, which rebuilds every form from the
+    stored row, must agree for any text, many events to a transaction, several transactions
+    to a batch, and two writers on one database."""
+    from ledger.storage.engine import open_store
+
+    awkward = ['quote " back\\slash', "ünï ✓ 𝄞", "tab\tline\nnul\u0000", "\u2028\u202e", ""]
+
+    def note(i: int) -> Any:
+        def work(tx: Tx) -> int:
+            for j, text in enumerate(awkward):
+                hold = None if j % 2 else i * 10 + j
+                tx.event(f"note.{j}", None if j == 3 else f"op-ü{j}", {"t": text}, hold)
+            return i
+
+        return work
+
+    ledger.run('actor ü "x"', note(0))
+    outcomes = ledger.run_many([(f"actor-{i} ✓", note(i)) for i in range(1, 4)])
+    assert [o.value for o in outcomes] == [1, 2, 3]
+    elsewhere = open_store(db_url)
+    try:
+        Ledger(elsewhere).run("other", note(4))
+    finally:
+        elsewhere.dispose()
+    ledger.run("again", note(5))
+    with store.reader.connect() as conn:
+        result = chain.verify(conn, batch=4)
+    assert result.ok, result
+    assert result.checked == 6 * len(awkward) == result.head_seq
