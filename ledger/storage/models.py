@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from ledger.domain import limits
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -78,8 +78,11 @@ class Operation(SQLModel, table=True):
 
     __tablename__ = "operations"
     __table_args__ = (
-        sa.Index("ix_operations_state_deadline", "state", "deadline"),
-        sa.Index("ix_operations_state_updated", "state", "updated_at"),
+        # The sweep walks each state in (time, operation_id) order, a batch after another
+        # from where the last one ended: the id makes the order total, so the walk never
+        # reads again what it has passed.
+        sa.Index("ix_operations_state_deadline_id", "state", "deadline", "operation_id"),
+        sa.Index("ix_operations_state_updated_id", "state", "updated_at", "operation_id"),
     )
     operation_id: str = Field(primary_key=True, max_length=ID)
     state: str = Field(max_length=16)
@@ -215,7 +218,7 @@ class Execution(SQLModel, table=True):
     __tablename__ = "executions"
     __table_args__ = (
         sa.UniqueConstraint("source", "external_id"),
-        sa.Index("ix_executions_final_status", "final", "status"),
+        sa.Index("ix_executions_final_status_started", "final", "status", "started_at", "id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     source: str = Field(max_length=ID)
@@ -234,6 +237,15 @@ class Execution(SQLModel, table=True):
     first_seen_at: datetime = _ts()
     last_seen_at: datetime = _ts()
     gone_at: datetime | None = _ts(default=None)
+
+
+# Executions are listed most recently started first (queued ones by when the ledger first saw
+# them), keyset paged on (that time, id): this index is that order, so a page reads a page.
+sa.Index(
+    "ix_executions_started",
+    sa.func.coalesce(Execution.__table__.c.started_at, Execution.__table__.c.first_seen_at),  # type: ignore[attr-defined]
+    Execution.__table__.c.id,  # type: ignore[attr-defined]
+)
 
 
 class IdempotencyKey(SQLModel, table=True):

@@ -56,22 +56,24 @@ _INSERT_EVENT = (
 _APPEND_EVENTS_PG = """
 WITH RECURSIVE head AS (
     SELECT seq, hash FROM chain_head WHERE id = 1 FOR UPDATE
-), batch AS (
-    SELECT * FROM unnest(
-        :form::bytea[], :at::timestamptz[], :actor::text[], :kind::text[],
-        :operation_id::text[], :hold_id::bigint[], :data::text[]
-    ) WITH ORDINALITY AS b (form, at, actor, kind, operation_id, hold_id, data, n)
+), forms AS (
+    SELECT :form::bytea[] AS form
 ), chain (n, seq, prev_hash, hash) AS (
     SELECT 0::bigint, seq, NULL::text, hash::text FROM head
     UNION ALL
-    SELECT b.n, c.seq + 1, c.hash, encode(sha256(
-        convert_to(c.hash, 'UTF8') || b.form || convert_to((c.seq + 1)::text || '}', 'UTF8')
+    SELECT c.n + 1, c.seq + 1, c.hash, encode(sha256(
+        convert_to(c.hash, 'UTF8') || f.form[c.n + 1]
+        || convert_to((c.seq + 1)::text || '}', 'UTF8')
     ), 'hex')
-    FROM chain AS c JOIN batch AS b ON b.n = c.n + 1
+    FROM chain AS c, forms AS f
+    WHERE c.n < cardinality(f.form)
 ), appended AS (
     INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)
     SELECT c.seq, b.at, b.actor, b.kind, b.operation_id, b.hold_id, b.data, c.prev_hash, c.hash
-    FROM chain AS c JOIN batch AS b USING (n)
+    FROM chain AS c JOIN unnest(
+        :at::timestamptz[], :actor::text[], :kind::text[], :operation_id::text[],
+        :hold_id::bigint[], :data::text[]
+    ) WITH ORDINALITY AS b (at, actor, kind, operation_id, hold_id, data, n) USING (n)
 )
 UPDATE chain_head SET seq = last.seq, hash = last.hash
 FROM (SELECT seq, hash FROM chain ORDER BY n DESC LIMIT 1) AS last
