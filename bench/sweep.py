@@ -200,12 +200,16 @@ def main() -> None:
     )
     parser.add_argument("--ops", type=int, help="operations (default 1,000,000 x scale)")
     parser.add_argument("--due", type=int, help="due operations (default 10,000 x scale)")
+    parser.add_argument("--only", choices=["sqlite", "postgresql"], help="one database only")
     args = parser.parse_args()
     ops = args.ops or 1_000_000 * args.scale
     due = args.due or 10_000 * args.scale
     goal = 2.0 if ops <= 1_000_000 else 5.0
-    with tempfile.TemporaryDirectory() as tmp:
-        bench("SQLite", str(Path(tmp) / "bench.db"), ops, due, goal)
+    if args.only != "postgresql":
+        with tempfile.TemporaryDirectory() as tmp:
+            bench("SQLite", str(Path(tmp) / "bench.db"), ops, due, goal)
+    if args.only == "sqlite":
+        return
     pg = os.environ.get("FLOWLEDGER_BENCH_PG_URL") or os.environ.get("FLOWLEDGER_TEST_PG_URL")
     if not pg:
         print("\nPostgreSQL: set FLOWLEDGER_BENCH_PG_URL to run it")
