@@ -7,6 +7,11 @@ transitions each) from C concurrent keep-alive clients. In the same run it measu
 directory: the rate one fsync per write allows on this disk. Prints transitions/s, request
 latency p50/p99 and the ratio to the bare loop; a ratio above 1 means group commit beats one
 fsync per row even with HTTP, validation, the state machine and the event chain on top.
+
+``--profile FILE`` samples the SQLite receiver with py-spy (a dev dependency) during the timed
+run, only while a thread holds the interpreter lock (``--gil``: where its CPU goes), writes the
+collapsed stacks to FILE and prints the functions that took most samples, by their own time
+and with what they call.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
+import signal
 import socket
 import sqlite3
 import statistics
@@ -23,6 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,8 +125,9 @@ async def drive(
 
 
 @contextlib.contextmanager
-def receivers(db: str, count: int) -> Iterator[list[int]]:
-    """``count`` ``flowledger serve`` processes on one ledger, each on a free loopback port."""
+def receivers(db: str, count: int, pids: list[int] | None = None) -> Iterator[list[int]]:
+    """``count`` ``flowledger serve`` processes on one ledger, each on a free loopback port
+    (their process ids appended to ``pids`` when given)."""
     ports = [free_port() for _ in range(count)]
     serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log", "--db", db]
     procs = [
@@ -130,6 +139,8 @@ def receivers(db: str, count: int) -> Iterator[list[int]]:
     try:
         for port in ports:
             _wait_healthy(port)
+        if pids is not None:
+            pids.extend(p.pid for p in procs)
         yield ports
     finally:
         for proc in procs:
@@ -150,6 +161,17 @@ def _wait_healthy(port: int) -> None:
             time.sleep(0.05)
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time the processes have used (Linux ``/proc``): unlike the rates, it hardly moves
+    with the load others put on the machine."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def round_trips(ports: list[int]) -> float:
     """The receivers' ``flowledger_db_round_trips_total`` (PostgreSQL), summed."""
     total = 0.0
@@ -161,20 +183,80 @@ def round_trips(ports: list[int]) -> float:
 
 
 def measure(
-    db: str, processes: int, pairs: int, clients: int
+    db: str, processes: int, pairs: int, clients: int, profile: Path | None = None
 ) -> tuple[int, float, list[float], float]:
     """A fresh token on the ledger at ``db``, a warm-up, then the timed run; also the round
-    trips to the database per transition in the timed run (0 on SQLite)."""
+    trips to the database per transition in the timed run (0 on SQLite). With ``profile``,
+    the first receiver is sampled during the timed run (see :func:`sampled`)."""
     store, _ = init_ledger(db)
     token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
     store.dispose()
-    with receivers(db, processes) as ports:
+    pids: list[int] = []
+    with receivers(db, processes, pids) as ports:
         asyncio.run(drive(ports, token.token, 200, clients, "warm"))
-        before = round_trips(ports)
-        done, elapsed, latencies = asyncio.run(drive(ports, token.token, pairs, clients, "run"))
+        before, cpu = round_trips(ports), cpu_seconds(pids)
+        with sampled(pids[0], profile):
+            done, elapsed, latencies = asyncio.run(drive(ports, token.token, pairs, clients, "run"))
         trips = (round_trips(ports) - before) / done
+        cpu = cpu_seconds(pids) - cpu
+    print(f"  receiver CPU    {cpu / done * 1e6:.0f} us per transition (user + system)")
     _verify(db)
     return done, elapsed, latencies, trips
+
+
+@contextlib.contextmanager
+def sampled(pid: int, output: Path | None) -> Iterator[None]:
+    """py-spy samples process ``pid`` while the block runs (nothing when ``output`` is None),
+    then the top of its profile is printed."""
+    if output is None:
+        yield
+        return
+    exe = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
+    spy = subprocess.Popen(
+        [exe, "record", "--pid", str(pid), "--gil", "--rate", "200", "--format", "raw",
+         "--output", str(output), "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)  # py-spy writes its file on an interrupt
+        _, err = spy.communicate(timeout=60)
+    if not output.exists():
+        raise RuntimeError(f"py-spy wrote no profile: {err.strip()}")
+    print_profile(output)
+
+
+def print_profile(path: Path, top: int = 15) -> None:
+    """The functions with most samples in a collapsed-stack file, by their own samples and by
+    the samples of the stacks they are in."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        frames = [f.split(" (", 1)[0] + _where(f) for f in stack.split(";")]
+        total += n
+        own[frames[-1]] += n
+        for frame in set(frames):
+            inclusive[frame] += n
+    print(f"  profile of the receiver: {total} samples holding the interpreter lock ({path})")
+    for title, counts in (("own time", own), ("with callees", inclusive)):
+        print(f"  top by {title}:")
+        for frame, n in counts.most_common(top):
+            print(f"    {100 * n / total:5.1f}%  {frame}")
+
+
+def _where(frame: str) -> str:
+    """`` (file)`` of a py-spy frame ``name (path:line)``, the path cut to its last parts."""
+    _, _, place = frame.partition(" (")
+    path = place.rstrip(")").rsplit(":", 1)[0]
+    return f" ({'/'.join(path.split('/')[-2:])})" if path else ""
 
 
 def _verify(db: str) -> None:
@@ -236,6 +318,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--bare-rows", type=int, default=1500)
     parser.add_argument("--dir", default="./var", help="where the ledgers are made (same disk)")
+    parser.add_argument(
+        "--profile", type=Path, help="sample the SQLite receiver with py-spy into this file"
+    )
     args = parser.parse_args()
 
     base = Path(args.dir)
@@ -244,7 +329,7 @@ def main() -> None:
         directory = Path(tmp)
         bare_before = bare_sqlite_rate(directory, args.bare_rows)
         done, elapsed, latencies, _ = measure(
-            str(directory / "ledger.db"), 1, args.pairs, args.clients
+            str(directory / "ledger.db"), 1, args.pairs, args.clients, args.profile
         )
         # The disk is shared: measure the baseline before and after, and use the mean.
         bare = (bare_before + bare_sqlite_rate(directory, args.bare_rows)) / 2

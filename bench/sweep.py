@@ -1,12 +1,15 @@
 """How long one sweep takes over a large ledger, and whether its queries use the indexes.
 
-``python -m bench.sweep [--ops N] [--due N]``: a fresh ledger of 1,000,000 operations (bulk
-inserted with raw SQL on SQLite, COPY on PostgreSQL) of which 10,000 are due for a hold
+``python -m bench.sweep [--scale 10] [--ops N] [--due N]``: a fresh ledger of 1,000,000
+operations (``--scale 10``: 10,000,000, a few GB of disk and several minutes to fill each
+database; bulk inserted with raw SQL on SQLite, COPY on PostgreSQL) of which 10,000
+(``--scale 10``: 100,000) are due for a hold
 (unknown outcome, stale prepared, failed execution), plus as many running executions and
 holds that are not due. Prints the first sweep's time (it opens every due hold), a second
 sweep's (it opens none), the query plans of every statement the sweep ran, and a baseline:
 the same kind of holds opened one transaction each through ``Ledger.open_hold``. PostgreSQL
-runs when ``FLOWLEDGER_BENCH_PG_URL`` or ``FLOWLEDGER_TEST_PG_URL`` names a server.
+runs when ``FLOWLEDGER_BENCH_PG_URL`` or ``FLOWLEDGER_TEST_PG_URL`` names a server. Goals:
+a first sweep within 2 s at 1,000,000 operations and 5 s at 10,000,000.
 """
 
 from __future__ import annotations
@@ -74,12 +77,16 @@ def executions(total: int, due: int) -> Iterator[tuple[Any, ...]]:
 EXEC_COLUMNS = "source, external_id, status, final, started_at, first_seen_at, last_seen_at"
 
 
+def _stored(moment: datetime) -> str:
+    """A time as the ledger stores it on SQLite (naive UTC, always with microseconds): the
+    sweep compares stored times as text, so a shorter form would sort before its equal."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(" ", timespec="microseconds")
+
+
 def fill_sqlite(store: Store, total: int, due: int) -> None:
     def naive(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
         for r in rows:
-            yield tuple(
-                v.replace(tzinfo=None).isoformat(" ") if isinstance(v, datetime) else v for v in r
-            )
+            yield tuple(_stored(v) if isinstance(v, datetime) else v for v in r)
 
     with store.engine.connect() as conn:
         raw = conn.connection.driver_connection
@@ -146,13 +153,16 @@ def explain(store: Store, statements: dict[str, Any]) -> None:
         conn.rollback()
 
 
-def bench(name: str, db: str, total: int, due: int) -> None:
+def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
     store, _ = init_ledger(db)
     try:
         t = time.perf_counter()
         (fill_sqlite if store.dialect == "sqlite" else fill_postgres)(store, total, due)
         filled = time.perf_counter() - t
-        print(f"\n== {name}: {total:,} operations, {due:,} due (filled in {filled:.1f} s)")
+        print(
+            f"\n== {name}: {total:,} operations, {due:,} due (filled in {filled:.1f} s)",
+            flush=True,
+        )
         ledger = Ledger(store, clock=lambda: NOW)
         sweep = Sweep(ledger, SweepConfig())
         recorder = Recorder(store.engine)
@@ -174,8 +184,8 @@ def bench(name: str, db: str, total: int, due: int) -> None:
         print(
             f"baseline: one transaction per hold (Ledger.open_hold, {sample} holds) "
             f"{one_by_one * 1e3:.2f} ms/hold; the sweep {per_hold * 1e3:.3f} ms/hold "
-            f"({one_by_one / per_hold:.1f}x faster); goal <= 2 s per sweep: "
-            f"{'met' if first_s <= 2 else 'NOT met'}"
+            f"({one_by_one / per_hold:.1f}x faster); goal <= {goal:g} s for the first sweep: "
+            f"{'met' if first_s <= goal else 'NOT met'}"
         )
         print("query plans of the sweep's reads:")
         explain(store, recorder.statements)
@@ -185,11 +195,21 @@ def bench(name: str, db: str, total: int, due: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", type=int, default=1_000_000)
-    parser.add_argument("--due", type=int, default=10_000)
+    parser.add_argument(
+        "--scale", type=int, default=1, help="10: ten times the operations and the due ones"
+    )
+    parser.add_argument("--ops", type=int, help="operations (default 1,000,000 x scale)")
+    parser.add_argument("--due", type=int, help="due operations (default 10,000 x scale)")
+    parser.add_argument("--only", choices=["sqlite", "postgresql"], help="one database only")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        bench("SQLite", str(Path(tmp) / "bench.db"), args.ops, args.due)
+    ops = args.ops or 1_000_000 * args.scale
+    due = args.due or 10_000 * args.scale
+    goal = 2.0 if ops <= 1_000_000 else 5.0
+    if args.only != "postgresql":
+        with tempfile.TemporaryDirectory() as tmp:
+            bench("SQLite", str(Path(tmp) / "bench.db"), ops, due, goal)
+    if args.only == "sqlite":
+        return
     pg = os.environ.get("FLOWLEDGER_BENCH_PG_URL") or os.environ.get("FLOWLEDGER_TEST_PG_URL")
     if not pg:
         print("\nPostgreSQL: set FLOWLEDGER_BENCH_PG_URL to run it")
@@ -202,7 +222,7 @@ def main() -> None:
         conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     try:
         url = sa.make_url(pg).set(database=name).render_as_string(hide_password=False)
-        bench("PostgreSQL", url, args.ops, args.due)
+        bench("PostgreSQL", url, ops, due, goal)
     finally:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -9,8 +9,7 @@ from json.encoder import encode_basestring as _quote
 from typing import Any
 
 
-def sealed_json(
-    seq: int,
+def sealed_prefix(
     at: datetime,
     actor: str,
     kind: str,
@@ -18,13 +17,21 @@ def sealed_json(
     hold_id: int | None,
     data_json: str,
 ) -> bytes:
-    """``canonical_json(event_body(...))`` built around ``data_json`` (the data's canonical
-    JSON, which the writer stores anyway), so the data is encoded once, not twice."""
+    """``canonical_json(event_body(...))`` up to the sequence number, its last field: all of
+    the form that does not depend on the event's place in the chain, built around
+    ``data_json`` (the data's canonical JSON, which the writer stores anyway) so the data is
+    encoded once. The sealed form is this followed by :func:`sealed_tail`; the PostgreSQL
+    writer sends this and the database appends the tail once it knows the place."""
     return (
         f'{{"actor":{_js(actor)},"at":"{at.isoformat(timespec="microseconds")}",'
         f'"data":{data_json},"hold_id":{_js(hold_id)},"kind":{_js(kind)},'
-        f'"operation_id":{_js(operation_id)},"seq":{seq}}}'
+        f'"operation_id":{_js(operation_id)},"seq":'
     ).encode()
+
+
+def sealed_tail(seq: int) -> bytes:
+    """The end of the sealed form after :func:`sealed_prefix`: the sequence number."""
+    return f"{seq}}}".encode()
 
 
 def _js(value: str | int | None) -> str:

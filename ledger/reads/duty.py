@@ -17,9 +17,11 @@ from ledger.reads.chain import head
 from ledger.reads.queries import (
     EVENTS,
     EXECUTIONS,
+    EXECUTIONS_ORDER,
     HOLDS,
     OPS,
     event_dict,
+    executions_after,
     list_sources,
     row_dict,
 )
@@ -214,8 +216,7 @@ def search_executions(
     """Kept executions, most recently started first (queued ones by when the ledger first saw
     them) as the CLI lists them, ``gone`` ones included. Keyset paging: pass the last row's
     ``id`` as ``after_id`` for the next page."""
-    when = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
-    stmt = sa.select(EXECUTIONS).order_by(when.desc(), EXECUTIONS.c.id.desc()).limit(limit)
+    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
     for word in text.split():
         if word.lower() == "gone":
             stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
@@ -236,12 +237,10 @@ def search_executions(
         )
     with store.reader.connect() as conn:
         if after_id is not None:
-            anchor = conn.execute(sa.select(when).where(EXECUTIONS.c.id == after_id)).first()
-            if anchor is None:
+            paged = executions_after(conn, stmt, after_id)
+            if paged is None:
                 return []
-            stmt = stmt.where(
-                sa.or_(when < anchor[0], sa.and_(when == anchor[0], EXECUTIONS.c.id < after_id))
-            )
+            stmt = paged
         return [row_dict(r) for r in conn.execute(stmt)]
 
 

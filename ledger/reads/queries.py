@@ -173,6 +173,12 @@ def iter_events(
         after = rows[-1].seq
 
 
+# Executions are listed most recently started first (queued ones by when the ledger first saw
+# them): the order of the index ix_executions_started, read backwards.
+EXECUTION_TIME = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
+EXECUTIONS_ORDER = (EXECUTION_TIME.desc(), EXECUTIONS.c.id.desc())
+
+
 def list_executions(
     store: Store,
     *,
@@ -186,12 +192,7 @@ def list_executions(
     ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
     ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
     ``False`` only those it still has."""
-    when = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
-    stmt = (
-        sa.select(EXECUTIONS)
-        .order_by(when.desc(), EXECUTIONS.c.id.desc())
-        .limit(max(1, min(limit, 1000)))
-    )
+    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(max(1, min(limit, 1000)))
     if source is not None:
         stmt = stmt.where(EXECUTIONS.c.source == source)
     if status is not None:
@@ -202,16 +203,27 @@ def list_executions(
         stmt = stmt.where(EXECUTIONS.c.gone_at.is_(None))
     with store.reader.connect() as conn:
         if after is not None:
-            anchor = conn.execute(sa.select(when).where(EXECUTIONS.c.id == after)).first()
-            if anchor is None:
+            paged = executions_after(conn, stmt, after)
+            if paged is None:
                 return []
-            stmt = stmt.where(
-                sa.or_(
-                    when < anchor[0],
-                    sa.and_(when == anchor[0], EXECUTIONS.c.id < after),
-                )
-            )
+            stmt = paged
         return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def executions_after(
+    conn: sa.Connection, stmt: sa.Select[Any], after: int
+) -> sa.Select[Any] | None:
+    """``stmt`` (in :data:`EXECUTIONS_ORDER`) from the execution after ``after`` on; None
+    when ``after`` is not there. The time's own bound lets SQLite start the page inside the
+    index (it reads a row value over an expression index as no range at all: it scanned
+    from the newest, so a page from the middle of 1,000,000 read 500,000 rows)."""
+    anchor = conn.execute(sa.select(EXECUTION_TIME).where(EXECUTIONS.c.id == after)).first()
+    if anchor is None:
+        return None
+    return stmt.where(
+        anchor[0] >= EXECUTION_TIME,
+        sa.tuple_(EXECUTION_TIME, EXECUTIONS.c.id) < sa.tuple_(anchor[0], after),
+    )
 
 
 def list_sources(store: Store) -> list[dict[str, Any]]:

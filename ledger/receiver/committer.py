@@ -7,7 +7,7 @@ gathers.
 
 On SQLite, where there is one writer at a time and ``synchronous=FULL`` makes every commit an
 fsync, one commit per request would cap throughput at the disk's fsync rate. On PostgreSQL
-every transaction that appends events takes the hash chain's head row until it commits, so
+every transaction that appends events takes the hash chain's head row for its commit, so
 one transaction per request queues them all on that row lock (a pool of 16 threads managed
 about 320 transitions/s in ``bench.ingest``; batches, about 800). Several receiver processes
 may share one PostgreSQL database: each has its own writer, and the compare-and-set in the

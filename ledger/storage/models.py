@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from ledger.domain import limits
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -78,8 +78,20 @@ class Operation(SQLModel, table=True):
 
     __tablename__ = "operations"
     __table_args__ = (
-        sa.Index("ix_operations_state_deadline", "state", "deadline"),
-        sa.Index("ix_operations_state_updated", "state", "updated_at"),
+        # The sweep walks each state in (time, operation_id) order, a batch after another
+        # from where the last one ended: the id makes the order total, so the walk never
+        # reads again what it has passed.
+        sa.Index("ix_operations_state_deadline_id", "state", "deadline", "operation_id"),
+        sa.Index("ix_operations_state_updated_id", "state", "updated_at", "operation_id"),
+        # The sweep's failed-execution rule starts from the few failed executions and finds
+        # their operations in flight here; without it PostgreSQL read every operation (a
+        # sequential scan of 10,000,000 rows in each sweep of bench.sweep --scale 10).
+        sa.Index(
+            "ix_operations_dispatching_execution",
+            "execution_id",
+            sqlite_where=sa.text("state = 'dispatching'"),
+            postgresql_where=sa.text("state = 'dispatching'"),
+        ),
     )
     operation_id: str = Field(primary_key=True, max_length=ID)
     state: str = Field(max_length=16)
@@ -182,7 +194,8 @@ class Event(SQLModel, table=True):
 
 class ChainHead(SQLModel, table=True):
     """The last event's sequence number and hash, kept in one row that every writer locks:
-    it serialises appends and lets ``verify`` notice a deleted tail."""
+    it serialises appends and lets ``verify`` notice a deleted tail. Writers take it with the
+    last statement of a transaction (on PostgreSQL, the one sent with the COMMIT)."""
 
     __tablename__ = "chain_head"
     id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})
@@ -214,7 +227,7 @@ class Execution(SQLModel, table=True):
     __tablename__ = "executions"
     __table_args__ = (
         sa.UniqueConstraint("source", "external_id"),
-        sa.Index("ix_executions_final_status", "final", "status"),
+        sa.Index("ix_executions_final_status_started", "final", "status", "started_at", "id"),
     )
     id: int | None = Field(default=None, primary_key=True)
     source: str = Field(max_length=ID)
@@ -233,6 +246,15 @@ class Execution(SQLModel, table=True):
     first_seen_at: datetime = _ts()
     last_seen_at: datetime = _ts()
     gone_at: datetime | None = _ts(default=None)
+
+
+# Executions are listed most recently started first (queued ones by when the ledger first saw
+# them), keyset paged on (that time, id): this index is that order, so a page reads a page.
+sa.Index(
+    "ix_executions_started",
+    sa.func.coalesce(Execution.__table__.c.started_at, Execution.__table__.c.first_seen_at),  # type: ignore[attr-defined]
+    Execution.__table__.c.id,  # type: ignore[attr-defined]
+)
 
 
 class IdempotencyKey(SQLModel, table=True):

@@ -25,7 +25,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.domain.chain import sealed_json
+from ledger.domain.chain import sealed_prefix, sealed_tail
 from ledger.domain.hashing import canonical_json, seal
 from ledger.domain.redact import NO_SECRETS, Secrets, redact
 from ledger.metrics import DB_ROUND_TRIPS
@@ -45,6 +45,41 @@ _INSERT_EVENT = (
     "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
     " VALUES (:seq, :at, :actor, :kind, :operation_id, :hold_id, :data, :prev_hash, :hash)"
 )
+
+# PostgreSQL appends a transaction's events in ONE statement, sent with the COMMIT: it locks
+# the head row, chains the batch after it (sha256 over the previous hash and the event's
+# canonical form, whose last field, the sequence number, only the database knows by then),
+# inserts the events and moves the head. The head is locked from this statement to the end
+# of the commit and never across a wait for the client: before, a writer updated the head
+# (a compare-and-set on the head it last wrote, or a read FOR UPDATE when another receiver
+# had written since), inserted the events and committed, three or four round trips with the
+# row locked, while other receivers' batches queued on it.
+_APPEND_EVENTS_PG = """
+WITH RECURSIVE head AS (
+    SELECT seq, hash FROM chain_head WHERE id = 1 FOR UPDATE
+), forms AS (
+    SELECT :form::bytea[] AS form
+), chain (n, seq, prev_hash, hash) AS (
+    SELECT 0::bigint, seq, NULL::text, hash::text FROM head
+    UNION ALL
+    SELECT c.n + 1, c.seq + 1, c.hash, encode(sha256(
+        convert_to(c.hash, 'UTF8') || f.form[c.n + 1]
+        || convert_to((c.seq + 1)::text || '}', 'UTF8')
+    ), 'hex')
+    FROM chain AS c, forms AS f
+    WHERE c.n < cardinality(f.form)
+), appended AS (
+    INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)
+    SELECT c.seq, b.at, b.actor, b.kind, b.operation_id, b.hold_id, b.data, c.prev_hash, c.hash
+    FROM chain AS c JOIN unnest(
+        :at::timestamptz[], :actor::text[], :kind::text[], :operation_id::text[],
+        :hold_id::bigint[], :data::text[]
+    ) WITH ORDINALITY AS b (at, actor, kind, operation_id, hold_id, data, n) USING (n)
+)
+UPDATE chain_head SET seq = last.seq, hash = last.hash
+FROM (SELECT seq, hash FROM chain ORDER BY n DESC LIMIT 1) AS last
+WHERE chain_head.id = 1
+"""
 
 
 @dataclass(frozen=True)
@@ -116,7 +151,11 @@ class Tx:
             self._cursor.execute("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
-        self.settle()
+        if self._pipeline is not None:
+            # The COMMIT goes out with what is queued (the events' append): one round trip.
+            self.execute("COMMIT")
+            self.settle()
+            return
         self.round_trips += 1
         self._pooled.commit()
 
@@ -245,11 +284,18 @@ class Tx:
         self.events.append(PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data))
 
     def append_events(self) -> None:
-        """Chain the pending events after the head. The head row is the lock every appender
-        takes (SQLite's ``BEGIN IMMEDIATE`` holds it already): the update is a compare-and-set
-        on the sequence number this process last wrote, and only when that is stale is the
-        head read (``FOR UPDATE`` on PostgreSQL) and the events sealed again."""
+        """Chain the pending events after the head, as the transaction's last statement.
+
+        PostgreSQL: queued with the COMMIT that follows (see ``_APPEND_EVENTS_PG``), so the
+        head row is held only while the server runs that statement and the commit.
+
+        SQLite: ``BEGIN IMMEDIATE`` holds the database, the head with it. The update is a
+        compare-and-set on the sequence number this process last wrote, and only when that is
+        stale is the head read and the events sealed again."""
         if not self.events:
+            return
+        if self.dialect != "sqlite":
+            self._append_events_pg()
             return
         hint = self.chain_hint
         if hint.seq is not None:
@@ -258,19 +304,38 @@ class Tx:
             if self.update(_ADVANCE_HEAD + " AND seq = :old AND hash = :old_hash", guess) == 1:
                 self._insert_events(rows)
                 return
-        lock = "" if self.dialect == "sqlite" else " FOR UPDATE"
-        head = self.one(f"SELECT seq, hash FROM chain_head WHERE id = 1{lock}")
+        head = self.one("SELECT seq, hash FROM chain_head WHERE id = 1")
         assert head is not None
         rows = self._seal(int(head.seq), str(head.hash))
         self.execute(_ADVANCE_HEAD, self._head(rows, int(head.seq)))
         self._insert_events(rows)
+
+    def _append_events_pg(self) -> None:
+        columns: dict[str, list[Any]] = {
+            k: [] for k in ("form", "at", "actor", "kind", "operation_id", "hold_id", "data")
+        }
+        for ev in self.events:
+            data = canonical_json(ev.data).decode()
+            columns["form"].append(
+                sealed_prefix(ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data)
+            )
+            columns["at"].append(self.db_now if ev.at is self.now else self.time(ev.at))
+            columns["actor"].append(ev.actor)
+            columns["kind"].append(ev.kind)
+            columns["operation_id"].append(ev.operation_id)
+            columns["hold_id"].append(ev.hold_id)
+            columns["data"].append(data)
+        self.pipeline()
+        self.execute(_APPEND_EVENTS_PG, columns)
+        self.events.clear()
 
     def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         for ev in self.events:
             seq += 1
             data = canonical_json(ev.data).decode()
-            sealed = sealed_json(seq, ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data)
+            form = sealed_prefix(ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data)
+            sealed = form + sealed_tail(seq)
             digest = seal(prev, sealed)
             rows.append(
                 {

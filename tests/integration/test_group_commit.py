@@ -117,6 +117,17 @@ def test_requests_waiting_for_the_writer_share_one_commit(ledger: Ledger) -> Non
     assert len(_ops(ledger)) == 20
 
 
+def test_requests_handed_over_together_are_split_at_the_batch_limit(ledger: Ledger) -> None:
+    """One turn of the event loop hands every request to the writer at once; a batch still
+    holds at most ``max_batch`` of them, and every one is answered."""
+    units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(20)]
+    commits_before = ledger._commits
+    answers = _queued_then_run(GroupCommitter(ledger, max_batch=8), units)
+    assert [a.decision for a in answers] == ["go"] * 20
+    assert ledger._commits - commits_before == 3
+    assert len(_ops(ledger)) == 20
+
+
 def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> None:
     def breaks_the_transaction(tx: Tx) -> None:
         tx.conn.invalidate()  # the connection is gone: the commit cannot happen

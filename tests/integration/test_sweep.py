@@ -485,33 +485,69 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
         assert opened == []
 
 
+def lose_the_second_batchs_commit(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, counted: Any = lambda target: True
+) -> tuple[list[list[Any]], list[bool]]:
+    """Record each batch of hold targets (those ``counted``) the sweep opens, and fail the
+    commit of the second such batch once, as a lost race would; ``failed`` says it did."""
+    from ledger.writer import unit
+
+    original = ledger.open_holds
+    batches: list[list[Any]] = []
+    failed: list[bool] = []
+
+    def record(tx: Any, targets: Any) -> Any:
+        if picked := [t for t in targets if counted(t)]:
+            batches.append(picked)
+        return original(tx, targets)
+
+    def lose(name: str) -> None:
+        if name == "before_commit" and len(batches) == 2 and not failed:
+            failed.append(True)
+            raise records.Conflict()
+
+    monkeypatch.setattr(ledger, "open_holds", record)
+    monkeypatch.setattr(unit, "crashpoint", lose)
+    return batches, failed
+
+
 def test_a_retried_overdue_batch_is_walked_again_not_skipped(
     ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch that loses its commit runs again from where the walk stood, not past its rows."""
-    from ledger.writer import unit
-
     for i in range(5):
         ledger.dispatch(f"op-{i}", req(f"e-{i}")).run("wf")
         ledger.fail(f"op-{i}", FailOutcome.UNKNOWN, "timeout").run("wf")
         clock.advance(seconds=1)
     clock.advance(days=1)
     s = Sweep(ledger, SweepConfig(), (), batch=2)
-    original = ledger.open_holds
-    batches: list[int] = []
-    failed: list[bool] = []
-
-    def count_overdue_batches(tx: Any, targets: Any) -> Any:
-        if any(t.hold.reason.value == "overdue" for t in targets):
-            batches.append(len(targets))
-        return original(tx, targets)
-
-    def lose_the_second_batchs_commit(name: str) -> None:
-        if name == "before_commit" and len(batches) == 2 and not failed:
-            failed.append(True)
-            raise records.Conflict()
-
-    monkeypatch.setattr(ledger, "open_holds", count_overdue_batches)
-    monkeypatch.setattr(unit, "crashpoint", lose_the_second_batchs_commit)
+    _, failed = lose_the_second_batchs_commit(
+        ledger, monkeypatch, lambda t: t.hold.reason.value == "overdue"
+    )
     assert s.run().opened["overdue"] == 5
     assert failed and len(holds(ledger, "overdue")) == 5
+
+
+def test_each_rule_walks_every_due_row_once_across_batches_and_ties(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches continue after the last committed one's last row, in (time, id) order: rows
+    that share a time are neither skipped nor read twice, and a batch that lost its commit is
+    read again."""
+    for i in range(7):  # one dispatch time, one deadline: every row ties on time
+        ledger.dispatch(f"op-{i}", req(f"e-{i}")).run("wf")
+    for i in range(7, 12):  # and a deadline each
+        clock.advance(seconds=1)
+        ledger.dispatch(f"op-{i}", req(f"e-{i}")).run("wf")
+    clock.advance(days=3)
+    s = sweep(ledger, ())
+    batches, failed = lose_the_second_batchs_commit(ledger, monkeypatch)
+    result = s.run()
+    seen = [[t.operation_id for t in batch] for batch in batches]
+    assert failed
+    assert result.opened["unknown_outcome"] == 12
+    assert seen[1] == seen[2]  # the lost batch, read again
+    walked = [op for batch in seen[:1] + seen[2:] for op in batch]
+    assert sorted(walked) == sorted(f"op-{i}" for i in range(12))
+    assert len(holds(ledger, "unknown_outcome")) == 12
+    assert s.run().total == 0
