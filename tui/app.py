@@ -84,6 +84,8 @@ class FlowledgerApp(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.refresh_lists()
+            elif isinstance(screen, OperationScreen):
+                screen.load()  # an action on one of its holds changes what it shows
 
     def action_refresh_now(self) -> None:
         self.refresh_lists()

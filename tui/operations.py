@@ -136,9 +136,6 @@ class OperationScreen(Screen[None]):
         if held:
             self.app.push_screen(DetailScreen(held[0]["id"]))
 
-    def refresh_view(self) -> None:
-        self.load()
-
     @work(thread=True, exclusive=True, group="operation")
     def load(self) -> None:
         store = self.app.ctx.store

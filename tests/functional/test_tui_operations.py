@@ -15,7 +15,7 @@ from ledger.reads import duty, operations
 from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
 from tests.support.builders import req
-from tests.support.tui import settle, start_action
+from tests.support.tui import fill, settle, start_action
 from tui.main import MainScreen
 from tui.operations import JumpDialog, OperationScreen, OperationsPane
 from tui.panes import EventsPane, ExecutionsPane
@@ -229,3 +229,24 @@ async def test_enter_on_an_execution_links_to_the_tool_unwrapped(app_factory) ->
         assert {span.style.link for span in link.spans} | {link.style.link} >= {url}  # type: ignore[union-attr]
         made = plain(app.screen.query_one("#execution-attempts", Static).content)
         assert "demo:invoice:INV-1095:send" in made
+
+
+async def test_an_action_on_an_operations_hold_shows_on_the_operation(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"demo:invoice:INV-1095:send", "enter")
+        await settle(pilot)
+        operation = app.screen
+        assert isinstance(operation, OperationScreen)
+        assert "zoe" not in plain(operation.query_one("#op-holds", Static).content)
+        await pilot.press("h")
+        await settle(pilot)
+        await pilot.press("a")
+        await fill(pilot, owner="zoe", note="she has the mail logs")
+        await pilot.press("y")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is operation
+        assert "zoe" in plain(operation.query_one("#op-holds", Static).content)
