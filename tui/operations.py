@@ -5,6 +5,7 @@ dispatches it turned away and its timeline), and the jump to an operation id fro
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from tui.listing import Cell, ListPane
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
 
+COUNT_FOR_SECONDS = 60.0
 STATE_STYLES = {"dispatching": "bold yellow", "failed": "red", "cancelled": "dim"}
 
 
@@ -59,6 +61,10 @@ class OperationsPane(ListPane):
     FLEX = ("operation", 24, 60)
     DROP = ("changed", "receipt", "age", "execution")
 
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
+        self._counted_for: tuple[str, float, int | None] = ("", -COUNT_FOR_SECONDS, None)
+
     def _filter(self) -> operations.OperationFilter:
         return operations.OperationFilter.parse(self.filter_text)
 
@@ -71,7 +77,14 @@ class OperationsPane(ListPane):
         )
 
     def count(self) -> int | None:
-        return operations.count_operations(self.ctx.store, flt=self._filter())
+        # Counting ten million rows takes a while: a refresh reuses a recent count of the
+        # same filter rather than repeating it every few seconds.
+        now = time.monotonic()
+        text, at, total = self._counted_for
+        if text != self.filter_text or now - at > COUNT_FOR_SECONDS:
+            total = operations.count_operations(self.ctx.store, flt=self._filter())
+            self._counted_for = (self.filter_text, now, total)
+        return total
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["operation_id"])
