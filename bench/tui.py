@@ -101,6 +101,7 @@ def build(path: Path, operations: int, open_holds: int, resolved: int) -> float:
     started = time.perf_counter()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = OFF")  # a throwaway file: load it fast
+    conn.execute("PRAGMA cache_size = -262144")  # 256 MB: index pages spill less often
     conn.execute("BEGIN")
     conn.executemany(
         "INSERT INTO operations (operation_id, state, input_hash, processing_version, attempt, "
@@ -230,11 +231,12 @@ def measure(operations: int, open_holds: int, resolved: int) -> dict[str, Any]:
     return figures
 
 
-def report(runs: list[dict[str, Any]]) -> None:
+def report(runs: list[dict[str, Any]], file: Any = None) -> None:
     """One column per ledger size, so the growth shows."""
 
     def row(label: str, values: list[str], goal: str = "") -> None:
-        print(f"{label:<46}" + "".join(f"{v:>14}" for v in values) + f"  {goal}")
+        line = f"{label:<50}" + "".join(f"{v:>14}" for v in values) + f"  {goal}"
+        print(line, file=file)
 
     def ms(seconds: float) -> str:
         return f"{seconds * 1000:.1f} ms"
@@ -267,7 +269,7 @@ def report(runs: list[dict[str, Any]]) -> None:
         for r in runs
     ]
     row("worst ratio to its goal (≤ 1.00 meets all)", [f"{w:.2f}" for w in worst])
-    sys.stdout.flush()
+    (file or sys.stdout).flush()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -310,6 +312,7 @@ def main(argv: list[str] | None = None) -> None:
             text=True,
         ).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
+        report(runs[-1:], file=sys.stderr)  # each size as it is done; all together below
     report(runs)
 
 
