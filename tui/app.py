@@ -23,6 +23,7 @@ from tui.actions import ACTIONS, KEYS, HoldActions, offered
 from tui.context import Context
 from tui.dialogs import HelpScreen, ReportScreen
 from tui.main import MainScreen
+from tui.operations import JumpDialog, OperationIds, OperationScreen
 
 CSS = """
 .dialog { width: 80; max-width: 100%; height: auto; max-height: 90%; padding: 1 2;
@@ -46,7 +47,9 @@ ModalScreen { align: center middle; }
 class FlowledgerApp(App[None]):
     TITLE = "flowledger"
     CSS = CSS
+    COMMANDS = App.COMMANDS | {OperationIds}
     BINDINGS = [
+        Binding("g", "jump", "Go to op"),
         Binding("question_mark", "help", "Help"),
         Binding("H", "handover", "Handover"),
         Binding("ctrl+r", "refresh_now", "Refresh", show=False),
@@ -83,12 +86,26 @@ class FlowledgerApp(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.refresh_lists()
+            elif isinstance(screen, OperationScreen):
+                screen.load()  # an action on one of its holds changes what it shows
 
     def action_refresh_now(self) -> None:
         self.refresh_lists()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_jump(self) -> None:
+        """Ask for an operation id, from anywhere, and open that operation."""
+
+        def opened(operation_id: str | None) -> None:
+            if operation_id is not None:
+                self.open_operation(operation_id)
+
+        self.push_screen(JumpDialog(), opened)
+
+    def open_operation(self, operation_id: str) -> None:
+        self.push_screen(OperationScreen(operation_id))
 
     def action_handover(self) -> None:
         self._write_handover()
@@ -108,6 +125,9 @@ class FlowledgerApp(App[None]):
             "Handover report", "Write the shift's report (Markdown)", self.action_handover
         )
         yield SystemCommand("Refresh", "Reload every list now", self.refresh_lists)
+        yield SystemCommand(
+            "Go to operation…", "Open an operation by its id (key g)", self.action_jump
+        )
         if isinstance(screen, HoldActions) and not self.ctx.read_only:
             hold = screen.selected_hold()
             for name in offered(hold) if hold is not None else ():
@@ -116,7 +136,8 @@ class FlowledgerApp(App[None]):
                     f"On hold {hold['id']}",
                     partial(screen.action_hold_action, name),
                 )
-        for key, name in (("1", "queue"), ("2", "executions"), ("3", "sources"), ("4", "events")):
+        tabs = ("queue", "executions", "sources", "events", "operations")
+        for key, name in enumerate(tabs, start=1):
             yield SystemCommand(
                 f"Show {name}", f"Switch to the {name} tab (key {key})", _tab(self, name)
             )

@@ -1,13 +1,12 @@
 """One hold and the operation behind it: every field, attempts, receipts, linked executions
-(with a link to the tool's own page), other holds, and the event timeline."""
+(with a link to the tool's own page), other holds, the dispatches it turned away, and the
+event timeline."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -18,53 +17,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from ledger.domain import is_overdue
-from ledger.domain.display import visible
-from ledger.reads import duty, queries
+from ledger.reads import duty, operations, queries
+from tui import sections
 from tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
-from tui.format import age, execution_url, short_hash, text, when
+from tui.format import age, text, when
 
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
-
-OPERATION_FIELDS = [
-    "operation_id",
-    "state",
-    "attempt",
-    "max_attempts",
-    "input_hash",
-    "processing_version",
-    "approval_version",
-    "approval_expires_at",
-    "receipt",
-    "execution_id",
-    "run_index",
-    "workflow_id",
-    "step",
-    "source",
-    "input_ref",
-    "deadline",
-    "version",
-    "created_at",
-    "updated_at",
-]
-
-
-def _value(key: str, value: Any) -> str | Text:
-    if isinstance(value, datetime):
-        return when(value) + " UTC"
-    if key == "input_hash":
-        return short_hash(value)
-    return text(value)
-
-
-def _table(title: str, columns: list[str]) -> Table:
-    table = Table(title=title, title_justify="left", expand=True, show_edge=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    if columns == ["field", "value"]:  # a record: narrow names, wide values
-        table.columns[0].width = 20
-        table.columns[1].ratio = 1
-    return table
 
 
 class DetailScreen(HoldActions, Screen[None]):
@@ -90,6 +49,7 @@ class DetailScreen(HoldActions, Screen[None]):
             yield Static("", id="detail-receipts")
             yield Static("", id="detail-executions")
             yield Static("", id="detail-holds")
+            yield Static("", id="detail-turned")
             yield Static("", id="detail-events")
         yield Footer(compact=True)
 
@@ -115,17 +75,19 @@ class DetailScreen(HoldActions, Screen[None]):
             else None
         )
         links = duty.source_urls(store)
+        turned = operations.turned_away(store, hold["operation_id"]) if hold and detail else []
         if detail is None and hold is not None and hold["execution_id"]:
             # A hold about an execution alone (stuck, failed): show that execution.
             executions = duty.executions_by_ref(store, [hold["execution_id"]], hold["source"])
             self.app.call_from_thread(self._show_executions, executions, links)
-        self.app.call_from_thread(self._show, hold, detail, links)
+        self.app.call_from_thread(self._show, hold, detail, links, turned)
 
     def _show(
         self,
         hold: dict[str, Any] | None,
         detail: queries.OperationDetail | None,
-        links: dict[str, tuple[str, str | None]],
+        links: sections.Links,
+        turned: list[dict[str, Any]],
     ) -> None:
         self.hold = hold
         self.refresh_bindings()
@@ -134,92 +96,24 @@ class DetailScreen(HoldActions, Screen[None]):
             self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")
             return
         self.query_one("#detail-hold", Static).update(self._hold_panel(hold, now))
-        for section in ("operation", "attempts", "receipts", "holds", "events"):
+        for section in ("operation", "attempts", "receipts", "holds", "turned", "events"):
             self.query_one(f"#detail-{section}", Static).display = detail is not None
+        # Here only when it has some: the operation's own screen always lists them.
+        self.query_one("#detail-turned", Static).display = bool(turned)
         if detail is None:
             return
-        op = detail.operation
-        fields = _table(escape(visible(f"Operation {op['operation_id']}")), ["field", "value"])
-        for key in OPERATION_FIELDS:
-            fields.add_row(key, _value(key, op.get(key)))
-        self.query_one("#detail-operation", Static).update(fields)
-
-        attempts = _table("Attempts", ["#", "outcome", "execution", "dispatched", "ended", "error"])
-        for a in detail.attempts:
-            attempts.add_row(
-                str(a["number"]),
-                a["outcome"],
-                text(a["execution_id"]),
-                when(a["dispatched_at"]),
-                when(a["ended_at"]),
-                text(a["error"]),
-            )
-        self.query_one("#detail-attempts", Static).update(attempts)
-
-        receipts = _table("Receipts", ["receipt", "kind", "attempt", "by", "at", "detail"])
-        for r in detail.receipts:
-            receipts.add_row(
-                text(r["receipt"]),
-                r["kind"],
-                str(r["attempt"]),
-                text(r["confirmed_by"]),
-                when(r["confirmed_at"]),
-                text(r["detail"]),
-            )
-        self.query_one("#detail-receipts", Static).update(receipts)
-
-        self._show_executions(detail.executions, links)
-
-        holds = _table("Holds", ["hold", "reason", "opened", "deadline", "owner", "resolution"])
-        for h in detail.holds:
-            resolution = (
-                text(f"{h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
-                if h["resolved_at"]
-                else "OPEN"
-            )
-            holds.add_row(
-                str(h["id"]),
-                h["reason"] + (" (blocking)" if h["blocking"] else ""),
-                when(h["opened_at"]),
-                when(h["deadline"]),
-                text(h["owner"]),
-                resolution,
-            )
-        self.query_one("#detail-holds", Static).update(holds)
-
-        events = _table("Event timeline", ["seq", "at", "actor", "kind", "hold", "data"])
-        for ev in detail.events:
-            events.add_row(
-                str(ev["seq"]),
-                when(ev["at"]),
-                text(ev["actor"]),
-                ev["kind"],
-                text(ev["hold_id"]),
-                text(json.dumps(ev["data"], sort_keys=True)),
-            )
-        self.query_one("#detail-events", Static).update(events)
-
-    def _show_executions(
-        self, executions: list[dict[str, Any]], links: dict[str, tuple[str, str | None]]
-    ) -> None:
-        execs = _table(
-            "Linked executions", ["source", "execution", "status", "started", "stopped", "gone at"]
+        self.query_one("#detail-operation", Static).update(
+            sections.operation_fields(detail.operation)
         )
-        for e in executions:
-            kind, base = links.get(e["source"], (None, None))
-            url = execution_url(kind, base, e)
-            ident = text(e["external_id"], style=f"underline link {url}" if url else "")
-            execs.add_row(
-                text(e["source"]),
-                ident,
-                text(e["status"]),
-                when(e["started_at"]),
-                when(e["stopped_at"]),
-                Text(when(e["gone_at"]), style="yellow") if e["gone_at"] else "-",
-            )
-            if url:
-                execs.add_row("", text(url, style=f"dim link {url}"), "", "", "", "")
-        self.query_one("#detail-executions", Static).update(execs)
+        self.query_one("#detail-attempts", Static).update(sections.attempts(detail.attempts))
+        self.query_one("#detail-receipts", Static).update(sections.receipts(detail.receipts))
+        self._show_executions(detail.executions, links)
+        self.query_one("#detail-holds", Static).update(sections.holds(detail.holds))
+        self.query_one("#detail-turned", Static).update(sections.turned_away(turned))
+        self.query_one("#detail-events", Static).update(sections.timeline(detail.events))
+
+    def _show_executions(self, executions: list[dict[str, Any]], links: sections.Links) -> None:
+        self.query_one("#detail-executions", Static).update(sections.executions(executions, links))
 
     def _hold_panel(self, h: dict[str, Any], now: datetime) -> Table:
         status = (
@@ -229,7 +123,7 @@ class DetailScreen(HoldActions, Screen[None]):
             if is_overdue(h["deadline"], now)
             else Text("open", style="bold yellow")
         )
-        table = _table(f"Hold {h['id']}", ["field", "value"])
+        table = sections.table(f"Hold {h['id']}", ["field", "value"])
         table.add_row("status", status)
         table.add_row("reason", h["reason"] + (" (blocking)" if h["blocking"] else ""))
         table.add_row("detail", text(h["detail"]))

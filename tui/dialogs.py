@@ -141,10 +141,13 @@ HELP = """\
 
 | key | where | what |
 |---|---|---|
-| `1` `2` `3` `4` | anywhere | queue, executions, sources, events |
+| `1` `2` `3` `4` `5` | anywhere | queue, executions, sources, events, operations |
+| `g` | anywhere | go to an operation by its id (or its beginning); `ctrl+p` finds ids too |
 | `/` | lists | filter (`escape` back to the list); see below |
 | `s` / `S` | queue | next sort column / reverse the order (or click a column header) |
-| `enter` | queue | open the operation behind the hold |
+| `enter` | queue | open the hold and the operation behind it |
+| `enter` | other lists | the operation, the event's data, the execution and its n8n link |
+| `h` | operation | open its first open hold |
 | | hold | only the actions the selected hold allows are in the footer; another key says why |
 | `c` | hold | confirm with evidence (receipt and note) |
 | `r` | hold | release for retry (note; the write may happen twice if the evidence is wrong) |
@@ -161,7 +164,8 @@ HELP = """\
 | `q` | anywhere | quit (`escape` closes a detail or dialog) |
 
 The queue's filter takes words (all must match), `reason:` `owner:` `state:` `workflow:`
-`op:` `source:` pairs, and `overdue` / `blocking`.
+`op:` `source:` pairs, and `overdue` / `blocking`. The operations' filter takes a state
+(`dispatching`, `state:failed`) and words found in the id, last execution, workflow or receipt.
 
 Every action asks for a note, asks again before it acts, and is recorded as an event under
 your operator name. In read-only mode no action is offered.

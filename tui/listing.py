@@ -62,6 +62,13 @@ class ListPane(Vertical):
     def count(self) -> int | None:
         return None
 
+    def fetch_first(self, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        """The first page, and whatever was read with it for :meth:`first_page_shown`."""
+        return self.fetch(None, 0, limit), None
+
+    def first_page_shown(self, read_with_it: Any) -> None:
+        """The first page is on screen (the pane's header, if any, follows it here)."""
+
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         raise NotImplementedError
 
@@ -98,7 +105,15 @@ class ListPane(Vertical):
         return keys, {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
 
     def on_resize(self, event: events.Resize) -> None:
-        visible, widths = self.fit(event.size.width)
+        self.refit(event.size.width)
+
+    def on_show(self) -> None:
+        # A pane on a tab not yet shown has had no size to fit: fit it when it first shows.
+        if self.size.width:
+            self.refit(self.size.width)
+
+    def refit(self, width: int) -> None:
+        visible, widths = self.fit(width)
         if (visible, widths) == (self.shown_keys, self.widths):
             return
         self.shown_keys, self.widths = visible, widths
@@ -161,8 +176,8 @@ class ListPane(Vertical):
 
     @work(thread=True, exclusive=True, group="list-load")
     def _load(self, generation: int, limit: int, keep_cursor: bool) -> None:
-        rows = self.fetch(None, 0, limit)
-        self.app.call_from_thread(self._show, generation, rows, limit, keep_cursor)
+        rows, read_with_it = self.fetch_first(limit)
+        self.app.call_from_thread(self._show, generation, rows, limit, keep_cursor, read_with_it)
         total = self.count()  # after the rows are on screen: the count only adds "of N"
         if total is not None:
             self.app.call_from_thread(self._counted, generation, total)
@@ -187,6 +202,7 @@ class ListPane(Vertical):
         rows: list[dict[str, Any]],
         limit: int,
         keep_cursor: bool,
+        read_with_it: Any = None,
     ) -> None:
         if generation != self.generation:
             return  # a newer filter or refresh is on its way
@@ -204,6 +220,7 @@ class ListPane(Vertical):
                 index = keys.index(wanted) if wanted in keys else min(index, len(rows) - 1)
             table.move_cursor(row=max(0, min(index, len(rows) - 1)) if keep_cursor else 0)
         self._status()
+        self.first_page_shown(read_with_it)
 
     def _append(self, generation: int, offset: int, rows: list[dict[str, Any]]) -> None:
         if generation != self.generation or offset != len(self.rows):

@@ -1,4 +1,5 @@
-"""The main screen: the attention queue first, then executions, sources and the event log."""
+"""The main screen: the attention queue first, then executions, sources, the event log and
+every operation. Enter opens the selected row in full."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
 from tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
 from tui.detail import DetailScreen
 from tui.listing import ListPane
+from tui.operations import OperationScreen, OperationsPane
 from tui.panes import EventsPane, ExecutionsPane, QueuePane, SourcesPane
+from tui.records import EventScreen, ExecutionScreen
 
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
 
-TABS = {"1": "queue", "2": "executions", "3": "sources", "4": "events"}
+TABS = {"1": "queue", "2": "executions", "3": "sources", "4": "events", "5": "operations"}
 
 
 class MainScreen(HoldActions, Screen[None]):
@@ -27,6 +30,7 @@ class MainScreen(HoldActions, Screen[None]):
         Binding("2", "tab('executions')", "Executions", show=False),
         Binding("3", "tab('sources')", "Sources", show=False),
         Binding("4", "tab('events')", "Events", show=False),
+        Binding("5", "tab('operations')", "Operations", show=False),
         *DECISION_BINDINGS,
         HELP_BINDING,
         Binding("q", "app.quit", "Quit"),
@@ -34,7 +38,7 @@ class MainScreen(HoldActions, Screen[None]):
         Binding("slash", "filter", "Filter"),
         Binding("s", "sort", "Sort", show=False),
         Binding("S", "reverse", "Reverse sort", show=False),
-        Binding("v", "verify", "Verify chain", show=False),
+        Binding("v", "verify", "Verify chain"),
     ]
     app: FlowledgerApp
 
@@ -49,6 +53,8 @@ class MainScreen(HoldActions, Screen[None]):
                 yield SourcesPane(id="sources")
             with TabPane("Events [4]", id="tab-events"):
                 yield EventsPane(id="events")
+            with TabPane("Operations [5]", id="tab-operations"):
+                yield OperationsPane(id="operations")
         yield Footer(compact=True)
 
     @property
@@ -74,8 +80,8 @@ class MainScreen(HoldActions, Screen[None]):
     def _tab_changed(self) -> None:
         self.refresh_bindings()
         events = self.query_one(EventsPane)
-        if self.active() == "events" and not events.verified:
-            events.verify()  # once on first look; `v` walks the chain again
+        if self.active() == "events" and events.verified is None and not events.verifying:
+            events.verify(announce=False)  # once on first look; `v` walks the chain again
 
     def action_tab(self, name: str) -> None:
         self.query_one(TabbedContent).active = f"tab-{name}"
@@ -116,3 +122,21 @@ class MainScreen(HoldActions, Screen[None]):
         hold = self.queue.current()
         if hold is not None:
             self.app.push_screen(DetailScreen(hold["id"]))
+
+    @on(DataTable.RowSelected, "#operations DataTable")
+    def _open_operation(self) -> None:
+        row = self.query_one(OperationsPane).current()
+        if row is not None:
+            self.app.push_screen(OperationScreen(row["operation_id"]))
+
+    @on(DataTable.RowSelected, "#events DataTable")
+    def _open_event(self) -> None:
+        row = self.query_one(EventsPane).current()
+        if row is not None:
+            self.app.push_screen(EventScreen(row))
+
+    @on(DataTable.RowSelected, "#executions DataTable")
+    def _open_execution(self) -> None:
+        row = self.query_one(ExecutionsPane).current()
+        if row is not None:
+            self.app.push_screen(ExecutionScreen(row))

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from ledger.domain import is_overdue
 from ledger.domain.display import visible
 from ledger.reads import chain, duty, queries
-from tui.format import age, clip, clock_time, deadline_cell, middle, text
+from tui.format import age, clip, clock_time, deadline_cell, middle, short_hash, text
 from tui.listing import Cell, ListPane
 
 SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
@@ -180,18 +180,37 @@ class EventsPane(ListPane):
         ("data", "data"),
     ]
     FILTER_HINT = "/ filter: kind, actor, operation"
+    # The operation takes what is left; narrower screens drop the hold, the data and the
+    # actor first (enter shows an event in full).
+    WIDTHS = {"seq": 7, "at": 11, "actor": 18, "kind": 26, "hold": 5, "data": 30}
+    FLEX = ("operation", 20, 40)
+    DROP = ("hold", "data", "actor")
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
+        self.head: tuple[int, str] | None = None  # read with the list on screen
+        self.verified: chain.VerifyResult | None = None
+        self.verifying = False
 
     def compose(self) -> ComposeResult:
-        yield Static("chain: not verified yet (press v)", id="chain-status")
+        yield Static("chain: reading…", id="chain-status")
         yield from super().compose()
 
+    def fetch_first(self, limit: int) -> tuple[list[dict[str, Any]], Any]:
+        page = duty.event_page(self.ctx.store, text=self.filter_text, limit=limit)
+        return page.rows, (page.head_seq, page.head_hash)
+
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return duty.recent_events(
+        return duty.event_page(
             self.ctx.store,
             text=self.filter_text,
             before_seq=after["seq"] if after else None,
             limit=limit,
-        )
+        ).rows
+
+    def first_page_shown(self, read_with_it: Any) -> None:
+        self.head = read_with_it
+        self._header()
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["seq"])
@@ -204,37 +223,63 @@ class EventsPane(ListPane):
         return [
             str(row["seq"]),
             clock_time(row["at"], self.ctx.now()),
-            text(row["actor"]),
-            text(kind),
-            text(row["operation_id"]),
+            Text(clip(row["actor"], self.widths["actor"])),
+            Text(clip(kind, self.widths["kind"])),
+            Text(middle(row["operation_id"] or "-", self.widths["operation"])),
             text(row["hold_id"]),
-            text(data[:120]),
+            Text(clip(data, self.widths["data"])),
         ]
 
-    verified = False
-
-    def verify(self) -> None:
-        self.verified = True
-        self.query_one("#chain-status", Static).update("chain: verifying…")
-        self._verify()
-
-    @work(thread=True, exclusive=True, group="verify")
-    def _verify(self) -> None:
-        with self.ctx.store.reader.connect() as conn:
-            result = chain.verify(conn)
-        if result.ok:
-            line = Text(
-                f"chain OK: {result.checked:,} events, head seq {result.head_seq} "
-                f"hash {result.head_hash}",
-                style="green",
+    def _header(self) -> None:
+        """The head the list was read under, then what the last walk of the chain found."""
+        line = Text()
+        if self.head is not None:
+            seq, digest = self.head
+            line.append(f"head seq {seq:,} hash {short_hash(digest)}")
+        result = self.verified
+        if self.verifying:
+            line.append(" · verifying the chain…", style="yellow")
+        elif result is None:
+            line.append(" · chain not verified yet (v)", style="dim")
+        elif not result.ok:
+            line.append(
+                f" · chain BROKEN at seq {result.bad_seq}: {result.problem}", style="bold red"
             )
         else:
-            line = Text(
-                f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
-                f"({result.checked:,} events good before it)",
-                style="bold red",
+            newer = self.head[0] - result.head_seq if self.head is not None else 0
+            line.append(f" · chain OK through seq {result.head_seq:,}", style="green")
+            if newer > 0:
+                line.append(f", {newer:,} newer not verified yet (v)", style="dim")
+        self.query_one("#chain-status", Static).update(line)
+
+    def verify(self, *, announce: bool = True) -> None:
+        """Walk the whole chain; ``announce``: say the result in a toast too (``v``)."""
+        self.verifying = True
+        self._header()
+        self._verify(announce)
+
+    @work(thread=True, exclusive=True, group="verify")
+    def _verify(self, announce: bool) -> None:
+        with self.ctx.store.reader.connect() as conn:
+            result = chain.verify(conn)
+        self.app.call_from_thread(self._verified, result, announce)
+
+    def _verified(self, result: chain.VerifyResult, announce: bool) -> None:
+        self.verified, self.verifying = result, False
+        self._header()
+        if not announce and result.ok:
+            return
+        if result.ok:
+            self.app.report(
+                f"Chain OK: {result.checked:,} events, head seq {result.head_seq} "
+                f"hash {result.head_hash}"
             )
-        self.app.call_from_thread(self.query_one("#chain-status", Static).update, line)
+        else:
+            self.app.report(
+                f"Chain BROKEN at seq {result.bad_seq}: {result.problem} "
+                f"({result.checked:,} events good before it)",
+                "error",
+            )
 
 
 class SourcesPane(Vertical):

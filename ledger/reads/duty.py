@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from ledger.reads.chain import head
 from ledger.reads.queries import (
+    ATTEMPTS,
     EVENTS,
     EXECUTIONS,
     EXECUTIONS_ORDER,
@@ -249,24 +250,64 @@ def source_urls(store: Store) -> dict[str, tuple[str, str | None]]:
     return {s["name"]: (s["kind"], s["base_url"]) for s in list_sources(store)}
 
 
+@dataclass(frozen=True)
+class EventPage:
+    """A page of the event log and the chain's head it was read under."""
+
+    head_seq: int
+    head_hash: str
+    rows: list[dict[str, Any]]
+
+
+def event_page(
+    store: Store, *, before_seq: int | None = None, text: str = "", limit: int = 200
+) -> EventPage:
+    """The newest events first, keyset paged by sequence number, with the chain's head from
+    the same read: the head is read first and no event after it is listed (an event and the
+    head that names it are committed together), so a list never runs ahead of its header."""
+    with store.reader.connect() as conn:
+        seq, digest = head(conn)
+        stmt = (
+            sa.select(EVENTS).where(EVENTS.c.seq <= seq).order_by(EVENTS.c.seq.desc()).limit(limit)
+        )
+        if before_seq is not None:
+            stmt = stmt.where(EVENTS.c.seq < before_seq)
+        for word in text.split():
+            stmt = stmt.where(
+                sa.or_(
+                    *(
+                        _contains(col, word)
+                        for col in (EVENTS.c.kind, EVENTS.c.actor, EVENTS.c.operation_id)
+                    )
+                )
+            )
+        rows = [event_dict(r) for r in conn.execute(stmt)]
+    return EventPage(seq, digest, rows)
+
+
 def recent_events(
     store: Store, *, before_seq: int | None = None, text: str = "", limit: int = 200
 ) -> list[dict[str, Any]]:
     """The newest events first, keyset paged by sequence number."""
-    stmt = sa.select(EVENTS).order_by(EVENTS.c.seq.desc()).limit(limit)
-    if before_seq is not None:
-        stmt = stmt.where(EVENTS.c.seq < before_seq)
-    for word in text.split():
-        stmt = stmt.where(
-            sa.or_(
-                *(
-                    _contains(col, word)
-                    for col in (EVENTS.c.kind, EVENTS.c.actor, EVENTS.c.operation_id)
-                )
-            )
-        )
+    return event_page(store, before_seq=before_seq, text=text, limit=limit).rows
+
+
+def attempts_by_execution(
+    store: Store, external_id: str, source: str | None = None, *, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The dispatches an execution made (the ``attempts.execution_id`` index), newest first,
+    with their operation's state now."""
+    stmt = (
+        sa.select(ATTEMPTS, OPS.c.state.label("operation_state"))
+        .join(OPS, OPS.c.operation_id == ATTEMPTS.c.operation_id)
+        .where(ATTEMPTS.c.execution_id == external_id)
+        .order_by(ATTEMPTS.c.dispatched_at.desc(), ATTEMPTS.c.id.desc())
+        .limit(limit)
+    )
+    if source is not None:
+        stmt = stmt.where(sa.or_(ATTEMPTS.c.source.is_(None), ATTEMPTS.c.source == source))
     with store.reader.connect() as conn:
-        return [event_dict(r) for r in conn.execute(stmt)]
+        return [row_dict(r) for r in conn.execute(stmt)]
 
 
 def resolved_holds(

@@ -73,3 +73,45 @@ def test_the_handover_view_wraps_inside_the_terminal(
         await settle(pilot)
 
     assert snap_compare(app_factory(), terminal_size=size, run_before=show_report)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
+def test_the_operations_tab_fits_the_terminal(
+    app_factory, snap_compare, size: tuple[int, int]
+) -> None:
+    async def open_operations(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=size, run_before=open_operations)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
+def test_an_operation_detail_fits_the_terminal(
+    app_factory, snap_compare, size: tuple[int, int]
+) -> None:
+    async def jump(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("g", *"demo:payout:P-2202:transfer", "enter")
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=size, run_before=jump)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
+def test_an_event_detail_fits_the_terminal(
+    app_factory, snap_compare, size: tuple[int, int]
+) -> None:
+    async def open_resolution(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        pane = pilot.app.screen.query_one("EventsPane")
+        rows = pane.rows  # type: ignore[attr-defined]
+        resolved = next(i for i, r in enumerate(rows) if r["kind"] == "hold_resolved")
+        pane.table.move_cursor(row=resolved)  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=size, run_before=open_resolution)
