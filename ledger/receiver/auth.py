@@ -98,6 +98,11 @@ async def authenticate(
             if st.tokens.stale:
                 await anyio.to_thread.run_sync(st.tokens.reload)
     principal = st.tokens.find(token)
+    if principal is None and st.tokens.worth_a_reload:
+        async with st.token_reload:
+            if st.tokens.worth_a_reload:
+                await anyio.to_thread.run_sync(st.tokens.reload)
+        principal = st.tokens.find(token)
     if principal is None:
         raise _unauthorized("unknown_token", "the token is unknown or revoked")
     if not principal.may(scope):

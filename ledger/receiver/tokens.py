@@ -159,6 +159,9 @@ def record_use(used: dict[int, datetime]) -> Callable[[Tx], int]:
     return work
 
 
+MISS_RELOAD = 0.25  # seconds between reloads caused by unknown tokens
+
+
 class TokenCache:
     """The active tokens, reloaded at most every ``ttl`` seconds, so that checking a request
     costs no database round trip. A revocation takes effect within ``ttl``. Every lookup
@@ -178,6 +181,12 @@ class TokenCache:
     @property
     def stale(self) -> bool:
         return time.monotonic() - self._loaded_at > self.ttl
+
+    @property
+    def worth_a_reload(self) -> bool:
+        """After a miss: a token created a moment ago is found at once, not after ``ttl``;
+        unknown tokens sent in a loop reload at most every ``MISS_RELOAD`` seconds."""
+        return time.monotonic() - self._loaded_at > MISS_RELOAD
 
     def reload(self) -> None:
         with self.store.reader.connect() as conn:

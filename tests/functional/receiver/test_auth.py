@@ -236,3 +236,48 @@ IDEMPOTENT = {"Idempotency-Key": "k-1"}
 
 def _last_used(ledger: Ledger) -> dict[str, Any]:
     return {r["name"]: r["last_used_at"] for r in list_tokens(ledger.store)}
+
+
+def _cached_app(ledger: Ledger, tokens: dict[str, str]) -> Any:
+    """Tokens cached for an hour: only a miss can make the receiver look again."""
+    from ledger.config import ReceiverConfig
+
+    return create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=3600.0)
+
+
+def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`token create` then the first call at once (what `flowledger n8n setup` and a person
+    pasting the token do): the miss reloads the cache instead of answering unknown_token."""
+    import ledger.receiver.tokens as tokens_module
+
+    monkeypatch.setattr(tokens_module, "MISS_RELOAD", 0.0)
+    tokens = {"write": make_token(ledger, "write")}
+    with running(_cached_app(ledger, tokens), ledger, tokens) as api:
+        assert api.post(DISPATCH, dispatch_body()).status_code == 200  # the cache is filled
+        tokens["late"] = make_token(ledger, "late")
+        answer = api.post("/v1/operations/op-2/dispatch", dispatch_body(), token="late")
+        assert answer.status_code == 200, answer.text
+
+
+def test_unknown_tokens_in_a_loop_do_not_reload_the_cache_each_time(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ledger.receiver.tokens as tokens_module
+
+    monkeypatch.setattr(tokens_module, "MISS_RELOAD", 3600.0)
+    reloads: list[None] = []
+    real = tokens_module.TokenCache.reload
+
+    def counted(self: Any) -> None:
+        reloads.append(None)
+        real(self)
+
+    monkeypatch.setattr(tokens_module.TokenCache, "reload", counted)
+    tokens = {"write": make_token(ledger, "write")}
+    with running(_cached_app(ledger, tokens), ledger, tokens) as api:
+        for n in range(20):
+            answer = api.post(DISPATCH, dispatch_body(), token=f"flt_guess-{n}")
+            assert answer.json()["error"]["code"] == "unknown_token"
+    assert len(reloads) == 1  # the first fill only
