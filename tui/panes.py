@@ -286,7 +286,7 @@ class SourcesPane(Vertical):
     """Each source: last sync attempt, lag since the last success, last error; above them,
     when ``flowledger.toml`` could not be read, why, and that sync is off until it is fixed."""
 
-    COLUMNS = ["source", "kind", "status", "last sync", "lag", "last error", "base URL"]
+    COLUMNS = ["source", "kind", "status", "last attempt", "lag", "last error", "base URL"]
 
     def compose(self) -> ComposeResult:
         problem = self.app.ctx.config_error  # type: ignore[attr-defined]
