@@ -112,6 +112,6 @@ def run(
     for hint in hints:
         say(hint)
     try:
-        serve_app(app, host=host, port=port)
+        serve_app(app, host=host, port=port, limits=cfg.receiver)
     finally:
         runner.deliverer.close()

@@ -38,6 +38,7 @@ def serve(
             host=host or file.receiver.host,
             port=file.receiver.port if port is None else port,
             access_log=access_log,
+            limits=file.receiver,
         )
 
 

@@ -1,12 +1,28 @@
-"""Serving an app with uvicorn the way both ``serve`` and ``run`` do."""
+"""Serving an app with uvicorn the way both ``serve`` and ``run`` do, with its limits set here
+rather than left to uvicorn's defaults (``[receiver]`` in ``flowledger.toml``, README):
+
+- ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it a request is answered 503
+  at once instead of queueing without bound;
+- ``keep_alive`` (``timeout_keep_alive``): an idle keep-alive connection is closed after it;
+- a request's line and headers (its "head") must arrive within ``body_timeout`` and fit in
+  :data:`HEAD_LIMIT` bytes, or the connection gets 408 or 431 and is closed. uvicorn's
+  httptools parser has neither bound (it accepts headers of any size, and waits for them
+  forever), so :class:`BoundedHead` adds both; its h11 parser is bounded by
+  ``h11_max_incomplete_event_size``, set to the same size;
+- the body's limit and timeout are the app's (:mod:`ledger.receiver.middleware`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
 from typing import Any
 
+from ledger.config import ReceiverConfig
+from ledger.receiver.errors import error_body
 from ledger.receiver.logs import log_config
+from ledger.receiver.reply import dumps
 
 # Everything imported and built before serving (frameworks, models, the app: about a million
 # objects) is moved out of the collector's sight. Otherwise each full collection walks all of
@@ -17,12 +33,131 @@ from ledger.receiver.logs import log_config
 # interval each re-acquisition can wait that long behind the busy event loop (a convoy that
 # made group commit CPU-idle). A short interval hands the GIL back promptly.
 SWITCH_INTERVAL = 0.0005  # seconds
+HEAD_LIMIT = 16 * 1024  # bytes of request line and headers (h11's own default)
 
 
-def serve_app(app: Any, *, host: str, port: int, access_log: bool = True) -> None:
+def _refusal(status: int, reason: str, code: str, message: str) -> bytes:
+    body = dumps(error_body(code, message))
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with :class:`BoundedHead`'s bounds, ``timeout`` seconds."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHead(HttpToolsProtocol):
+        """A head over :data:`HEAD_LIMIT` bytes is refused with 431; one that has not arrived
+        whole ``timeout`` seconds after the connection opened or its request began is
+        refused with 408. Either closes the connection, and nothing more from it is parsed.
+
+        The size is counted twice, each count never above the head's true size: the parsed
+        request line and headers (a head that arrives whole in one read), and the bytes of
+        the reads after which the head is still incomplete (one endless header, which the
+        parser buffers without a callback)."""
+
+        head_timeout = timeout
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.parsed = self.unparsed = 0
+            self.in_head = True  # a new connection owes the head of its first request
+            self.refused = False
+            self.head_timer: asyncio.TimerHandle | None = self.loop.call_later(
+                self.head_timeout, self.head_too_slow
+            )
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.stop_head_timer()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return
+            super().data_received(data)
+            if self.in_head and not self.refused:
+                self.unparsed += len(data)
+                self.check_size(self.unparsed)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.in_head, self.parsed, self.unparsed = True, 0, 0
+            if self.head_timer is None:
+                self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
+
+        def on_url(self, url: bytes) -> None:
+            super().on_url(url)
+            self.parsed += len(url)
+            self.check_size(self.parsed)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            super().on_header(name, value)
+            self.parsed += len(name) + len(value) + 4  # ": " and CRLF
+            self.check_size(self.parsed)
+
+        def on_headers_complete(self) -> None:
+            self.in_head = False
+            self.stop_head_timer()
+            if not self.refused:
+                super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self.refused:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if not self.refused:
+                super().on_message_complete()
+
+        def check_size(self, size: int) -> None:
+            if size > HEAD_LIMIT and not self.refused:
+                message = f"the request line and headers are over {HEAD_LIMIT} bytes"
+                self.refuse(
+                    _refusal(431, "Request Header Fields Too Large", "head_too_large", message)
+                )
+
+        def stop_head_timer(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def head_too_slow(self) -> None:
+            self.head_timer = None
+            if self.in_head and not self.refused and not self.transport.is_closing():
+                message = f"the request's headers did not arrive within {self.head_timeout:g} s"
+                self.refuse(_refusal(408, "Request Timeout", "head_timeout", message))
+
+        def refuse(self, answer: bytes) -> None:
+            self.refused = True
+            self.stop_head_timer()
+            self.transport.write(answer)
+            if self.transport.can_write_eof():
+                # The answer, then end of stream; what the client still sends is read and
+                # dropped until it closes (or for one more timeout): closing with unread
+                # bytes would reset the connection, and a reset can lose the answer.
+                self.transport.write_eof()
+                self.loop.call_later(self.head_timeout, self.transport.close)
+            else:
+                self.transport.close()
+
+    return BoundedHead
+
+
+def serve_app(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    access_log: bool = True,
+    limits: ReceiverConfig | None = None,
+) -> None:
     """Run ``app`` until SIGINT or SIGTERM (uvicorn's own handlers end the lifespan)."""
     import uvicorn
 
+    limits = limits or ReceiverConfig()
     sys.setswitchinterval(SWITCH_INTERVAL)
     config = uvicorn.Config(
         app,
@@ -33,8 +168,22 @@ def serve_app(app: Any, *, host: str, port: int, access_log: bool = True) -> Non
         server_header=False,
         workers=1,
         timeout_graceful_shutdown=10,
+        http=protocol(limits),
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=max(1, round(limits.keep_alive.total_seconds())),
+        h11_max_incomplete_event_size=HEAD_LIMIT,
     )
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
     gc.collect()
     gc.freeze()
     uvicorn.Server(config).run()
+
+
+def protocol(limits: ReceiverConfig) -> Any:
+    """httptools with bounds on the head when it is installed (it is faster), else h11
+    (bounded by ``h11_max_incomplete_event_size``)."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return bounded_head_protocol(limits.body_timeout.total_seconds())
