@@ -7,6 +7,8 @@ transitions each) from C concurrent keep-alive clients. In the same run it measu
 directory: the rate one fsync per write allows on this disk. Prints transitions/s, request
 latency p50/p99 and the ratio to the bare loop; a ratio above 1 means group commit beats one
 fsync per row even with HTTP, validation, the state machine and the event chain on top.
+The same run is repeated with a signing token (each request HMAC-signed, v2, and each
+signature remembered once): the signed rate is printed beside the plain one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import os
 import socket
 import sqlite3
@@ -57,11 +61,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+BENCH_SECRET = "bench-server-secret"  # FLOWLEDGER_SECRET of the signed run's receivers
+Token = tuple[str, bytes | None]  # the bearer token, and its signing key when it signs
+
+
 async def _request(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, body: bytes, token: str
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    path: str,
+    body: bytes,
+    token: str,
+    key: bytes | None,
 ) -> bytes:
+    signed = ""
+    if key is not None:  # v2: HMAC-SHA256 of "t.METHOD.PATH.body"
+        stamp = int(time.time())
+        digest = hmac.new(key, f"{stamp}.POST.{path}.".encode() + body, hashlib.sha256)
+        signed = f"X-Flowledger-Signature: t={stamp},v2={digest.hexdigest()}\r\n"
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n{signed}"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     writer.write(head + body)
@@ -77,7 +95,7 @@ async def _request(
     return payload
 
 
-async def _client(port: int, token: str, ops: list[int], latencies: list[float], run: str) -> int:
+async def _client(port: int, token: Token, ops: list[int], latencies: list[float], run: str) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     done = 0
     try:
@@ -88,11 +106,11 @@ async def _client(port: int, token: str, ops: list[int], latencies: list[float],
                 f'"input":{{"n":{i},"what":"bench"}}}}'
             ).encode()
             t0 = time.perf_counter()
-            answer = await _request(reader, writer, f"{op}/dispatch", dispatch, token)
+            answer = await _request(reader, writer, f"{op}/dispatch", dispatch, *token)
             t1 = time.perf_counter()
             assert b'"decision":"go"' in answer, answer
             confirmed = await _request(
-                reader, writer, f"{op}/confirm", f'{{"receipt":"R-{i}"}}'.encode(), token
+                reader, writer, f"{op}/confirm", f'{{"receipt":"R-{i}"}}'.encode(), *token
             )
             t2 = time.perf_counter()
             assert b'"state":"confirmed"' in confirmed, confirmed
@@ -104,7 +122,7 @@ async def _client(port: int, token: str, ops: list[int], latencies: list[float],
 
 
 async def drive(
-    ports: list[int], token: str, pairs: int, clients: int, run: str
+    ports: list[int], token: Token, pairs: int, clients: int, run: str
 ) -> tuple[int, float, list[float]]:
     """Client ``c`` talks to ``ports[c % len(ports)]``: several receivers share the load."""
     latencies: list[float] = []
@@ -121,9 +139,13 @@ def receivers(db: str, count: int) -> Iterator[list[int]]:
     """``count`` ``flowledger serve`` processes on one ledger, each on a free loopback port."""
     ports = [free_port() for _ in range(count)]
     serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log", "--db", db]
+    env = {**os.environ, "FLOWLEDGER_SECRET": BENCH_SECRET}
     procs = [
         subprocess.Popen(
-            [*serve, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [*serve, "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         for port in ports
     ]
@@ -161,17 +183,23 @@ def round_trips(ports: list[int]) -> float:
 
 
 def measure(
-    db: str, processes: int, pairs: int, clients: int
+    db: str, processes: int, pairs: int, clients: int, *, signing: bool = False
 ) -> tuple[int, float, list[float], float]:
-    """A fresh token on the ledger at ``db``, a warm-up, then the timed run; also the round
-    trips to the database per transition in the timed run (0 on SQLite)."""
+    """A fresh token on the ledger at ``db`` (one that signs its requests if ``signing``), a
+    warm-up, then the timed run; also the round trips to the database per transition in the
+    timed run (0 on SQLite)."""
     store, _ = init_ledger(db)
-    token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
+    name = "bench-signed" if signing else "bench"
+    made = create_token(
+        Ledger(store), name, "write", signing=signing, server_secret=BENCH_SECRET.encode()
+    )
     store.dispose()
+    key = bytes.fromhex(made.signing_secret) if made.signing_secret else None
+    token = (made.token, key)
     with receivers(db, processes) as ports:
-        asyncio.run(drive(ports, token.token, 200, clients, "warm"))
+        asyncio.run(drive(ports, token, 200, clients, f"warm-{name}"))
         before = round_trips(ports)
-        done, elapsed, latencies = asyncio.run(drive(ports, token.token, pairs, clients, "run"))
+        done, elapsed, latencies = asyncio.run(drive(ports, token, pairs, clients, f"run-{name}"))
         trips = (round_trips(ports) - before) / done
     _verify(db)
     return done, elapsed, latencies, trips
@@ -246,11 +274,17 @@ def main() -> None:
         done, elapsed, latencies, _ = measure(
             str(directory / "ledger.db"), 1, args.pairs, args.clients
         )
+        signed_done, signed_elapsed, signed_latencies, _ = measure(
+            str(directory / "signed.db"), 1, args.pairs, args.clients, signing=True
+        )
+        signed_run = (signed_done, signed_elapsed, signed_latencies)
         # The disk is shared: measure the baseline before and after, and use the mean.
         bare = (bare_before + bare_sqlite_rate(directory, args.bare_rows)) / 2
 
     label = f"receiver on SQLite, {args.clients} clients"
     rate = report(label, done, elapsed, latencies, args.pairs)
+    signed = report(f"{label}, every request signed (v2)", *signed_run, args.pairs)
+    print(f"  signed / plain  {signed / rate:.2f}")
     print(
         f"bare sqlite3, one commit per row (WAL, synchronous=FULL): {bare:,.0f} rows/s "
         f"(mean of before {bare_before:,.0f} and after): a durable commit costs "

@@ -109,8 +109,8 @@ class WriteLane:
             if method == "POST":
                 scope["route"] = route  # what the latency metric is labelled with
                 return await self._serve(call, match.groupdict(), scope, receive)
-            if call.has_operation and method in ("GET", "HEAD"):
-                return None  # reads the operation whose id ends in "/dispatch", say
+            # GET too: ".../x/dispatch" is the dispatch call, not an operation named
+            # "x/dispatch" to read.
             return Reply.error(NOT_ALLOWED)
         slashed = method == "POST" and path.endswith("/")
         if slashed and any(p.match(path[:-1]) for p, _, _ in self.routes):
