@@ -7,6 +7,7 @@ and the assertions are on the answers, never on how long they took."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,3 +252,18 @@ def test_serve_takes_its_body_timeout_from_the_configuration(tmp_path: Path) -> 
     finally:
         stop(proc)
         store.dispose()
+
+
+def test_a_read_by_a_signing_token_with_a_slow_body_is_answered_408(served: Served) -> None:
+    # A signing token's signature covers the body, so a read route reads it: under the same
+    # deadline as the write calls.
+    stamp = int(time.time())
+    request = head(
+        "/v1/token",  # any valid token may read it
+        token=served.signing_token,
+        length=100,
+        method="GET",
+        X_Flowledger_Signature=f"t={stamp},v2={'0' * 64}",
+    )
+    answer = converse(served.url, request + b"{")
+    assert (answer.status, answer.code, answer.closed) == (408, "body_timeout", True)
