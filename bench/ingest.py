@@ -12,6 +12,9 @@ fsync per row even with HTTP, validation, the state machine and the event chain 
 run, only while a thread holds the interpreter lock (``--gil``: where its CPU goes), writes the
 collapsed stacks to FILE and prints the functions that took most samples, by their own time
 and with what they call.
+
+The same run is repeated with a signing token (each request HMAC-signed, v2, and each
+signature remembered once): the signed rate is printed beside the plain one.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import os
 import shutil
 import signal
@@ -65,11 +70,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+BENCH_SECRET = "bench-server-secret"  # FLOWLEDGER_SECRET of the signed run's receivers
+Token = tuple[str, bytes | None]  # the bearer token, and its signing key when it signs
+
+
 async def _request(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, body: bytes, token: str
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    path: str,
+    body: bytes,
+    token: str,
+    key: bytes | None,
 ) -> bytes:
+    signed = ""
+    if key is not None:  # v2: HMAC-SHA256 of "t.METHOD.PATH.body"
+        stamp = int(time.time())
+        digest = hmac.new(key, f"{stamp}.POST.{path}.".encode() + body, hashlib.sha256)
+        signed = f"X-Flowledger-Signature: t={stamp},v2={digest.hexdigest()}\r\n"
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n{signed}"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     writer.write(head + body)
@@ -85,7 +104,7 @@ async def _request(
     return payload
 
 
-async def _client(port: int, token: str, ops: list[int], latencies: list[float], run: str) -> int:
+async def _client(port: int, token: Token, ops: list[int], latencies: list[float], run: str) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     done = 0
     try:
@@ -96,11 +115,11 @@ async def _client(port: int, token: str, ops: list[int], latencies: list[float],
                 f'"input":{{"n":{i},"what":"bench"}}}}'
             ).encode()
             t0 = time.perf_counter()
-            answer = await _request(reader, writer, f"{op}/dispatch", dispatch, token)
+            answer = await _request(reader, writer, f"{op}/dispatch", dispatch, *token)
             t1 = time.perf_counter()
             assert b'"decision":"go"' in answer, answer
             confirmed = await _request(
-                reader, writer, f"{op}/confirm", f'{{"receipt":"R-{i}"}}'.encode(), token
+                reader, writer, f"{op}/confirm", f'{{"receipt":"R-{i}"}}'.encode(), *token
             )
             t2 = time.perf_counter()
             assert b'"state":"confirmed"' in confirmed, confirmed
@@ -112,7 +131,7 @@ async def _client(port: int, token: str, ops: list[int], latencies: list[float],
 
 
 async def drive(
-    ports: list[int], token: str, pairs: int, clients: int, run: str
+    ports: list[int], token: Token, pairs: int, clients: int, run: str
 ) -> tuple[int, float, list[float]]:
     """Client ``c`` talks to ``ports[c % len(ports)]``: several receivers share the load."""
     latencies: list[float] = []
@@ -130,9 +149,13 @@ def receivers(db: str, count: int, pids: list[int] | None = None) -> Iterator[li
     (their process ids appended to ``pids`` when given)."""
     ports = [free_port() for _ in range(count)]
     serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log", "--db", db]
+    env = {**os.environ, "FLOWLEDGER_SECRET": BENCH_SECRET}
     procs = [
         subprocess.Popen(
-            [*serve, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            [*serve, "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         for port in ports
     ]
@@ -183,20 +206,34 @@ def round_trips(ports: list[int]) -> float:
 
 
 def measure(
-    db: str, processes: int, pairs: int, clients: int, profile: Path | None = None
+    db: str,
+    processes: int,
+    pairs: int,
+    clients: int,
+    profile: Path | None = None,
+    *,
+    signing: bool = False,
 ) -> tuple[int, float, list[float], float]:
-    """A fresh token on the ledger at ``db``, a warm-up, then the timed run; also the round
-    trips to the database per transition in the timed run (0 on SQLite). With ``profile``,
-    the first receiver is sampled during the timed run (see :func:`sampled`)."""
+    """A fresh token on the ledger at ``db`` (one that signs its requests if ``signing``), a
+    warm-up, then the timed run; also the round trips to the database per transition in the
+    timed run (0 on SQLite). With ``profile``, the first receiver is sampled during the timed
+    run (see :func:`sampled`)."""
     store, _ = init_ledger(db)
-    token = create_token(Ledger(store), "bench", "write", signing=False, server_secret=None)
+    name = "bench-signed" if signing else "bench"
+    made = create_token(
+        Ledger(store), name, "write", signing=signing, server_secret=BENCH_SECRET.encode()
+    )
     store.dispose()
+    key = bytes.fromhex(made.signing_secret) if made.signing_secret else None
+    token = (made.token, key)
     pids: list[int] = []
     with receivers(db, processes, pids) as ports:
-        asyncio.run(drive(ports, token.token, 200, clients, "warm"))
+        asyncio.run(drive(ports, token, 200, clients, f"warm-{name}"))
         before, cpu = round_trips(ports), cpu_seconds(pids)
         with sampled(pids[0], profile):
-            done, elapsed, latencies = asyncio.run(drive(ports, token.token, pairs, clients, "run"))
+            done, elapsed, latencies = asyncio.run(
+                drive(ports, token, pairs, clients, f"run-{name}")
+            )
         trips = (round_trips(ports) - before) / done
         cpu = cpu_seconds(pids) - cpu
     print(f"  receiver CPU    {cpu / done * 1e6:.0f} us per transition (user + system)")
@@ -331,11 +368,17 @@ def main() -> None:
         done, elapsed, latencies, _ = measure(
             str(directory / "ledger.db"), 1, args.pairs, args.clients, args.profile
         )
+        signed_done, signed_elapsed, signed_latencies, _ = measure(
+            str(directory / "signed.db"), 1, args.pairs, args.clients, signing=True
+        )
+        signed_run = (signed_done, signed_elapsed, signed_latencies)
         # The disk is shared: measure the baseline before and after, and use the mean.
         bare = (bare_before + bare_sqlite_rate(directory, args.bare_rows)) / 2
 
     label = f"receiver on SQLite, {args.clients} clients"
     rate = report(label, done, elapsed, latencies, args.pairs)
+    signed = report(f"{label}, every request signed (v2)", *signed_run, args.pairs)
+    print(f"  signed / plain  {signed / rate:.2f}")
     print(
         f"bare sqlite3, one commit per row (WAL, synchronous=FULL): {bare:,.0f} rows/s "
         f"(mean of before {bare_before:,.0f} and after): a durable commit costs "

@@ -232,6 +232,14 @@ class ReceiverConfig(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=1, le=65535)
     body_limit: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    # A request's body must arrive whole within this time of the receiver asking for it,
+    # or the answer is 408 and the connection is closed (a slow body holds nothing for long).
+    body_timeout: Duration = Field(default=timedelta(seconds=10), le=timedelta(minutes=10))
+    # uvicorn's own limits, set here rather than left to its defaults: connections at once
+    # (beyond it a request is answered 503 at once) and how long an idle keep-alive
+    # connection is kept.
+    max_connections: int = Field(default=1000, ge=1, le=100_000)
+    keep_alive: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
     idempotency_ttl: Duration = timedelta(hours=24)
     signature_window: Duration = timedelta(minutes=5)
 

@@ -40,7 +40,13 @@ def serve(
         with opened(db) as store:
             ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
             application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
-            serve_app(application, sock, access_log=access_log, secrets=ledger.secrets)
+            serve_app(
+                application,
+                sock,
+                access_log=access_log,
+                secrets=ledger.secrets,
+                limits=file.receiver,
+            )
     finally:
         sock.close()
 

@@ -15,7 +15,7 @@ from ledger.config import ReceiverConfig
 from ledger.receiver import calls, errors, health, reads
 from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.lane import WriteLane
-from ledger.receiver.middleware import BodyLimit, Timing
+from ledger.receiver.middleware import BodyGuard, Timing
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import TokenCache, record_use
 from ledger.writer.services import Ledger
@@ -32,13 +32,16 @@ so an n8n IF node can branch on it. Authenticate with `Authorization: Bearer <to
 
 class Receiver(FastAPI):
     """FastAPI behind the write lane: every HTTP request passes the latency timer and the body
-    limit, then the lane serves the workflow calls and hands the rest to FastAPI. The lane sits
-    in front of FastAPI's own middleware (error pages, telemetry checks) because those cost
-    CPU on every call and the lane answers every error itself."""
+    guard (limit and timeout, applied as the body is read), then the lane serves the workflow
+    calls and hands the rest to FastAPI. The lane sits in front of FastAPI's own middleware
+    (error pages, telemetry checks) because those cost CPU on every call and the lane answers
+    every error itself."""
 
-    def __init__(self, state: ReceiverState, body_limit: int, **kwargs: Any) -> None:
+    def __init__(self, state: ReceiverState, config: ReceiverConfig, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.front = Timing(BodyLimit(WriteLane(super().__call__, state), limit=body_limit))
+        lane = WriteLane(super().__call__, state)
+        timeout = config.body_timeout.total_seconds()
+        self.front = Timing(BodyGuard(lane, limit=config.body_limit, timeout=timeout))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -81,7 +84,7 @@ def create_app(
 
     app = Receiver(
         state,
-        config.body_limit,
+        config,
         title="flowledger",
         version="1",
         description=DESCRIPTION,

@@ -6,6 +6,11 @@ t=<unix>,v2=<hex HMAC-SHA256 of "t.METHOD.PATH.body">`` (PATH as sent, with its 
 the configured window, and each signature is accepted once: a captured request can neither be
 sent again nor moved to another operation. ``v1`` signed only "t.body" and is refused. Nothing
 here logs a header.
+
+A request is checked in two steps: :func:`admit` on its headers alone (token, scope, and the
+signature header's presence, form and time), then, once the body is read, :func:`check_body`
+(the signature against method, path and body). Nobody without a valid token makes the
+receiver read a body.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import hashlib
 import hmac
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import anyio
@@ -52,11 +58,10 @@ def target(scope: Scope) -> bytes:
     return scope["method"].encode("ascii") + b"." + path + (b"?" + query if query else b"")
 
 
-def check_signature(
-    header: str | None, request: bytes, body: bytes, key: bytes, now: float, window: float
-) -> tuple[str, int]:
-    """The signature's hex digest and timestamp if ``header`` signs ``request`` (method and
-    path, :func:`target`) and ``body`` with ``key`` within ``window`` seconds of ``now``."""
+def signature_parts(header: str | None, now: float, window: float) -> tuple[str, str]:
+    """The timestamp and digest of a signature header that is present, well formed and
+    within ``window`` seconds of ``now``: everything about it that the body does not decide,
+    so that it is checked before the body is read."""
     if not header:
         raise _unauthorized("signature_required", "this token must sign its requests")
     parts: dict[str, str] = {}
@@ -75,23 +80,36 @@ def check_signature(
         raise _unauthorized("bad_signature", "signature header must be t=<unix>,v2=<hex>")
     if abs(now - int(stamp)) > window:
         raise _unauthorized("stale_signature", "signature timestamp is outside the window")
+    return stamp, given
+
+
+def signature_matches(stamp: str, given: str, request: bytes, body: bytes, key: bytes) -> str:
+    """The signature's hex digest if ``given`` signs ``stamp``, ``request`` (method and path,
+    :func:`target`) and ``body`` with ``key``."""
     signed = stamp.encode() + b"." + request + b"." + body
     expected = hmac.new(key, signed, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(expected, given.lower()):
         raise _unauthorized("bad_signature", "signature does not match the request")
-    return expected, int(stamp)
+    return expected
 
 
-async def authenticate(
-    st: ReceiverState,
-    scope: str,
-    *,
-    authorization: str | None,
-    signature: str | None,
-    request: bytes,
-    body: bytes,
-) -> Principal:
-    """The principal of a request whose token's scope covers ``scope``; 401 or 403 if none."""
+@dataclass(frozen=True)
+class Admission:
+    """A request let in on its headers alone: its token's principal and, for a token that
+    signs, the signature still to be checked against the body (:func:`check_body`)."""
+
+    principal: Principal
+    key: bytes | None = None  # the signing key, when the token signs
+    stamp: str = ""
+    given: str = ""
+
+
+async def admit(
+    st: ReceiverState, scope: str, *, authorization: str | None, signature: str | None
+) -> Admission:
+    """Check what the headers decide (the token, its scope, the signature header's presence,
+    form and time) before a byte of the body is read: an unauthenticated request is refused
+    (401/403) without the receiver reading or holding its body."""
     token = bearer(authorization)
     if st.tokens.stale:
         async with st.token_reload:
@@ -107,34 +125,46 @@ async def authenticate(
         raise _unauthorized("unknown_token", "the token is unknown or revoked")
     if not principal.may(scope):
         raise ApiError(403, "forbidden", f"this route needs the {scope} scope")
-    if principal.signing_salt is not None:
-        if st.secret is None:
-            raise _unauthorized(
-                "signing_unavailable", "the receiver has no secret to check signatures with"
-            )
-        key = signing_key(st.secret, principal.signing_salt)
-        digest, stamp = check_signature(
-            signature, request, body, key, time.time(), st.signature_window
+    if principal.signing_salt is None:
+        return Admission(principal)
+    if st.secret is None:
+        raise _unauthorized(
+            "signing_unavailable", "the receiver has no secret to check signatures with"
         )
-        until = datetime.fromtimestamp(stamp + st.signature_window, UTC)
-        fresh = await anyio.to_thread.run_sync(signatures.remember, st.store, digest, until)
-        if not fresh:
-            raise _unauthorized("replayed_signature", "this signed request was accepted before")
-    return principal
+    stamp, given = signature_parts(signature, time.time(), st.signature_window)
+    return Admission(principal, signing_key(st.secret, principal.signing_salt), stamp, given)
+
+
+async def check_body(
+    st: ReceiverState, admission: Admission, request: bytes, body: bytes
+) -> Principal:
+    """The admitted principal once its signature (if it signs) matches the request and the
+    body and was never accepted before; 401 otherwise."""
+    if admission.key is None:
+        return admission.principal
+    digest = signature_matches(admission.stamp, admission.given, request, body, admission.key)
+    until = datetime.fromtimestamp(int(admission.stamp) + st.signature_window, UTC)
+    fresh = await anyio.to_thread.run_sync(signatures.remember, st.store, digest, until)
+    if not fresh:
+        raise _unauthorized("replayed_signature", "this signed request was accepted before")
+    return admission.principal
 
 
 def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
-    """A dependency that admits a token whose scope covers ``scope``."""
+    """A dependency that admits a token whose scope covers ``scope``; the body is read only
+    for a token that signs (its signature covers the body), after its headers passed."""
 
     async def dependency(request: Request) -> Principal:
         headers = request.headers
-        return await authenticate(
+        admission = await admit(
             current(request),
             scope,
             authorization=headers.get("authorization"),
             signature=headers.get("x-flowledger-signature"),
-            request=target(request.scope),
-            body=await request.body(),
         )
+        if admission.key is None:
+            return admission.principal
+        body = await request.body()
+        return await check_body(current(request), admission, target(request.scope), body)
 
     return dependency

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from ledger.metrics import DISPATCH_DECISIONS
 from ledger.receiver.committer import Work
+from ledger.receiver.errors import documented
 from ledger.receiver.schemas import (
     AnswerPublic,
     ConfirmCreate,
@@ -31,14 +32,7 @@ from ledger.writer.services import Answer, Ledger
 
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
 OPERATION_PATH = "/v1/operations/{operation_id:path}"
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"description": "no, unknown or revoked token; bad or stale signature"},
-    403: {"description": "the token's scope does not cover this route"},
-    409: {"description": "illegal transition, or the Idempotency-Key is running"},
-    413: {"description": "body over the limit"},
-    415: {"description": "a Content-Type other than JSON"},
-    422: {"description": "invalid input, or an Idempotency-Key reused with another body"},
-}
+ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
 
 
 @dataclass(frozen=True)

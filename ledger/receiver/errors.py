@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ledger.domain import IllegalTransition
+from ledger.receiver.schemas import ErrorPublic
 from ledger.writer.services import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")
@@ -103,6 +104,33 @@ def as_api_error(exc: BaseException) -> ApiError:
 def unavailable(message: str, code: str = "unavailable") -> ApiError:
     """503 with ``Retry-After``: the ledger cannot answer now (its database is down, say)."""
     return ApiError(503, code, message, headers={"Retry-After": RETRY_AFTER})
+
+
+# What each error status means on the routes that can answer it, with its ``code`` values.
+_MEANINGS = {
+    400: "`invalid_json`: the body is not JSON; `incomplete_body`: the client left mid-body",
+    401: "`missing_token`, `unknown_token` (unknown or revoked); for a token that signs: "
+    "`signature_required`, `bad_signature`, `stale_signature` (outside the window), "
+    "`replayed_signature` (accepted before), `signature_upgrade` (a v1 signature), "
+    "`signing_unavailable` (the receiver has no secret)",
+    403: "`forbidden`: the token's scope does not cover this route",
+    404: "`not_found`: no such operation (or route)",
+    405: "`method_not_allowed`: another method; the `Allow` header names the right one",
+    408: "`body_timeout`: the body did not arrive within `body_timeout`; the connection is closed",
+    409: "an illegal transition (its code names it), or `idempotency_in_flight`",
+    413: "`body_too_large`: the body (or its Content-Length) is over `body_limit`; the "
+    "connection is closed",
+    415: "`unsupported_media_type`: a body that is not `application/json`",
+    422: "`invalid_input`, `invalid_id`, `missing_field`, `unknown_field`, `too_long`, or "
+    "`idempotency_key_reused`; `field` names the culprit",
+    503: "`unavailable`: the database could not complete the request; retry later",
+}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a route that can answer ``statuses``: each with the one
+    error shape (:class:`~ledger.receiver.schemas.ErrorPublic`) and what it means."""
+    return {status: {"model": ErrorPublic, "description": _MEANINGS[status]} for status in statuses}
 
 
 _STATUS_CODES = {

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ledger.metrics import REGISTRY
-from ledger.receiver.errors import RETRY_AFTER, error_response
+from ledger.receiver.errors import RETRY_AFTER, documented, error_response
+from ledger.receiver.schemas import ErrorPublic
 from ledger.receiver.state import ReceiverState, state_of
 from ledger.storage.engine import LedgerError, check_schema
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], responses=documented(413))
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": ErrorPublic,
+        "description": "`not_ready`: the database is unreachable or outdated",
+    }
+}
 
 
 @router.get("/healthz")
@@ -20,7 +29,7 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses=NOT_READY)
 def readyz(st: ReceiverState = Depends(state_of)) -> JSONResponse:
     """The database answers and its schema is the one this flowledger knows; else 503 with
     ``Retry-After``, as the workflow calls answer while the database is down."""
@@ -35,7 +44,7 @@ def readyz(st: ReceiverState = Depends(state_of)) -> JSONResponse:
     return error_response(503, "not_ready", message, headers={"Retry-After": RETRY_AFTER})
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse)
 def metrics() -> Response:
     """Prometheus text format."""
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

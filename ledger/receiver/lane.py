@@ -1,10 +1,11 @@
 """The write lane: the workflow calls (:data:`~ledger.receiver.calls.CALLS`) served straight
-from ASGI, inside the body limit and the latency timer, in front of FastAPI's router.
+from ASGI, inside the body guard and the latency timer, in front of FastAPI's router.
 
 Why not FastAPI routes: on two cores the receiver is bound by the interpreter lock, and a
 FastAPI route spent about 0.2 ms of CPU per request on routing, dependency solving and request
 objects, as much again as the writer spends on the transition itself. The lane does the same
-steps by hand, in the same order for every call: token (401/403, signature), Content-Type
+steps by hand, in the same order for every call: token and signature header (401/403, before
+a byte of the body is read), body (413, 408), signature over the body (401), Content-Type
 (415), operation id (422), JSON (400), body (422), one unit of work through the writer,
 ``Idempotency-Key``. Validation is pydantic's, on the same models FastAPI documents; errors
 have the one shape (:mod:`ledger.receiver.errors`). Everything else passes to FastAPI.
@@ -23,7 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.receiver.auth import authenticate, target
+from ledger.receiver.auth import admit, check_body, target
 from ledger.receiver.calls import CALLS, Call, documented_route
 from ledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from ledger.receiver.idempotency import answer, key_of, request_hash
@@ -108,8 +109,8 @@ class WriteLane:
             if method == "POST":
                 scope["route"] = route  # what the latency metric is labelled with
                 return await self._serve(call, match.groupdict(), scope, receive)
-            if call.has_operation and method in ("GET", "HEAD"):
-                return None  # reads the operation whose id ends in "/dispatch", say
+            # GET too: ".../x/dispatch" is the dispatch call, not an operation named
+            # "x/dispatch" to read.
             return Reply.error(NOT_ALLOWED)
         slashed = method == "POST" and path.endswith("/")
         if slashed and any(p.match(path[:-1]) for p, _, _ in self.routes):
@@ -120,20 +121,19 @@ class WriteLane:
         self, call: Call, params: Mapping[str, str], scope: Scope, receive: Receive
     ) -> Reply:
         try:
-            body = await _body(receive)
-            if body is None:
-                # The client went away mid-body: nothing is written, and nobody reads this.
-                raise ApiError(400, "incomplete_body", "the body ended before its end")
             headers = _headers(scope)
             st = self.state
-            principal = await authenticate(
+            admission = await admit(
                 st,
                 "write",
                 authorization=headers.get("authorization"),
                 signature=headers.get("signature"),
-                request=target(scope),
-                body=body,
             )
+            body = await _body(receive)
+            if body is None:
+                # The client went away mid-body: nothing is written, and nobody reads this.
+                raise ApiError(400, "incomplete_body", "the body ended before its end")
+            principal = await check_body(st, admission, target(scope), body)
             if not _is_json(headers.get("content_type")):
                 message = "send the body with Content-Type: application/json"
                 raise ApiError(415, "unsupported_media_type", message)
@@ -188,8 +188,8 @@ def _without_slash(scope: Scope) -> Reply:
 
 
 async def _body(receive: Receive) -> bytes | None:
-    """The whole request body (the body limit around the lane has already capped it), or None
-    if the client disconnected before it ended."""
+    """The whole request body (the body guard around the lane caps its size and the time it
+    may take), or None if the client disconnected before it ended."""
     chunks: list[bytes] = []
     while True:
         message = await receive()

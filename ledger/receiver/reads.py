@@ -12,7 +12,7 @@ from ledger.domain import Reason, State
 from ledger.reads import queries
 from ledger.receiver.auth import require
 from ledger.receiver.calls import OperationId
-from ledger.receiver.errors import ApiError
+from ledger.receiver.errors import ApiError, documented
 from ledger.receiver.schemas import (
     ExecutionPage,
     Id,
@@ -34,9 +34,18 @@ HoldFilter = Literal["open", "blocking", "none"] | Reason
 Text200 = Annotated[Id, Query()]
 
 
-@router.get("/operations/{operation_id:path}", response_model=OperationDetailPublic)
+READ_ERRORS = (401, 403, 408, 413, 422, 503)
+
+
+@router.get(
+    "/operations/{operation_id:path}",
+    response_model=OperationDetailPublic,
+    responses=documented(*READ_ERRORS, 404, 405),
+)
 def get_operation(operation_id: OperationId, principal: Reader, st: St) -> dict[str, Any]:
-    """The operation with its attempts, receipts, holds and events (oldest first, up to 500)."""
+    """The operation with its attempts, receipts, holds and events (oldest first, up to 500).
+    An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
+    here: those paths are the workflow calls, and GET on them is 405."""
     detail = queries.operation_detail(st.store, operation_id)
     if detail is None:
         raise ApiError(404, "not_found", f"no operation {operation_id!r}")
@@ -49,7 +58,7 @@ def get_operation(operation_id: OperationId, principal: Reader, st: St) -> dict[
     }
 
 
-@router.get("/operations", response_model=OperationPage)
+@router.get("/operations", response_model=OperationPage, responses=documented(*READ_ERRORS))
 def list_operations(
     principal: Reader,
     st: St,
@@ -85,7 +94,7 @@ def list_operations(
     return {"items": rows, "next_after": rows[-1]["operation_id"] if more else None}
 
 
-@router.get("/executions", response_model=ExecutionPage)
+@router.get("/executions", response_model=ExecutionPage, responses=documented(*READ_ERRORS))
 def list_executions(
     principal: Reader,
     st: St,
@@ -113,7 +122,9 @@ def list_executions(
     return {"items": rows, "next_after": rows[-1]["id"] if more else None}
 
 
-@router.get("/token", response_model=TokenPublic, tags=["tokens"])
+@router.get(
+    "/token", response_model=TokenPublic, tags=["tokens"], responses=documented(401, 408, 413, 503)
+)
 def calling_token(principal: Caller) -> dict[str, Any]:
     """The token that sent this request: its name, scope and whether it signs. Any valid
     token may ask; a client's connection test calls it to tell a bad token (401) from one

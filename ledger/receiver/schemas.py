@@ -12,6 +12,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -20,9 +21,16 @@ from pydantic import (
 
 from ledger import domain
 from ledger.domain import FailOutcome, limits
+from ledger.domain.display import BIDI, CONTROLS
 from ledger.writer.services import DispatchInput
 
 MAX_INPUT_DEPTH = 64
+
+
+def _escaped(chars: str) -> str:
+    """A regex character class body (as :mod:`ledger.domain.display` writes it) with every
+    character as a ``\\uXXXX`` escape, which JSON Schema's and Python's regexes both read."""
+    return "".join(c if c == "-" else f"\\u{ord(c):04x}" for c in chars)
 
 
 def _storable(value: str) -> str:
@@ -53,8 +61,17 @@ def _utc(value: datetime) -> datetime:
         raise ValueError("is out of range") from None
 
 
+def _encodable(value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text") from None
+
+
 def _json_depth(value: Any) -> Any:
-    """Refuse inputs nested deeper than :data:`MAX_INPUT_DEPTH` (hashing recurses)."""
+    """Refuse inputs nested deeper than :data:`MAX_INPUT_DEPTH` (hashing recurses), or holding
+    a lone surrogate (no UTF-8 for it to hash). Any other text is fine, NUL included: the input
+    is hashed and discarded, never stored."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -62,28 +79,59 @@ def _json_depth(value: Any) -> Any:
             raise ValueError(f"is nested deeper than {MAX_INPUT_DEPTH} levels")
         if isinstance(item, dict):
             for k, v in item.items():
-                _storable(k)
+                _encodable(k)
                 stack.append((v, depth + 1))
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
         elif isinstance(item, str):
-            _storable(item)
+            _encodable(item)
     return value
 
+
+# What the validators check, stated in the OpenAPI schema as patterns (the validators stay
+# the ones that decide, with their clearer messages).
+ID_PATTERN = f"^[^{_escaped(CONTROLS + BIDI)}]+$"
+TEXT_PATTERN = "^[^\\u0000]*$"  # no NUL
+_COERCED = "|".join(
+    v.replace("[", "\\[").replace("]", "\\]") for v in sorted(limits.COERCED_RECEIPTS)
+)
+RECEIPT_PATTERN = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"  # not blank, no NUL
+COERCED_PATTERN = f"^\\s*(?:{_COERCED})\\s*$"  # what a receipt must not be
 
 Id = Annotated[
     str,
     StringConstraints(min_length=1, max_length=limits.MAX_ID_LENGTH),
     AfterValidator(_printable),
+    Field(json_schema_extra={"pattern": ID_PATTERN}),
 ]
-Text = Annotated[str, AfterValidator(_storable)]
+Text = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": TEXT_PATTERN})]
 Receipt = Annotated[
     str,
     StringConstraints(min_length=1, max_length=limits.MAX_RECEIPT_LENGTH),
     AfterValidator(_receipt),
+    Field(json_schema_extra={"pattern": RECEIPT_PATTERN, "not": {"pattern": COERCED_PATTERN}}),
 ]
-When = Annotated[AwareDatetime, AfterValidator(_utc)]
-RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX)]
+
+
+def _time_text(value: Any) -> Any:
+    """A time is sent as RFC 3339 text, as the schema says; pydantic would also take a number
+    of seconds, which no client means."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an RFC 3339 date-time with an offset")
+    return value
+
+
+When = Annotated[AwareDatetime, BeforeValidator(_time_text), AfterValidator(_utc)]
+
+
+def _not_bool(value: Any) -> Any:
+    """JSON's ``true`` is not the integer 1 (pydantic would take it as 1); ``1250.0`` is."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number")
+    return value
+
+
+RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_not_bool)]
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
 
 
@@ -94,8 +142,22 @@ class _Accepts(BaseModel):
 # --------------------------------------------------------------------------- operations
 
 
+# Exactly one of ``input`` (not null) and ``input_hash``. (The types are listed rather than
+# written as "not null": schema-driven test generators handle a list far faster.)
+_NOT_NULL = ["object", "array", "string", "number", "boolean"]
+INPUT_XOR_HASH = {
+    "oneOf": [
+        {"required": ["input"], "properties": {"input": {"type": _NOT_NULL}}},
+        {"required": ["input_hash"], "properties": {"input_hash": {"type": "string"}}},
+    ]
+}
+
+
 class OperationBase(_Accepts):
-    """What prepare and dispatch share: the logic's version and where the call comes from."""
+    """What prepare and dispatch share: the logic's version and where the call comes from.
+    Exactly one of ``input`` and ``input_hash`` is given (``"input": null`` is no input)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=INPUT_XOR_HASH)  # type: ignore[typeddict-item]
 
     processing_version: Id
     workflow_id: Id | None = None
@@ -106,7 +168,8 @@ class OperationBase(_Accepts):
     ) = None
     input: Any = Field(
         default=None,
-        description="The operation's input; hashed, then discarded (never stored or logged).",
+        description="The operation's input, any JSON nested at most "
+        f"{MAX_INPUT_DEPTH} levels; hashed, then discarded (never stored or logged).",
     )
     input_hash: InputHash | None = Field(
         default=None, description="Or the hash the client computed: sha256:<64 hex>."
@@ -119,7 +182,8 @@ class OperationBase(_Accepts):
 
     @property
     def has_input(self) -> bool:
-        return "input" in self.model_fields_set
+        """An ``input`` was given: ``"input": null`` counts as none."""
+        return self.input is not None
 
 
 class PrepareCreate(OperationBase):
@@ -201,14 +265,32 @@ class _N8nPart(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+# n8n sends ids as text, some versions and hand-made payloads as numbers: a whole number in
+# this range is taken as its decimal text; any other number is refused like any non-text.
+N8N_NUMBER = {"type": "integer", "minimum": 0, "maximum": 2**53 - 1}
+
+
 def _id_text(value: Any) -> Any:
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    return str(value) if whole and 0 <= value <= N8N_NUMBER["maximum"] else value
+
+
+def _or_number(schema: dict[str, Any]) -> None:
+    """The field's schema (text or null) with the whole number it also takes."""
+    schema["anyOf"] = [*schema["anyOf"][:-1], N8N_NUMBER, schema["anyOf"][-1]]
+
+
+N8N_ID = Field(default=None, json_schema_extra=_or_number)
 
 
 class N8nErrorDetail(_N8nPart):
     name: Annotated[Text, Field(max_length=200)] | None = None
     message: Text | None = None
-    http_code: Annotated[Text, Field(max_length=20)] | None = Field(default=None, alias="httpCode")
+    http_code: Annotated[Text, Field(max_length=20)] | None = Field(
+        default=None,
+        alias="httpCode",
+        json_schema_extra=_or_number,
+    )
 
     @field_validator("http_code", mode="before")
     @classmethod
@@ -217,7 +299,7 @@ class N8nErrorDetail(_N8nPart):
 
 
 class N8nExecution(_N8nPart):
-    id: Id | None = None
+    id: Id | None = N8N_ID
     url: Annotated[Text, Field(max_length=1000)] | None = None
     last_node_executed: Annotated[Text, Field(max_length=200)] | None = Field(
         default=None, alias="lastNodeExecuted"
@@ -231,7 +313,7 @@ class N8nExecution(_N8nPart):
 
 
 class N8nWorkflow(_N8nPart):
-    id: Id | None = None
+    id: Id | None = N8N_ID
     name: Annotated[Text, Field(max_length=400)] | None = None
 
     @field_validator("id", mode="before")
@@ -351,3 +433,18 @@ class TokenPublic(BaseModel):
     name: str
     scope: str = Field(description="write, read or operator")
     signing: bool = Field(description="whether its requests must be signed")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ErrorDetailPublic(BaseModel):
+    code: str = Field(description="what went wrong, for a program: e.g. invalid_id")
+    message: str = Field(description="what went wrong, for a person")
+    field: str | None = Field(description="the field or header at fault, if one is")
+
+
+class ErrorPublic(BaseModel):
+    """Every answer other than 2xx and 307 (the one error shape)."""
+
+    error: ErrorDetailPublic

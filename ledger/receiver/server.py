@@ -1,15 +1,32 @@
-"""Serving an app with uvicorn the way both ``serve`` and ``run`` do."""
+"""Serving an app with uvicorn the way both ``serve`` and ``run`` do, with its limits set here
+rather than left to uvicorn's defaults (``[receiver]`` in ``flowledger.toml``, README):
+
+- ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it a request is answered 503
+  at once instead of queueing without bound;
+- ``keep_alive`` (``timeout_keep_alive``): an idle keep-alive connection is closed after it;
+- a request's line and headers (its "head") must arrive within ``body_timeout`` and fit in
+  :data:`HEAD_LIMIT` bytes, or the connection gets 408 or 431 and is closed. uvicorn's
+  httptools parser has neither bound (it accepts headers of any size, and waits for them
+  forever), so :class:`BoundedHead` adds both; its h11 parser is bounded by
+  ``h11_max_incomplete_event_size``, set to the same size;
+- the body's limit and timeout are the app's (:mod:`ledger.receiver.middleware`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import socket
 import sys
 from typing import Any
 
+from ledger.config import ReceiverConfig
 from ledger.domain.redact import NO_SECRETS, Secrets
+from ledger.receiver.errors import error_body
 from ledger.receiver.logs import log_config
+from ledger.receiver.middleware import sweep_period
+from ledger.receiver.reply import dumps
 from ledger.storage.engine import LedgerError
 
 # Everything imported and built before serving (frameworks, models, the app: about a million
@@ -21,6 +38,7 @@ from ledger.storage.engine import LedgerError
 # interval each re-acquisition can wait that long behind the busy event loop (a convoy that
 # made group commit CPU-idle). A short interval hands the GIL back promptly.
 SWITCH_INTERVAL = 0.0005  # seconds
+HEAD_LIMIT = 16 * 1024  # bytes of request line and headers (h11's own default)
 
 
 class CannotListen(LedgerError):
@@ -64,17 +82,125 @@ def _reason(exc: BaseException) -> str:
     return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)).lower()
 
 
+def _refusal(status: int, reason: str, code: str, message: str) -> bytes:
+    body = dumps(error_body(code, message))
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with :class:`BoundedHead`'s bounds, ``timeout`` seconds."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class BoundedHead(HttpToolsProtocol):
+        """A head over :data:`HEAD_LIMIT` bytes is refused with 431; one that has not arrived
+        whole ``timeout`` seconds after the connection opened or its request began is
+        refused with 408. Either closes the connection, and nothing more from it is parsed.
+
+        The time is checked by one task for all connections, a few times per timeout, not by
+        a timer per request (a timer costs microseconds on every request, which the ingest
+        benchmark shows). The size is counted on the reads after which the head is still
+        incomplete (one endless header, which the parser buffers without a callback), and
+        when a head ends within a read that could hold more than the limit, exactly."""
+
+        head_timeout = timeout
+        sweeper: asyncio.Task[None] | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.unparsed = self.read = 0
+            self.in_head = True  # a new connection owes the head of its first request
+            self.head_since = self.loop.time()
+            self.refused = False
+            cls = type(self)
+            if cls.sweeper is None or cls.sweeper.done():
+                cls.sweeper = self.loop.create_task(_sweep(self.connections, timeout))
+
+        def data_received(self, data: bytes) -> None:
+            if self.refused:
+                return
+            self.read = len(data)
+            super().data_received(data)
+            if self.in_head and not self.refused:
+                self.unparsed += len(data)
+                self.check_size(self.unparsed)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.in_head, self.unparsed = True, 0
+            self.head_since = self.loop.time()
+
+        def on_headers_complete(self) -> None:
+            self.in_head = False
+            if self.unparsed + self.read > HEAD_LIMIT:  # the head may be over: count it
+                self.check_size(len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers))
+            if not self.refused:
+                super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self.refused:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if not self.refused:
+                super().on_message_complete()
+
+        def check_size(self, size: int) -> None:
+            if size > HEAD_LIMIT and not self.refused:
+                message = f"the request line and headers are over {HEAD_LIMIT} bytes"
+                self.refuse(
+                    _refusal(431, "Request Header Fields Too Large", "head_too_large", message)
+                )
+
+        def head_too_slow(self, now: float) -> None:
+            late = now - self.head_since >= self.head_timeout
+            if late and self.in_head and not self.refused and not self.transport.is_closing():
+                message = f"the request's headers did not arrive within {self.head_timeout:g} s"
+                self.refuse(_refusal(408, "Request Timeout", "head_timeout", message))
+
+        def refuse(self, answer: bytes) -> None:
+            self.refused = True
+            self.transport.write(answer)
+            if self.transport.can_write_eof():
+                # The answer, then end of stream; what the client still sends is read and
+                # dropped until it closes (or for one more timeout): closing with unread
+                # bytes would reset the connection, and a reset can lose the answer.
+                self.transport.write_eof()
+                self.loop.call_later(self.head_timeout, self.transport.close)
+            else:
+                self.transport.close()
+
+    return BoundedHead
+
+
+async def _sweep(connections: set[Any], timeout: float) -> None:
+    """Refuse every connection whose head is late, checking a few times per ``timeout``."""
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(sweep_period(timeout))
+        now = loop.time()
+        for connection in list(connections):
+            too_slow = getattr(connection, "head_too_slow", None)
+            if too_slow is not None:
+                too_slow(now)
+
+
 def serve_app(
     app: Any,
     sock: socket.socket,
     *,
     access_log: bool = True,
     secrets: Secrets = NO_SECRETS,
+    limits: ReceiverConfig | None = None,
 ) -> None:
     """Run ``app`` on ``sock`` (see :func:`listen`) until SIGINT or SIGTERM (uvicorn's own
     handlers end the lifespan); every log line is redacted with ``secrets``."""
     import uvicorn
 
+    limits = limits or ReceiverConfig()
     sys.setswitchinterval(SWITCH_INTERVAL)
     config = uvicorn.Config(
         app,
@@ -83,6 +209,10 @@ def serve_app(
         server_header=False,
         workers=1,
         timeout_graceful_shutdown=10,
+        http=protocol(limits),
+        limit_concurrency=limits.max_connections,
+        timeout_keep_alive=max(1, round(limits.keep_alive.total_seconds())),
+        h11_max_incomplete_event_size=HEAD_LIMIT,
     )
     # Given a socket, uvicorn names no address; say it as it would.
     logging.getLogger("uvicorn.error").info("listening on %s (Ctrl+C to stop)", url(sock))
@@ -90,3 +220,13 @@ def serve_app(
     gc.collect()
     gc.freeze()
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def protocol(limits: ReceiverConfig) -> Any:
+    """httptools with bounds on the head when it is installed (it is faster), else h11
+    (bounded by ``h11_max_incomplete_event_size``)."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return bounded_head_protocol(limits.body_timeout.total_seconds())

@@ -120,9 +120,12 @@ def wait_until_serving(base_url: str, proc: subprocess.Popen[bytes] | None = Non
 
 
 @contextlib.contextmanager
-def server_thread(app: FastAPI) -> Iterator[str]:
-    """Run ``app`` under uvicorn on a free loopback port in a thread; yields its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
+def server_thread(app: FastAPI, **settings: Any) -> Iterator[str]:
+    """Run ``app`` under uvicorn on a free loopback port in a thread; yields its base URL.
+    ``settings`` go to ``uvicorn.Config`` (an ``http`` protocol, say)."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", access_log=False, **settings
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -237,19 +237,15 @@ def test_a_trailing_slash_is_redirected_with_307_keeping_the_method(api: Api) ->
     assert (answer.status_code, answer.headers["location"]) == (307, f"{DISPATCH}?x=1")
 
 
-def test_reading_an_operation_whose_id_ends_like_a_call_still_reads(api: Api) -> None:
+@pytest.mark.parametrize("method", ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("call", ["dispatch", "prepare", "confirm", "fail"])
+def test_a_write_route_takes_only_post_get_included(api: Api, method: str, call: str) -> None:
     before = snapshot(api.ledger.store)
-    answer = api.get(DISPATCH)  # a read of the operation "op-1/dispatch", which does not exist
-    assert (answer.status_code, answer.json()) == (
-        404,
-        {
-            "error": {
-                "code": "not_found",
-                "message": "no operation 'op-1/dispatch'",
-                "field": None,
-            }
-        },
-    )
+    # GET on ".../x/dispatch" is the dispatch call, not a read of an operation "x/dispatch"
+    answer = api.request(method, f"/v1/operations/x/{call}", token="operator")
+    assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
+    if method != "HEAD":
+        assert answer.json()["error"]["code"] == "method_not_allowed"
     assert snapshot(api.ledger.store) == before
 
 
@@ -272,3 +268,44 @@ def test_the_write_calls_work_when_the_receiver_is_mounted_under_a_prefix(
 
         answer = portal.call(post)
     assert answer.status_code == 200 and answer.json()["decision"] == "go"
+
+
+HASH = "sha256:" + "0" * 64
+
+
+def test_an_explicit_null_input_counts_as_no_input(api: Api) -> None:
+    body = dispatch_body(input=None, input_hash=HASH)
+    answer = api.post(DISPATCH, body)
+    assert (answer.status_code, answer.json()["decision"]) == (200, "go")
+    with_neither = dispatch_body(input=None)
+    assert _check(api, 422, "invalid_input", json=with_neither)["field"] == "input"
+
+
+def test_input_and_input_hash_together_are_refused(api: Api) -> None:
+    body = dispatch_body(input_hash=HASH)
+    assert _check(api, 422, "invalid_input", json=body)["field"] == "input_hash"
+
+
+def test_an_input_may_hold_nul_characters_it_is_only_hashed(api: Api) -> None:
+    answer = api.post(DISPATCH, dispatch_body(input={"a\x00": "b\x00"}))
+    assert answer.status_code == 200
+
+
+@pytest.mark.parametrize("when", [0, 1_700_000_000, True])
+def test_a_time_given_as_a_number_is_refused(api: Api, when: Any) -> None:
+    body = dispatch_body(deadline=when)
+    assert _check(api, 422, "invalid_input", json=body)["field"] == "deadline"
+
+
+@pytest.mark.parametrize(
+    ("workflow_id", "status"), [(7, 200), ("7", 200), (-1, 422), (2**53, 422), (True, 422)]
+)
+def test_the_hook_takes_a_workflow_id_as_text_or_a_whole_number_as_documented(
+    api: Api, workflow_id: Any, status: int
+) -> None:
+    body = {"execution": {"id": 12}, "workflow": {"id": workflow_id, "name": "wf"}}
+    answer = api.post("/v1/hooks/n8n/error", body)
+    assert answer.status_code == status, answer.text
+    spec = api.get("/openapi.json", token=None).json()["components"]["schemas"]
+    documented = spec["N8nWorkflow"]["properties"]["id"]["anyOf"]
+    assert {"type": "integer", "minimum": 0, "maximum": 2**53 - 1} in documented
