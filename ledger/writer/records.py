@@ -252,7 +252,16 @@ def insert_holds(tx: Tx, rows: list[dict[str, Any]]) -> dict[str, int]:
     arrays (``unnest``), however many rows; on SQLite an ``executemany`` and a lookup. Plain
     SQL to the driver: through SQLAlchemy, binding each row's values cost the sweep more than
     the inserts themselves."""
-    bound = [{**r, **{c: tx.time(r[c]) for c in _HOLD_TIMES}} for r in rows]
+    # A batch's holds share their opening time and a few deadlines: each is bound once
+    # (binding a time costs about 5 µs, as much as the rest of a row's insert on SQLite).
+    times: dict[Any, Any] = {}
+
+    def bind(value: Any) -> Any:
+        if value not in times:
+            times[value] = tx.time(value)
+        return times[value]
+
+    bound = [{**r, **{c: bind(r[c]) for c in _HOLD_TIMES}} for r in rows]
     if tx.dialect != "sqlite":
         arrays = {c: [r[c] for r in bound] for c in _HOLD_COLUMNS}
         return {r.cause_key: int(r.id) for r in tx.all(_PG_HOLDS_INSERT, arrays, binary=True)}
