@@ -13,11 +13,16 @@ __all__ = ["GENESIS_HASH", "canonical_json", "chain_hash", "input_hash", "is_val
 GENESIS_HASH = "0" * 64
 
 
+# One encoder for every call: ``json.dumps`` with options builds a new one each time, which
+# cost as much as the encoding of an event's data (the sweep encodes one per hold it opens).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no spaces, UTF-8; NaN and infinities are refused (they have no JSON)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def input_hash(value: Any, secret: bytes | None = None) -> str:

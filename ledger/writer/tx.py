@@ -36,8 +36,8 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 @cache
-def _pyformat(sql: str) -> str:
-    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+def _pyformat(sql: str, binary: bool = False) -> str:
+    return _NAMED.sub(r"%(\1)b" if binary else r"%(\1)s", sql.replace("%", "%%"))
 
 
 _ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
@@ -216,18 +216,32 @@ class Tx:
 
     # ------------------------------------------------------------------ SQL
 
-    def execute(self, sql: str, params: dict[str, Any] | None = None, cursor: Any = None) -> Any:
-        """Run a statement (queue it, in a pipeline); returns the cursor it ran on."""
+    def execute(
+        self,
+        sql: str,
+        params: dict[str, Any] | None = None,
+        cursor: Any = None,
+        *,
+        binary: bool = False,
+    ) -> Any:
+        """Run a statement (queue it, in a pipeline); returns the cursor it ran on.
+
+        ``binary``: PostgreSQL receives the parameters in binary form. Worth it for arrays
+        (one value per row of a batch): psycopg writes a text array by quoting each element
+        with a regular expression, about 26 µs a row for the events' append, against 2 µs in
+        binary (500 events of the sweep's kind, loopback, the machine busy)."""
         cur = self._cursor if cursor is None else cursor
         if self.dialect != "sqlite":
-            sql = _pyformat(sql)
+            sql = _pyformat(sql, binary)
             if self._pipeline is None:
                 self.round_trips += 1
         cur.execute(sql, params or {})
         return cur
 
-    def all(self, sql: str, params: dict[str, Any] | None = None) -> list[Row]:
-        cur = self.execute(sql, params)
+    def all(
+        self, sql: str, params: dict[str, Any] | None = None, *, binary: bool = False
+    ) -> list[Row]:
+        cur = self.execute(sql, params, binary=binary)
         found = self._fetch(cur.fetchall)
         names = [d[0] for d in cur.description]
         return [Row(zip(names, r, strict=True)) for r in found]
@@ -326,7 +340,7 @@ class Tx:
             columns["hold_id"].append(ev.hold_id)
             columns["data"].append(data)
         self.pipeline()
-        self.execute(_APPEND_EVENTS_PG, columns)
+        self.execute(_APPEND_EVENTS_PG, columns, binary=True)
         self.events.clear()
 
     def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
@@ -361,13 +375,14 @@ class Tx:
         if len(rows) == 1:  # the usual case; executemany costs more for a single row
             self.execute(_INSERT_EVENT, rows[0])
         else:
-            self._many(_INSERT_EVENT, rows)
+            self.many(_INSERT_EVENT, rows)
         # A guess until the commit; a rollback leaves it stale, and the next writer's
         # compare-and-set notices.
         self.chain_hint.seq, self.chain_hint.hash = rows[-1]["seq"], rows[-1]["hash"]
         self.events.clear()
 
-    def _many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
+    def many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Run a statement once per row (``executemany``)."""
         if self.dialect != "sqlite":
             sql = _pyformat(sql)
             if self._pipeline is None:
