@@ -17,6 +17,12 @@ What it does, printing one line per check:
    execution retried through the API: no second write, and a hold;
 4. runs the node template with a token that must sign its requests (v2) against the ledger's
    receiver: the unsigned credential is refused, the signed one writes once and skips a repeat.
+5. starts a second n8n without the package and runs ``flowledger n8n setup --with-example``
+   against it twice: a Header Auth credential, the HTTP Request error workflow (active) and the
+   no-install template, made once; the imported template, given its write URL, writes once and
+   skips a repeat, and an execution of it that fails reaches the ledger through that error
+   workflow, which holds the operation; ``--workflow ID`` sets an existing workflow's error
+   workflow, once.
 
 Without n8n installed it prints how to install it and exits 0 (skipped).
 """
@@ -31,6 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,7 +54,14 @@ from e2e.local_n8n import (
     packed_node_package,
     workdir,
 )
-from ledger.n8n_setup import TEMPLATES, fill_template, load_template
+from ledger.n8n_setup import (
+    HEADER_CREDENTIAL_TYPE,
+    SETTINGS_NODE,
+    TEMPLATES,
+    credential_name,
+    fill_template,
+    load_template,
+)
 
 NODE_TYPE = "n8n-nodes-flowledger.flowledger"
 WRITE = "Write to target (your API)"
@@ -307,21 +321,204 @@ def signing(
     n8n.create_workflow(workflow, activate=True)
     invoice = "sig-na\u00efve/x?y=1"  # an operation id beyond ASCII, with / and ?, encoded
     body = {"invoice_id": invoice, "amount": 7, "note": "\u201cquoted\u201d"}
-    first = wait_for(lambda: (a := post(n8n, "e2e-signed", body)).status_code != 404 and a, 10)
-    op = ledger.operation(read_token, op_id(invoice))
+    once_then_skipped(
+        check,
+        "signing: signed guard and confirm (non-ASCII body, encoded path)",
+        Flow(n8n, ledger, target, read_token, "e2e-signed"),
+        body,
+    )
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A workflow reached at ``/webhook/<path>`` of ``n8n``, guarded by ``ledger``."""
+
+    n8n: N8n
+    ledger: LocalLedger
+    target: Target
+    read_token: str
+    path: str
+
+
+def once_then_skipped(check: Checks, label: str, flow: Flow, body: dict[str, Any]) -> None:
+    """The invoice is written once and confirmed; sent again, it is skipped."""
+    invoice = str(body["invoice_id"])
+    first = wait_for(
+        lambda: (a := post(flow.n8n, flow.path, body)).status_code != 404 and a, 10
+    )  # a workflow just activated may answer 404 for a moment
+    op = flow.ledger.operation(flow.read_token, op_id(invoice))
     state = op["operation"]["state"] if op else None
     check(
-        "signing: signed guard and confirm (non-ASCII body, encoded path) write once, confirmed",
-        bool(first) and target.writes[invoice] == 1 and state == "confirmed",
-        f"webhook {first.status_code if first else 404}, writes {target.writes[invoice]}, "
+        f"{label}: written once, confirmed",
+        bool(first) and flow.target.writes[invoice] == 1 and state == "confirmed",
+        f"webhook {first.status_code if first else 404}, writes {flow.target.writes[invoice]}, "
         f"operation {state}",
     )
-    again = post(n8n, "e2e-signed", body)
+    again = post(flow.n8n, flow.path, body)
     check(
-        "signing: the same invoice again, signed: skipped, not written",
-        '"skip"' in again.text and target.requests[invoice] == 1,
-        f"webhook {again.status_code}, requests to the target {target.requests[invoice]}",
+        f"{label}: the same invoice again is skipped, not written",
+        '"skip"' in again.text and flow.target.requests[invoice] == 1,
+        f"webhook {again.status_code}, requests to the target {flow.target.requests[invoice]}",
     )
+
+
+# A workflow someone already has: its error workflow is set by ``setup --workflow``.
+FAILING = {
+    "name": "e2e: an existing workflow",
+    "nodes": [
+        {
+            "id": "f0000000-0000-4000-8000-000000000001",
+            "name": "Start",
+            "type": "n8n-nodes-base.manualTrigger",
+            "typeVersion": 1,
+            "position": [0, 0],
+            "parameters": {},
+        }
+    ],
+    "connections": {},
+    "settings": {"executionOrder": "v1", "saveManualExecutions": True},
+}
+SETUP = ("n8n", "setup", "--source", "local-n8n", "--with-example", "--ledger-url")
+FIRST_SETUP = [
+    ("activated", "workflow"),
+    ("created", "credential"),
+    ("created", "token"),
+    ("created", "workflow"),
+    ("created", "workflow"),
+]
+
+
+def setup_twice(check: Checks, label: str, ledger: LocalLedger, *, installed: bool) -> None:
+    """``flowledger n8n setup --with-example`` twice: everything made once, then nothing."""
+    first = ledger.cli(*SETUP, ledger.url)
+    second = ledger.cli(*SETUP, ledger.url)
+    for shown, output in (("", first), (" (again)", second)):
+        print(f"      $ flowledger {' '.join(SETUP)} ...{shown}")
+        print("".join(f"      | {line}\n" for line in output.splitlines()), end="")
+    node = "installed" if installed else "not installed: Header Auth template"
+    made = re.findall(r"^(created|activated)\s+(\w+)", first, re.MULTILINE)
+    check(
+        f"{label}, first run: token, credential, active error workflow, example",
+        f"Flowledger node {node}\n" in first and sorted(made) == FIRST_SETUP,
+        f"Flowledger node {node}",
+    )
+    check(f"{label}, second run: creates nothing", not re.search("created|activated", second))
+
+
+def header_auth_ids(workflow: dict[str, Any]) -> set[str]:
+    """The ids of the Header Auth credentials a workflow's nodes use."""
+    return {
+        str(ref.get("id"))
+        for node in workflow.get("nodes", [])
+        for kind, ref in (node.get("credentials") or {}).items()
+        if kind == HEADER_CREDENTIAL_TYPE
+    }
+
+
+def without_package(
+    check: Checks, tmp: Path, home: Path, node_dir: Path | None, target: Target
+) -> None:
+    """``flowledger n8n setup`` against a second n8n that has no node package: a Header Auth
+    credential, the HTTP Request error workflow (active) and the no-install template, which,
+    given its write URL, guards writes and reports a failed execution to the ledger."""
+    plain = N8n(home, node_dir, tmp / "n8n-plain")
+    plain.user_folder.mkdir()
+    ledger = LocalLedger(tmp / "ledger-plain", plain)
+    ledger.folder.mkdir()
+    try:
+        plain.start()
+        plain.make_owner_and_key()
+        print(f"      a second n8n, without the package, at {plain.url}", flush=True)
+        check(
+            "without the package: the node type is not there", NODE_TYPE not in plain.node_types()
+        )
+        ledger.start()
+        setup_twice(check, "n8n setup without the package", ledger, installed=False)
+
+        name = credential_name("local-n8n", False)
+        creds = [c for c in plain.api("GET", "/credentials")["data"] if c["name"] == name]
+        check(
+            "without the package: one Header Auth credential",
+            [c["type"] for c in creds] == [HEADER_CREDENTIAL_TYPE],
+            f"{[(c['name'], c['type']) for c in creds]}",
+        )
+        workflows = {
+            w["name"]: w for w in plain.api("GET", "/workflows", params={"limit": 250})["data"]
+        }
+        error_name, _ = load_template(TEMPLATES, False, "error")
+        example_name, _ = load_template(TEMPLATES, False, "example")
+        error_wf = workflows.get(error_name) or {}
+        check(
+            "without the package: the HTTP Request error workflow is active, on that credential",
+            bool(error_wf.get("active"))
+            and bool(creds)
+            and header_auth_ids(error_wf) == {creds[0]["id"]},
+            f"active {error_wf.get('active')}, credentials {header_auth_ids(error_wf)}",
+        )
+
+        # The imported template, given its write URL (and a webhook that answers when done).
+        example = plain.api("GET", f"/workflows/{workflows[example_name]['id']}")
+        settings_node = next(n for n in example["nodes"] if n["name"] == SETTINGS_NODE)
+        values = {
+            a["name"]: a["value"] for a in settings_node["parameters"]["assignments"]["assignments"]
+        }
+        check(
+            "without the package: the template holds the ledger URL once, the credential, and "
+            "the error workflow",
+            example["settings"].get("errorWorkflow") == error_wf.get("id")
+            and values.get("ledger_url") == ledger.url
+            and values.get("source") == "local-n8n"
+            and bool(creds)
+            and header_auth_ids(example) == {creds[0]["id"]},
+            f"errorWorkflow {example['settings'].get('errorWorkflow')}, "
+            f"ledger_url {values.get('ledger_url')}, credentials {header_auth_ids(example)}",
+        )
+        given = scenario_copy(example, example_name, "e2e-plain", target.url)
+        plain.api("PUT", f"/workflows/{example['id']}", json=given)
+        plain.api("POST", f"/workflows/{example['id']}/activate")
+        read_token = ledger.token("e2e-read", "read")
+        once_then_skipped(
+            check,
+            "without the package: the imported template",
+            Flow(plain, ledger, target, read_token, "e2e-plain"),
+            {"invoice_id": "plain-1", "amount": 11},
+        )
+
+        # A failing execution (the target's answer has no id: the ledger refuses the empty
+        # receipt) runs the error workflow, whose Header Auth call opens the hold.
+        no_id = "noid-plain"
+        post(plain, "e2e-plain", {"invoice_id": no_id, "amount": 1})
+        op = wait_for(
+            lambda: (o := ledger.operation(read_token, op_id(no_id))) and open_holds(o) and o, 30
+        ) or ledger.operation(read_token, op_id(no_id))
+        errors = wait_for(partial(plain.executions, str(error_wf.get("id")), None), 15) or []
+        check(
+            "without the package: a failed execution reaches the ledger through the error "
+            "workflow and is held",
+            target.writes[no_id] == 1
+            and [h["reason"] for h in open_holds(op)] == ["execution_failed"]
+            and any(e.get("status") == "success" for e in errors),
+            f"holds {[h['reason'] for h in open_holds(op)]}, error workflow runs "
+            f"{[e.get('status') for e in errors]}",
+        )
+
+        # An existing workflow gets the error workflow with --workflow; run twice, once set.
+        failing = plain.create_workflow(FAILING, activate=False)
+        linked = ledger.cli(*SETUP, ledger.url, "--workflow", failing)
+        relinked = ledger.cli(*SETUP, ledger.url, "--workflow", failing)
+        settings = plain.api("GET", f"/workflows/{failing}")["settings"]
+        check(
+            "without the package: setup --workflow sets the error workflow of an existing "
+            "workflow, once",
+            settings.get("errorWorkflow") == error_wf.get("id")
+            and re.search(r"^updated\s+error workflow of", linked, re.MULTILINE) is not None
+            and "updated" not in relinked
+            and "created" not in linked + relinked,
+            f"errorWorkflow {settings.get('errorWorkflow')}",
+        )
+    finally:
+        plain.stop()
+        ledger.stop()
 
 
 def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
@@ -350,35 +547,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         )
         ledger.start()
 
-        first = ledger.cli(
-            "n8n", "setup", "--source", "local-n8n", "--with-example", "--ledger-url", ledger.url
-        )
-        print("      $ flowledger n8n setup --source local-n8n --with-example --ledger-url ...")
-        print("".join(f"      | {line}\n" for line in first.splitlines()), end="")
-        second = ledger.cli(
-            "n8n", "setup", "--source", "local-n8n", "--with-example", "--ledger-url", ledger.url
-        )
-        print("      $ (again)")
-        print("".join(f"      | {line}\n" for line in second.splitlines()), end="")
-        made = re.findall(r"^(created|activated)\s+(\w+)", first, re.MULTILINE)
-        check(
-            "n8n setup, first run: token, credential, active error workflow, example",
-            sorted(made)
-            == sorted(
-                [
-                    ("created", "token"),
-                    ("created", "credential"),
-                    ("created", "workflow"),
-                    ("created", "workflow"),
-                    ("activated", "workflow"),
-                ]
-            ),
-        )
-
-        check(
-            "n8n setup, second run: creates nothing",
-            "created" not in second and "activated" not in second,
-        )
+        setup_twice(check, "n8n setup", ledger, installed=True)
 
         workflows = {
             w["name"]: w for w in n8n.api("GET", "/workflows", params={"limit": 250})["data"]
@@ -425,6 +594,8 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
             scenarios(check, label, n8n, ledger, target, read_token, workflow_id, path)
         crash_and_retry(check, n8n, ledger, target, read_token, flows)
         signing(check, n8n, ledger, target, read_token, node_example)
+        n8n.stop()  # one n8n at a time on a shared machine
+        without_package(check, tmp, home, node_dir, target)
     finally:
         n8n.stop()
         ledger.stop()

@@ -209,7 +209,7 @@ def setup(
             example_name,
             lambda: _filled(example_wf, cred, req, error_id),
             activate=False,
-            note="not active: set its write URL and credential, then publish it",
+            note="not active: set its write URL, then publish it (the credential is set)",
         )
     for workflow_id in req.workflows:
         _link_error_workflow(n8n, report, workflow_id, error_id)

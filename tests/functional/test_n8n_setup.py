@@ -279,6 +279,9 @@ def test_without_the_node_a_header_auth_credential_and_the_http_templates() -> N
     assert values["source"] == "prod-n8n"
     text = json.dumps(example)
     assert "127.0.0.1:8787" not in text and "REPLACE_WITH" not in text
+    (step,) = [s for s in report.steps if s.name == example["name"]]
+    # What is left to do: the credential and the error workflow are already in it.
+    assert step.note == "not active: set its write URL, then publish it (the credential is set)"
 
 
 # ------------------------------------------------------------------ refusals
