@@ -106,3 +106,30 @@ def test_a_sync_overtaken_by_another_of_its_source_stops_without_writing_again(
         "the rest to it"
     )
     assert [(r.status, r.error, r.pages, r.new) for r in second] == [("ok", None, 2, 4)]
+
+
+def test_the_next_page_is_read_while_a_page_is_written(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    # The first page's commit waits (in ``progress``, after it) until the second page has
+    # been asked for: that happens only when the read runs beside the write.
+    n8n.add(6)  # 6 5 | 4 3 | 2 1
+    second_page_asked = threading.Event()
+    waited: list[bool] = []
+
+    def note(request: httpx.Request) -> httpx.Response | None:
+        if "cursor" in request.url.params:
+            second_page_asked.set()
+        return None
+
+    def after_page(report: SyncReport) -> None:
+        if report.pages == 1:
+            waited.append(second_page_asked.wait(timeout=30))
+
+    n8n.intercept = note
+    report = sync_source(
+        ledger, SOURCE, n8n.client(), sleep=lambda seconds: None, progress=after_page
+    )
+    assert waited == [True]
+    assert (report.ok, report.pages, report.new) == (True, 3, 6)
+    assert set(seen(store)) == {str(i) for i in range(1, 7)}
