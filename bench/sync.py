@@ -171,28 +171,34 @@ def main() -> None:
         rss0 = peak_rss_mb()
 
         with httpx.Client() as client:
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             walked = 0
             for page in N8nConnector(client, connector_settings(cfg)).pages(None):
                 walked += len(page.records)
             baseline = time.perf_counter() - t
+            baseline_cpu = time.process_time() - cpu
         print(
             f"baseline (HTTP + parse, nothing stored): {baseline:6.2f} s  "
-            f"{walked / baseline:9,.0f} /s"
+            f"{walked / baseline:9,.0f} /s   CPU {baseline_cpu * 1e6 / walked:5.1f} us each"
         )
 
         with tempfile.TemporaryDirectory() as tmp:
             store, _ = init_ledger(args.db or str(Path(tmp) / "bench.db"))
             ledger = Ledger(store)
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             report = sync_source(ledger, cfg)
             took = time.perf_counter() - t
+            took_cpu = time.process_time() - cpu
             assert report.ok and report.new == count, report
             rate = report.new / took
             print(
                 f"backfill (stored, one transaction a page): {took:6.2f} s  {rate:9,.0f} /s  "
                 f"= {took / baseline:.2f} x baseline   goal <= {goal:g} s: "
                 f"{'met' if took <= goal else 'MISSED'}"
+            )
+            print(
+                f"  its CPU (this process, both threads): {took_cpu * 1e6 / report.new:5.1f} us "
+                f"each = {took_cpu / baseline_cpu:.2f} x the baseline's CPU"
             )
             peak = peak_rss_mb()
             print(

@@ -139,18 +139,20 @@ class N8nConnector:
                 self._relisted = True
                 cursor, low = None, None
                 continue
-            records = [self._record(item) for item in raw]
-            ids = [int(r.external_id) for r in records]  # _record checked: decimal
+            # Each record is made once, named: ``dataclasses.replace`` on every record of a
+            # backfill cost as much as reading it.
+            rows = [self._fields(item) for item in raw]
+            ids = [int(r["external_id"]) for r in rows]  # _fields checked: decimal
             listed = set(ids)
             if listed:
                 top = max(listed) if top is None else max(top, max(listed))
-            fresh = [r for r, i in zip(records, ids, strict=True) if high is None or i > high]
+            kept = [r for r, i in zip(rows, ids, strict=True) if high is None or i > high]
             reached = nxt is None or not listed or (high is not None and min(listed) <= high)
             floor = min(listed) if listed else None
             if reached and high is not None:
                 floor = high + 1
-            self._name(fresh)
-            fresh = [self._custom_data(r) for r in fresh]
+            self._name(kept)
+            fresh = [self._custom_data(ExecutionRecord(**r)) for r in kept]
             found, probes = self._probe_holes(low, floor, listed, probes)  # named by fetch
             fresh.extend(found)
             if listed:
@@ -172,11 +174,11 @@ class N8nConnector:
             body = self._by_id(external_id)
         except NotFound:
             return None
-        record = self._record(fields.obj(body, "the execution"))
-        if record.external_id != external_id:
-            raise Malformed(f"asked for execution {external_id}, n8n answered {record.external_id}")
-        self._name([record])
-        return self._custom_data(record)
+        row = self._fields(fields.obj(body, "the execution"))
+        if row["external_id"] != external_id:
+            raise Malformed(f"asked for execution {external_id}, n8n answered {row['external_id']}")
+        self._name([row])
+        return self._custom_data(ExecutionRecord(**row))
 
     def present_ids(self) -> Iterator[list[str]]:
         cursor: str | None = None
@@ -210,7 +212,8 @@ class N8nConnector:
 
     # ------------------------------------------------------------------ records
 
-    def _record(self, item: dict[str, Any]) -> ExecutionRecord:
+    def _fields(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The :class:`ExecutionRecord` fields of one listed or fetched execution."""
         external_id = fields.ident(item, "id", required=True)
         assert external_id is not None
         if not external_id.isdigit():
@@ -222,19 +225,19 @@ class N8nConnector:
         version = item.get("workflowVersionId")
         if isinstance(version, str) and 0 < len(version) <= 64:
             extra["workflow_version_id"] = version
-        return ExecutionRecord(
-            external_id=external_id,
-            status=status,
-            final=status in FINAL,
-            workflow_id=fields.ident(item, "workflowId"),
-            mode=fields.text(item, "mode", limit=32),
-            started_at=fields.time(item, "startedAt"),
-            stopped_at=fields.time(item, "stoppedAt"),
-            retry_of=fields.ident(item, "retryOf"),
-            retry_success_id=fields.ident(item, "retrySuccessId"),
-            wait_till=fields.time(item, "waitTill"),
-            extra=extra,
-        )
+        return {
+            "external_id": external_id,
+            "status": status,
+            "final": status in FINAL,
+            "workflow_id": fields.ident(item, "workflowId"),
+            "mode": fields.text(item, "mode", limit=32),
+            "started_at": fields.time(item, "startedAt"),
+            "stopped_at": fields.time(item, "stoppedAt"),
+            "retry_of": fields.ident(item, "retryOf"),
+            "retry_success_id": fields.ident(item, "retrySuccessId"),
+            "wait_till": fields.time(item, "waitTill"),
+            "extra": extra,
+        }
 
     def _probe_holes(
         self, above: int | None, floor: int | None, listed: set[int], budget: int
@@ -256,17 +259,18 @@ class N8nConnector:
             candidate -= 1
         return found, budget
 
-    def _name(self, records: list[ExecutionRecord]) -> None:
-        wanted = {r.workflow_id for r in records if r.workflow_id}
-        if not wanted:
+    def _name(self, rows: list[dict[str, Any]]) -> None:
+        """Add each row's workflow name, the names read once a run (only when a row needs
+        one: a poll with nothing new asks for nothing else)."""
+        if not any(r["workflow_id"] for r in rows):
             return
         if self._names is None:
             self._load_names()
-        for i, r in enumerate(records):
-            if r.workflow_id and r.workflow_name is None and self._names:
-                name = self._names.get(r.workflow_id)
+        for r in rows:
+            if r["workflow_id"] and r.get("workflow_name") is None and self._names:
+                name = self._names.get(r["workflow_id"])
                 if name:
-                    records[i] = replace(r, workflow_name=name)
+                    r["workflow_name"] = name
 
     def _load_names(self) -> None:
         """Every workflow's name, once per run (a connector lives for one run)."""

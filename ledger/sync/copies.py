@@ -4,7 +4,7 @@ links, see ``links``), the source's position and health, and ``gone_at`` marks."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from connectors.base import ExecutionRecord
 from ledger.storage.models import Execution, Source, table
 from ledger.sync import links
 from ledger.writer.services import Tx
+from ledger.writer.tx import in_list
 
 EXECUTIONS = table(Execution)
 SOURCES = table(Source)
@@ -32,6 +33,29 @@ FIELDS = (
 )
 
 
+TIMES = frozenset({"started_at", "stopped_at", "wait_till"})
+COLUMNS = ("source", "external_id", *FIELDS, "extra", "first_seen_at", "last_seen_at")
+_INSERT = (
+    f"INSERT INTO executions ({', '.join(COLUMNS)}) VALUES ({', '.join(':' + c for c in COLUMNS)})"
+)
+# PostgreSQL: a page's new copies in one statement of arrays, parsed and planned once (an
+# ``executemany`` sends, and the server runs, a statement per row).
+_PG_TYPES = {
+    "final": "boolean",
+    **dict.fromkeys((*TIMES, "first_seen_at", "last_seen_at"), "timestamptz"),
+}
+_INSERT_PG = (
+    f"INSERT INTO executions ({', '.join(COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f":{c}::{_PG_TYPES.get(c, 'text')}[]" for c in COLUMNS)
+    + ")"
+)
+_UPDATE = (
+    "UPDATE executions SET gone_at = NULL, "
+    + ", ".join(f"{c} = :{c}" for c in (*FIELDS, "extra"))
+    + " WHERE id = :id"
+)
+
+
 @dataclass
 class Written:
     new: int = 0
@@ -43,18 +67,29 @@ NAME_LENGTH = 400  # the workflow_name column
 
 
 def _values(
-    record: ExecutionRecord, redact: Callable[[str], str], kept_extra: str | None = None
+    record: ExecutionRecord, tx: Tx, redact: dict[str, str], kept_extra: str | None = None
 ) -> dict[str, Any]:
-    """The columns for ``record``, its texts redacted (``redact``); what the copy already had
-    in ``extra`` stays unless the record says otherwise (a link read once from customData is
-    not lost on a later read). Every ``extra`` value is short by construction, far inside the
-    column's 8,000."""
-    values = {name: getattr(record, name) for name in FIELDS}
+    """The columns for ``record`` as bound to a statement (times through ``tx.time``), its
+    texts redacted (``redact`` remembers each text's redacted form for one page: names
+    repeat); what the copy already had in ``extra`` stays unless the record says otherwise (a
+    link read once from customData is not lost on a later read). Every ``extra`` value is
+    short by construction, far inside the column's 8,000."""
+
+    def clean(text: str) -> str:
+        out = redact.get(text)
+        if out is None:
+            out = redact[text] = tx.redact(text)
+        return out
+
+    values = {
+        name: tx.time(getattr(record, name)) if name in TIMES else getattr(record, name)
+        for name in FIELDS
+    }
     if isinstance(record.workflow_name, str):  # a name is free text; ids stay exact
-        values["workflow_name"] = redact(record.workflow_name)[:NAME_LENGTH]
+        values["workflow_name"] = clean(record.workflow_name)[:NAME_LENGTH]
     extra = json.loads(kept_extra) if kept_extra else {}
     extra.update(
-        (key, redact(value) if isinstance(value, str) else value)
+        (key, clean(value) if isinstance(value, str) else value)
         for key, value in record.extra.items()
     )
     if record.operation_id:
@@ -65,47 +100,54 @@ def _values(
 
 def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Written:
     """Insert new copies, update changed ones (a copy the tool shows again is no longer
-    gone), and link them. Records repeated in one batch count once, the last one winning."""
+    gone), and link them. Records repeated in one batch count once, the last one winning.
+
+    Driver SQL, one ``executemany`` for the new copies: through SQLAlchemy Core, compiling
+    and binding each row cost more than storing it (``python -m bench.sync``: about half of
+    a backfill's time was SQLAlchemy's; see the CHANGELOG for the figures). Values are bound
+    as Core binds them (``tx.time``), so a copy compares equal however it was written."""
     latest = {r.external_id: r for r in records}
     out = Written()
     if not latest:
         return out
+    where, params = in_list("e", list(latest))
     existing = {
         row.external_id: row
-        for row in tx.conn.execute(
-            sa.select(EXECUTIONS).where(
-                EXECUTIONS.c.source == source, EXECUTIONS.c.external_id.in_(list(latest))
-            )
+        for row in tx.all(
+            f"SELECT id, external_id, gone_at, {', '.join(FIELDS)}, extra FROM executions"
+            f" WHERE source = :source AND external_id {where}",
+            {"source": source, **params},
         )
     }
-    inserts = []
-    seen = [row.id for row in existing.values()]
-    if seen:
-        tx.conn.execute(
-            EXECUTIONS.update().where(EXECUTIONS.c.id.in_(seen)).values(last_seen_at=tx.now)
+    if existing:
+        where, params = in_list("i", [row.id for row in existing.values()])
+        tx.execute(
+            f"UPDATE executions SET last_seen_at = :now WHERE id {where}",
+            {"now": tx.db_now, **params},
         )
+    redacted: dict[str, str] = {}
+    inserts = []
     for ext_id, record in latest.items():
         row = existing.get(ext_id)
         if row is None:
-            values = _values(record, tx.redact)
-            inserts.append(
-                {
-                    "source": source,
-                    "external_id": ext_id,
-                    "first_seen_at": tx.now,
-                    "last_seen_at": tx.now,
-                    **values,
-                }
+            values = _values(record, tx, redacted)
+            values.update(
+                source=source,
+                external_id=ext_id,
+                first_seen_at=tx.db_now,
+                last_seen_at=tx.db_now,
             )
+            inserts.append(values)
             continue
-        values = _values(record, tx.redact, row.extra)
-        if row.gone_at is not None or any(getattr(row, k) != v for k, v in values.items()):
+        values = _values(record, tx, redacted, row.extra)
+        if row.gone_at is not None or any(row[k] != v for k, v in values.items()):
             out.changed += 1
-            tx.conn.execute(
-                EXECUTIONS.update().where(EXECUTIONS.c.id == row.id).values(gone_at=None, **values)
-            )
+            tx.execute(_UPDATE, {"id": row.id, **values})
     if inserts:
-        tx.conn.execute(EXECUTIONS.insert(), inserts)
+        if tx.dialect == "sqlite":  # a call into the process, not a round trip
+            tx.many(_INSERT, inserts)
+        else:
+            tx.execute(_INSERT_PG, {c: [row[c] for row in inserts] for c in COLUMNS})
         out.new = len(inserts)
     out.linked = links.link(tx, source, list(latest.values()))
     return out
@@ -153,12 +195,13 @@ def ensure_source(tx: Tx, name: str, kind: str, base_url: str) -> Any:
 def save_position(tx: Tx, name: str, position: str, expected: str | None) -> bool:
     """Move the source's position from ``expected`` to ``position``; ``False`` when another
     sync of the same source moved it first (the row lock also orders their page writes)."""
-    done = tx.conn.execute(
-        SOURCES.update()
-        .where(SOURCES.c.name == name, SOURCES.c.position.is_not_distinct_from(expected))
-        .values(position=position, last_sync_at=tx.now)
+    same = "IS" if tx.dialect == "sqlite" else "IS NOT DISTINCT FROM"
+    moved = tx.update(
+        "UPDATE sources SET position = :position, last_sync_at = :now"
+        f" WHERE name = :name AND position {same} :expected",
+        {"position": position, "now": tx.db_now, "name": name, "expected": expected},
     )
-    return done.rowcount == 1
+    return moved == 1
 
 
 def record_outcome(tx: Tx, name: str, *, status: str, error: str | None) -> None:

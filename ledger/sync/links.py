@@ -12,39 +12,35 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
-
 from connectors.base import ExecutionRecord
-from ledger.storage.models import Attempt, Event, Execution, Operation, table
 from ledger.writer.services import Tx
+from ledger.writer.tx import in_list
 
-EXECUTIONS = table(Execution)
-ATTEMPTS = table(Attempt)
-EVENTS = table(Event)
-OPS = table(Operation)
 MAX_CHAIN = 20
 
 
 def link(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> int:
     """Write one ``execution_linked`` event per (operation, execution) not linked before."""
     found: list[tuple[str, ExecutionRecord, dict[str, Any]]] = []
-    for op, record in _by_attempt(tx.conn, source, records):
+    for op, record in _by_attempt(tx, source, records):
         found.append((op, record, {"via": "attempt"}))
-    for op, record, origin in _by_retry(tx.conn, source, records):
+    for op, record, origin in _by_retry(tx, source, records):
         found.append((op, record, {"via": "retry_of", "origin": origin}))
     declared = {r.operation_id for r in records if r.operation_id}
     if declared:
-        known = set(
-            tx.conn.execute(
-                sa.select(OPS.c.operation_id).where(OPS.c.operation_id.in_(list(declared)))
-            ).scalars()
-        )
+        where, params = in_list("o", sorted(declared))
+        known = {
+            row.operation_id
+            for row in tx.all(
+                f"SELECT operation_id FROM operations WHERE operation_id {where}", params
+            )
+        }
         for record in records:
             if record.operation_id is not None and record.operation_id in known:
                 found.append((record.operation_id, record, {"via": "custom_data"}))
     if not found:
         return 0
-    done = _linked(tx.conn, {op for op, _, _ in found})
+    done = _linked(tx, {op for op, _, _ in found})
     count = 0
     for op, record, how in found:
         key = (op, source, record.external_id)
@@ -74,27 +70,23 @@ def _matches(row: Any, source: str, workflow_id: str | None) -> bool:
     return not (row.workflow_id and workflow_id and row.workflow_id != workflow_id)
 
 
-def _attempts(conn: sa.Connection, execution_ids: set[str]) -> list[Any]:
+def _attempts(tx: Tx, execution_ids: set[str]) -> list[Any]:
     if not execution_ids:
         return []
-    return list(
-        conn.execute(
-            sa.select(
-                ATTEMPTS.c.operation_id,
-                ATTEMPTS.c.execution_id,
-                ATTEMPTS.c.source,
-                ATTEMPTS.c.workflow_id,
-            ).where(ATTEMPTS.c.execution_id.in_(sorted(execution_ids)))
-        )
+    where, params = in_list("e", sorted(execution_ids))
+    return tx.all(
+        "SELECT operation_id, execution_id, source, workflow_id FROM attempts"
+        f" WHERE execution_id {where}",
+        params,
     )
 
 
 def _by_attempt(
-    conn: sa.Connection, source: str, records: Sequence[ExecutionRecord]
+    tx: Tx, source: str, records: Sequence[ExecutionRecord]
 ) -> list[tuple[str, ExecutionRecord]]:
     by_id = {r.external_id: r for r in records}
     out = []
-    for row in _attempts(conn, set(by_id)):
+    for row in _attempts(tx, set(by_id)):
         record = by_id[row.execution_id]
         if _matches(row, source, record.workflow_id):
             out.append((row.operation_id, record))
@@ -102,7 +94,7 @@ def _by_attempt(
 
 
 def _by_retry(
-    conn: sa.Connection, source: str, records: Sequence[ExecutionRecord]
+    tx: Tx, source: str, records: Sequence[ExecutionRecord]
 ) -> list[tuple[str, ExecutionRecord, str]]:
     """Operations dispatched by any execution up the ``retryOf`` chain of a record."""
     out = []
@@ -116,26 +108,26 @@ def _by_retry(
             if upper is not None:
                 parent = upper.retry_of
                 continue
-            parent = conn.execute(
-                sa.select(EXECUTIONS.c.retry_of).where(
-                    EXECUTIONS.c.source == source, EXECUTIONS.c.external_id == parent
-                )
-            ).scalar_one_or_none()
-        for row in _attempts(conn, set(chain)):
+            row = tx.one(
+                "SELECT retry_of FROM executions WHERE source = :source AND external_id = :id",
+                {"source": source, "id": parent},
+            )
+            parent = row.retry_of if row is not None else None
+        for row in _attempts(tx, set(chain)):
             if _matches(row, source, record.workflow_id):
                 out.append((row.operation_id, record, row.execution_id))
     return out
 
 
-def _linked(conn: sa.Connection, operation_ids: set[str]) -> set[tuple[str, str, str]]:
-    rows = conn.execute(
-        sa.select(EVENTS.c.operation_id, EVENTS.c.data).where(
-            EVENTS.c.kind == "execution_linked",
-            EVENTS.c.operation_id.in_(sorted(operation_ids)),
-        )
+def _linked(tx: Tx, operation_ids: set[str]) -> set[tuple[str, str, str]]:
+    where, params = in_list("o", sorted(operation_ids))
+    rows = tx.all(
+        "SELECT operation_id, data FROM events WHERE kind = 'execution_linked'"
+        f" AND operation_id {where}",
+        params,
     )
     done = set()
-    for op, data in rows:
-        d = json.loads(data)
-        done.add((op, d.get("source"), d.get("execution_id")))
+    for row in rows:
+        d = json.loads(row.data)
+        done.add((row.operation_id, d.get("source"), d.get("execution_id")))
     return done

@@ -14,6 +14,7 @@ import heapq
 import json
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -202,23 +203,33 @@ class _Run:
     # ------------------------------------------------------------------ passes
 
     def _pages(self, connector: Connector) -> None:
-        for page in self._each_page(connector):
-            number = self.report.pages + 1
-            self.envelope["c"] = page.position
-            if not page.records and json.dumps(self.envelope) == self.stored:
-                continue  # a poll with nothing new: nothing to write
-            with self.ledger.transaction(self.actor) as tx:
-                self._move(tx)  # first: it takes the source's row lock
-                written = copies.store_records(tx, self.cfg.name, page.records)
-                crashpoint(f"sync_page_{number}_before_commit")
-            crashpoint(f"sync_page_{number}_committed")
-            self.report.pages = number
-            self.report.new += written.new
-            self.report.changed += written.changed
-            self.report.linked += written.linked
-            self.report.total = page.total
-            if self.progress:
-                self.progress(self.report)
+        """Store each page with its position. The next page is read, in a thread of its own,
+        while this one is written: a backfill then costs about the larger of the two instead
+        of their sum (``python -m bench.sync``). The read starts only once the position in
+        ``envelope`` is this page's, where a retry after a retryable error resumes; the thread
+        touches HTTP only, and an error in the write waits for the read under way, so a run
+        ends with nothing of it still running."""
+        pages = self._each_page(connector)
+        with ThreadPoolExecutor(1, thread_name_prefix=f"sync-{self.cfg.name}") as ahead:
+            coming = ahead.submit(next, pages, None)
+            while (page := coming.result()) is not None:
+                number = self.report.pages + 1
+                self.envelope["c"] = page.position
+                coming = ahead.submit(next, pages, None)
+                if not page.records and json.dumps(self.envelope) == self.stored:
+                    continue  # a poll with nothing new: nothing to write
+                with self.ledger.transaction(self.actor) as tx:
+                    self._move(tx)  # first: it takes the source's row lock
+                    written = copies.store_records(tx, self.cfg.name, page.records)
+                    crashpoint(f"sync_page_{number}_before_commit")
+                crashpoint(f"sync_page_{number}_committed")
+                self.report.pages = number
+                self.report.new += written.new
+                self.report.changed += written.changed
+                self.report.linked += written.linked
+                self.report.total = page.total
+                if self.progress:
+                    self.progress(self.report)
 
     def _refresh(self, connector: Connector, started: datetime) -> None:
         """Ask again for every copy that was not final, until the tool says it is (those

@@ -40,6 +40,12 @@ def _pyformat(sql: str, binary: bool = False) -> str:
     return _NAMED.sub(r"%(\1)b" if binary else r"%(\1)s", sql.replace("%", "%%"))
 
 
+def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``IN (:name0, :name1, …)`` and its parameters, for SQL written by hand."""
+    params = {f"{name}{i}": v for i, v in enumerate(values)}
+    return f"IN ({', '.join(':' + key for key in params)})", params
+
+
 _ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
 _INSERT_EVENT = (
     "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
@@ -252,6 +258,10 @@ class Tx:
         if found is None:
             return None
         return Row(zip([d[0] for d in cur.description], found, strict=True))
+
+    def many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Run ``sql`` once for each of ``rows`` (the driver's ``executemany``)."""
+        self._many(sql, rows)
 
     def _fetch(self, fetch: Any) -> Any:
         if self._pipeline is not None:

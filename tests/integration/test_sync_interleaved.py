@@ -4,6 +4,7 @@ neither takes the position back nor writes again the pages the other run stored.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -62,14 +63,17 @@ def test_a_sync_overtaken_by_another_of_its_source_stops_without_writing_again(
     second: list[SyncReport] = []
     position_it_left: list[str] = []
     running = False
+    stored_first_page = threading.Event()
 
     def overtake(request: httpx.Request) -> httpx.Response | None:
-        # While the first sync asks for its second page, a second sync of the same source
-        # starts where the first one's first page left the position, and runs to the end.
+        # Once the first sync has stored its first page, and while it asks for its second (a
+        # read that starts while the first page is written), a second sync of the same
+        # source starts where that page left the position, and runs to the end.
         nonlocal running
         if running or "cursor" not in request.url.params:
             return None
         running = True
+        assert stored_first_page.wait(timeout=30), "the first page was never stored"
         clock.now = later
         second.append(sync(ledger, n8n))
         position_it_left.append(source_row(store)["position"])
@@ -77,7 +81,13 @@ def test_a_sync_overtaken_by_another_of_its_source_stops_without_writing_again(
         return None
 
     n8n.intercept = overtake
-    first = sync(ledger, n8n)
+    first = sync_source(
+        ledger,
+        SOURCE,
+        n8n.client(),
+        sleep=lambda seconds: None,
+        progress=lambda report: stored_first_page.set(),
+    )
 
     row = source_row(store)
     assert [row["position"]] == position_it_left  # not taken back to the first's second page
@@ -96,3 +106,30 @@ def test_a_sync_overtaken_by_another_of_its_source_stops_without_writing_again(
         "the rest to it"
     )
     assert [(r.status, r.error, r.pages, r.new) for r in second] == [("ok", None, 2, 4)]
+
+
+def test_the_next_page_is_read_while_a_page_is_written(
+    ledger: Ledger, store: Store, n8n: FakeN8n
+) -> None:
+    # The first page's commit waits (in ``progress``, after it) until the second page has
+    # been asked for: that happens only when the read runs beside the write.
+    n8n.add(6)  # 6 5 | 4 3 | 2 1
+    second_page_asked = threading.Event()
+    waited: list[bool] = []
+
+    def note(request: httpx.Request) -> httpx.Response | None:
+        if "cursor" in request.url.params:
+            second_page_asked.set()
+        return None
+
+    def after_page(report: SyncReport) -> None:
+        if report.pages == 1:
+            waited.append(second_page_asked.wait(timeout=30))
+
+    n8n.intercept = note
+    report = sync_source(
+        ledger, SOURCE, n8n.client(), sleep=lambda seconds: None, progress=after_page
+    )
+    assert waited == [True]
+    assert (report.ok, report.pages, report.new) == (True, 3, 6)
+    assert set(seen(store)) == {str(i) for i in range(1, 7)}
