@@ -29,6 +29,9 @@ from ledger.writer.values import Outcome
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[Tx], T]
+# Run ahead of a unit of :meth:`UnitOfWork.run_many`, outside its savepoint: what it writes
+# stays when the unit fails, and when it raises, the unit is refused with that error unrun.
+Guard = Callable[[Tx], None]
 
 
 class _BatchAborted(Exception):
@@ -118,12 +121,22 @@ class UnitOfWork:
             return True
         return _aborted_by_server(exc)
 
-    def run_many(self, units: Sequence[tuple[str, Work[Any]]]) -> list[Outcome]:
+    def run_many(
+        self,
+        units: Sequence[tuple[str, Work[Any]]],
+        guards: Sequence[Guard | None] = (),
+    ) -> list[Outcome]:
         """Run several works in ONE transaction (one commit, one fsync), each inside its own
         SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
         is returned in its :class:`Outcome`. When the transaction itself fails (the commit, the
         chain append, a broken connection) every unit gets that error: nothing of the batch is
         durable, so no caller may answer as if it were.
+
+        ``guards`` (by position, None for a unit without one) run ahead of their unit's
+        savepoint: the receiver records a request's signature so, in the commit of the write
+        it authorises. A guard that raises refuses its unit alone (the work is not run); what
+        a guard wrote stays even when its unit's work fails, so a signed request that was
+        refused cannot be sent again once the state has changed.
 
         A deadlock or serialization failure (PostgreSQL, two batches locking the same
         operations in opposite orders) runs the whole batch again: retrying only the unit
@@ -133,8 +146,12 @@ class UnitOfWork:
             outcomes: list[Outcome] = []
             try:
                 with self.transaction("batch") as tx:
-                    for actor, work in units:
-                        outcomes.append(self._run_unit(tx, actor, work))
+                    for i, (actor, work) in enumerate(units):
+                        guard = guards[i] if i < len(guards) else None
+                        outcome = self._guard(tx, actor, guard) if guard is not None else None
+                        if outcome is None:  # no guard, or it let the unit run
+                            outcome = self._run_unit(tx, actor, work)
+                        outcomes.append(outcome)
                     crashpoint("batch_before_commit")
             except Exception as exc:
                 aborted = isinstance(exc, _BatchAborted) or _aborted_by_server(exc)
@@ -144,6 +161,25 @@ class UnitOfWork:
             crashpoint("batch_after_commit")
             return outcomes
         raise RuntimeError("unreachable")
+
+    def _guard(self, tx: Tx, actor: str, guard: Guard) -> Outcome | None:
+        """Run a unit's guard, after the previous unit's savepoint is released (so a later
+        rollback to a savepoint cannot undo it); its error as the unit's outcome if it
+        raises. On SQLite nothing of a failed statement remains; on PostgreSQL a failed
+        statement aborts the transaction, and the commit then fails the whole batch."""
+        tx.actor = actor
+        tx.pipeline()
+        if tx.savepoint_held:
+            tx.execute("RELEASE SAVEPOINT flowledger_unit")
+            tx.savepoint_held = False
+        try:
+            guard(tx)
+        except Exception as exc:
+            tx.abandon()
+            if _aborted_by_server(exc):
+                raise _BatchAborted from exc  # the whole transaction rolls back
+            return Outcome(error=exc)
+        return None
 
     def _run_unit(self, tx: Tx, actor: str, work: Work[Any]) -> Outcome:
         """One unit under its savepoint. On PostgreSQL its statements go out in a pipeline
