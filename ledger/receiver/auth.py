@@ -35,7 +35,7 @@ from ledger.receiver.state import ReceiverState, current
 from ledger.receiver.tokens import Principal, signing_key
 from ledger.writer import signatures
 from ledger.writer.tx import Tx
-from ledger.writer.unit import Guard
+from ledger.writer.unit import Guard, Verdict
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -158,9 +158,14 @@ def once(digest: str, until: datetime) -> Guard:
     """A guard recording signature ``digest`` (until ``until``): 401 ``replayed_signature``
     when it was recorded before, by this receiver or another on the same database."""
 
-    def guard(tx: Tx) -> None:
-        if not signatures.record(tx, digest, until):
-            raise _unauthorized("replayed_signature", "this signed request was accepted before")
+    def guard(tx: Tx) -> Verdict:
+        new = signatures.record(tx, digest, until)
+
+        def verdict() -> None:
+            if not new():
+                raise _unauthorized("replayed_signature", "this signed request was accepted before")
+
+        return verdict
 
     return guard
 

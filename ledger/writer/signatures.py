@@ -7,13 +7,15 @@ statement, so two receivers on one PostgreSQL cannot both accept it: the second 
 first's transaction and then finds the row.
 
 The receiver records a signature in the transaction of the write it authorises (:func:`record`,
-run by the group commit ahead of that unit, see :meth:`~ledger.writer.unit.UnitOfWork.run_many`):
-one commit for both, where a transaction of its own per request cut the signed rate to a tenth
-of the plain one. :func:`remember` is the same record in a transaction of its own.
+run by the group commit ahead of that unit, see :meth:`~ledger.writer.unit.UnitOfWork.run_many`;
+the outcome is read with the unit's own statements): one commit for both, where a transaction
+of its own per request cut the signed rate to a tenth of the plain one. :func:`remember` is
+the same record in a transaction of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -24,17 +26,18 @@ from ledger.storage.models import SeenSignature, table
 from ledger.writer.tx import Tx
 
 SEEN = table(SeenSignature)
-# ON CONFLICT DO NOTHING ... RETURNING: PostgreSQL, and SQLite since 3.35.
 _RECORD = (
     "INSERT INTO seen_signatures (signature, expires_at) VALUES (:signature, :expires_at)"
-    " ON CONFLICT DO NOTHING RETURNING signature"
+    " ON CONFLICT DO NOTHING"
 )
 
 
-def record(tx: Tx, signature: str, expires_at: datetime) -> bool:
-    """Record ``signature`` in ``tx``; False if it was recorded before (a replay)."""
-    params = {"signature": signature, "expires_at": tx.time(expires_at)}
-    return tx.one(_RECORD, params) is not None
+def record(tx: Tx, signature: str, expires_at: datetime) -> Callable[[], bool]:
+    """Record ``signature`` in ``tx``. The function returned tells, once the statement has
+    been waited for (:meth:`Tx.counted_later`: on PostgreSQL the unit's next read or its
+    settle, so it costs no round trip), whether it was new: False for a replay."""
+    count = tx.counted_later(_RECORD, {"signature": signature, "expires_at": tx.time(expires_at)})
+    return lambda: count() == 1
 
 
 def remember(store: Store, signature: str, expires_at: datetime) -> bool:

@@ -29,9 +29,12 @@ from ledger.writer.values import Outcome
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[Tx], T]
+# A check that refuses (raises) or lets pass.
+Verdict = Callable[[], None]
 # Run ahead of a unit of :meth:`UnitOfWork.run_many`, outside its savepoint: what it writes
-# stays when the unit fails, and when it raises, the unit is refused with that error unrun.
-Guard = Callable[[Tx], None]
+# stays when the unit fails. It answers with its verdict, given once its statements have been
+# waited for (with the unit's own, in a pipeline): a refusal refuses the unit alone.
+Guard = Callable[[Tx], Verdict]
 
 
 class _BatchAborted(Exception):
@@ -134,8 +137,9 @@ class UnitOfWork:
 
         ``guards`` (by position, None for a unit without one) run ahead of their unit's
         savepoint: the receiver records a request's signature so, in the commit of the write
-        it authorises. A guard that raises refuses its unit alone (the work is not run); what
-        a guard wrote stays even when its unit's work fails, so a signed request that was
+        it authorises. A guard's verdict is read after its unit's statements (on PostgreSQL
+        with them: no round trip of its own) and a refusal rolls back its unit alone; what a
+        guard wrote stays even when its unit's work fails, so a signed request that was
         refused cannot be sent again once the state has changed.
 
         A deadlock or serialization failure (PostgreSQL, two batches locking the same
@@ -148,10 +152,7 @@ class UnitOfWork:
                 with self.transaction("batch") as tx:
                     for i, (actor, work) in enumerate(units):
                         guard = guards[i] if i < len(guards) else None
-                        outcome = self._guard(tx, actor, guard) if guard is not None else None
-                        if outcome is None:  # no guard, or it let the unit run
-                            outcome = self._run_unit(tx, actor, work)
-                        outcomes.append(outcome)
+                        outcomes.append(self._run_unit(tx, actor, work, guard))
                     crashpoint("batch_before_commit")
             except Exception as exc:
                 aborted = isinstance(exc, _BatchAborted) or _aborted_by_server(exc)
@@ -162,26 +163,7 @@ class UnitOfWork:
             return outcomes
         raise RuntimeError("unreachable")
 
-    def _guard(self, tx: Tx, actor: str, guard: Guard) -> Outcome | None:
-        """Run a unit's guard, after the previous unit's savepoint is released (so a later
-        rollback to a savepoint cannot undo it); its error as the unit's outcome if it
-        raises. On SQLite nothing of a failed statement remains; on PostgreSQL a failed
-        statement aborts the transaction, and the commit then fails the whole batch."""
-        tx.actor = actor
-        tx.pipeline()
-        if tx.savepoint_held:
-            tx.execute("RELEASE SAVEPOINT flowledger_unit")
-            tx.savepoint_held = False
-        try:
-            guard(tx)
-        except Exception as exc:
-            tx.abandon()
-            if _aborted_by_server(exc):
-                raise _BatchAborted from exc  # the whole transaction rolls back
-            return Outcome(error=exc)
-        return None
-
-    def _run_unit(self, tx: Tx, actor: str, work: Work[Any]) -> Outcome:
+    def _run_unit(self, tx: Tx, actor: str, work: Work[Any], guard: Guard | None = None) -> Outcome:
         """One unit under its savepoint. On PostgreSQL its statements go out in a pipeline
         (:meth:`Tx.pipeline`): they are sent without waiting for each other, and the unit
         waits only where it reads a row and once at its end (:meth:`Tx.settle`), where any
@@ -192,7 +174,27 @@ class UnitOfWork:
         the server twice instead of five times, a confirm twice instead of six: measured with
         ``python -m bench.pipeline`` (PostgreSQL 15 on loopback, the machine busy, load
         average 10 on 2 cores), 2.05 round trips a transition against 5.53, and 92 against 66
-        transitions/s (median of six alternating rounds each, ratio 1.39)."""
+        transitions/s (median of six alternating rounds each, ratio 1.39).
+
+        A ``guard`` runs once, after the previous unit's savepoint is released and before
+        this unit's (so no rollback to a savepoint undoes it); its verdict is read after the
+        unit's settle, and after a failed work before the work's own error (a refused
+        request is refused, never retried). A guard whose statement failed fails the
+        transaction on PostgreSQL, and so the whole batch."""
+        verdict: Verdict | None = None
+        if guard is not None:
+            tx.actor = actor
+            tx.pipeline()
+            if tx.savepoint_held:
+                tx.execute("RELEASE SAVEPOINT flowledger_unit")
+                tx.savepoint_held = False
+            try:
+                verdict = guard(tx)
+            except Exception as exc:
+                tx.abandon()
+                if _aborted_by_server(exc):
+                    raise _BatchAborted from exc  # the whole transaction rolls back
+                return Outcome(error=exc)
         for attempt in range(self.retries):
             tx.actor = actor
             mark = len(tx.events)
@@ -205,6 +207,8 @@ class UnitOfWork:
                 value = work(tx)
                 crashpoint("batch_unit_queued")  # PostgreSQL: its statements not yet all sent
                 tx.settle()  # the unit's own errors and lost compare-and-sets surface here
+                if verdict is not None:
+                    verdict()  # the guard's statement was waited for with the unit's
             except Exception as exc:
                 tx.abandon()
                 if _aborted_by_server(exc):
@@ -213,6 +217,11 @@ class UnitOfWork:
                 tx.execute("RELEASE SAVEPOINT flowledger_unit")
                 tx.savepoint_held = False
                 del tx.events[mark:]
+                if verdict is not None:
+                    try:
+                        verdict()
+                    except Exception as refused:
+                        return Outcome(error=refused)
                 lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
                 if lost and attempt + 1 < self.retries:
                     continue
