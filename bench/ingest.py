@@ -10,8 +10,8 @@ fsync per row even with HTTP, validation, the state machine and the event chain 
 
 ``--profile FILE`` samples the SQLite receiver with py-spy (a dev dependency) during the timed
 run, only while a thread holds the interpreter lock (``--gil``: where its CPU goes), writes the
-collapsed stacks to FILE and prints the functions that took most samples, by their own time
-and with what they call.
+collapsed stacks to FILE (and the signed run's to ``signed-FILE`` beside it) and prints the
+functions that took most samples, by their own time and with what they call.
 
 The same run is repeated with a signing token (each request HMAC-signed, v2, and each
 signature remembered once): the signed rate is printed beside the plain one.
@@ -368,8 +368,14 @@ def main() -> None:
         done, elapsed, latencies, _ = measure(
             str(directory / "ledger.db"), 1, args.pairs, args.clients, args.profile
         )
+        signed_profile = args.profile and args.profile.with_name(f"signed-{args.profile.name}")
         signed_done, signed_elapsed, signed_latencies, _ = measure(
-            str(directory / "signed.db"), 1, args.pairs, args.clients, signing=True
+            str(directory / "signed.db"),
+            1,
+            args.pairs,
+            args.clients,
+            signed_profile,
+            signing=True,
         )
         signed_run = (signed_done, signed_elapsed, signed_latencies)
         # The disk is shared: measure the baseline before and after, and use the mean.

@@ -10,7 +10,11 @@ here logs a header.
 A request is checked in two steps: :func:`admit` on its headers alone (token, scope, and the
 signature header's presence, form and time), then, once the body is read, :func:`check_body`
 (the signature against method, path and body). Nobody without a valid token makes the
-receiver read a body.
+receiver read a body. A signature that matches is recorded (once, or 401
+``replayed_signature``) in the same transaction as the write it authorises: :func:`check_body`
+hands back the guard that the group commit runs ahead of the request's unit of work. A read
+has no write of its own; its guard goes through the group commit with nothing behind it, so
+many requests' records still share one commit.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import anyio
 from fastapi import Request
 from starlette.types import Scope
 
-from ledger.receiver.errors import ApiError
+from ledger.receiver.errors import ApiError, as_api_error
 from ledger.receiver.state import ReceiverState, current
 from ledger.receiver.tokens import Principal, signing_key
 from ledger.writer import signatures
+from ledger.writer.tx import Tx
+from ledger.writer.unit import Guard, Verdict
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -135,19 +141,37 @@ async def admit(
     return Admission(principal, signing_key(st.secret, principal.signing_salt), stamp, given)
 
 
-async def check_body(
+def check_body(
     st: ReceiverState, admission: Admission, request: bytes, body: bytes
-) -> Principal:
+) -> tuple[Principal, Guard | None]:
     """The admitted principal once its signature (if it signs) matches the request and the
-    body and was never accepted before; 401 otherwise."""
+    body (401 otherwise), and the guard that records the signature once, for the group
+    commit to run with the request's unit (None for a token that does not sign)."""
     if admission.key is None:
-        return admission.principal
+        return admission.principal, None
     digest = signature_matches(admission.stamp, admission.given, request, body, admission.key)
     until = datetime.fromtimestamp(int(admission.stamp) + st.signature_window, UTC)
-    fresh = await anyio.to_thread.run_sync(signatures.remember, st.store, digest, until)
-    if not fresh:
-        raise _unauthorized("replayed_signature", "this signed request was accepted before")
-    return admission.principal
+    return admission.principal, once(digest, until)
+
+
+def once(digest: str, until: datetime) -> Guard:
+    """A guard recording signature ``digest`` (until ``until``): 401 ``replayed_signature``
+    when it was recorded before, by this receiver or another on the same database."""
+
+    def guard(tx: Tx) -> Verdict:
+        new = signatures.record(tx, digest, until)
+
+        def verdict() -> None:
+            if not new():
+                raise _unauthorized("replayed_signature", "this signed request was accepted before")
+
+        return verdict
+
+    return guard
+
+
+def _nothing(tx: Tx) -> None:
+    """The unit behind a read's guard: a read writes nothing."""
 
 
 def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
@@ -165,6 +189,12 @@ def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
         if admission.key is None:
             return admission.principal
         body = await request.body()
-        return await check_body(current(request), admission, target(request.scope), body)
+        st = current(request)
+        principal, guard = check_body(st, admission, target(request.scope), body)
+        try:
+            await st.committer.commit(principal.actor, _nothing, guard)
+        except Exception as exc:
+            raise as_api_error(exc) from None
+        return principal
 
     return dependency

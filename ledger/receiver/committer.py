@@ -25,7 +25,7 @@ from typing import Any
 
 from ledger.metrics import COMMIT_BATCH_SIZE
 from ledger.writer.services import Ledger
-from ledger.writer.unit import Work
+from ledger.writer.unit import Guard, Work
 
 
 @dataclass
@@ -33,6 +33,7 @@ class _Item:
     actor: str
     work: Work[Any]
     future: asyncio.Future[Any]
+    guard: Guard | None = None
 
 
 class GroupCommitter:
@@ -51,12 +52,13 @@ class GroupCommitter:
             )
             self._thread.start()
 
-    async def commit(self, actor: str, work: Work[Any]) -> Any:
-        """Run ``work`` durably and return its value (or raise its error). The batch settles
-        all of a loop's waiters in one callback, so n requests wake the loop once, not n
-        times."""
+    async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any:
+        """Run ``work`` durably and return its value (or raise its error); ``guard`` runs
+        ahead of it in the same transaction (a request's signature recorded once, see
+        :meth:`Ledger.run_many`). The batch settles all of a loop's waiters in one callback, so
+        n requests wake the loop once, not n times."""
         future = asyncio.get_running_loop().create_future()
-        self._queue.put(_Item(actor, work, future))
+        self._queue.put(_Item(actor, work, future, guard))
         return await future
 
     def close(self) -> None:
@@ -88,7 +90,9 @@ class GroupCommitter:
     def _run(self, batch: list[_Item]) -> None:
         COMMIT_BATCH_SIZE.observe(len(batch))
         try:
-            outcomes = self.ledger.run_many([(i.actor, i.work) for i in batch])
+            outcomes = self.ledger.run_many(
+                [(i.actor, i.work) for i in batch], [i.guard for i in batch]
+            )
             settled = [(i.future, o.value, o.error) for i, o in zip(batch, outcomes, strict=True)]
         except BaseException as exc:  # the thread must go on serving the next batch
             settled = [(i.future, None, exc) for i in batch]

@@ -23,6 +23,7 @@ from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import Principal
 from ledger.writer import keys
 from ledger.writer.services import Answer, Tx
+from ledger.writer.unit import Guard
 
 KEYS = keys.KEYS
 HEADER = "Idempotency-Key"
@@ -113,12 +114,14 @@ async def answer(
     key: str | None,
     fingerprint: str,
     render: Callable[[Any], Any] = _render,
+    guard: Guard | None = None,
 ) -> Reply:
     """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
-    :func:`request_hash` of the request it came with); map errors."""
+    :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
+    transaction (the request's signature recorded once); map errors."""
     if key is None:
         try:
-            value = await st.committer.commit(principal.actor, work)
+            value = await st.committer.commit(principal.actor, work, guard)
         except Exception as exc:
             raise as_api_error(exc) from None
         return Reply(200, dumps(render(value)), value)
@@ -135,7 +138,7 @@ async def answer(
     )
     st.in_flight.add(slot)
     try:
-        reply: Reply = await st.committer.commit(principal.actor, unit)
+        reply: Reply = await st.committer.commit(principal.actor, unit, guard)
     except Exception as exc:
         raise as_api_error(exc) from None
     finally:

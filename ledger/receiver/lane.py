@@ -7,8 +7,9 @@ objects, as much again as the writer spends on the transition itself. The lane d
 steps by hand, in the same order for every call: token and signature header (401/403, before
 a byte of the body is read), body (413, 408), signature over the body (401), Content-Type
 (415), operation id (422), JSON (400), body (422), one unit of work through the writer,
-``Idempotency-Key``. Validation is pydantic's, on the same models FastAPI documents; errors
-have the one shape (:mod:`ledger.receiver.errors`). Everything else passes to FastAPI.
+``Idempotency-Key``; a signature is recorded once in that unit's transaction. Validation is
+pydantic's, on the same models FastAPI documents; errors have the one shape
+(:mod:`ledger.receiver.errors`). Everything else passes to FastAPI.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class WriteLane:
             if body is None:
                 # The client went away mid-body: nothing is written, and nobody reads this.
                 raise ApiError(400, "incomplete_body", "the body ended before its end")
-            principal = await check_body(st, admission, target(scope), body)
+            principal, guard = check_body(st, admission, target(scope), body)
             if not _is_json(headers.get("content_type")):
                 message = "send the body with Content-Type: application/json"
                 raise ApiError(415, "unsupported_media_type", message)
@@ -145,7 +146,7 @@ class WriteLane:
                 raise as_api_error(exc) from None
             key = key_of(headers.get("key"))
             fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
-            reply = await answer(st, principal, work, key=key, fingerprint=fingerprint)
+            reply = await answer(st, principal, work, key=key, fingerprint=fingerprint, guard=guard)
             if call.observe is not None and not reply.replayed:
                 call.observe(reply.value)
             return reply

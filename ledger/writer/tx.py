@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -287,6 +287,22 @@ class Tx:
             return
         cursor = self.execute(sql, params, self._pooled.driver_connection.cursor())
         self._expected.append((cursor, error))
+
+    def counted_later(self, sql: str, params: dict[str, Any]) -> Callable[[], int]:
+        """Run a statement whose row count is read later: the function returned gives it
+        once a read or :meth:`settle` has waited for the statement (in a pipeline; at once
+        on SQLite), so the statement costs no round trip of its own. It runs on a cursor of
+        its own, which keeps its row count apart from the statements queued after it."""
+        cursor = self.execute(sql, params, self._pooled.driver_connection.cursor())
+        counted: list[int] = []
+
+        def count() -> int:
+            if not counted:
+                counted.append(int(cursor.rowcount))
+                cursor.close()
+            return counted[0]
+
+        return count
 
     def redact(self, text: str) -> str:
         """``text`` from a tool or a target as it may be stored

@@ -29,6 +29,12 @@ from ledger.writer.values import Outcome
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[Tx], T]
+# A check that refuses (raises) or lets pass.
+Verdict = Callable[[], None]
+# Run ahead of a unit of :meth:`UnitOfWork.run_many`, outside its savepoint: what it writes
+# stays when the unit fails. It answers with its verdict, given once its statements have been
+# waited for (with the unit's own, in a pipeline): a refusal refuses the unit alone.
+Guard = Callable[[Tx], Verdict]
 
 
 class _BatchAborted(Exception):
@@ -118,12 +124,23 @@ class UnitOfWork:
             return True
         return _aborted_by_server(exc)
 
-    def run_many(self, units: Sequence[tuple[str, Work[Any]]]) -> list[Outcome]:
+    def run_many(
+        self,
+        units: Sequence[tuple[str, Work[Any]]],
+        guards: Sequence[Guard | None] = (),
+    ) -> list[Outcome]:
         """Run several works in ONE transaction (one commit, one fsync), each inside its own
         SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
         is returned in its :class:`Outcome`. When the transaction itself fails (the commit, the
         chain append, a broken connection) every unit gets that error: nothing of the batch is
         durable, so no caller may answer as if it were.
+
+        ``guards`` (by position, None for a unit without one) run ahead of their unit's
+        savepoint: the receiver records a request's signature so, in the commit of the write
+        it authorises. A guard's verdict is read after its unit's statements (on PostgreSQL
+        with them: no round trip of its own) and a refusal rolls back its unit alone; what a
+        guard wrote stays even when its unit's work fails, so a signed request that was
+        refused cannot be sent again once the state has changed.
 
         A deadlock or serialization failure (PostgreSQL, two batches locking the same
         operations in opposite orders) runs the whole batch again: retrying only the unit
@@ -133,8 +150,9 @@ class UnitOfWork:
             outcomes: list[Outcome] = []
             try:
                 with self.transaction("batch") as tx:
-                    for actor, work in units:
-                        outcomes.append(self._run_unit(tx, actor, work))
+                    for i, (actor, work) in enumerate(units):
+                        guard = guards[i] if i < len(guards) else None
+                        outcomes.append(self._run_unit(tx, actor, work, guard))
                     crashpoint("batch_before_commit")
             except Exception as exc:
                 aborted = isinstance(exc, _BatchAborted) or _aborted_by_server(exc)
@@ -145,7 +163,7 @@ class UnitOfWork:
             return outcomes
         raise RuntimeError("unreachable")
 
-    def _run_unit(self, tx: Tx, actor: str, work: Work[Any]) -> Outcome:
+    def _run_unit(self, tx: Tx, actor: str, work: Work[Any], guard: Guard | None = None) -> Outcome:
         """One unit under its savepoint. On PostgreSQL its statements go out in a pipeline
         (:meth:`Tx.pipeline`): they are sent without waiting for each other, and the unit
         waits only where it reads a row and once at its end (:meth:`Tx.settle`), where any
@@ -156,7 +174,27 @@ class UnitOfWork:
         the server twice instead of five times, a confirm twice instead of six: measured with
         ``python -m bench.pipeline`` (PostgreSQL 15 on loopback, the machine busy, load
         average 10 on 2 cores), 2.05 round trips a transition against 5.53, and 92 against 66
-        transitions/s (median of six alternating rounds each, ratio 1.39)."""
+        transitions/s (median of six alternating rounds each, ratio 1.39).
+
+        A ``guard`` runs once, after the previous unit's savepoint is released and before
+        this unit's (so no rollback to a savepoint undoes it); its verdict is read after the
+        unit's settle, and after a failed work before the work's own error (a refused
+        request is refused, never retried). A guard whose statement failed fails the
+        transaction on PostgreSQL, and so the whole batch."""
+        verdict: Verdict | None = None
+        if guard is not None:
+            tx.actor = actor
+            tx.pipeline()
+            if tx.savepoint_held:
+                tx.execute("RELEASE SAVEPOINT flowledger_unit")
+                tx.savepoint_held = False
+            try:
+                verdict = guard(tx)
+            except Exception as exc:
+                tx.abandon()
+                if _aborted_by_server(exc):
+                    raise _BatchAborted from exc  # the whole transaction rolls back
+                return Outcome(error=exc)
         for attempt in range(self.retries):
             tx.actor = actor
             mark = len(tx.events)
@@ -169,6 +207,8 @@ class UnitOfWork:
                 value = work(tx)
                 crashpoint("batch_unit_queued")  # PostgreSQL: its statements not yet all sent
                 tx.settle()  # the unit's own errors and lost compare-and-sets surface here
+                if verdict is not None:
+                    verdict()  # the guard's statement was waited for with the unit's
             except Exception as exc:
                 tx.abandon()
                 if _aborted_by_server(exc):
@@ -177,6 +217,11 @@ class UnitOfWork:
                 tx.execute("RELEASE SAVEPOINT flowledger_unit")
                 tx.savepoint_held = False
                 del tx.events[mark:]
+                if verdict is not None:
+                    try:
+                        verdict()
+                    except Exception as refused:
+                        return Outcome(error=refused)
                 lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
                 if lost and attempt + 1 < self.retries:
                     continue
