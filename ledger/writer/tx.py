@@ -259,10 +259,6 @@ class Tx:
             return None
         return Row(zip([d[0] for d in cur.description], found, strict=True))
 
-    def many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Run ``sql`` once for each of ``rows`` (the driver's ``executemany``)."""
-        self._many(sql, rows)
-
     def _fetch(self, fetch: Any) -> Any:
         if self._pipeline is not None:
             self.round_trips += 1  # the read flushes what is queued and waits for it
