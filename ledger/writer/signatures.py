@@ -9,8 +9,7 @@ first's transaction and then finds the row.
 The receiver records a signature in the transaction of the write it authorises (:func:`record`,
 run by the group commit ahead of that unit, see :meth:`~ledger.writer.unit.UnitOfWork.run_many`;
 the outcome is read with the unit's own statements): one commit for both, where a transaction
-of its own per request cut the signed rate to a tenth of the plain one. :func:`remember` is
-the same record in a transaction of its own.
+of its own per request cut the signed rate to a tenth of the plain one.
 """
 
 from __future__ import annotations
@@ -19,9 +18,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
-from ledger.storage.engine import Store
 from ledger.storage.models import SeenSignature, table
 from ledger.writer.tx import Tx
 
@@ -38,19 +35,6 @@ def record(tx: Tx, signature: str, expires_at: datetime) -> Callable[[], bool]:
     settle, so it costs no round trip), whether it was new: False for a replay."""
     count = tx.counted_later(_RECORD, {"signature": signature, "expires_at": tx.time(expires_at)})
     return lambda: count() == 1
-
-
-def remember(store: Store, signature: str, expires_at: datetime) -> bool:
-    """Record ``signature``; False if it was recorded before (a replay)."""
-    values = {"signature": signature, "expires_at": expires_at}
-    with store.engine.begin() as conn:
-        insert = (
-            postgresql.insert(SEEN) if conn.dialect.name == "postgresql" else sqlite.insert(SEEN)
-        )
-        stored = conn.execute(
-            insert.values(**values).on_conflict_do_nothing().returning(SEEN.c.signature)
-        ).scalar()
-    return stored is not None
 
 
 def remove_expired(conn: sa.Connection, now: datetime, *, limit: int) -> int:

@@ -6,6 +6,7 @@ requests refuses the replay alone, and a refused write keeps its signature recor
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -21,7 +22,7 @@ from ledger.scheduled.housekeeping import expire_signatures
 from ledger.storage.engine import open_store
 from ledger.storage.models import Operation, SeenSignature, table
 from ledger.writer.services import Ledger, Tx
-from ledger.writer.signatures import remember
+from ledger.writer.signatures import record
 from tests.support.builders import FakeClock, dispatch_body, req
 from tests.support.receiver import SECRET, make_signing_token, running, signature
 
@@ -53,14 +54,22 @@ def test_a_signed_request_replayed_to_another_receiver_is_refused(
     assert answers[1].json()["error"]["code"] == "replayed_signature"
 
 
+def remember(ledger: Ledger, signature: str, expires_at: datetime) -> bool:
+    """Record ``signature`` as the receiver does, in a transaction of its own; False for a
+    replay."""
+    seen: list[Callable[[], bool]] = []
+    ledger.run("test", lambda tx: seen.append(record(tx, signature, expires_at)))
+    return seen[0]()
+
+
 def test_housekeeping_forgets_signatures_past_their_window(ledger: Ledger) -> None:
     now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-    assert remember(ledger.store, "a" * 64, now - timedelta(seconds=1))
-    assert remember(ledger.store, "b" * 64, now + timedelta(minutes=5))
-    assert not remember(ledger.store, "b" * 64, now + timedelta(minutes=5))
+    assert remember(ledger, "a" * 64, now - timedelta(seconds=1))
+    assert remember(ledger, "b" * 64, now + timedelta(minutes=5))
+    assert not remember(ledger, "b" * 64, now + timedelta(minutes=5))
     assert expire_signatures(ledger.store, FakeClock(now), batch=1) == 1
-    assert remember(ledger.store, "a" * 64, now + timedelta(minutes=5))
-    assert not remember(ledger.store, "b" * 64, now + timedelta(minutes=5))
+    assert remember(ledger, "a" * 64, now + timedelta(minutes=5))
+    assert not remember(ledger, "b" * 64, now + timedelta(minutes=5))
 
 
 def _signed(key: bytes, token: str, path: str, body: bytes) -> dict[str, str]:
