@@ -77,6 +77,7 @@ class QueuePane(ListPane):
             descending=self.descending,
             limit=limit,
             offset=offset,
+            after=after,
         )
 
     def count(self) -> int:
