@@ -144,6 +144,8 @@ async def measure_ui(db: str, jump_to: str) -> dict[str, Any]:
         main = app.screen
         ops = main.query_one(OperationsPane)
         ops.rows, ops.shown = [], -1  # as if never loaded: time the tab's own first page
+        ops.table.clear()  # (and its table empty, as before its first page)
+        ops.table.clear()  # (an empty table, as before its first page)
         t0 = time.perf_counter()
         main.action_tab("operations")  # type: ignore[attr-defined]
         ops.reload(keep_cursor=False)

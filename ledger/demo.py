@@ -282,6 +282,11 @@ class _Script:
         op = "demo:crm:contact-377:upsert"
         self.dispatch(op, "7420", "wf-crm", {"contact": 377})
         self.execution("7420", "wf-crm", "crashed", start)
+        # The contact was triggered twice: the second execution asks while 7420 is writing
+        # and is turned away (in_flight), which opens no hold; the operation's screen lists it.
+        answer = self.dispatch(op, "7421", "wf-crm", {"contact": 377})
+        assert answer == "hold", answer
+        self.execution("7421", "wf-crm", "error", start)  # a hold stops it with an error
         state = domain.Operation(op, domain.State.DISPATCHING, "", "v3", attempt=1)
         ld.open_hold(
             domain.execution_failed_hold(state, "7420", "execution 7420 crashed while dispatching"),

@@ -14,6 +14,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 if TYPE_CHECKING:
@@ -35,11 +36,26 @@ class ListPane(Vertical):
     FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
     DROP: tuple[str, ...] = ()
     FILTER_HINT = "/ filter"
+    # Whether the pane loads as soon as it is mounted; the others wait until the first screen
+    # is painted (MainScreen starts them), so the first paint shares the CPU with nothing.
+    EAGER = False
     app: FlowledgerApp
+
+    class FirstShown(Message):
+        """The pane's first page is on screen."""
+
+        def __init__(self, pane: ListPane) -> None:
+            super().__init__()
+            self.pane = pane
+
+        @property
+        def control(self) -> ListPane:
+            return self.pane
 
     def __init__(self, *, id: str) -> None:
         super().__init__(id=id)
         self.rows: list[dict[str, Any]] = []
+        self._cells: list[list[Cell]] = []  # the table's rows as drawn
         self.filter_text = ""
         self.total: int | None = None
         self.exhausted = False
@@ -121,7 +137,8 @@ class ListPane(Vertical):
         cursor = table.cursor_row
         table.clear(columns=True)
         self._add_columns(table)
-        table.add_rows([self.shown_cells(r) for r in self.rows])
+        self._cells = [self.shown_cells(r) for r in self.rows]
+        table.add_rows(self._cells)
         if self.rows:
             table.move_cursor(row=min(cursor, len(self.rows) - 1))
 
@@ -138,7 +155,12 @@ class ListPane(Vertical):
         return self.query_one(DataTable)
 
     def on_mount(self) -> None:
-        self.reload()
+        if self.EAGER:
+            self.reload()
+
+    def load_if_never_loaded(self) -> None:
+        if self.generation == 0:
+            self.reload()
 
     def focus_filter(self) -> None:
         self.query_one(Input).focus()
@@ -178,7 +200,14 @@ class ListPane(Vertical):
     def _load(self, generation: int, limit: int, keep_cursor: bool) -> None:
         rows, read_with_it = self.fetch_first(limit)
         self.app.call_from_thread(self._show, generation, rows, limit, keep_cursor, read_with_it)
-        total = self.count()  # after the rows are on screen: the count only adds "of N"
+
+    def _start_count(self, generation: int) -> None:
+        if generation == self.generation:
+            self._count(generation)
+
+    @work(thread=True, exclusive=True, group="list-count")
+    def _count(self, generation: int) -> None:
+        total = self.count()
         if total is not None:
             self.app.call_from_thread(self._counted, generation, total)
 
@@ -206,13 +235,21 @@ class ListPane(Vertical):
     ) -> None:
         if generation != self.generation:
             return  # a newer filter or refresh is on its way
+        first = self.shown == -1
         self.shown = generation
         table = self.table
         selected = self.current() if keep_cursor else None
         index = table.cursor_row
-        self.rows, self.exhausted = rows, len(rows) < limit
-        table.clear()
-        table.add_rows([self.shown_cells(r) for r in rows])
+        cells = [self.shown_cells(r) for r in rows]
+        unchanged = [self.key(r) for r in rows] == [self.key(r) for r in self.rows] and [
+            _drawn(row) for row in cells
+        ] == [_drawn(row) for row in self._cells]
+        self.rows, self.exhausted, self._cells = rows, len(rows) < limit, cells
+        if not unchanged:
+            # Clearing and refilling makes the table draw every visible cell anew: a refresh
+            # that changed nothing on screen leaves it alone.
+            table.clear()
+            table.add_rows(cells)
         if rows:
             if selected is not None:
                 keys = [self.key(r) for r in rows]
@@ -221,13 +258,20 @@ class ListPane(Vertical):
             table.move_cursor(row=max(0, min(index, len(rows) - 1)) if keep_cursor else 0)
         self._status()
         self.first_page_shown(read_with_it)
+        if first:
+            self.post_message(self.FirstShown(self))
+        # After the rows are painted: the count only adds "of N", and a count running beside
+        # the paint would slow it.
+        self.call_after_refresh(self._start_count, generation)
 
     def _append(self, generation: int, offset: int, rows: list[dict[str, Any]]) -> None:
         if generation != self.generation or offset != len(self.rows):
             return
+        cells = [self.shown_cells(r) for r in rows]
         self.rows.extend(rows)
+        self._cells.extend(cells)
         self.exhausted = len(rows) < self.ctx.page_size
-        self.table.add_rows([self.shown_cells(r) for r in rows])
+        self.table.add_rows(cells)
         self._status()
 
     def _status(self) -> None:
@@ -235,8 +279,15 @@ class ListPane(Vertical):
         of = f" of {self.total:,}" if self.total is not None else ("" if self.exhausted else "+")
         flt = f"  filter: {self.filter_text}" if self.filter_text else ""
         self.query_one(".list-status", Static).update(
-            f"{shown:,}{of} rows{flt}{self.status_suffix()}"
+            f"{shown:,}{of} rows{flt}{self.status_suffix()}",
+            layout=False,  # one line, always
         )
 
     def status_suffix(self) -> str:
         return ""
+
+
+def _drawn(cells: list[Cell]) -> list[Any]:
+    """What a row's cells draw: their text, style and styled spans (a Text's own ``==``
+    leaves its style out)."""
+    return [(c.plain, str(c.style), tuple(c.spans)) if isinstance(c, Text) else c for c in cells]

@@ -113,6 +113,16 @@ class MainScreen(HoldActions, Screen[None]):
             pane.reload()
         self.query_one(SourcesPane).reload()
 
+    @on(ListPane.FirstShown, "#queue")
+    def _queue_shown(self) -> None:
+        # The queue is what a person looks at first; the other tabs load once it is painted.
+        def load_the_rest() -> None:
+            for pane in self.query(ListPane):
+                pane.load_if_never_loaded()
+            self.query_one(SourcesPane).load_if_never_loaded()
+
+        self.call_after_refresh(load_the_rest)
+
     @on(DataTable.RowHighlighted, "#queue DataTable")
     def _selection_moved(self) -> None:
         self.refresh_bindings()  # the footer offers what the selected hold allows

@@ -44,6 +44,7 @@ class QueuePane(ListPane):
         ("execution", "execution"),
     ]
     FILTER_HINT = "/ filter: words, reason: owner: state: workflow: op: source:, overdue, blocking"
+    EAGER = True  # the first thing on screen
     # The operation takes what is left; narrower screens drop the execution's status first,
     # then the workflow, owner, age and the operation's state.
     WIDTHS = {
@@ -76,6 +77,7 @@ class QueuePane(ListPane):
             descending=self.descending,
             limit=limit,
             offset=offset,
+            after=after,
         )
 
     def count(self) -> int:
@@ -287,6 +289,7 @@ class SourcesPane(Vertical):
     when ``flowledger.toml`` could not be read, why, and that sync is off until it is fixed."""
 
     COLUMNS = ["source", "kind", "status", "last attempt", "lag", "last error", "base URL"]
+    loaded = False
 
     def compose(self) -> ComposeResult:
         problem = self.app.ctx.config_error  # type: ignore[attr-defined]
@@ -303,8 +306,10 @@ class SourcesPane(Vertical):
         table.add_columns(*self.COLUMNS)
         yield table
 
-    def on_mount(self) -> None:
-        self.reload()
+    def load_if_never_loaded(self) -> None:
+        # Loaded once the queue is painted (see ListPane.EAGER), then with every refresh.
+        if not self.loaded:
+            self.reload()
 
     @work(thread=True, exclusive=True, group="sources")
     def reload(self) -> None:
@@ -313,6 +318,7 @@ class SourcesPane(Vertical):
         self.app.call_from_thread(self._show, rows, ctx.now())
 
     def _show(self, rows: list[dict[str, Any]], now: Any) -> None:
+        self.loaded = True
         table = self.query_one(DataTable)
         cursor = table.cursor_row
         table.clear()

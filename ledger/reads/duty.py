@@ -43,6 +43,10 @@ QUEUE_SORTS = {
     "state": OPS.c.state,
     "workflow": OPS.c.workflow_id,
 }
+# The sorts on columns that are never NULL page by key: the next page starts after the last
+# row's (value, id), read through the open-holds index, whatever the page's depth. The others
+# (a NULL sorts apart on each database) page by offset.
+KEYSET_SORTS = {"deadline": "deadline", "opened": "opened_at", "reason": "reason"}
 _FILTER_FIELDS = {
     "reason": HOLDS.c.reason,
     "owner": HOLDS.c.owner,
@@ -161,11 +165,20 @@ def hold_queue(
     descending: bool = False,
     limit: int = 100,
     offset: int = 0,
+    after: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One page of the attention queue: open holds with their operation's state and workflow,
-    whether it has an open receipt conflict, and the status of the execution they concern."""
+    whether it has an open receipt conflict, and the status of the execution they concern.
+    The next page: pass the last row as ``after`` (it pages by key where the sort allows,
+    else by ``offset``, which must then be the rows already read)."""
     column = QUEUE_SORTS[sort]
     order = [column.desc() if descending else column.asc(), HOLDS.c.id]
+    where = _queue_where(flt, now)
+    if after is not None and sort in KEYSET_SORTS:
+        value = after[KEYSET_SORTS[sort]]
+        beyond = column < value if descending else column > value
+        where.append(sa.or_(beyond, sa.and_(column == value, HOLDS.c.id > after["id"])))
+        offset = 0
     stmt = (
         sa.select(
             HOLDS,
@@ -178,7 +191,7 @@ def hold_queue(
             ).label("execution_status"),
         )
         .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
-        .where(*_queue_where(flt, now))
+        .where(*where)
         .order_by(*order)
         .limit(limit)
         .offset(offset)

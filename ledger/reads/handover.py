@@ -69,7 +69,7 @@ def _cell(value: Any) -> str:
 def _open_holds(store: Store, now: datetime) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:
-        page = duty.hold_queue(store, now, limit=_PAGE, offset=len(rows))
+        page = duty.hold_queue(store, now, limit=_PAGE, after=rows[-1] if rows else None)
         rows.extend(page)
         if len(page) < _PAGE:
             return rows

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from ledger.cli import app
 from ledger.domain import BLOCKING_REASONS, Reason
-from ledger.reads import duty, queries
+from ledger.reads import duty, operations, queries
 from ledger.storage.engine import open_store
 
 runner = CliRunner()
@@ -42,6 +42,11 @@ def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -
         assert any(s["status"] == "error" for s in queries.list_sources(store))
         blocking = duty.hold_queue(store, datetime.now(UTC), flt=duty.HoldFilter(blocking=True))
         assert {h["reason"] for h in blocking} == {r.value for r in BLOCKING_REASONS}
+        # A dispatch turned away while another execution was writing (it opens no hold).
+        turned = operations.turned_away(store, "demo:crm:contact-377:upsert")
+        assert [(t["data"]["reason"], t["data"]["in_flight"]) for t in turned] == [
+            ("in_flight", "7420")
+        ]
     finally:
         store.dispose()
 

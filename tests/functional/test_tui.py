@@ -28,8 +28,9 @@ from tests.support.tui import (
 from tui.actions import ACTIONS, KEYS, subject
 from tui.detail import DetailScreen
 from tui.dialogs import ConfirmDialog, FormDialog
+from tui.listing import ListPane
 from tui.main import MainScreen
-from tui.panes import EventsPane
+from tui.panes import EventsPane, SourcesPane
 
 HOLDS = table(Hold)
 EVENTS = table(Event)
@@ -110,6 +111,36 @@ async def test_a_refresh_keeps_the_cursor_on_its_hold_when_rows_move(
         await settle(pilot)
         assert first not in queue_ids(app)
         assert queue(app).current()["id"] == target  # type: ignore[index]
+
+
+async def test_a_refresh_that_changes_nothing_leaves_the_rows_drawn_and_a_change_redraws(
+    app_factory, demo_store, demo_ledger: Ledger
+) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = queue(app).table
+        drawn = list(table.rows)  # the table's row keys: new ones whenever it is refilled
+        app.refresh_lists()
+        await settle(pilot)
+        assert list(table.rows) == drawn
+        hold_id = queue_ids(app)[0]
+        demo_ledger.update_hold(hold_id, operator="erin", owner="zed", note="mine").run()
+        app.refresh_lists()
+        await settle(pilot)
+        assert list(table.rows) != drawn
+        assert str(table.get_row_at(0)[6]) == "zed"  # the owner column
+
+
+async def test_the_other_tabs_load_once_the_queue_is_painted(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        for pane in screen.query(ListPane):
+            assert pane.shown > 0 and pane.rows, pane.id
+        assert screen.query_one(SourcesPane).loaded
 
 
 async def test_sorting_by_a_column_and_back(app_factory) -> None:

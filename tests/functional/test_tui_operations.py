@@ -35,6 +35,13 @@ def main(app: Any) -> MainScreen:
     return next(s for s in app.screen_stack if isinstance(s, MainScreen))
 
 
+def turned_away_line(app: Any, asking: str) -> str:
+    """The operation screen's one turned-away dispatch, the line naming ``asking``."""
+    turned = plain(app.screen.query_one("#op-turned", Static).content)
+    assert "Dispatches turned away (1)" in turned
+    return next(ln for ln in turned.splitlines() if asking in ln)
+
+
 def turn_one_away(ledger: Ledger) -> None:
     """Execution 7501 is writing the payout; 7502 asks too and is answered hold (in_flight),
     which opens no hold: only the operation's record shows it."""
@@ -114,10 +121,22 @@ async def test_an_operation_shows_the_dispatch_it_turned_away(
         await pilot.press("enter")  # open the operation
         await settle(pilot)
         assert isinstance(app.screen, OperationScreen)
-        turned = plain(app.screen.query_one("#op-turned", Static).content)
-        assert "Dispatches turned away (1)" in turned
-        line = next(ln for ln in turned.splitlines() if "7502" in ln)
+        line = turned_away_line(app, "7502")
         assert "in_flight" in line and "7501" in line  # asking, why, and who is writing
+
+
+async def test_the_demo_shows_a_dispatch_turned_away_while_another_was_writing(
+    app_factory,
+) -> None:
+    """What ``flowledger demo`` gives a new user to find: g, the id, and the turned-away ask."""
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", *"demo:crm:contact-377:upsert", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, OperationScreen)
+        line = turned_away_line(app, "7421")
+        assert "in_flight" in line and "7420" in line
 
 
 async def test_the_operations_tab_pages_every_operation_most_recently_changed_first(
