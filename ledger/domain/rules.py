@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from ledger.domain.causes import new_hold
 from ledger.domain.model import (
@@ -307,13 +308,24 @@ def fail(op: Operation, outcome: FailOutcome, error: str, holds: Sequence[OpenHo
     )
 
 
-def unknown_outcome_hold(op: Operation, detail: str) -> NewHold:
+class AttemptOf(Protocol):
+    """What a hold about an operation's attempt reads of it: a :class:`Operation`, or a
+    stored row (the sweep builds holds from its rows without making an Operation of each)."""
+
+    @property
+    def operation_id(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+
+def unknown_outcome_hold(op: AttemptOf, detail: str) -> NewHold:
     return new_hold(
         Reason.UNKNOWN_OUTCOME, detail, operation_id=op.operation_id, attempt=op.attempt
     )
 
 
-def execution_failed_hold(op: Operation, execution_id: str, detail: str) -> NewHold:
+def execution_failed_hold(op: AttemptOf, execution_id: str, detail: str) -> NewHold:
     return new_hold(
         Reason.EXECUTION_FAILED,
         detail,

@@ -33,11 +33,17 @@ from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import Reason, State, causes, staleness
 from ledger.storage.models import Execution, Hold, Operation, Source, table
 from ledger.sync.copies import ensure_source
-from ledger.writer.records import to_domain as _to_domain
 from ledger.writer.services import HoldTarget, Ledger
 from ledger.writer.tx import Tx
 
 OPS = table(Operation)
+# What the operation rules read of a due row: its hold's cause and detail, and the walk's
+# columns. Not the whole row, nor an Operation made of it: a profile of the first sweep on
+# PostgreSQL put ``to_domain`` and the processing of whole rows at about 18 µs a hold.
+DUE_COLUMNS = (
+    OPS.c.operation_id, OPS.c.attempt, OPS.c.execution_id, OPS.c.source, OPS.c.deadline,
+    OPS.c.updated_at,
+)  # fmt: skip
 HOLDS = table(Hold)
 EXECUTIONS = table(Execution)
 SOURCES = table(Source)
@@ -189,7 +195,7 @@ class Sweep:
         rows = tx.conn.execute(
             self._locked(
                 walk.page(
-                    sa.select(OPS).where(
+                    sa.select(*DUE_COLUMNS).where(
                         OPS.c.state == State.DISPATCHING.value,
                         OPS.c.deadline <= tx.now,
                         _unheld(key),
@@ -213,7 +219,7 @@ class Sweep:
         rows = tx.conn.execute(
             self._locked(
                 walk.page(
-                    sa.select(OPS).where(
+                    sa.select(*DUE_COLUMNS).where(
                         OPS.c.state == State.DISPATCHING.value,
                         OPS.c.updated_at <= due,
                         OPS.c.deadline.is_(None),
@@ -229,11 +235,10 @@ class Sweep:
         )
 
     def _unknown(self, row: Any) -> HoldTarget:
-        op = _to_domain(row)
         detail = staleness.unknown_outcome_detail(row.deadline, row.execution_id)
         return HoldTarget(
-            domain.unknown_outcome_hold(op, detail),
-            op.operation_id,
+            domain.unknown_outcome_hold(row, detail),
+            row.operation_id,
             execution_id=row.execution_id,
             source=row.source,
         )
@@ -271,7 +276,7 @@ class Sweep:
             self._locked(
                 walk.page(
                     sa.select(
-                        OPS,
+                        *DUE_COLUMNS,
                         EXECUTIONS.c.status.label("execution_status"),
                         EXECUTIONS.c.gone_at.label("execution_gone_at"),
                     )
@@ -297,7 +302,7 @@ class Sweep:
             detail = staleness.execution_failed_detail(status, r.execution_id)
             targets.append(
                 HoldTarget(
-                    domain.execution_failed_hold(_to_domain(r), r.execution_id, detail),
+                    domain.execution_failed_hold(r, r.execution_id, detail),
                     r.operation_id,
                     execution_id=r.execution_id,
                     source=r.source,

@@ -36,16 +36,12 @@ def open_holds(
     so the sweep stays cheap."""
     if not targets:
         return []
-    taken = records.taken_cause_keys(tx, [t.hold.cause_key for t in targets])
-    fresh: dict[str, HoldTarget] = {}
+    unique: dict[str, HoldTarget] = {}
     for t in targets:
-        if t.hold.cause_key not in taken:
-            fresh.setdefault(t.hold.cause_key, t)
-    if not fresh:
-        return [None] * len(targets)
+        unique.setdefault(t.hold.cause_key, t)
     rows: list[dict[str, Any]] = [
         {
-            "cause_key": t.hold.cause_key,
+            "cause_key": key,
             "reason": t.hold.reason.value,
             "blocking": t.hold.blocking,
             "operation_id": t.operation_id,
@@ -55,9 +51,13 @@ def open_holds(
             "opened_at": tx.now,
             "deadline": deadlines.of(tx.now, t.hold.reason),
         }
-        for t in fresh.values()
+        for key, t in unique.items()
     ]
-    ids = records.insert_holds(tx, rows)
+    ids = records.insert_new_holds(tx, rows)
+    if not ids:
+        return [None] * len(targets)
+    fresh = {k: t for k, t in unique.items() if k in ids}
+    rows = [r for r in rows if r["cause_key"] in ids]
     records.touch_operations(tx, sorted({t.operation_id for t in fresh.values() if t.operation_id}))
     alerts: list[dict[str, Any]] = []
     for t, row in zip(fresh.values(), rows, strict=True):
