@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from ledger.config import SweepConfig
 from ledger.domain.staleness import stale_prepared_hold
+from ledger.reads import chain
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.engine import Store
 from ledger.storage.migrate import init_ledger
@@ -189,6 +190,11 @@ def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
         )
         print("query plans of the sweep's reads:")
         explain(store, recorder.statements)
+        with store.reader.connect() as conn:
+            checked = chain.verify(conn)
+        print(f"verify: {'ok' if checked.ok else 'BROKEN'}, {checked.checked:,} events checked")
+        if not checked.ok:
+            raise SystemExit(f"the chain does not hold after the sweeps: {checked}")
     finally:
         store.dispose()
 
