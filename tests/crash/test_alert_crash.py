@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from ledger.storage.engine import Store
 from ledger.storage.models import Outbox, table
 from ledger.writer.services import Ledger
 from tests.support.builders import req
-from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, spawn, wait_until
+from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, kill_at
 from tests.support.webhook import AlertReceiver
 
 OUTBOX = table(Outbox)
@@ -34,17 +33,7 @@ def test_alert_sent_before_a_crash_is_sent_again_with_the_same_id(
         with store.reader.connect() as conn:
             (delivery_id,) = conn.execute(sa.select(OUTBOX.c.delivery_id)).scalars().all()
 
-        signal_file = tmp_path / "crashed"
-        env = env_for(
-            db_url,
-            config,
-            FLOWLEDGER_CRASH_AT="after_alert_sent",
-            FLOWLEDGER_CRASH_SIGNAL=str(signal_file),
-        )
-        child = spawn(["alerts", "--once"], env, tmp_path / "child.log")
-        wait_until(signal_file.exists, "the child to reach after_alert_sent")
-        child.send_signal(signal.SIGKILL)
-        child.wait(TIMEOUT)
+        kill_at("after_alert_sent", ["alerts", "--once"], env_for(db_url, config), tmp_path)
         assert receiver.ids == [delivery_id]
         with store.reader.connect() as conn:
             assert conn.execute(sa.select(OUTBOX.c.delivered_at)).scalar_one() is None
