@@ -2,7 +2,7 @@
  * "Test connection" for the Flowledger API credential: one ``GET /v1/token`` (any valid token
  * may call it) and one plain sentence about what is wrong, or which token answered.
  */
-import { LedgerError, SIGNATURE_HEADER, joinUrl, pathOf, signature } from './transport';
+import { LedgerError, SIGNATURE_HEADER, joinUrl, parseBody, pathOf, signature } from './transport';
 
 export interface ProbeRequest {
 	method: 'GET';
@@ -65,7 +65,7 @@ export async function testConnection(
 			`cannot reach the ledger at ${baseUrl} (${why}): is \`flowledger serve\` running, and can n8n reach that address? From n8n in a container, 127.0.0.1 is the container itself.`,
 		);
 	}
-	const body = parse(answer.body);
+	const body = parseBody(answer.body);
 	const ledgerError = body?.error as Record<string, unknown> | undefined;
 	const said = typeof ledgerError?.message === 'string' ? `: ${ledgerError.message}` : '';
 	if (answer.status === 401) {
@@ -98,18 +98,4 @@ function error(message: string): TestResult {
 
 function codeOf(ledgerError: Record<string, unknown> | undefined): string {
 	return typeof ledgerError?.code === 'string' ? ` ${ledgerError.code}` : '';
-}
-
-function parse(body: unknown): Record<string, unknown> | undefined {
-	let value = body;
-	if (typeof value === 'string') {
-		try {
-			value = JSON.parse(value);
-		} catch {
-			return undefined;
-		}
-	}
-	return typeof value === 'object' && value !== null && !Array.isArray(value)
-		? (value as Record<string, unknown>)
-		: undefined;
 }

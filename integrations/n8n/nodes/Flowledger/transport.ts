@@ -187,7 +187,8 @@ export async function callLedger(
 	);
 }
 
-function parseBody(body: unknown): Record<string, unknown> | undefined {
+/** The ledger's JSON object in an answer body (text, a Buffer or already parsed), or undefined. */
+export function parseBody(body: unknown): Record<string, unknown> | undefined {
 	let value = body;
 	if (typeof value === 'string') {
 		try {
