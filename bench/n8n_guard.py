@@ -27,21 +27,21 @@ own work.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from e2e.local_n8n import (
+    JsonHandler,
     LocalLedger,
+    Loopback,
     N8n,
     Target,
     Unavailable,
@@ -56,44 +56,26 @@ WRITE = "Write to target (your API)"
 WEBHOOK = "Invoice to send"
 
 
-class StandIn:
+class StandIn(Loopback):
     """A ledger that answers at once: ``go`` to every dispatch, ``confirmed`` to the rest."""
 
     def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.read_body()
                 parts = self.path.split("/")
                 go = parts[-1] == "dispatch"
-                raw = json.dumps(
-                    {
-                        "operation_id": parts[3] if len(parts) > 3 else "",
-                        "decision": "go" if go else None,
-                        "state": "dispatching" if go else "confirmed",
-                        "attempt": 1,
-                        "reason": None,
-                        "receipt": None,
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                answer = {
+                    "operation_id": parts[3] if len(parts) > 3 else "",
+                    "decision": "go" if go else None,
+                    "state": "dispatching" if go else "confirmed",
+                    "attempt": 1,
+                    "reason": None,
+                    "receipt": None,
+                }
+                self.send_json(200, answer)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 def for_bench(workflow: dict[str, Any], name: str, path: str, target_url: str) -> dict[str, Any]:

@@ -269,7 +269,41 @@ class N8n:
         return list(self.api("GET", "/executions", params=params)["data"])
 
 
-class Target:
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler that reads and answers JSON."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def read_body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("content-length", 0)))
+
+    def send_json(self, status: int, payload: dict[str, Any]) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+class Loopback:
+    """``handler`` served on a free loopback port in a thread; ``url`` ends with ``path``."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], path: str = "") -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Target(Loopback):
     """The system a workflow writes to: ``POST /invoices`` records the write, then answers
     ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``noid`` a 200
     without ``id``, ``slow`` is recorded and then answered only after ``slow_seconds``.
@@ -282,46 +316,24 @@ class Target:
         self.slow_seconds = slow_seconds
         target = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                body = json.loads(
-                    self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}"
-                )
+                body = json.loads(self.read_body() or b"{}")
                 invoice = str(body.get("invoice_id", "?"))
                 with target.lock:
                     target.requests[invoice] += 1
                 if invoice.startswith("reject"):
-                    return self._send(422, {"error": "no such customer"})
+                    return self.send_json(422, {"error": "no such customer"})
                 with target.lock:
                     target.writes[invoice] += 1
                     n = sum(target.writes.values())
                 if invoice.startswith("slow"):
                     time.sleep(target.slow_seconds)
                 if invoice.startswith("noid"):
-                    return self._send(200, {"status": "accepted"})
-                return self._send(200, {"id": f"T-{n}", "invoice_id": invoice})
+                    return self.send_json(200, {"status": "accepted"})
+                return self.send_json(200, {"id": f"T-{n}", "invoice_id": invoice})
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/invoices"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler, "/invoices")
 
 
 @dataclass
