@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from ledger.cli.common import app
 from ledger.config import SourceConfig
-from ledger.storage.migrate import init_ledger
 from ledger.sync import connect
+from tests.support.cli import cli_workdir
 
 # Far under the 31 s the backoff used to spend on a tool that is down, far over what these
 # runs take (about one connect timeout); the timeout itself is checked by structure below.
@@ -58,8 +58,7 @@ def refuses() -> Iterator[int]:
 
 
 def configure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, port: int, extra: str = "") -> None:
-    (tmp_path / "flowledger.toml").write_text(
-        f"""
+    config = f"""
 [[sources]]
 name = "down"
 kind = "n8n"
@@ -67,13 +66,7 @@ base_url = "http://127.0.0.1:{port}"
 api_key_env = "TEST_N8N_API_KEY"
 {extra}
 """
-    )
-    db = tmp_path / "ledger.db"
-    init_ledger(str(db))[0].dispose()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
-    monkeypatch.setenv("TEST_N8N_API_KEY", "k" * 20)
-    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    cli_workdir(tmp_path, monkeypatch, config, TEST_N8N_API_KEY="k" * 20)
 
 
 def test_the_configured_connect_timeout_reaches_the_http_client() -> None:

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from ledger.cli import common, sources
 from ledger.cli.common import app
-from ledger.storage.migrate import init_ledger
 from ledger.sync import connect
 from ledger.writer.services import Ledger
+from tests.support.cli import cli_workdir
 from tests.support.fakes.n8n import KEY, FakeN8n
 
 CONFIG = """
@@ -33,14 +33,7 @@ api_key_env = "TEST_N8N_API_KEY"
 @pytest.fixture
 def n8n(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeN8n:
     fake = FakeN8n()
-    (tmp_path / "flowledger.toml").write_text(CONFIG)
-    db = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(db))
-    store.dispose()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
-    monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
-    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    cli_workdir(tmp_path, monkeypatch, CONFIG, TEST_N8N_API_KEY=KEY)
     monkeypatch.setattr(connect, "make_client", lambda cfg: fake.client())
     return fake
 

@@ -19,7 +19,7 @@ from ledger.cli.common import app
 from ledger.n8n_setup import SetupFailed, SetupRequest, setup
 from ledger.receiver.tokens import list_tokens
 from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
+from tests.support.cli import cli_workdir
 
 KEY = "n8n_api_test_key"
 SCOPES = {
@@ -369,14 +369,7 @@ def test_missing_templates_are_said_before_anything_is_made(tmp_path: Path) -> N
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeN8n, Path]:
     fake = FakeN8n()
-    (tmp_path / "flowledger.toml").write_text(CONFIG)
-    db = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(db))
-    store.dispose()
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
-    monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
-    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    db = cli_workdir(tmp_path, monkeypatch, CONFIG, TEST_N8N_API_KEY=KEY)
     monkeypatch.setattr(n8n_cli, "client_factory", fake.client)
     return fake, db
 

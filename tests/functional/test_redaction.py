@@ -33,6 +33,7 @@ from ledger.storage.models import Event, Hold, Operation, Receipt, table
 from ledger.sync import connect
 from ledger.writer.services import Ledger
 from tests.support.builders import FakeClock, dispatch_body, req
+from tests.support.cli import cli_workdir
 from tests.support.fakes.n8n import FakeN8n
 from tests.support.receiver import SECRET, Api, make_signing_token, make_token, running
 
@@ -86,14 +87,9 @@ def assert_clean(text: str, *secrets: str) -> None:
 
 @pytest.fixture
 def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    (tmp_path / "flowledger.toml").write_text(CONFIG)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
-    monkeypatch.setenv("TEST_N8N_API_KEY", KEY)
-    monkeypatch.setenv("FLOWLEDGER_SECRET", SECRET.decode())
-    db = tmp_path / "ledger.db"
-    init_ledger(str(db))[0].dispose()
-    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
+    db = cli_workdir(
+        tmp_path, monkeypatch, CONFIG, TEST_N8N_API_KEY=KEY, FLOWLEDGER_SECRET=SECRET.decode()
+    )
     return str(db)
 
 

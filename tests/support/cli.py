@@ -1,0 +1,24 @@
+"""A folder the CLI runs from: its ``flowledger.toml`` and a fresh ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.storage.migrate import init_ledger
+
+
+def cli_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, **env: str) -> Path:
+    """``config`` as ``tmp_path/flowledger.toml`` and a ledger at ``tmp_path/ledger.db``
+    (``FLOWLEDGER_DB``), the current folder ``tmp_path``, ``env`` set and no
+    ``FLOWLEDGER_CONFIG`` from outside; returns the ledger's path."""
+    (tmp_path / "flowledger.toml").write_text(config)
+    db = tmp_path / "ledger.db"
+    init_ledger(str(db))[0].dispose()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    monkeypatch.setenv("FLOWLEDGER_DB", str(db))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return db
