@@ -4,7 +4,9 @@ the report shows its Markdown link syntax as text."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Static
@@ -13,16 +15,31 @@ from typer.testing import CliRunner
 from ledger.cli.common import app
 from ledger.domain import FailOutcome
 from ledger.reads import duty, handover
-from ledger.storage.migrate import init_ledger
+from ledger.receiver.schemas import N8nErrorCreate
+from ledger.storage.engine import open_store
 from ledger.writer.services import Ledger
 from tests.functional.test_tui import SIZE, plain
 from tests.support.builders import SHIFT_END, FakeClock, req
-from tests.support.tui import open_detail
+from tests.support.cli import cli_workdir
+from tests.support.tui import open_detail, settle
+from tui import FlowledgerApp
 
 RECEIPT = "R\x1b[31mRED\x1b[0m\r\nfake line: state confirmed"
 INPUT_REF = "https://x/y\x1b]0;owned\x07\x1b[2J\u202etxt.exe"
 ERROR = "target said \x1b[2J\x1b[1A\x1b[2Kall fine \u202edetacilpud"
 UNSAFE = ("\x1b", "\r", "\x07", "\u202e")
+# What the n8n error hook receives when a target's reply is hostile: the message, the node's
+# and the workflow's names all reach the hold's detail.
+HOOK = {
+    "execution": {
+        "id": "exec-hook",
+        "lastNodeExecuted": "Write\x1b[2K",
+        "error": {"name": "NodeApiError", "message": ERROR},
+    },
+    "workflow": {"id": "wf", "name": "send\x1b]0;owned\x07 invoices"},
+}
+# The payloads' own sequences, none of which the ledger's screens ever draw themselves.
+SEQUENCES = ("\x1b[2J", "\x1b[1A", "\x1b[2K", "\x1b[31m", "\x1b]0;", "\x07", "\r", "\u202e")
 
 
 def confirmed_and_held(ledger: Ledger) -> None:
@@ -32,27 +49,44 @@ def confirmed_and_held(ledger: Ledger) -> None:
     ledger.confirm("op:shown", RECEIPT, execution_id="exec-1", detail=ERROR).run("workflow")
     ledger.dispatch("op:held", req("exec-2")).run("workflow")
     ledger.fail("op:held", FailOutcome.UNKNOWN, ERROR, execution_id="exec-2").run("workflow")
+    ledger.dispatch("op:hooked", req("exec-hook")).run("workflow")
+    ledger.execution_failed("exec-hook", N8nErrorCreate.model_validate(HOOK).detail()).run("n8n")
 
 
-def test_show_prints_outside_text_as_escapes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    config = tmp_path / "flowledger.toml"
-    config.write_text("")
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
-    db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A ledger the CLI reads, holding :func:`confirmed_and_held`."""
+    path = str(cli_workdir(tmp_path, monkeypatch, ""))
+    store = open_store(path)
     confirmed_and_held(Ledger(store, clock=FakeClock()))
     store.dispose()
+    return path
+
+
+def test_show_prints_outside_text_as_escapes(db: str) -> None:
     shown = CliRunner().invoke(app, ["show", "op:shown", "--db", db])
     held = CliRunner().invoke(app, ["show", "op:held", "--db", db])
-    assert shown.exit_code == 0 and held.exit_code == 0, shown.output + held.output
-    for out in (shown.output, held.output):
+    hooked = CliRunner().invoke(app, ["show", "op:hooked", "--db", db])
+    assert shown.exit_code == held.exit_code == hooked.exit_code == 0, shown.output + held.output
+    for out in (shown.output, held.output, hooked.output):
         assert not any(c in out for c in UNSAFE)
+    assert r"in workflow send\x1b]0;owned\x07 invoices (wf) at node Write\x1b[2K" in hooked.output
     assert r"R\x1b[31mRED\x1b[0m\r\nfake line: state confirmed" in shown.output
     assert r"https://x/y\x1b]0;owned\x07\x1b[2J\u202etxt.exe" in shown.output
     assert r"target said \x1b[2J\x1b[1A\x1b[2Kall fine \u202edetacilpud" in held.output
     assert "fake line" not in "".join(line.split(" ")[0] for line in shown.output.splitlines())
+
+
+def test_export_writes_outside_text_as_json_escapes_and_keeps_it_exact(db: str) -> None:
+    exported = CliRunner().invoke(app, ["export", "--db", db])
+    assert exported.exit_code == 0, exported.output
+    assert not any(c in exported.output for c in UNSAFE)
+    # Each line is one JSON object, and what it carries is what was sent, character for
+    # character: the escapes are JSON's, undone by any reader.
+    events = [json.loads(line) for line in exported.output.splitlines()]
+    texts = json.dumps([e["data"] for e in events], ensure_ascii=False)
+    for sent in (RECEIPT, ERROR, HOOK["workflow"]["name"]):  # type: ignore[index]
+        assert json.dumps(sent, ensure_ascii=False)[1:-1] in texts, sent
 
 
 def test_the_handover_report_shows_outside_text_literally(ledger: Ledger, clock: FakeClock) -> None:
@@ -87,3 +121,28 @@ async def test_the_terminal_ui_shows_outside_text_as_escapes(app_factory, demo_l
         )
         assert not any(c in screen for c in UNSAFE)
         assert r"\x1b[2J\x1b[1A\x1b[2Kall" in screen.replace("\n", "").replace(" ", "")
+
+
+def drawn(app: FlowledgerApp) -> str:
+    """What the app writes to the terminal to draw its screen as it is now: every cell with
+    the sequences that style and place it (the headless driver writes nothing itself)."""
+    update: Any = app.screen._compositor.render_full_update()
+    return str(update.render_segments(app.console))
+
+
+async def test_no_sequence_a_hook_message_holds_reaches_the_terminal(
+    app_factory, demo_ledger
+) -> None:
+    confirmed_and_held(demo_ledger)
+    hold = duty.hold_queue(demo_ledger.store, SHIFT_END, flt=duty.HoldFilter(words=("op:hooked",)))[
+        0
+    ]["id"]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        queue = drawn(app)
+        await open_detail(pilot, hold)
+        detail = drawn(app)
+    assert "op:hooked" in queue and r"\x1b[2J\x1b[1A\x1b[2Kall" in detail
+    for screen in (queue, detail):
+        assert not [s for s in SEQUENCES if s in screen]
