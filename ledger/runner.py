@@ -120,7 +120,7 @@ def run(
         for hint in hints:
             say(hint)
         try:
-            serve_app(app, sock, secrets=ledger.secrets, limits=cfg.receiver)
+            serve_app(app, sock, secrets=lambda: ledger.secrets, limits=cfg.receiver)
         finally:
             runner.deliverer.close()
     finally:

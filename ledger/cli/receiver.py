@@ -44,7 +44,7 @@ def serve(
                 application,
                 sock,
                 access_log=access_log,
-                secrets=ledger.secrets,
+                secrets=lambda: ledger.secrets,
                 limits=file.receiver,
             )
     finally:

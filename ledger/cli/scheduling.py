@@ -65,7 +65,7 @@ def run(
         where = f" --db {db}" if db else ""
         ledger = ledger_for(store, env, cfg, signing_secrets(store, env.secret_bytes()))
         # The jobs log through the root logger (uvicorn's configuration keeps it).
-        redact_handlers(logging.getLogger(), ledger.secrets)
+        redact_handlers(logging.getLogger(), lambda: ledger.secrets)
         runner.run(
             store,
             ledger,

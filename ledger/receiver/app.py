@@ -17,7 +17,7 @@ from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyGuard, Timing
 from ledger.receiver.state import ReceiverState
-from ledger.receiver.tokens import TokenCache, record_use
+from ledger.receiver.tokens import TokenCache, record_use, signing_key
 from ledger.writer.services import Ledger
 from ledger.writer.unit import Work
 
@@ -50,6 +50,15 @@ class Receiver(FastAPI):
             await super().__call__(scope, receive, send)
 
 
+def _redacting(ledger: Ledger, secret: bytes | None) -> Callable[[list[str]], None] | None:
+    """What the token cache calls with the salts of signing tokens it has not seen before:
+    their signing secrets join the secrets the ledger redacts (a token created while the
+    receiver runs is redacted from its first request, not from the next start)."""
+    if secret is None:
+        return None
+    return lambda salts: ledger.add_secrets(signing_key(secret, salt).hex() for salt in salts)
+
+
 def create_app(
     ledger: Ledger,
     *,
@@ -62,7 +71,7 @@ def create_app(
         store=ledger.store,
         ledger=ledger,
         committer=GroupCommitter(ledger),
-        tokens=TokenCache(ledger.store, ttl=token_ttl),
+        tokens=TokenCache(ledger.store, ttl=token_ttl, on_signing=_redacting(ledger, secret)),
         secret=secret,
         body_limit=config.body_limit,
         idempotency_ttl=config.idempotency_ttl.total_seconds(),

@@ -7,6 +7,7 @@ quote what a tool answered."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ledger.domain.redact import NO_SECRETS, Secrets, redact
@@ -22,13 +23,22 @@ class DropQueryString(logging.Filter):
         return True
 
 
+# The secrets to redact, or where to read them as they are now (the ledger's, which grow
+# when a signing token is created while the receiver runs).
+Known = Secrets | Callable[[], Secrets]
+
+
 class RedactLogs(logging.Filter):
     """Redacts a record's message and traceback (:func:`ledger.domain.redact.redact` with the
     configured secrets) before any handler formats it."""
 
-    def __init__(self, secrets: Secrets = NO_SECRETS) -> None:
+    def __init__(self, secrets: Known = NO_SECRETS) -> None:
         super().__init__()
-        self.secrets = secrets
+        self.known = secrets
+
+    @property
+    def secrets(self) -> Secrets:
+        return self.known if isinstance(self.known, Secrets) else self.known()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "flowledger_redacted", False):
@@ -55,14 +65,14 @@ class RedactLogs(logging.Filter):
         return redact(str(value), self.secrets)
 
 
-def redact_handlers(logger: logging.Logger, secrets: Secrets) -> None:
+def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
     """Put :class:`RedactLogs` on every handler of ``logger`` (the root logger of ``run``)."""
     for handler in logger.handlers:
         if not any(isinstance(f, RedactLogs) for f in handler.filters):
             handler.addFilter(RedactLogs(secrets))
 
 
-def log_config(level: str = "info", secrets: Secrets = NO_SECRETS) -> dict[str, Any]:
+def log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,

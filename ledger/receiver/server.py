@@ -22,9 +22,9 @@ import sys
 from typing import Any
 
 from ledger.config import ReceiverConfig
-from ledger.domain.redact import NO_SECRETS, Secrets
+from ledger.domain.redact import NO_SECRETS
 from ledger.receiver.errors import error_body
-from ledger.receiver.logs import log_config
+from ledger.receiver.logs import Known, log_config
 from ledger.receiver.middleware import sweep_period
 from ledger.receiver.reply import dumps
 from ledger.storage.engine import LedgerError
@@ -193,11 +193,12 @@ def serve_app(
     sock: socket.socket,
     *,
     access_log: bool = True,
-    secrets: Secrets = NO_SECRETS,
+    secrets: Known = NO_SECRETS,
     limits: ReceiverConfig | None = None,
 ) -> None:
     """Run ``app`` on ``sock`` (see :func:`listen`) until SIGINT or SIGTERM (uvicorn's own
-    handlers end the lifespan); every log line is redacted with ``secrets``."""
+    handlers end the lifespan); every log line is redacted with ``secrets`` (or those it
+    returns as they are when the line is logged)."""
     import uvicorn
 
     limits = limits or ReceiverConfig()

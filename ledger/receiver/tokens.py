@@ -170,9 +170,18 @@ class TokenCache:
     When each token was last used is kept here too, and written now and then
     (:meth:`take_used` + :func:`record_use`) rather than by every request."""
 
-    def __init__(self, store: Store, ttl: float = 2.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        ttl: float = 2.0,
+        on_signing: Callable[[list[str]], None] | None = None,
+    ) -> None:
         self.store = store
         self.ttl = ttl
+        # Told the signing salts a reload finds for the first time (a token created while the
+        # receiver runs), before any request can use that token.
+        self.on_signing = on_signing
+        self._salts: set[str] = set()
         self._tokens: list[tuple[str, Principal]] = []
         self._loaded_at = -1e9
         self._lock = threading.Lock()
@@ -200,6 +209,10 @@ class TokenCache:
                 ).where(TOKENS.c.revoked_at.is_(None))
             ).all()
         tokens = [(r.token_hash, Principal(r.id, r.name, r.scope, r.signing_secret)) for r in rows]
+        salts = {r.signing_secret for r in rows if r.signing_secret} - self._salts
+        if salts and self.on_signing is not None:
+            self.on_signing(sorted(salts))
+        self._salts |= salts
         with self._lock:
             self._tokens = tokens
             self._loaded_at = time.monotonic()

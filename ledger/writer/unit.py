@@ -12,14 +12,14 @@ a race: a compare-and-set another writer won, a unique key another writer took f
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Generic, TypeVar
 
 from ledger.clock import Clock, utcnow
-from ledger.domain.redact import NO_SECRETS, Secrets, redact
+from ledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from ledger.faults import crashpoint
 from ledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from ledger.writer import records
@@ -96,6 +96,11 @@ class UnitOfWork:
                 self.store.checkpoint()
             except Exception:  # committed already; a busy checkpoint is tried again later
                 log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Redact ``values`` too from now on (each transaction takes the secrets as they are
+        when it begins)."""
+        self.secrets = secrets_of([*self.secrets.values, *values])
 
     def redact(self, text: str) -> str:
         """``text`` from a tool or a target as it may be stored, logged or shown: the one

@@ -39,6 +39,7 @@ from tests.support.receiver import SECRET, Api, make_signing_token, make_token, 
 
 KEY = "n8nKey_Q7f3Z9xL2mP4vR8sT1uW"  # the source's API key, in TEST_N8N_API_KEY
 ALERT_TOKEN = "hook-7Hq2Ld9Kx4Vb8Nm3"  # a path segment of the alert URL
+SIGNED_LATER = "5f2c9a0e7b3d41c6a8e9f0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b"
 ALERT_URL = f"https://chat.example/services/{ALERT_TOKEN}"
 CONFIG = f"""
 [[sources]]
@@ -313,9 +314,12 @@ def test_a_failing_job_logs_its_error_and_traceback_redacted(log_stream: io.Stri
 def test_the_servers_log_configuration_redacts_every_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    logging.config.dictConfig(log_config(secrets=secrets_of([KEY])))
+    known = [secrets_of([KEY])]  # as the ledger's secrets are now
+    logging.config.dictConfig(log_config(secrets=lambda: known[0]))
     try:
         logging.getLogger("flowledger.receiver").error("target answered %s", KEY.lower())
+        known[0] = secrets_of([KEY, SIGNED_LATER])  # a signing token created while serving
+        logging.getLogger("flowledger.receiver").error("node sent %s", SIGNED_LATER[:20])
         logging.getLogger("uvicorn.error").error("token=TOKVAL-node-7 at startup")
         access = logging.getLogger("uvicorn.access")
         access.info(
@@ -331,5 +335,30 @@ def test_the_servers_log_configuration_redacts_every_line(
     captured = capsys.readouterr()
     logged = captured.err
     assert f"target answered {MARK}" in logged and f"token={MARK} at startup" in logged
+    assert f"node sent {MARK}" in logged
     assert f'"POST /v1/operations/{MARK}/confirm HTTP/1.1" 200' in captured.out
-    assert_clean(logged + captured.out)
+    assert_clean(logged + captured.out, SIGNED_LATER)
+
+
+def test_a_signing_token_created_while_the_receiver_runs_is_redacted_from_its_first_request(
+    api: Api,
+) -> None:
+    _, key = make_signing_token(api.ledger, "made-later")
+    later = key.hex()
+    call(api, "/v1/operations/op-later/dispatch", dispatch_body("exec-later"))
+    call(
+        api,
+        "/v1/operations/op-later/confirm",
+        {"receipt": f"R-{later[:12]}", "detail": f"the node sent {later.upper()}"},
+    )
+    with api.ledger.store.reader.connect() as conn:
+        rows = json.dumps(
+            [
+                list(r)
+                for t in (Operation, Receipt, Event)
+                for r in conn.execute(sa.select(table(t)))
+            ],
+            default=str,
+        )
+    assert f"R-{MARK}" in rows and f"the node sent {MARK}" in rows
+    assert_clean(rows, later)
