@@ -118,6 +118,29 @@ def test_a_run_added_between_pages_of_the_incremental_walk_is_fetched_and_nothin
     assert set(kept(store)) == airflow.ids() | ({new[3]} if delete else set())
 
 
+def test_a_run_that_enters_the_incremental_list_behind_the_walk_is_fetched_by_the_next_sync(
+    ledger: Ledger, store: Store, clock: FakeClock
+) -> None:
+    """An old, finished run cleared and run again while the list is paged joins it at its
+    place in id order, behind the page being read: every later row moves one place on (read
+    twice, kept once), and the run itself is read by the next sync, whose window starts
+    before the update (a finished copy is not refreshed by id)."""
+    airflow = FakeAirflow()
+    old = airflow.add(3)
+    sync(ledger, airflow)
+    clock.advance(minutes=10)
+    new = airflow.add(100)
+    airflow.requests.clear()
+    airflow.before_list[2] = lambda: airflow.set_status(old[1], "running")
+    first = sync(ledger, airflow, reconcile=False)
+    assert first.ok and first.new == 100 and set(new) <= set(kept(store))
+    assert kept(store)[old[1]]["status"] == "success"  # updated behind the walk
+    clock.advance(minutes=10)
+    second = sync(ledger, airflow, reconcile=False)
+    assert second.ok and kept(store)[old[1]]["status"] == "running"
+    assert set(kept(store)) == airflow.ids()
+
+
 def test_a_present_execution_the_walk_did_not_see_is_not_marked_gone(
     ledger: Ledger, store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
