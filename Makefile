@@ -32,6 +32,7 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.transitions
 	$(BIN)/python -m bench.ingest
+	$(BIN)/python -m bench.checks
 	$(BIN)/python -m bench.sync
 	$(BIN)/python -m bench.sweep
 	$(BIN)/python -m bench.tui
