@@ -222,9 +222,10 @@ def test_other_methods_on_a_write_path_are_405_naming_post(api: Api, method: str
     assert snapshot(api.ledger.store) == before
 
 
-def test_the_hook_path_takes_only_post(api: Api) -> None:
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
+def test_the_hook_path_takes_only_post(api: Api, method: str) -> None:
     before = snapshot(api.ledger.store)
-    answer = api.request("GET", "/v1/hooks/n8n/error", token="write")
+    answer = api.request(method, "/v1/hooks/n8n/error", token="write", json={"execution": {}})
     assert (answer.status_code, answer.headers["allow"]) == (405, "POST")
     assert answer.json() == {
         "error": {"code": "method_not_allowed", "message": "send POST", "field": None}
