@@ -6,14 +6,17 @@ and the assertions are on the answers, never on how long they took."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -24,8 +27,10 @@ from ledger.storage.engine import Store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Operation, table
 from ledger.writer.services import Ledger
+from tests.support.builders import dispatch_body
 from tests.support.receiver import (
     SECRET,
+    auth,
     free_port,
     make_signing_token,
     make_token,
@@ -267,3 +272,59 @@ def test_a_read_by_a_signing_token_with_a_slow_body_is_answered_408(served: Serv
     )
     answer = converse(served.url, request + b"{")
     assert (answer.status, answer.code, answer.closed) == (408, "body_timeout", True)
+
+
+def peak_memory(pid: int) -> int:
+    """The most memory process ``pid`` has held at once (its peak resident set), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
+SENT = 200_000  # of each 262,000-byte body, at once: 300 of them are 60 MB
+HELD = 16 * 1024 * 1024  # what the server may hold for all of them together, at its peak
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_unauthenticated_bodies_never_take_memory_of_their_size(tmp_path: Path) -> None:
+    """``flowledger serve`` as its own process: 300 connections each send a bad token and
+    200,000 bytes of a 262,000-byte body before any answer is read. Every one is refused,
+    and the server's peak memory grows by less than a quarter of what was sent: no body was
+    read into it (a server that read bodies first would hold all 300 until their timeout)."""
+    db = str(tmp_path / "ledger.db")
+    store, _ = init_ledger(db)
+    token = make_token(Ledger(store), "n8n")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = serve_process(db, port)
+    socks: list[socket.socket] = []
+
+    def send(_: int) -> None:
+        sock = open_socket(url)
+        socks.append(sock)
+        with contextlib.suppress(OSError):  # refused and closed before all of it was sent
+            sock.sendall(head(token="flt_wrong", length=SHORT) + b"x" * SENT)
+
+    try:
+        wait_until_serving(url, proc)
+        before = peak_memory(proc.pid)
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(send, range(300)))
+        refused = {read_answer(sock).code for sock in socks}
+        grown = peak_memory(proc.pid) - before
+        for sock in socks:
+            sock.close()
+        served = httpx.post(
+            f"{url}{DISPATCH}", json=dispatch_body(), headers=auth(token), timeout=BOUND
+        )
+    finally:
+        for sock in socks:
+            sock.close()
+        stop(proc)
+    try:
+        assert grown < HELD, f"peak memory grew by {grown:,} bytes"
+        assert refused == {"unknown_token"}
+        assert served.status_code == 200 and operations(store) == 1
+    finally:
+        store.dispose()
