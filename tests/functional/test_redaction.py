@@ -362,3 +362,89 @@ def test_a_signing_token_created_while_the_receiver_runs_is_redacted_from_its_fi
         )
     assert f"R-{MARK}" in rows and f"the node sent {MARK}" in rows
     assert_clean(rows, later)
+
+
+# One text a target might answer with per redaction case, and what of it must be kept
+# nowhere: the credential after its name, or the configured secret (every piece of 8).
+CASES = {
+    "Authorization: Bearer": ("Authorization: Bearer c2VjcmV0LWJlYXJlcg", "c2VjcmV0LWJlYXJlcg"),
+    "Authorization: Basic": ('"authorization": "Basic dXNlcjpwYXNzd29yZA=="', "dXNlcjpwYXNz"),
+    "Bearer in prose": ("retried with bearer Zm9vYmFyYmF6cXV4 and got 401", "Zm9vYmFyYmF6"),
+    "api_key= in text": ("rejected api_key=AK-77f1c2d9 for tenant 4", "AK-77f1c2d9"),
+    "api_key= in a query": (
+        "GET https://api.example/v2/items?api_key=AK-91e0d3&page=2",
+        "AK-91e0d3",
+    ),
+    "token= in text": ("refresh failed: token=TK-5c8e2b1f", "TK-5c8e2b1f"),
+    "token= in a query": ("GET https://api.example/v2?page=2&token=TK-0d9a4e7c#x", "TK-0d9a4e7c"),
+    "password= in text": ("login as bob with password=PW-hunter2-x", "PW-hunter2-x"),
+    "password= in a query": (
+        "POST https://idp.example/login?user=bob&password=PW-q7w8e9",
+        "PW-q7w8e9",
+    ),
+    "secret= in text": ("webhook secret=SC-b4d5e6f7 does not match", "SC-b4d5e6f7"),
+    "secret= in a query": ("GET https://x.example/cb?client_secret=SC-1a2b3c4d&s=1", "SC-1a2b3c4d"),
+    "the source key": (f"key {KEY} is not valid", KEY),
+    "the source key, lowercased": (f"key {KEY.lower()} is not valid", KEY),
+    "the source key, uppercased": (f"key {KEY.upper()} is not valid", KEY),
+    "the source key, its first 8": (f"key {KEY[:8]}… is not valid", KEY),
+    "the source key, cut and lowercased": (f"X-N8N-KEY={KEY.lower()[:13]}", KEY),
+    "the source key, a piece": (f"got '{KEY[7:19]}'", KEY),
+    "the ledger's secret, uppercased": (f"hmac {SECRET.decode().upper()}", SECRET.decode()),
+    "an alert URL's token, lowercased": (f"posted to {ALERT_TOKEN.lower()}", ALERT_TOKEN),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_redaction_case_reaches_neither_the_file_the_log_export_nor_an_alert(
+    configured: str, case: str
+) -> None:
+    text, kept = CASES[case]
+    secret = kept if kept in (KEY, ALERT_TOKEN, SECRET.decode()) else None
+
+    def clean(where: str, out: str) -> None:
+        low = out.lower()
+        assert MARK in out, f"{case}: the text never reached {where}"
+        if secret is None:
+            assert kept.lower() not in low, f"{case}: kept in {where}"
+        else:
+            assert not [p for p in pieces(secret) if p in low], f"{case}: kept in {where}"
+
+    store = init_ledger(configured)[0]
+    ledger = ledger_for(store, Settings(), load_config())
+    ledger.dispatch("op-1", req("exec-1")).run("wf")
+    ledger.fail("op-1", FailOutcome.UNKNOWN, f"target said: {text}").run("wf")  # a hold
+
+    posted: list[bytes] = []
+    client = httpx.Client(
+        transport=httpx.MockTransport(lambda r: posted.append(r.content) or httpx.Response(200))
+    )
+    assert Deliverer(store, load_config().alerts, client=client).deliver_due().sent == 1
+    clean("the alert", b"".join(posted).decode())
+
+    # A job failing with the same text logs it through the redacting handlers of `run`.
+    stream = io.StringIO()
+    logger = logging.getLogger("ledger.scheduled.scheduler")
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    try:
+        redact_handlers(logger, lambda: ledger.secrets)
+
+        def sync() -> None:
+            raise RuntimeError(f"n8n answered 401: {text}")
+
+        Scheduler([]).run_job(Job("sync:prod-n8n", timedelta(minutes=1), sync, needs_lease=False))
+    finally:
+        logger.removeHandler(handler)
+    clean("the log", stream.getvalue())
+
+    store.dispose()
+    clean(
+        "the database file",
+        b"".join(p.read_bytes() for p in Path(configured).parent.glob("ledger.db*")).decode(
+            "latin-1"
+        ),
+    )
+    exported = CliRunner().invoke(app, ["export"])
+    assert exported.exit_code == 0, exported.output
+    clean("export", exported.output)
