@@ -266,11 +266,15 @@ class _N8nPart(BaseModel):
 
 
 # n8n sends ids as text, some versions and hand-made payloads as numbers: a whole number in
-# this range is taken as its decimal text; any other number is refused like any non-text.
+# this range is taken as its decimal text; any other number is refused like any non-text. A
+# whole number is one with no fraction however it is written: JSON Schema's ``integer``
+# includes ``12.0`` and ``1.2e1``, which JSON parsers read as floats.
 N8N_NUMBER = {"type": "integer", "minimum": 0, "maximum": 2**53 - 1}
 
 
 def _id_text(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     whole = isinstance(value, int) and not isinstance(value, bool)
     return str(value) if whole and 0 <= value <= N8N_NUMBER["maximum"] else value
 

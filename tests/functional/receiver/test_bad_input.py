@@ -299,14 +299,27 @@ def test_a_time_given_as_a_number_is_refused(api: Api, when: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("workflow_id", "status"), [(7, 200), ("7", 200), (-1, 422), (2**53, 422), (True, 422)]
+    ("workflow_id", "status"),
+    [
+        (7, 200),
+        ("7", 200),
+        (7.0, 200),  # a JSON Schema integer too
+        (2**53 - 1.0, 200),
+        (7.5, 422),
+        (-1, 422),
+        (2**53, 422),
+        (float(2**53), 422),
+        (True, 422),
+    ],
 )
 def test_the_hook_takes_a_workflow_id_as_text_or_a_whole_number_as_documented(
     api: Api, workflow_id: Any, status: int
 ) -> None:
-    body = {"execution": {"id": 12}, "workflow": {"id": workflow_id, "name": "wf"}}
+    body = {"execution": {"id": 12.0}, "workflow": {"id": workflow_id, "name": "wf"}}
     answer = api.post("/v1/hooks/n8n/error", body)
     assert answer.status_code == status, answer.text
+    if status == 200:
+        assert answer.json()["execution_id"] == "12"
     spec = api.get("/openapi.json", token=None).json()["components"]["schemas"]
     documented = spec["N8nWorkflow"]["properties"]["id"]["anyOf"]
     assert {"type": "integer", "minimum": 0, "maximum": 2**53 - 1} in documented
