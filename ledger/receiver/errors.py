@@ -192,6 +192,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         api = validation_error(exc.errors())
+        if api.field == "operation_id" and api.code == "invalid_input":
+            api.code = "invalid_id"  # in the path, as the workflow calls name it
         return error_response(api.status, api.code, api.message, api.field)
 
     @app.exception_handler(StarletteHTTPException)

@@ -35,6 +35,10 @@ from ledger.receiver.state import ReceiverState
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
+LINE_BREAK = ApiError(
+    422, "invalid_id", "must not contain control or bidi characters", "operation_id"
+)
+OPERATIONS = "/v1/operations/"
 NOT_UTF8 = ApiError(
     422,
     "invalid_id",
@@ -103,6 +107,11 @@ class WriteLane:
     async def _reply(self, scope: Scope, receive: Receive) -> Reply | None:
         """The lane's answer, or None for a request FastAPI serves."""
         path, method = get_route_path(scope), scope["method"]
+        if "\n" in path and path.startswith(OPERATIONS):
+            # Routes end in ``$``, which matches before a final line break (``x/dispatch%0A``
+            # would be the dispatch of ``x``), and a read's route stops at one (``a%0Ab``
+            # would be a bare 404): refused as an id, whatever the route.
+            return Reply.error(LINE_BREAK)
         for pattern, call, route in self.routes:
             match = pattern.match(path)
             if match is None:
@@ -160,16 +169,22 @@ def _pattern(path: str) -> Pattern[str]:
     return re.compile(compile_path(path)[0].pattern, re.DOTALL)
 
 
-def _operation_id(scope: Scope, params: Mapping[str, str]) -> str:
-    """The path's operation id, checked as every id is. The server decodes the path's
-    percent escapes replacing bytes that are not UTF-8 (so ``a%ffb`` and ``a%feb`` would be one
-    id); the path as sent is checked first, and such an id is refused."""
+def check_raw_path(scope: Scope) -> None:
+    """Refuse a path that is not UTF-8 once percent-decoded (422 ``invalid_id``). The server
+    decodes the path's percent escapes replacing bytes that are not UTF-8, so ``a%ffb``,
+    ``a%feb`` and ``a%EF%BF%BDb`` would all name the operation ``a\ufffdb``; the path as sent
+    is checked instead."""
     raw = scope.get("raw_path")
     if raw is not None:
         try:
             unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
         except UnicodeDecodeError:
             raise NOT_UTF8 from None
+
+
+def _operation_id(scope: Scope, params: Mapping[str, str]) -> str:
+    """The path's operation id, checked as every id is (:func:`check_raw_path` first)."""
+    check_raw_path(scope)
     try:
         return _OPERATION_ID.validate_python(params["operation_id"])
     except ValidationError as exc:

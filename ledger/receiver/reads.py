@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from ledger.domain import Reason, State
 from ledger.reads import queries
 from ledger.receiver.auth import require
 from ledger.receiver.calls import OperationId
 from ledger.receiver.errors import ApiError, documented
+from ledger.receiver.lane import check_raw_path
 from ledger.receiver.schemas import (
     ExecutionPage,
     Id,
@@ -42,10 +43,13 @@ READ_ERRORS = (401, 403, 408, 413, 422, 503)
     response_model=OperationDetailPublic,
     responses=documented(*READ_ERRORS, 404, 405),
 )
-def get_operation(operation_id: OperationId, principal: Reader, st: St) -> dict[str, Any]:
+def get_operation(
+    operation_id: OperationId, principal: Reader, st: St, request: Request
+) -> dict[str, Any]:
     """The operation with its attempts, receipts, holds and events (oldest first, up to 500).
     An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
     here: those paths are the workflow calls, and GET on them is 405."""
+    check_raw_path(request.scope)  # ``a%ffb`` is refused, never read as ``a\ufffdb``
     detail = queries.operation_detail(st.store, operation_id)
     if detail is None:
         raise ApiError(404, "not_found", f"no operation {operation_id!r}")

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio.from_thread
 import httpx
@@ -146,6 +147,32 @@ def test_an_operation_id_holding_the_replacement_character_is_its_own_operation(
     assert answer.status_code == 200, answer.text
     assert answer.json()["operation_id"] == "a\ufffdb"
     _check(api, 422, "invalid_id", path="/v1/operations/a%ffb/dispatch", json=dispatch_body())
+
+
+@pytest.mark.parametrize(
+    "operation_id",
+    ["a%ffb", "a%feb", "a%0Ab", "a%0A", "x/y%0A", "a%0Db", "a%1B%5B2Jb", "a%E2%80%AEb"],
+    ids=["ff", "fe", "newline", "final-newline", "final-newline-after-slash", "return", "escape",
+         "bidi-override"],
+)  # fmt: skip
+def test_reading_an_operation_by_an_id_that_is_not_printable_utf8_is_422_invalid_id(
+    api: Api, operation_id: str
+) -> None:
+    # What the id would be read as exists: a replaced or dropped character finds it.
+    for kept in ("a\ufffdb", "a", "x/y", "ab"):
+        assert (
+            api.post(f"/v1/operations/{quote(kept)}/dispatch", dispatch_body()).status_code == 200
+        )
+    answer = api.request("GET", f"/v1/operations/{operation_id}", token="operator")
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["code"] == "invalid_id"
+    assert answer.json()["error"]["field"] == "operation_id"
+
+
+@pytest.mark.parametrize("call", ["dispatch", "confirm"])
+def test_a_write_call_with_a_line_break_after_it_is_refused_not_served(api: Api, call: str) -> None:
+    body = dispatch_body() if call == "dispatch" else {"receipt": "R-1"}
+    _check(api, 422, "invalid_id", path=f"/v1/operations/op-1/{call}%0A", json=body)
 
 
 def test_a_body_over_the_limit_is_413(api: Api) -> None:
