@@ -139,11 +139,15 @@ class Tx:
         self._expected: list[tuple[Any, type[Exception]]] = []
         self.round_trips = 0  # PostgreSQL only: exchanges this transaction waited for
         self.savepoint_held = False  # a unit of run_many left its savepoint for the next
+        # Statements that may have changed something (all but a plain SELECT; any use of
+        # :attr:`conn`): a unit of run_many that raised before any is refused alone.
+        self.writes = 0
 
     @property
     def conn(self) -> sa.Connection:
         """SQLAlchemy's view of this same transaction, for statements built with Core (which
         reads each result as soon as it runs: the pipeline, if any, is left first)."""
+        self.writes += 1  # what it runs is not seen here: count it as a write
         self.settle()
         if self._conn is None:
             self._conn = sa.Connection(self.engine, connection=self._pooled).execution_options(
@@ -237,6 +241,8 @@ class Tx:
         with a regular expression, about 26 µs a row for the events' append, against 2 µs in
         binary (500 events of the sweep's kind, loopback, the machine busy)."""
         cur = self._cursor if cursor is None else cursor
+        if not sql.lstrip().startswith("SELECT"):
+            self.writes += 1
         if self.dialect != "sqlite":
             sql = _pyformat(sql, binary)
             if self._pipeline is None:
@@ -249,7 +255,7 @@ class Tx:
     ) -> list[Row]:
         cur = self.execute(sql, params, binary=binary)
         found = self._fetch(cur.fetchall)
-        names = [d[0] for d in cur.description]
+        names = self._names(cur)
         return [Row(zip(names, r, strict=True)) for r in found]
 
     def one(self, sql: str, params: dict[str, Any] | None = None) -> Row | None:
@@ -257,7 +263,16 @@ class Tx:
         found = self._fetch(cur.fetchone)
         if found is None:
             return None
-        return Row(zip([d[0] for d in cur.description], found, strict=True))
+        return Row(zip(self._names(cur), found, strict=True))
+
+    def _names(self, cur: Any) -> list[str]:
+        """The result's column names. psycopg's ``description`` builds a column object per
+        column, with its type looked up, on every call: 16.7 µs for the 15 columns of the
+        hot path's read, against 1.4 µs for the names from the result itself."""
+        if self.dialect == "sqlite":
+            return [d[0] for d in cur.description]
+        result = cur.pgresult
+        return [result.fname(i).decode() for i in range(result.nfields)]
 
     def _fetch(self, fetch: Any) -> Any:
         if self._pipeline is not None:
@@ -405,6 +420,7 @@ class Tx:
 
     def many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
         """Run a statement once per row (``executemany``)."""
+        self.writes += 1
         if self.dialect != "sqlite":
             sql = _pyformat(sql)
             if self._pipeline is None:
