@@ -121,6 +121,33 @@ def test_a_lost_compare_and_set_runs_the_batch_again_with_a_savepoint_per_unit(
         assert chain.verify(conn).ok
 
 
+def test_a_confirms_writes_reach_postgresql_as_one_statement(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operation's compare-and-set, the attempt's end and the receipt (Tx.together)."""
+    if ledger.store.dialect == "sqlite":
+        pytest.skip("on SQLite a statement is a call into the process, not a send")
+    import psycopg
+
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def recording(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    [outcome] = ledger.run_many([("t", ledger.confirm("op-1", "R-1").work)])
+    assert outcome.value.state == "confirmed"
+    writes = [q for q in sent if q.lstrip().startswith(("INSERT", "UPDATE", "WITH w"))]
+    assert len(writes) == 1, writes
+    assert all(w in writes[0] for w in ("UPDATE operations", "UPDATE attempts", "receipts"))
+    with ledger.store.reader.connect() as conn:
+        assert conn.exec_driver_sql("SELECT outcome FROM attempts").scalar_one() == "confirmed"
+        assert conn.exec_driver_sql("SELECT receipt FROM receipts").scalar_one() == "R-1"
+
+
 def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Ledger) -> None:
     outcomes = ledger.run_many(
         [
