@@ -136,8 +136,8 @@ class UnitOfWork:
         units: Sequence[tuple[str, Work[Any]]],
         guards: Sequence[Guard | None] = (),
     ) -> list[Outcome]:
-        """Run several works in ONE transaction (one commit, one fsync), each inside its own
-        SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
+        """Run several works in ONE transaction (one commit, one fsync), each as if inside its
+        own SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
         is returned in its :class:`Outcome`. When the transaction itself fails (the commit, the
         chain append, a broken connection) every unit gets that error: nothing of the batch is
         durable, so no caller may answer as if it were.
@@ -154,20 +154,21 @@ class UnitOfWork:
         would wait again on a lock the other batch cannot release while this one keeps the
         locks of its earlier units.
 
-        A batch is first run without savepoints (:meth:`_run_unit_shared`), and only when a
-        unit fails after it wrote, loses a race or is refused by its guard is it rolled back
-        and run again with a savepoint per unit (:meth:`_run_unit`). On PostgreSQL every
+        A batch is first run without savepoints (:meth:`_run_shared`), and only when a unit
+        fails after it wrote, loses a race or is refused by its guard is it rolled back and
+        run again with a savepoint per unit (:meth:`_run_unit`). On PostgreSQL every
         statement in a pipeline is a send (and a wake-up of the server) of its own, and a
         savepoint costs two statements and a sync per unit: without them a dispatch sends 3
         statements instead of 5 and waits once (its read) instead of twice, a confirm 4
-        instead of 6. Measured with ``python -m bench.ingest --only postgres`` (one receiver,
-        4,000 pairs), taking turns with the tree before (load average 5-10 on 2 cores): the
-        receiver's CPU 852-929 → 551-646 µs a transition, round trips 2.03 → 1.06 (two
-        receivers 2.06 → 1.13); in process, ``bench.pipeline``'s pairs in batches of 64 (load
-        average 3): the writer's 530-600 → 350-420 µs. A batch run again costs it once more,
-        which only a lost race, a refused guard or a failure after writing brings about."""
+        instead of 6 (2 each with their writes together, :meth:`Tx.together`). Measured
+        with ``python -m bench.ingest --only postgres`` (one receiver, 4,000 pairs), taking
+        turns with the tree before (load average 5-10 on 2 cores): the receiver's CPU
+        852-929 → 551-646 µs a transition, round trips 2.03 → 1.06 (two receivers 2.06 →
+        1.13); in process, ``bench.pipeline``'s pairs in batches of 64 (load average 3): the
+        writer's 530-600 → 350-420 µs. A batch run again costs it once more, which only a
+        lost race, a refused guard or a failure after writing brings about."""
         isolate = False
-        for attempt in range(self.retries):
+        for attempt in range(self.retries + 1):  # one more for the run with savepoints
             outcomes: list[Outcome] = []
             try:
                 with self.transaction("batch") as tx:
