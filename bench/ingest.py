@@ -10,8 +10,11 @@ fsync per row even with HTTP, validation, the state machine and the event chain 
 
 ``--profile FILE`` samples the SQLite receiver with py-spy (a dev dependency) during the timed
 run, only while a thread holds the interpreter lock (``--gil``: where its CPU goes), writes the
-collapsed stacks to FILE (and the signed run's to ``signed-FILE`` beside it) and prints the
-functions that took most samples, by their own time and with what they call.
+collapsed stacks to FILE (the signed run's to ``signed-FILE`` beside it, the first PostgreSQL
+receiver's to ``pg-FILE``) and prints the functions that took most samples, by their own time
+and with what they call.
+
+``--only postgres`` skips the SQLite rounds, ``--only sqlite`` the PostgreSQL ones.
 
 The same run is repeated with a signing token (each request HMAC-signed, v2, and each
 signature remembered once): the signed rate is printed beside the plain one.
@@ -356,10 +359,17 @@ def main() -> None:
     parser.add_argument("--bare-rows", type=int, default=1500)
     parser.add_argument("--dir", default="./var", help="where the ledgers are made (same disk)")
     parser.add_argument(
-        "--profile", type=Path, help="sample the SQLite receiver with py-spy into this file"
+        "--profile", type=Path, help="sample the receivers with py-spy into this file (and pg-…)"
     )
+    parser.add_argument("--only", choices=("sqlite", "postgres"), help="run one database's rounds")
     args = parser.parse_args()
+    if args.only != "postgres":
+        sqlite_rounds(args)
+    if args.only != "sqlite":
+        postgres_rounds(args)
 
+
+def sqlite_rounds(args: argparse.Namespace) -> None:
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=base, prefix="bench-ingest-") as tmp:
@@ -393,14 +403,19 @@ def main() -> None:
     print(f"ratio receiver / bare loop: {rate / bare:.2f}")
     print(f"cpus: {os.cpu_count()}  (goal: >= 2,000/s, p99 <= 50 ms on 2 cores, ratio >= 1.0)")
 
+
+def postgres_rounds(args: argparse.Namespace) -> None:
     server = os.environ.get("FLOWLEDGER_BENCH_PG_URL") or os.environ.get("FLOWLEDGER_TEST_PG_URL")
     if not server:
         print("\nPostgreSQL: set FLOWLEDGER_BENCH_PG_URL to measure the scale-out path too")
         return
     print()
+    profile = args.profile and args.profile.with_name(f"pg-{args.profile.name}")
     for processes in (1, 2):
         with fresh_postgres(server) as url:
-            done, elapsed, latencies, trips = measure(url, processes, args.pairs, args.clients)
+            done, elapsed, latencies, trips = measure(
+                url, processes, args.pairs, args.clients, profile if processes == 1 else None
+            )
             bare = bare_postgres_rate(url, args.bare_rows)
         label = f"receiver on PostgreSQL, {processes} serve process(es), {args.clients} clients"
         rate = report(label, done, elapsed, latencies, args.pairs)

@@ -1,9 +1,9 @@
 """Writing for many concurrent requests: group commit.
 
-One writer thread takes every request waiting in its queue, runs them in one transaction with
-a savepoint each (:meth:`Ledger.run_many`), commits once, and only then answers each of them: a
-``go`` is never sent before its commit is durable. While it waits for the disk, the next batch
-gathers.
+One writer thread takes every request waiting in its queue, runs them in one transaction, each
+failing alone as if in a savepoint of its own (:meth:`Ledger.run_many`), commits once, and only
+then answers each of them: a ``go`` is never sent before its commit is durable. While it waits
+for the disk, the next batch gathers.
 
 On SQLite, where there is one writer at a time and ``synchronous=FULL`` makes every commit an
 fsync, one commit per request would cap throughput at the disk's fsync rate. On PostgreSQL

@@ -175,11 +175,12 @@ class Ledger(UnitOfWork):
                 default_deadline=self.dispatch_deadline,
             )
             crashpoint("before_dispatch_write")
-            if change.operation is not None:
-                records.save_operation(tx, row, change.operation, extra)
-            if change.new_attempt:
-                assert change.operation is not None
-                records.insert_attempt(tx, change.operation, extra)
+            with tx.together():  # one statement on PostgreSQL
+                if change.operation is not None:
+                    records.save_operation(tx, row, change.operation, extra)
+                if change.new_attempt:
+                    assert change.operation is not None
+                    records.insert_attempt(tx, change.operation, extra)
             hold_ids = self._open(tx, operation_id, change.holds, execution_id=req.execution_id)
             if change.event is not None:
                 data = {
@@ -275,20 +276,23 @@ class Ledger(UnitOfWork):
             op = records.to_domain(row)
             change = domain.confirm(op, receipt, holds)
             hold_ids = self._open(tx, operation_id, change.holds, execution_id=execution_id)
+            with tx.together():  # one statement on PostgreSQL
+                if change.operation is not None:
+                    records.save_operation(tx, row, change.operation)
+                    records.end_attempt(tx, operation_id, op.attempt, "confirmed")
+                if change.event is not None:
+                    records.insert_receipt(
+                        tx,
+                        operation_id,
+                        op.attempt,
+                        receipt,
+                        kind="conflict" if change.holds else "workflow",
+                        execution_id=execution_id,
+                        detail=detail,
+                    )
             if change.operation is not None:
-                records.save_operation(tx, row, change.operation)
-                records.end_attempt(tx, operation_id, op.attempt, "confirmed")
                 crashpoint("after_confirm_update")
             if change.event is not None:
-                records.insert_receipt(
-                    tx,
-                    operation_id,
-                    op.attempt,
-                    receipt,
-                    kind="conflict" if change.holds else "workflow",
-                    execution_id=execution_id,
-                    detail=detail,
-                )
                 close_holds(tx, change, operation_id, note="confirmed by the workflow")
                 tx.event(
                     change.event,

@@ -8,21 +8,29 @@ from ledger.storage.engine import open_store
 from ledger.writer.services import DispatchInput, Ledger
 
 
-def race(db: str, name: str, rounds: int, barrier: Any, results: Any) -> None:
+def race(db: str, name: str, rounds: int, barrier: Any, results: Any, batched: bool) -> None:
+    """``batched``: each round's dispatch goes through group commit (``run_many``), between
+    a dispatch of an operation of this process's own before it and one after it."""
     store = open_store(db)
     ledger = Ledger(store)
     decisions = []
     for i in range(rounds):
         barrier.wait()  # both processes leave the barrier together, then dispatch
-        answer = ledger.dispatch(
-            f"race-{i}",
-            DispatchInput(
-                processing_version="v1",
-                execution_id=f"{name}-{i}",
-                input={"round": i},
-                has_input=True,
-            ),
-        ).run(f"token:{name}")
+        racing = ledger.dispatch(f"race-{i}", _dispatch(f"{name}-{i}", i))
+        if not batched:
+            answer = racing.run(f"token:{name}")
+        else:
+            own = [ledger.dispatch(f"{name}-{i}-{n}", _dispatch(f"{name}-{i}", i)) for n in (1, 2)]
+            units = [(f"token:{name}", c.work) for c in (own[0], racing, own[1])]
+            outcomes = ledger.run_many(units)
+            assert [o.value.decision for o in outcomes[::2]] == ["go", "go"], outcomes
+            answer = outcomes[1].value
         decisions.append((i, answer.decision, answer.reason))
     store.dispose()
     results.put((name, decisions))
+
+
+def _dispatch(execution_id: str, round_: int) -> DispatchInput:
+    return DispatchInput(
+        processing_version="v1", execution_id=execution_id, input={"round": round_}, has_input=True
+    )

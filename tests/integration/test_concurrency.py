@@ -1,9 +1,12 @@
-"""Two OS processes dispatch the same operation at once: exactly one `go` each round."""
+"""Two OS processes dispatch the same operation at once: exactly one `go` each round, each
+dispatch in a transaction of its own or in a group commit among others (the receiver's)."""
 
 from __future__ import annotations
 
 import multiprocessing
 from collections import Counter
+
+import pytest
 
 from ledger.reads import chain
 from ledger.storage.engine import open_store
@@ -13,12 +16,13 @@ from tests.integration.racer import race
 ROUNDS = 100
 
 
-def test_two_processes_racing_get_exactly_one_go_per_round(db_url: str) -> None:
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "group-commit"])
+def test_two_processes_racing_get_exactly_one_go_per_round(db_url: str, batched: bool) -> None:
     init_ledger(db_url)[0].dispose()
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2, timeout=120), ctx.Queue()
     procs = [
-        ctx.Process(target=race, args=(db_url, name, ROUNDS, barrier, results))
+        ctx.Process(target=race, args=(db_url, name, ROUNDS, barrier, results, batched))
         for name in ("left", "right")
     ]
     for p in procs:
@@ -41,7 +45,8 @@ def test_two_processes_racing_get_exactly_one_go_per_round(db_url: str) -> None:
             dispatching = conn.exec_driver_sql(
                 "SELECT count(*) FROM operations WHERE state = 'dispatching'"
             ).scalar_one()
-        assert (attempts, dispatching) == (ROUNDS, ROUNDS)
+        own = 2 * 2 * ROUNDS if batched else 0  # each process's two of its own a round
+        assert (attempts, dispatching) == (ROUNDS + own, ROUNDS + own)
         with store.reader.connect() as conn:
             assert chain.verify(conn).ok
     finally:

@@ -16,6 +16,7 @@ from ledger.domain import IllegalTransition
 from ledger.reads import chain
 from ledger.receiver.committer import GroupCommitter
 from ledger.storage.models import Event, Operation, table
+from ledger.writer import records
 from ledger.writer.services import Ledger, NotFound, Tx
 from tests.support.builders import req
 
@@ -47,6 +48,104 @@ def test_one_failing_unit_rolls_back_only_its_own_writes_and_events(ledger: Ledg
         actors = conn.execute(sa.select(table(Event).c.actor).order_by(table(Event).c.seq)).all()
         assert [a for (a,) in actors] == ["token:a", "token:d"]
         assert chain.verify(conn).ok
+
+
+def _statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement the writer sends from now on (its SQL, first word first)."""
+    sent: list[str] = []
+    execute = Tx.execute
+
+    def recording(self: Tx, sql: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(sql.lstrip())
+        return execute(self, sql, *args, **kwargs)
+
+    monkeypatch.setattr(Tx, "execute", recording)
+    return sent
+
+
+def test_a_batch_whose_refusals_came_before_any_write_runs_once_without_savepoints(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[str] = []
+
+    def counted(op: str) -> Callable[[Tx], Any]:
+        work = ledger.dispatch(op, req(f"exec-{op}")).work
+        return lambda tx: runs.append(op) or work(tx)
+
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [("t", counted("op-1")), ("t", ledger.confirm("missing", "R").work), ("t", counted("op-2"))]
+    )
+    assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, "go"]
+    assert isinstance(outcomes[1].error, NotFound)
+    assert runs == ["op-1", "op-2"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    assert _ops(ledger) == {"op-1": "dispatching", "op-2": "dispatching"}
+
+
+def test_a_lost_compare_and_set_runs_the_batch_again_with_a_savepoint_per_unit(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL the lost compare-and-set is only seen when the batch settles, after
+    every unit's statements were sent: the batch is rolled back and run again, each unit in
+    its savepoint, and the unit that lost retries on its own."""
+    ledger.dispatch("op-0", req("exec-0")).run("t")
+    tries: list[int] = []
+
+    def loses_the_first_time(tx: Tx) -> int:
+        tries.append(len(tries))
+        version = 99 if len(tries) == 1 else 1  # the stored version is 1
+        tx.expect_one(
+            "UPDATE operations SET version = version + 1 WHERE operation_id = 'op-0'"
+            " AND version = :v",
+            {"v": version},
+            records.Conflict,
+        )
+        return len(tries)
+
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", ledger.dispatch("op-1", req("exec-1")).work),
+            ("t", loses_the_first_time),
+            ("t", ledger.dispatch("op-2", req("exec-2")).work),
+        ]
+    )
+    assert [o.error for o in outcomes] == [None, None, None]
+    assert outcomes[1].value == len(tries) >= 2
+    assert [s for s in sent if s.startswith("SAVEPOINT")]
+    assert _ops(ledger) == {"op-0": "dispatching", "op-1": "dispatching", "op-2": "dispatching"}
+    with ledger.store.reader.connect() as conn:
+        kinds = conn.execute(sa.select(table(Event).c.kind)).all()
+        assert [k for (k,) in kinds] == ["dispatched"] * 3
+        assert chain.verify(conn).ok
+
+
+def test_a_confirms_writes_reach_postgresql_as_one_statement(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operation's compare-and-set, the attempt's end and the receipt (Tx.together)."""
+    if ledger.store.dialect == "sqlite":
+        pytest.skip("on SQLite a statement is a call into the process, not a send")
+    import psycopg
+
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def recording(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    [outcome] = ledger.run_many([("t", ledger.confirm("op-1", "R-1").work)])
+    assert outcome.value.state == "confirmed"
+    writes = [q for q in sent if q.lstrip().startswith(("INSERT", "UPDATE", "WITH w"))]
+    assert len(writes) == 1, writes
+    assert all(w in writes[0] for w in ("UPDATE operations", "UPDATE attempts", "receipts"))
+    with ledger.store.reader.connect() as conn:
+        assert conn.exec_driver_sql("SELECT outcome FROM attempts").scalar_one() == "confirmed"
+        assert conn.exec_driver_sql("SELECT receipt FROM receipts").scalar_one() == "R-1"
 
 
 def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Ledger) -> None:
