@@ -47,6 +47,7 @@ class OperationsPane(ListPane):
         ("age", "age"),
     ]
     FILTER_HINT = "/ filter: a state (dispatching, state:failed) and words (id, execution, receipt)"
+    NEWEST_FIRST = True
     # The operation takes what is left; narrower screens drop the time of the last change
     # first, then the receipt, the age and the last execution.
     WIDTHS = {

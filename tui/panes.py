@@ -15,7 +15,7 @@ from ledger.domain import is_overdue
 from ledger.domain.display import visible
 from ledger.reads import chain, duty, queries
 from tui.format import age, clip, clock_time, deadline_cell, middle, short_hash, text
-from tui.listing import Cell, ListPane
+from tui.listing import Cell, ListPane, Searched
 
 SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
 HEADER_SORT = {
@@ -69,7 +69,10 @@ class QueuePane(ListPane):
         return duty.HoldFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return duty.hold_queue(
+        # A filter is searched a window of open holds at a time, each window twice the last
+        # (up to a bound); a first page after a refresh covers what was already read.
+        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        found = duty.search_hold_queue(
             self.ctx.store,
             self.ctx.now(),
             flt=self._filter(),
@@ -78,7 +81,9 @@ class QueuePane(ListPane):
             limit=limit,
             offset=offset,
             after=after,
+            window=window if after is not None else max(window, self.read),
         )
+        return Searched(found.rows, found.resume, found.read)
 
     def count(self) -> int:
         return duty.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
@@ -113,6 +118,7 @@ class QueuePane(ListPane):
         if descending is None:
             descending = not self.descending if sort == self.sort else False
         self.sort, self.descending = sort, descending
+        self.resume, self.read = None, 0
         self.reload(keep_cursor=True)
 
     def next_sort(self) -> None:
@@ -140,6 +146,7 @@ class ExecutionsPane(ListPane):
         ("gone", "gone from the tool"),
     ]
     FILTER_HINT = "/ filter: id, workflow, status, source; gone"
+    NEWEST_FIRST = True
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
         return duty.search_executions(
@@ -182,6 +189,7 @@ class EventsPane(ListPane):
         ("data", "data"),
     ]
     FILTER_HINT = "/ filter: kind, actor, operation"
+    NEWEST_FIRST = True
     # The operation takes what is left; narrower screens drop the hold, the data and the
     # actor first (enter shows an event in full).
     WIDTHS = {"seq": 7, "at": 11, "actor": 18, "kind": 26, "hold": 5, "data": 30}

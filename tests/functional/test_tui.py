@@ -97,6 +97,36 @@ async def test_filter_narrows_the_queue_and_survives_a_refresh(app_factory, demo
         assert [r["owner"] for r in queue(app).rows] == ["carol"]
 
 
+async def test_a_filter_is_searched_a_window_at_a_time_until_the_rows_end(
+    app_factory, demo_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows: list[tuple[duty.HoldFilter, int]] = []
+    search = duty.search_hold_queue
+
+    def counted(*args: Any, **kwargs: Any) -> duty.QueueSearch:
+        windows.append((kwargs["flt"], kwargs["window"]))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(duty, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(duty, "search_hold_queue", counted)
+    everything = duty.hold_queue(demo_store, SHIFT_END)
+    last = everything[-1]  # the latest deadline: found in the last window only
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        typed = f"op:{last['operation_id']} reason:{last['reason']}"
+        await pilot.press("slash", *typed)
+        await settle(pilot)
+        pane = queue(app)
+        assert [r["id"] for r in pane.rows] == [last["id"]]
+        assert (pane.resume, pane.total) == (None, 1)
+        status = str(pane.query_one(".list-status", Static).content)
+        assert status.startswith("1 of 1 rows") and "searching" not in status
+    # Each window twice the last: the queue's 13 holds took a few calls, none read them all.
+    typed_windows = [w for flt, w in windows if flt == duty.HoldFilter.parse(typed)]
+    assert typed_windows == [2, 2, 4, 8]
+
+
 async def test_a_refresh_keeps_the_cursor_on_its_hold_when_rows_move(
     app_factory, demo_store, demo_ledger: Ledger
 ) -> None:

@@ -177,9 +177,12 @@ async def test_the_events_header_and_list_agree_after_an_action(
         await settle(pilot)
         after = duty.chain_head(demo_store)
         assert after[0] == before[0] + 1
-        # No refresh asked for: the action reloads the lists.
+        # No refresh asked for: the action reloads the lists. The cursor, on the newest row
+        # before, is on the newest row now: the new event is in sight, under its header.
         assert events.head == after
         assert events.rows[0]["seq"] == after[0] and events.rows[0]["kind"] == "hold_noted"
+        assert (events.table.cursor_row, events.table.scroll_y) == (0, 0)
+        assert str(events.table.get_row_at(0)[0]) == str(after[0])
         header = plain(events.query_one("#chain-status", Static).content)
         assert f"head seq {after[0]:,}" in header
         assert f"chain OK through seq {before[0]:,}, 1 newer not verified yet" in header
