@@ -35,6 +35,8 @@ ModalScreen { align: center middle; }
 .dialog-error { color: $error; }
 .dialog-preview { color: $text-muted; }
 .dialog-buttons { height: auto; margin-top: 1; }
+.form .dialog-buttons { margin-top: 0; }
+.form Input { margin-bottom: 1; }
 .dialog-buttons Button { margin-right: 2; }
 #confirm-message { margin-bottom: 1; }
 .filter { height: 3; }

@@ -426,8 +426,9 @@ async def test_a_bad_deadline_is_shown_in_the_dialog_which_keeps_the_note(
     async with app.run_test(size=SIZE) as pilot:
         await start_action(pilot, hold_id, "e", deadline=deadline, note="bank answers at nine")
         assert isinstance(app.screen, FormDialog)  # still open, nothing lost
-        assert message in str(app.screen.query_one("#form-error", Static).content)
         assert message in str(app.screen.query_one("#preview-deadline", Static).content)
+        error = str(app.screen.query_one("#form-error", Static).content)
+        assert error == "New deadline: see above; nothing was done"
         assert app.screen.query_one("#field-note", Input).value == "bank answers at nine"
         await fill(pilot, deadline="tomorrow 09:00")
         assert isinstance(app.screen, ConfirmDialog)
@@ -436,6 +437,24 @@ async def test_a_bad_deadline_is_shown_in_the_dialog_which_keeps_the_note(
         await settle(pilot)
     assert hold_row(demo_store, hold_id).deadline == before
     assert events_by(demo_store, "operator:dave") == []
+
+
+async def test_at_80x24_the_extend_dialog_shows_its_fields_error_and_buttons(
+    app_factory, demo_store
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start_action(pilot, hold_id, "e", deadline="tomorrow", note="bank answers at nine")
+        dialog = app.screen
+        assert isinstance(dialog, FormDialog)
+        inside = dialog.query_one(".dialog").content_region  # what the box shows, unscrolled
+        for selector in ("#field-deadline", "#preview-deadline", "#field-note", "#ok", "#back"):
+            region = dialog.query_one(selector).region
+            assert region.height > 0 and inside.contains_region(region), selector
+        # The example in the placeholder is a time to come (the day after the clock's now).
+        placeholder = dialog.query_one("#field-deadline", Input).placeholder
+        assert "such as 2026-11-03T18:00 (UTC)" in placeholder
 
 
 @pytest.mark.parametrize(
