@@ -28,7 +28,7 @@ class Field:
 class FormDialog(ModalScreen[dict[str, str] | None]):
     """Ask for an action's values. It returns only once every required field is filled and
     every check passes; until then it stays open with what was typed and says what is wrong.
-    Its fields and buttons are one line each, so that the whole form fits 80×24."""
+    Its fields and buttons are one line each, so that the whole form fits 80x24."""
 
     BINDINGS = [Binding("escape", "cancel", "Back")]
     AUTO_FOCUS = "Input"  # the first field, not the scrolling box around it
