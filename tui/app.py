@@ -74,7 +74,7 @@ class FlowledgerApp(App[None]):
         if self.ctx.demo:
             marks.append("DEMO DATA")
         if self.ctx.config_error:
-            marks.append("CONFIG BROKEN: see Sources [3]")
+            marks.append("CONFIG BROKEN [3]")  # short: the header has 80 cells at times
         self.sub_title = " · ".join(marks)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)

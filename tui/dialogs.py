@@ -202,7 +202,10 @@ class ReportScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog wide"):
-            yield Label(f"Handover report written to {self.path}", classes="dialog-title")
+            # A Static wraps a long path where a Label would cut it at the box's edge.
+            yield Static(
+                f"Handover report written to {self.path}", classes="dialog-title", markup=False
+            )
             yield Markdown(self.markdown)
 
     def action_close(self) -> None:

@@ -48,6 +48,10 @@ class ListPane(Vertical):
     WIDTHS: dict[str, int] = {}
     FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
     DROP: tuple[str, ...] = ()
+    # Columns are dropped while the flexible one would be narrower than this (its narrowest
+    # when unset); once it is at its widest, what is left goes to REST, if shown.
+    COMFORTABLE = 0
+    REST: str | None = None
     FILTER_HINT = "/ filter"
     # Whether the pane loads as soon as it is mounted; the others wait until the first screen
     # is painted (MainScreen starts them), so the first paint shares the CPU with nothing.
@@ -132,14 +136,18 @@ class ListPane(Vertical):
         if self.FLEX is None:
             return keys, dict(self.WIDTHS)
         flex, narrowest, widest = self.FLEX
+        wanted = max(narrowest, self.COMFORTABLE)
         room = width - 2  # the vertical scrollbar
         drop = list(self.DROP)
         while True:
             fixed = sum(self.WIDTHS[k] + 2 for k in keys if k != flex) + 2
-            if room - fixed >= narrowest or not drop:
+            if room - fixed >= wanted or not drop:
                 break
             keys.remove(drop.pop(0))
-        return keys, {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
+        widths = {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
+        if self.REST in keys:
+            widths[self.REST] += max(0, room - fixed - widths[flex])
+        return keys, widths
 
     def on_resize(self, event: events.Resize) -> None:
         self.refit(event.size.width)
