@@ -119,9 +119,14 @@ def consequence(name: str, hold: dict[str, Any], values: dict[str, str]) -> str:
     overdue = " Any overdue hold about it closes with it."
     if name == "confirm":
         if hold["reason"] == Reason.RECEIPT_CONFLICT.value:
+            becomes = (
+                "stays CONFIRMED, with this receipt"
+                if hold.get("operation_state") == State.CONFIRMED.value
+                else "becomes CONFIRMED with it"
+            )
             return (
                 f"Receipt {values['receipt']!r} stands for operation {op} (now {state}): the "
-                f"operation becomes CONFIRMED with it and its receipt_conflict holds close. "
+                f"operation {becomes}, and its receipt_conflict holds close. "
                 "Workflows will skip this write from now on." + overdue
             )
         return (

@@ -190,8 +190,40 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+def _cells(row: str) -> list[str]:
+    """A Markdown table row's cells, split at the pipes that are not escaped (``\\|``)."""
+    cells, cell, escaped = [], "", False
+    for char in row.strip().removeprefix("|").removesuffix("|"):
+        if char == "|" and not escaped:
+            cells.append(cell.strip())
+            cell = ""
+            continue
+        cell += char
+        escaped = char == "\\" and not escaped
+    return [*cells, cell.strip()]
+
+
+def tables_as_lists(markdown: str) -> str:
+    """``markdown`` with each table written as a list, one item a row (``header: cell; …``,
+    empty cells left out): what a screen too narrow for the table's columns can show."""
+    out: list[str] = []
+    header: list[str] | None = None
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            header = None
+            out.append(line)
+        elif header is None:
+            header = _cells(line)
+        elif not set(line) <= set("|-: "):  # not the line under the header
+            pairs = zip(header, _cells(line), strict=False)
+            out.append("- " + "; ".join(f"{h}: {c}" for h, c in pairs if c not in ("", "-")))
+    return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
+
+
 class ReportScreen(ModalScreen[None]):
-    """The handover report as written, and where."""
+    """The handover report as written, and where. Its tables are shown as lists: their six
+    and seven columns, some of them long, are never readable in the box (at most 110 cells
+    wide); the file keeps them as tables."""
 
     BINDINGS = [Binding("escape,q", "close", "Close")]
 
@@ -206,7 +238,7 @@ class ReportScreen(ModalScreen[None]):
             yield Static(
                 f"Handover report written to {self.path}", classes="dialog-title", markup=False
             )
-            yield Markdown(self.markdown)
+            yield Markdown(tables_as_lists(self.markdown))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -261,6 +261,28 @@ async def test_release_warns_that_the_write_may_happen_twice(app_factory, demo_s
         assert events_by(demo_store, "operator:dave") == []
 
 
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        # The demo's receipt conflict is on an operation confirmed already.
+        ("receipt_conflict", "(now confirmed): the operation stays CONFIRMED, with this receipt"),
+        ("unknown_outcome", "(now dispatching) becomes CONFIRMED with receipt 'msg-1'"),
+    ],
+)
+async def test_the_confirmation_says_what_becomes_of_the_operation(
+    app_factory, demo_store, reason: str, said: str
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, reason)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "c", receipt="msg-1", note="seen in the target")
+        assert isinstance(app.screen, ConfirmDialog)
+        assert said in app.screen.message
+        await pilot.press("n")
+        await settle(pilot)
+    assert hold_row(demo_store, hold_id).resolved_at is None
+
+
 async def test_a_note_is_required_before_anything_happens(app_factory, demo_store) -> None:
     app = app_factory()
     hold_id = open_hold_id(demo_store, "unknown_outcome")
