@@ -159,6 +159,24 @@ async def test_the_operations_tab_pages_every_operation_most_recently_changed_fi
         assert pane.rows and {r["state"] for r in pane.rows} == {"confirmed"}
 
 
+async def test_a_word_filter_on_the_operations_is_searched_a_window_at_a_time(
+    app_factory, demo_store: Store, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(duty, "SEARCH_WINDOW", 1)
+    oldest = operations.list_operations(demo_store, limit=1000)[-1]["operation_id"]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        pane = main(app).query_one(OperationsPane)
+        await settle(pilot)
+        await pilot.press("slash", *oldest)  # a word: the last operation changed, alone
+        await settle(pilot)
+        assert [r["operation_id"] for r in pane.rows] == [oldest]
+        assert (pane.resume, pane.total) == (None, 1)
+        assert pane.read > 0  # it went window by window
+
+
 async def test_the_events_header_and_list_agree_after_an_action(
     app_factory, demo_store: Store
 ) -> None:
