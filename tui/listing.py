@@ -84,6 +84,7 @@ class ListPane(Vertical):
         self.resume: dict[str, Any] | None = None
         self.read = 0
         self.wanted = 0
+        self._asked: tuple[int, int] | None = None  # the next rows asked for and not yet in
         self.generation = 0  # the newest load asked for
         self.shown = -1  # the load whose rows are on screen
         self.shown_keys = [key for key, _ in self.COLUMNS]
@@ -254,7 +255,9 @@ class ListPane(Vertical):
     def _go_on(self) -> None:
         """The next rows: after where a windowed search stopped, else after the last row."""
         after = self.resume if self.resume is not None else (self.rows[-1] if self.rows else None)
-        if after is not None:
+        asked = (self.generation, len(self.rows))
+        if after is not None and asked != self._asked:  # not twice for the same rows
+            self._asked = asked
             self._load_more(self.generation, after, len(self.rows))
 
     def _searched(self, rows: list[dict[str, Any]], batch: int, first: bool) -> None:
@@ -320,6 +323,8 @@ class ListPane(Vertical):
             self.call_after_refresh(self._go_on)
 
     def _append(self, generation: int, offset: int, rows: list[dict[str, Any]]) -> None:
+        if self._asked == (generation, offset):
+            self._asked = None
         if generation != self.generation or offset != len(self.rows):
             return
         cells = [self.shown_cells(r) for r in rows]
