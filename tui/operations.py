@@ -71,7 +71,7 @@ class OperationsPane(ListPane):
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
         # Words are searched a window of each state's operations at a time, as the queue's
-        # filters are (each window twice the last, up to a bound).
+        # filters are (each window as large as what was read before it, within bounds).
         window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
         found = operations.search_operations(
             self.ctx.store,

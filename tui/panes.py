@@ -69,8 +69,8 @@ class QueuePane(ListPane):
         return duty.HoldFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        # A filter is searched a window of open holds at a time, each window twice the last
-        # (up to a bound); a first page after a refresh covers what was already read.
+        # A filter is searched a window of open holds at a time, each window as large as what
+        # was read before it (within bounds); a first page after a refresh covers all of that.
         window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
         found = duty.search_hold_queue(
             self.ctx.store,

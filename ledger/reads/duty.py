@@ -231,7 +231,8 @@ def hold_queue(
 # A filtered queue in deadline order (the default) is searched a window of open holds at a
 # time, read in the order of the ``(resolved_at, deadline)`` index: a filter that matches
 # little or nothing reads one window per call instead of every open hold. The UI starts with
-# SEARCH_WINDOW and doubles it, up to SEARCH_WINDOW_MAX, for each call that goes on.
+# SEARCH_WINDOW and goes on with windows as large as what it has read (so the holds read
+# double each call), up to SEARCH_WINDOW_MAX.
 SEARCH_WINDOW = 2_000
 SEARCH_WINDOW_MAX = 64_000
 

@@ -122,7 +122,8 @@ async def test_a_filter_is_searched_a_window_at_a_time_until_the_rows_end(
         assert (pane.resume, pane.total) == (None, 1)
         status = str(pane.query_one(".list-status", Static).content)
         assert status.startswith("1 of 1 rows") and "searching" not in status
-    # Each window twice the last: the queue's 13 holds took a few calls, none read them all.
+    # Each window as large as what was read before it: the queue's 13 holds took a few calls,
+    # none of which read them all.
     typed_windows = [w for flt, w in windows if flt == duty.HoldFilter.parse(typed)]
     assert typed_windows == [2, 2, 4, 8]
 
