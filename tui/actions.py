@@ -19,7 +19,7 @@ from textual.binding import Binding
 from ledger.domain import DECISIONS, IllegalTransition, OpenHold, Reason, State, allowed, refusal
 from ledger.writer.services import InvalidInput, NotFound
 from tui.dialogs import ConfirmDialog, Field, FormDialog
-from tui.format import DEADLINE_FORMS, future_deadline, text, when
+from tui.format import deadline_forms, future_deadline, text, when
 
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
@@ -53,7 +53,7 @@ ACTIONS: dict[str, ActionSpec] = {
     ),
     "extend": ActionSpec(
         "Extend the deadline",
-        [Field("deadline", "New deadline", placeholder=DEADLINE_FORMS), NOTE],
+        [Field("deadline", "New deadline"), NOTE],  # its forms: from the clock, when asked
         "The hold's deadline moves to {deadline_text} UTC.",
         "deadline extended",
     ),
@@ -119,9 +119,14 @@ def consequence(name: str, hold: dict[str, Any], values: dict[str, str]) -> str:
     overdue = " Any overdue hold about it closes with it."
     if name == "confirm":
         if hold["reason"] == Reason.RECEIPT_CONFLICT.value:
+            becomes = (
+                "stays CONFIRMED, with this receipt"
+                if hold.get("operation_state") == State.CONFIRMED.value
+                else "becomes CONFIRMED with it"
+            )
             return (
                 f"Receipt {values['receipt']!r} stands for operation {op} (now {state}): the "
-                f"operation becomes CONFIRMED with it and its receipt_conflict holds close. "
+                f"operation {becomes}, and its receipt_conflict holds close. "
                 "Workflows will skip this write from now on." + overdue
             )
         return (
@@ -230,10 +235,15 @@ class HoldActions:
 
 
 def _checked(f: Field, now: Callable[[], datetime]) -> Field:
-    """The deadline field reads what is typed against the clock, live."""
+    """The deadline field reads what is typed against the clock, live; its example is a
+    time still to come."""
     if f.name != "deadline":
         return f
-    return replace(f, check=lambda v: f"→ {when(future_deadline(v, now()))} UTC")
+    return replace(
+        f,
+        placeholder=deadline_forms(now()),
+        check=lambda v: f"→ {when(future_deadline(v, now()))} UTC",
+    )
 
 
 def _service_call(

@@ -35,6 +35,8 @@ ModalScreen { align: center middle; }
 .dialog-error { color: $error; }
 .dialog-preview { color: $text-muted; }
 .dialog-buttons { height: auto; margin-top: 1; }
+.form .dialog-buttons { margin-top: 0; }
+.form Input { margin-bottom: 1; }
 .dialog-buttons Button { margin-right: 2; }
 #confirm-message { margin-bottom: 1; }
 .filter { height: 3; }
@@ -72,7 +74,7 @@ class FlowledgerApp(App[None]):
         if self.ctx.demo:
             marks.append("DEMO DATA")
         if self.ctx.config_error:
-            marks.append("CONFIG BROKEN: see Sources [3]")
+            marks.append("CONFIG BROKEN [3]")  # short: the header has 80 cells at times
         self.sub_title = " · ".join(marks)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)

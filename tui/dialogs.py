@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Static
 
@@ -27,9 +27,11 @@ class Field:
 
 class FormDialog(ModalScreen[dict[str, str] | None]):
     """Ask for an action's values. It returns only once every required field is filled and
-    every check passes; until then it stays open with what was typed and says what is wrong."""
+    every check passes; until then it stays open with what was typed and says what is wrong.
+    Its fields and buttons are one line each, so that the whole form fits 80x24."""
 
     BINDINGS = [Binding("escape", "cancel", "Back")]
+    AUTO_FOCUS = "Input"  # the first field, not the scrolling box around it
 
     def __init__(self, title: str, subject: str | Text, fields: list[Field]) -> None:
         super().__init__()
@@ -38,18 +40,18 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
         self.fields = fields
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with VerticalScroll(classes="dialog form"):
             yield Label(self.title_text, classes="dialog-title")
             yield Static(self.subject, classes="dialog-subject")
             for f in self.fields:
                 yield Label(f.label + ("" if f.required else " (optional)"))
-                yield Input(placeholder=f.placeholder, id=f"field-{f.name}")
+                yield Input(placeholder=f.placeholder, id=f"field-{f.name}", compact=True)
                 if f.check is not None:
                     yield Static("", id=f"preview-{f.name}", classes="dialog-preview")
             yield Static("", id="form-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Continue", variant="primary", id="ok")
-                yield Button("Back", id="back")
+                yield Button("Continue", variant="primary", id="ok", compact=True)
+                yield Button("Back", id="back", compact=True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "ok":
@@ -98,7 +100,12 @@ class FormDialog(ModalScreen[dict[str, str] | None]):
                 try:
                     f.check(values[f.name])
                 except ValueError as exc:
-                    error.update(f"{f.label}: {exc}")
+                    # What is wrong is under the field already (and again here if the clock
+                    # made it wrong since): the line by the buttons says where to look.
+                    preview = self.query_one(f"#preview-{f.name}", Static)
+                    preview.update(str(exc))
+                    preview.set_class(True, "dialog-error")
+                    error.update(f"{f.label}: see above; nothing was done")
                     self.query_one(f"#field-{f.name}", Input).focus()
                     return
         self.dismiss(values)
@@ -122,7 +129,7 @@ class ConfirmDialog(ModalScreen[bool]):
         self.message = message
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
+        with VerticalScroll(classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
             yield Static(self.message, id="confirm-message")
             with Horizontal(classes="dialog-buttons"):
@@ -183,8 +190,40 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+def _cells(row: str) -> list[str]:
+    """A Markdown table row's cells, split at the pipes that are not escaped (``\\|``)."""
+    cells, cell, escaped = [], "", False
+    for char in row.strip().removeprefix("|").removesuffix("|"):
+        if char == "|" and not escaped:
+            cells.append(cell.strip())
+            cell = ""
+            continue
+        cell += char
+        escaped = char == "\\" and not escaped
+    return [*cells, cell.strip()]
+
+
+def tables_as_lists(markdown: str) -> str:
+    """``markdown`` with each table written as a list, one item a row (``header: cell; …``,
+    empty cells left out): what a screen too narrow for the table's columns can show."""
+    out: list[str] = []
+    header: list[str] | None = None
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            header = None
+            out.append(line)
+        elif header is None:
+            header = _cells(line)
+        elif not set(line) <= set("|-: "):  # not the line under the header
+            pairs = zip(header, _cells(line), strict=False)
+            out.append("- " + "; ".join(f"{h}: {c}" for h, c in pairs if c not in ("", "-")))
+    return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
+
+
 class ReportScreen(ModalScreen[None]):
-    """The handover report as written, and where."""
+    """The handover report as written, and where. Its tables are shown as lists: their six
+    and seven columns, some of them long, are never readable in the box (at most 110 cells
+    wide); the file keeps them as tables."""
 
     BINDINGS = [Binding("escape,q", "close", "Close")]
 
@@ -195,8 +234,11 @@ class ReportScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog wide"):
-            yield Label(f"Handover report written to {self.path}", classes="dialog-title")
-            yield Markdown(self.markdown)
+            # A Static wraps a long path where a Label would cut it at the box's edge.
+            yield Static(
+                f"Handover report written to {self.path}", classes="dialog-title", markup=False
+            )
+            yield Markdown(tables_as_lists(self.markdown))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -20,7 +20,6 @@ from ledger.reads.handover import span
 
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
 _DAY_TIME = re.compile(r"^(today|tomorrow)\s+(\d{1,2}):(\d{2})$", re.IGNORECASE)
-DEADLINE_FORMS = "+30m, +2h, +1d, tomorrow 09:00, or an ISO time such as 2026-12-24T18:00 (UTC)"
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
 
@@ -77,6 +76,12 @@ def middle(value: str, width: int) -> str:
     return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
 
 
+def deadline_forms(now: datetime) -> str:
+    """What the deadline field takes, its ISO example always in the future (tomorrow)."""
+    example = (now.astimezone(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT18:00")
+    return f"+30m, +2h, +1d, tomorrow 09:00, or an ISO time such as {example} (UTC)"
+
+
 def parse_deadline(value: str, now: datetime) -> datetime:
     """``+30m``, ``+2h``, ``+1d``, ``today 18:00`` / ``tomorrow 09:00``, or an ISO 8601 time
     (UTC unless it names its offset)."""
@@ -94,7 +99,9 @@ def parse_deadline(value: str, now: datetime) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"cannot read {value!r} as a deadline: give {DEADLINE_FORMS}") from None
+        raise ValueError(
+            f"cannot read {value!r} as a deadline: give {deadline_forms(now)}"
+        ) from None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 

@@ -2,7 +2,9 @@
 
 Rows come from the database a page at a time in a thread worker; scrolling near the end loads
 the next page; a refresh re-reads as many rows as are loaded and puts the cursor back on the
-same row (by key), so neither the cursor nor the filter is lost.
+same row (by key), so neither the cursor nor the filter is lost. A search that reads a
+window of rows at a time (:class:`Searched`) goes on by itself until the page is full or the
+rows end, each window painted as it comes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ if TYPE_CHECKING:
 Cell = str | Text
 
 
+class Searched(list[dict[str, Any]]):
+    """Rows from a search that read a window and stopped before it filled the page:
+    ``resume`` is where the next window starts (``None``: the rows ended, or the page is
+    full), ``read`` how many rows the window covered."""
+
+    def __init__(self, rows: list[dict[str, Any]], resume: dict[str, Any] | None, read: int):
+        super().__init__(rows)
+        self.resume = resume
+        self.read = read
+
+
 class ListPane(Vertical):
     """Subclasses name their columns and say how to fetch a page and draw a row."""
 
@@ -35,10 +48,17 @@ class ListPane(Vertical):
     WIDTHS: dict[str, int] = {}
     FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
     DROP: tuple[str, ...] = ()
+    # Columns are dropped while the flexible one would be narrower than this (its narrowest
+    # when unset); once it is at its widest, what is left goes to REST, if shown.
+    COMFORTABLE = 0
+    REST: str | None = None
     FILTER_HINT = "/ filter"
     # Whether the pane loads as soon as it is mounted; the others wait until the first screen
     # is painted (MainScreen starts them), so the first paint shares the CPU with nothing.
     EAGER = False
+    # A list of the newest first: a cursor on its first row stays on the first row when newer
+    # rows arrive (as `tail -f` follows), instead of following its old row down out of sight.
+    NEWEST_FIRST = False
     app: FlowledgerApp
 
     class FirstShown(Message):
@@ -59,6 +79,12 @@ class ListPane(Vertical):
         self.filter_text = ""
         self.total: int | None = None
         self.exhausted = False
+        # A windowed search (see Searched): where it goes on, how many rows its windows
+        # covered, and how many rows the list is being filled up to.
+        self.resume: dict[str, Any] | None = None
+        self.read = 0
+        self.wanted = 0
+        self._asked: tuple[int, int] | None = None  # the next rows asked for and not yet in
         self.generation = 0  # the newest load asked for
         self.shown = -1  # the load whose rows are on screen
         self.shown_keys = [key for key, _ in self.COLUMNS]
@@ -111,14 +137,18 @@ class ListPane(Vertical):
         if self.FLEX is None:
             return keys, dict(self.WIDTHS)
         flex, narrowest, widest = self.FLEX
+        wanted = max(narrowest, self.COMFORTABLE)
         room = width - 2  # the vertical scrollbar
         drop = list(self.DROP)
         while True:
             fixed = sum(self.WIDTHS[k] + 2 for k in keys if k != flex) + 2
-            if room - fixed >= narrowest or not drop:
+            if room - fixed >= wanted or not drop:
                 break
             keys.remove(drop.pop(0))
-        return keys, {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
+        widths = {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
+        if self.REST in keys:
+            widths[self.REST] += max(0, room - fixed - widths[flex])
+        return keys, widths
 
     def on_resize(self, event: events.Resize) -> None:
         self.refit(event.size.width)
@@ -172,6 +202,7 @@ class ListPane(Vertical):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
         self.rows, self.total = [], None
+        self.resume, self.read = None, 0
         self.reload(keep_cursor=False)
 
     @on(Input.Submitted, ".filter")
@@ -194,6 +225,7 @@ class ListPane(Vertical):
     def reload(self, keep_cursor: bool = True) -> None:
         self.generation += 1
         limit = max(self.ctx.page_size, len(self.rows))
+        self.wanted = limit
         self._load(self.generation, limit, keep_cursor)
 
     @work(thread=True, exclusive=True, group="list-load")
@@ -217,8 +249,26 @@ class ListPane(Vertical):
             self._status()
 
     def load_more(self) -> None:
-        if self.rows:
-            self._load_more(self.generation, self.rows[-1], len(self.rows))
+        self.wanted = max(self.wanted, len(self.rows) + self.ctx.page_size)
+        self._go_on()
+
+    def _go_on(self) -> None:
+        """The next rows: after where a windowed search stopped, else after the last row."""
+        after = self.resume if self.resume is not None else (self.rows[-1] if self.rows else None)
+        asked = (self.generation, len(self.rows))
+        if after is not None and asked != self._asked:  # not twice for the same rows
+            self._asked = asked
+            self._load_more(self.generation, after, len(self.rows))
+
+    def _searched(self, rows: list[dict[str, Any]], batch: int, first: bool) -> None:
+        """Keep where a windowed search stands after ``rows`` came in (a batch of at most
+        ``batch`` rows); once the rows have ended, their number is the total."""
+        self.resume = getattr(rows, "resume", None)
+        read = getattr(rows, "read", 0)
+        self.read = read if first else self.read + read
+        self.exhausted = self.resume is None and len(rows) < batch
+        if self.exhausted:
+            self.total = len(self.rows)
 
     @work(thread=True, exclusive=True, group="list-more")
     def _load_more(self, generation: int, last: dict[str, Any], offset: int) -> None:
@@ -240,11 +290,14 @@ class ListPane(Vertical):
         table = self.table
         selected = self.current() if keep_cursor else None
         index = table.cursor_row
+        if self.NEWEST_FIRST and index == 0:
+            selected = None  # stay on top, where the new rows come in
         cells = [self.shown_cells(r) for r in rows]
         unchanged = [self.key(r) for r in rows] == [self.key(r) for r in self.rows] and [
             _drawn(row) for row in cells
         ] == [_drawn(row) for row in self._cells]
-        self.rows, self.exhausted, self._cells = rows, len(rows) < limit, cells
+        self.rows, self._cells = rows, cells
+        self._searched(rows, limit, first=True)
         if not unchanged:
             # Clearing and refilling makes the table draw every visible cell anew: a refresh
             # that changed nothing on screen leaves it alone.
@@ -261,25 +314,34 @@ class ListPane(Vertical):
         if first:
             self.post_message(self.FirstShown(self))
         # After the rows are painted: the count only adds "of N", and a count running beside
-        # the paint would slow it.
+        # the paint would slow it. A search that stopped at the end of its window goes on.
         self.call_after_refresh(self._start_count, generation)
+        self._search_on()
+
+    def _search_on(self) -> None:
+        if self.resume is not None and len(self.rows) < self.wanted:
+            self.call_after_refresh(self._go_on)
 
     def _append(self, generation: int, offset: int, rows: list[dict[str, Any]]) -> None:
+        if self._asked == (generation, offset):
+            self._asked = None
         if generation != self.generation or offset != len(self.rows):
             return
         cells = [self.shown_cells(r) for r in rows]
         self.rows.extend(rows)
         self._cells.extend(cells)
-        self.exhausted = len(rows) < self.ctx.page_size
+        self._searched(rows, self.ctx.page_size, first=False)
         self.table.add_rows(cells)
         self._status()
+        self._search_on()
 
     def _status(self) -> None:
         shown = len(self.rows)
         of = f" of {self.total:,}" if self.total is not None else ("" if self.exhausted else "+")
         flt = f"  filter: {self.filter_text}" if self.filter_text else ""
+        searching = f"  searching… {self.read:,} read" if self.resume is not None else ""
         self.query_one(".list-status", Static).update(
-            f"{shown:,}{of} rows{flt}{self.status_suffix()}",
+            f"{shown:,}{of} rows{flt}{searching}{self.status_suffix()}",
             layout=False,  # one line, always
         )
 

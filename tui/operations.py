@@ -24,7 +24,7 @@ from ledger.domain.display import visible
 from ledger.reads import duty, operations, queries
 from tui import sections
 from tui.format import age, middle, text
-from tui.listing import Cell, ListPane
+from tui.listing import Cell, ListPane, Searched
 
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
@@ -47,6 +47,7 @@ class OperationsPane(ListPane):
         ("age", "age"),
     ]
     FILTER_HINT = "/ filter: a state (dispatching, state:failed) and words (id, execution, receipt)"
+    NEWEST_FIRST = True
     # The operation takes what is left; narrower screens drop the time of the last change
     # first, then the receipt, the age and the last execution.
     WIDTHS = {
@@ -69,12 +70,17 @@ class OperationsPane(ListPane):
         return operations.OperationFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return operations.list_operations(
+        # Words are searched a window of each state's operations at a time, as the queue's
+        # filters are (each window as large as what was read before it, within bounds).
+        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        found = operations.search_operations(
             self.ctx.store,
             flt=self._filter(),
             after=operations.After(after["updated_at"], after["operation_id"]) if after else None,
             limit=limit,
+            window=window if after is not None else max(window, self.read),
         )
+        return Searched(found.rows, found.resume, found.read)
 
     def count(self) -> int | None:
         # Counting ten million rows takes a while: a refresh reuses a recent count of the

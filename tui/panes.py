@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
@@ -15,7 +15,7 @@ from ledger.domain import is_overdue
 from ledger.domain.display import visible
 from ledger.reads import chain, duty, queries
 from tui.format import age, clip, clock_time, deadline_cell, middle, short_hash, text
-from tui.listing import Cell, ListPane
+from tui.listing import Cell, ListPane, Searched
 
 SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
 HEADER_SORT = {
@@ -69,7 +69,10 @@ class QueuePane(ListPane):
         return duty.HoldFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return duty.hold_queue(
+        # A filter is searched a window of open holds at a time, each window as large as what
+        # was read before it (within bounds); a first page after a refresh covers all of that.
+        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        found = duty.search_hold_queue(
             self.ctx.store,
             self.ctx.now(),
             flt=self._filter(),
@@ -78,7 +81,9 @@ class QueuePane(ListPane):
             limit=limit,
             offset=offset,
             after=after,
+            window=window if after is not None else max(window, self.read),
         )
+        return Searched(found.rows, found.resume, found.read)
 
     def count(self) -> int:
         return duty.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
@@ -113,6 +118,7 @@ class QueuePane(ListPane):
         if descending is None:
             descending = not self.descending if sort == self.sort else False
         self.sort, self.descending = sort, descending
+        self.resume, self.read = None, 0
         self.reload(keep_cursor=True)
 
     def next_sort(self) -> None:
@@ -137,9 +143,23 @@ class ExecutionsPane(ListPane):
         ("started", "started"),
         ("stopped", "stopped"),
         ("retry_of", "retry of"),
-        ("gone", "gone from the tool"),
+        ("gone", "gone"),
     ]
     FILTER_HINT = "/ filter: id, workflow, status, source; gone"
+    # The workflow takes what is left; narrower screens drop the retry, the stop time and the
+    # source first (enter shows an execution in full).
+    WIDTHS = {
+        "source": 12,
+        "id": 10,
+        "status": 8,
+        "started": 11,
+        "stopped": 11,
+        "retry_of": 9,
+        "gone": 11,
+    }
+    FLEX = ("workflow", 12, 40)
+    DROP = ("retry_of", "stopped", "source")
+    NEWEST_FIRST = True
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
         return duty.search_executions(
@@ -158,9 +178,9 @@ class ExecutionsPane(ListPane):
         style = "red" if status in ("error", "crashed") else "yellow" if not row["final"] else ""
         name = row["workflow_name"] or row["workflow_id"]
         return [
-            text(row["source"]),
-            text(row["external_id"]),
-            text(name),
+            Text(clip(row["source"] or "-", self.widths["source"])),
+            Text(middle(row["external_id"], self.widths["id"])),
+            Text(clip(name or "-", self.widths["workflow"])),
             text(status, style=style),
             clock_time(row["started_at"], now),
             clock_time(row["stopped_at"], now),
@@ -182,10 +202,13 @@ class EventsPane(ListPane):
         ("data", "data"),
     ]
     FILTER_HINT = "/ filter: kind, actor, operation"
-    # The operation takes what is left; narrower screens drop the hold, the data and the
-    # actor first (enter shows an event in full).
-    WIDTHS = {"seq": 7, "at": 11, "actor": 18, "kind": 26, "hold": 5, "data": 30}
-    FLEX = ("operation", 20, 40)
+    NEWEST_FIRST = True
+    # The operation takes what is left, up to its widest, then the data; narrower screens
+    # drop the hold, the data and the actor first (enter shows an event in full).
+    WIDTHS = {"seq": 7, "at": 11, "actor": 18, "kind": 26, "hold": 5, "data": 16}
+    FLEX = ("operation", 20, 44)
+    COMFORTABLE = 28
+    REST = "data"
     DROP = ("hold", "data", "actor")
 
     def __init__(self, *, id: str) -> None:
@@ -221,7 +244,7 @@ class EventsPane(ListPane):
         data = ", ".join(f"{k}={v}" for k, v in sorted(row["data"].items()) if v is not None)
         kind = row["kind"]
         if kind == "hold_resolved" and row["data"].get("resolution"):
-            kind = f"{kind} ({row['data']['resolution']})"  # which of the resolutions
+            kind = f"resolved: {row['data']['resolution']}"  # which of the resolutions
         return [
             str(row["seq"]),
             clock_time(row["at"], self.ctx.now()),
@@ -289,7 +312,18 @@ class SourcesPane(Vertical):
     when ``flowledger.toml`` could not be read, why, and that sync is off until it is fixed."""
 
     COLUMNS = ["source", "kind", "status", "last attempt", "lag", "last error", "base URL"]
+    # Every column but the error keeps its width; the error takes what is left and wraps
+    # (a row grows a line at a time). Where the error would get fewer than 30 cells the base
+    # URL is left out, then the kind.
+    WIDTHS = {"source": 16, "kind": 7, "status": 8, "last attempt": 12, "lag": 7, "base URL": 30}
+    OPTIONAL = ("base URL", "kind")
     loaded = False
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
+        self.rows: list[dict[str, Any]] = []
+        self.error_width = 40
+        self.shown = set(self.COLUMNS)
 
     def compose(self) -> ComposeResult:
         problem = self.app.ctx.config_error  # type: ignore[attr-defined]
@@ -303,8 +337,32 @@ class SourcesPane(Vertical):
                 id="config-error",
             )
         table: DataTable[Cell] = DataTable(cursor_type="row", zebra_stripes=True)
-        table.add_columns(*self.COLUMNS)
+        self._add_columns(table)
         yield table
+
+    def _add_columns(self, table: DataTable[Cell]) -> None:
+        for label in self.COLUMNS:
+            if label == "last error":
+                table.add_column(label, width=self.error_width)
+            elif label in self.shown:
+                table.add_column(label, width=self.WIDTHS[label])
+
+    def on_resize(self, event: events.Resize) -> None:
+        shown = set(self.COLUMNS)
+        optional = list(self.OPTIONAL)
+        while True:
+            fixed = sum(self.WIDTHS[k] + 2 for k in shown if k != "last error") + 2 + 2
+            if event.size.width - fixed >= 30 or not optional:
+                break
+            shown.discard(optional.pop(0))
+        error_width = max(16, event.size.width - fixed)
+        if (shown, error_width) != (self.shown, self.error_width):
+            self.shown, self.error_width = shown, error_width
+            table = self.query_one(DataTable)
+            table.clear(columns=True)
+            self._add_columns(table)
+            if self.loaded:
+                self._show(self.rows, self.app.ctx.now())  # type: ignore[attr-defined]
 
     def load_if_never_loaded(self) -> None:
         # Loaded once the queue is painted (see ListPane.EAGER), then with every refresh.
@@ -318,20 +376,22 @@ class SourcesPane(Vertical):
         self.app.call_from_thread(self._show, rows, ctx.now())
 
     def _show(self, rows: list[dict[str, Any]], now: Any) -> None:
-        self.loaded = True
+        self.loaded, self.rows = True, rows
         table = self.query_one(DataTable)
         cursor = table.cursor_row
         table.clear()
         for s in rows:
             bad = s["status"] != "ok" or bool(s["last_error"])  # "new" too: never synced
-            table.add_row(
-                text(s["name"]),
-                s["kind"],
-                Text(s["status"], style="bold red" if bad else "green"),
-                clock_time(s["last_sync_at"], now),
-                age(s["last_success_at"], now) if s["last_success_at"] else "never",
-                text(s["last_error"], style="red" if s["last_error"] else ""),
-                text(s["base_url"]),
-            )
+            cells: dict[str, Cell] = {
+                "source": Text(clip(s["name"], self.WIDTHS["source"])),
+                "kind": s["kind"],
+                "status": Text(s["status"], style="bold red" if bad else "green"),
+                "last attempt": clock_time(s["last_sync_at"], now),
+                "lag": age(s["last_success_at"], now) if s["last_success_at"] else "never",
+                "last error": text(s["last_error"], style="red" if s["last_error"] else ""),
+                "base URL": Text(clip(s["base_url"] or "-", self.WIDTHS["base URL"])),
+            }
+            shown = [cells[k] for k in self.COLUMNS if k in self.shown]
+            table.add_row(*shown, height=None)  # the error wraps: as many lines as it takes
         if rows:
             table.move_cursor(row=min(cursor, len(rows) - 1))

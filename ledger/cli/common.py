@@ -33,8 +33,17 @@ DbOption = Annotated[
         "--db",
         envvar="FLOWLEDGER_DB",
         show_envvar=True,
+        metavar="PATH|URL",
         help="Ledger database: a file path or an SQLAlchemy URL [default: ./var/flowledger.db]",
     ),
+]
+# Where `run` and `serve` listen (their defaults come from [receiver] in flowledger.toml).
+HostOption = Annotated[
+    str | None, typer.Option(metavar="HOST", help="Address to listen on [receiver.host]")
+]
+PortOption = Annotated[
+    int | None,
+    typer.Option(min=0, max=65535, metavar="PORT", help="Port to listen on [receiver.port]"),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -202,9 +202,13 @@ def verify(
 
 def _report_chain(result: chain.VerifyResult) -> None:
     if not result.ok and result.bad_seq is None:
+        events = (
+            "the 1 event itself chains"
+            if result.checked == 1
+            else f"the {result.checked} events themselves chain"
+        )
         typer.echo(
-            f"head MISMATCH: {result.problem}; the {result.checked} events themselves chain "
-            f"correctly up to seq {result.head_seq}"
+            f"head MISMATCH: {result.problem}; {events} correctly up to seq {result.head_seq}"
         )
     elif not result.ok:
         typer.echo(

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import DbOption, app, ledger_for, one_line_errors, opened, settings
+from ledger.cli.common import (
+    DbOption,
+    HostOption,
+    PortOption,
+    app,
+    ledger_for,
+    one_line_errors,
+    opened,
+    settings,
+)
 from ledger.cli.tables import echo_table
 from ledger.config import load_config
 
@@ -20,10 +29,8 @@ app.add_typer(token_app, name="token")
 @one_line_errors
 def serve(
     db: DbOption = None,
-    host: Annotated[str | None, typer.Option(help="Address to listen on [receiver.host]")] = None,
-    port: Annotated[
-        int | None, typer.Option(min=0, max=65535, help="Port to listen on [receiver.port]")
-    ] = None,
+    host: HostOption = None,
+    port: PortOption = None,
     access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""

@@ -11,6 +11,8 @@ import typer
 
 from ledger.cli.common import (
     DbOption,
+    HostOption,
+    PortOption,
     app,
     die,
     ledger_for,
@@ -48,10 +50,8 @@ def _need_once(once: bool, job: str) -> None:
 @one_line_errors
 def run(
     db: DbOption = None,
-    host: Annotated[str | None, typer.Option(help="Address to listen on [receiver.host]")] = None,
-    port: Annotated[
-        int | None, typer.Option(min=0, max=65535, help="Port to listen on [receiver.port]")
-    ] = None,
+    host: HostOption = None,
+    port: PortOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
     from ledger import runner  # the server stack loads only for this command

@@ -156,6 +156,57 @@ def _queue_where(flt: HoldFilter, now: datetime) -> list[Any]:
     return where
 
 
+def _after_key(column: Any, value: Any, row_id: int, descending: bool) -> Any:
+    """Rows after ``(value, row_id)`` in ``(column, id)`` order (``column`` never NULL),
+    written with a range on ``column`` that an index on it can start from."""
+    if descending:
+        return sa.and_(column <= value, sa.or_(column < value, HOLDS.c.id > row_id))
+    return sa.and_(column >= value, sa.or_(column > value, HOLDS.c.id > row_id))
+
+
+def _through_key(column: Any, value: Any, row_id: int, descending: bool) -> Any:
+    """Rows up to and including ``(value, row_id)`` in that order: where a window ends."""
+    if descending:
+        return sa.and_(column >= value, sa.or_(column > value, HOLDS.c.id <= row_id))
+    return sa.and_(column <= value, sa.or_(column < value, HOLDS.c.id <= row_id))
+
+
+def _queue_stmt(
+    flt: HoldFilter,
+    now: datetime,
+    sort: str,
+    descending: bool,
+    after: dict[str, Any] | None,
+    through: dict[str, Any] | None = None,
+) -> tuple[Any, bool]:
+    """The queue's statement without its limit, and whether it pages by key. ``through``: the
+    last hold (by the sort's key) a windowed search may reach."""
+    column = QUEUE_SORTS[sort]
+    where = _queue_where(flt, now)
+    keyset = after is not None and sort in KEYSET_SORTS
+    if keyset:
+        assert after is not None
+        where.append(_after_key(column, after[KEYSET_SORTS[sort]], after["id"], descending))
+    if through is not None:
+        where.append(_through_key(column, through[KEYSET_SORTS[sort]], through["id"], descending))
+    stmt = (
+        sa.select(
+            HOLDS,
+            OPS.c.state.label("operation_state"),
+            OPS.c.workflow_id.label("workflow_id"),
+            _conflict(),
+            _exec_status(
+                sa.func.coalesce(HOLDS.c.execution_id, OPS.c.execution_id),
+                sa.func.coalesce(HOLDS.c.source, OPS.c.source),
+            ).label("execution_status"),
+        )
+        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
+        .where(*where)
+        .order_by(column.desc() if descending else column.asc(), HOLDS.c.id)
+    )
+    return stmt, keyset
+
+
 def hold_queue(
     store: Store,
     now: datetime,
@@ -171,33 +222,76 @@ def hold_queue(
     whether it has an open receipt conflict, and the status of the execution they concern.
     The next page: pass the last row as ``after`` (it pages by key where the sort allows,
     else by ``offset``, which must then be the rows already read)."""
-    column = QUEUE_SORTS[sort]
-    order = [column.desc() if descending else column.asc(), HOLDS.c.id]
-    where = _queue_where(flt, now)
-    if after is not None and sort in KEYSET_SORTS:
-        value = after[KEYSET_SORTS[sort]]
-        beyond = column < value if descending else column > value
-        where.append(sa.or_(beyond, sa.and_(column == value, HOLDS.c.id > after["id"])))
-        offset = 0
-    stmt = (
-        sa.select(
-            HOLDS,
-            OPS.c.state.label("operation_state"),
-            OPS.c.workflow_id.label("workflow_id"),
-            _conflict(),
-            _exec_status(
-                sa.func.coalesce(HOLDS.c.execution_id, OPS.c.execution_id),
-                sa.func.coalesce(HOLDS.c.source, OPS.c.source),
-            ).label("execution_status"),
-        )
-        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
-        .where(*where)
-        .order_by(*order)
-        .limit(limit)
-        .offset(offset)
-    )
+    stmt, keyset = _queue_stmt(flt, now, sort, descending, after)
+    stmt = stmt.limit(limit).offset(0 if keyset else offset)
     with store.reader.connect() as conn:
         return [row_dict(r) for r in conn.execute(stmt)]
+
+
+# A filtered queue in deadline order (the default) is searched a window of open holds at a
+# time, read in the order of the ``(resolved_at, deadline)`` index: a filter that matches
+# little or nothing reads one window per call instead of every open hold. The UI starts with
+# SEARCH_WINDOW and goes on with windows as large as what it has read (so the holds read
+# double each call), up to SEARCH_WINDOW_MAX.
+SEARCH_WINDOW = 2_000
+SEARCH_WINDOW_MAX = 64_000
+
+
+@dataclass(frozen=True)
+class QueueSearch:
+    """A page of a windowed queue search. ``resume``: the last hold the window covered, when
+    the window ended before ``limit`` rows matched (the next page starts after it, not after
+    the last row); ``None`` once the rows end a page or the open holds end. ``read``: how
+    many open holds the window covered."""
+
+    rows: list[dict[str, Any]]
+    resume: dict[str, Any] | None
+    read: int
+
+
+def search_hold_queue(
+    store: Store,
+    now: datetime,
+    *,
+    flt: HoldFilter = HoldFilter(),
+    sort: str = "deadline",
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+    after: dict[str, Any] | None = None,
+    window: int = SEARCH_WINDOW,
+) -> QueueSearch:
+    """:func:`hold_queue`, reading at most ``window`` open holds when a filter is set and the
+    queue is in deadline order (other sorts read every open hold to order them anyway)."""
+    if sort != "deadline" or flt == HoldFilter():
+        rows = hold_queue(
+            store,
+            now,
+            flt=flt,
+            sort=sort,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+            after=after,
+        )
+        return QueueSearch(rows, None, 0)
+    column = HOLDS.c.deadline
+    edge = (
+        sa.select(column.label("deadline"), HOLDS.c.id)
+        .where(HOLDS.c.resolved_at.is_(None))
+        .order_by(column.desc() if descending else column.asc(), HOLDS.c.id)
+        .offset(window - 1)
+        .limit(1)
+    )
+    if after is not None:
+        edge = edge.where(_after_key(column, after["deadline"], after["id"], descending))
+    with store.reader.connect() as conn:
+        end = conn.execute(edge).first()
+        through = row_dict(end) if end is not None else None
+        stmt, _ = _queue_stmt(flt, now, sort, descending, after, through)
+        rows = [row_dict(r) for r in conn.execute(stmt.limit(limit))]
+    resume = through if through is not None and len(rows) < limit else None
+    return QueueSearch(rows, resume, window if through is not None else 0)
 
 
 def count_hold_queue(store: Store, now: datetime, *, flt: HoldFilter = HoldFilter()) -> int:

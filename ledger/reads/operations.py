@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ledger.domain import State
-from ledger.reads.duty import _contains
+from ledger.reads.duty import SEARCH_WINDOW, _contains
 from ledger.reads.queries import EVENTS, HOLDS, OPS, event_dict, row_dict
 from ledger.storage.engine import Store
 
@@ -54,12 +54,26 @@ class After:
     operation_id: str
 
 
-def _branch(state: str, flt: OperationFilter, after: After | None, limit: int) -> Any:
+def _branch(
+    state: str,
+    flt: OperationFilter,
+    after: After | None,
+    limit: int,
+    through: After | None = None,
+) -> Any:
     """One state's operations, newest change first: a range of its ``(state, updated_at)``
-    index."""
+    index (down to ``through``, included, when a windowed search gives one)."""
     stmt = sa.select(OPS.c.operation_id, OPS.c.updated_at).where(OPS.c.state == state)
     for word in flt.words:
         stmt = stmt.where(sa.or_(*(_contains(col, word) for col in _WORD_COLUMNS)))
+    if through is not None:
+        stmt = stmt.where(
+            OPS.c.updated_at >= through.updated_at,
+            sa.or_(
+                OPS.c.updated_at > through.updated_at,
+                OPS.c.operation_id >= through.operation_id,
+            ),
+        )
     if after is not None:
         # "<=" first, so that the index range starts where the last page ended.
         stmt = stmt.where(
@@ -87,9 +101,11 @@ def list_operations(
         return [row_dict(r) for r in conn.execute(stmt)]
 
 
-def page_statement(flt: OperationFilter, after: After | None, limit: int) -> Any:
+def page_statement(
+    flt: OperationFilter, after: After | None, limit: int, through: After | None = None
+) -> Any:
     """The statement behind :func:`list_operations` (its plan is checked by a test)."""
-    branches = [_branch(s, flt, after, limit).subquery() for s in flt.states or STATES]
+    branches = [_branch(s, flt, after, limit, through).subquery() for s in flt.states or STATES]
     page = (
         sa.union_all(*(sa.select(b) for b in branches)).subquery()
         if len(branches) > 1
@@ -111,6 +127,49 @@ def page_statement(flt: OperationFilter, after: After | None, limit: int) -> Any
         .join(ids, ids.c.operation_id == OPS.c.operation_id)
         .order_by(OPS.c.updated_at.desc(), OPS.c.operation_id.desc())
     )
+
+
+@dataclass(frozen=True)
+class OperationSearch:
+    """A page of a windowed search (as :class:`ledger.reads.duty.QueueSearch`): ``resume``
+    is where the next page starts when the window ended before ``limit`` rows matched."""
+
+    rows: list[dict[str, Any]]
+    resume: dict[str, Any] | None
+    read: int
+
+
+def search_operations(
+    store: Store,
+    *,
+    flt: OperationFilter = OperationFilter(),
+    after: After | None = None,
+    limit: int = 100,
+    window: int = SEARCH_WINDOW,
+) -> OperationSearch:
+    """:func:`list_operations`, reading at most ``window`` operations of each state when the
+    filter has words (a word is found only by reading rows; states alone are index ranges).
+    The window ends where the first of the states' next ``window`` rows ends: down to there,
+    every state's rows have been read."""
+    if not flt.words:
+        return OperationSearch(list_operations(store, flt=flt, after=after, limit=limit), None, 0)
+    with store.reader.connect() as conn:
+        edges = [conn.execute(_edge(s, after, window)).first() for s in flt.states or STATES]
+        present = [(e.updated_at, e.operation_id) for e in edges if e is not None]
+        through = After(*max(present)) if present else None
+        stmt = page_statement(flt, after, max(1, min(limit, 1000)), through)
+        rows = [row_dict(r) for r in conn.execute(stmt)]
+    resume = (
+        {"updated_at": through.updated_at, "operation_id": through.operation_id}
+        if through is not None and len(rows) < limit
+        else None
+    )
+    return OperationSearch(rows, resume, window * len(present))
+
+
+def _edge(state: str, after: After | None, window: int) -> Any:
+    """The ``window``-th of one state's operations after ``after`` (from its index alone)."""
+    return _branch(state, OperationFilter(), after, 1).offset(window - 1)
 
 
 def count_operations(store: Store, *, flt: OperationFilter = OperationFilter()) -> int | None:

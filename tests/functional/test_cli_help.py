@@ -46,6 +46,10 @@ def test_flags_read_as_flags() -> None:
     lines = help_of("sync").splitlines()
     once = next(line for line in lines if "--once" in line)
     assert once.split()[:2] == ["--once", "Sync"]
+    # Values are named for what they are, not typed as `<str>` or `<int range>`.
+    serve = help_of("serve")
+    assert "--db PATH|URL" in serve and "--host HOST" in serve and "--port PORT" in serve
+    assert "<str>" not in serve and "<int range>" not in serve
 
 
 def test_square_brackets_in_help_are_words() -> None:

@@ -97,6 +97,37 @@ async def test_filter_narrows_the_queue_and_survives_a_refresh(app_factory, demo
         assert [r["owner"] for r in queue(app).rows] == ["carol"]
 
 
+async def test_a_filter_is_searched_a_window_at_a_time_until_the_rows_end(
+    app_factory, demo_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    windows: list[tuple[duty.HoldFilter, int]] = []
+    search = duty.search_hold_queue
+
+    def counted(*args: Any, **kwargs: Any) -> duty.QueueSearch:
+        windows.append((kwargs["flt"], kwargs["window"]))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(duty, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(duty, "search_hold_queue", counted)
+    everything = duty.hold_queue(demo_store, SHIFT_END)
+    last = everything[-1]  # the latest deadline: found in the last window only
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        typed = f"op:{last['operation_id']} reason:{last['reason']}"
+        pane = queue(app)
+        pane.query_one(Input).value = typed  # at once: a search per key would only add time
+        await settle(pilot)
+        assert [r["id"] for r in pane.rows] == [last["id"]]
+        assert (pane.resume, pane.total) == (None, 1)
+        status = str(pane.query_one(".list-status", Static).content)
+        assert status.startswith("1 of 1 rows") and "searching" not in status
+    # Each window as large as what was read before it: the queue's 13 holds took a few calls,
+    # none of which read them all.
+    typed_windows = [w for flt, w in windows if flt == duty.HoldFilter.parse(typed)]
+    assert typed_windows == [2, 2, 4, 8]
+
+
 async def test_a_refresh_keeps_the_cursor_on_its_hold_when_rows_move(
     app_factory, demo_store, demo_ledger: Ledger
 ) -> None:
@@ -229,6 +260,28 @@ async def test_release_warns_that_the_write_may_happen_twice(app_factory, demo_s
         await settle(pilot)
         assert hold_row(demo_store, hold_id).resolved_at is None
         assert events_by(demo_store, "operator:dave") == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        # The demo's receipt conflict is on an operation confirmed already.
+        ("receipt_conflict", "(now confirmed): the operation stays CONFIRMED, with this receipt"),
+        ("unknown_outcome", "(now dispatching) becomes CONFIRMED with receipt 'msg-1'"),
+    ],
+)
+async def test_the_confirmation_says_what_becomes_of_the_operation(
+    app_factory, demo_store, reason: str, said: str
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, reason)
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "c", receipt="msg-1", note="seen in the target")
+        assert isinstance(app.screen, ConfirmDialog)
+        assert said in app.screen.message
+        await pilot.press("n")
+        await settle(pilot)
+    assert hold_row(demo_store, hold_id).resolved_at is None
 
 
 async def test_a_note_is_required_before_anything_happens(app_factory, demo_store) -> None:
@@ -396,8 +449,9 @@ async def test_a_bad_deadline_is_shown_in_the_dialog_which_keeps_the_note(
     async with app.run_test(size=SIZE) as pilot:
         await start_action(pilot, hold_id, "e", deadline=deadline, note="bank answers at nine")
         assert isinstance(app.screen, FormDialog)  # still open, nothing lost
-        assert message in str(app.screen.query_one("#form-error", Static).content)
         assert message in str(app.screen.query_one("#preview-deadline", Static).content)
+        error = str(app.screen.query_one("#form-error", Static).content)
+        assert error == "New deadline: see above; nothing was done"
         assert app.screen.query_one("#field-note", Input).value == "bank answers at nine"
         await fill(pilot, deadline="tomorrow 09:00")
         assert isinstance(app.screen, ConfirmDialog)
@@ -406,6 +460,24 @@ async def test_a_bad_deadline_is_shown_in_the_dialog_which_keeps_the_note(
         await settle(pilot)
     assert hold_row(demo_store, hold_id).deadline == before
     assert events_by(demo_store, "operator:dave") == []
+
+
+async def test_at_80x24_the_extend_dialog_shows_its_fields_error_and_buttons(
+    app_factory, demo_store
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start_action(pilot, hold_id, "e", deadline="tomorrow", note="bank answers at nine")
+        dialog = app.screen
+        assert isinstance(dialog, FormDialog)
+        inside = dialog.query_one(".dialog").content_region  # what the box shows, unscrolled
+        for selector in ("#field-deadline", "#preview-deadline", "#field-note", "#ok", "#back"):
+            region = dialog.query_one(selector).region
+            assert region.height > 0 and inside.contains_region(region), selector
+        # The example in the placeholder is a time to come (the day after the clock's now).
+        placeholder = dialog.query_one("#field-deadline", Input).placeholder
+        assert "such as 2026-11-03T18:00 (UTC)" in placeholder
 
 
 @pytest.mark.parametrize(

@@ -159,6 +159,24 @@ async def test_the_operations_tab_pages_every_operation_most_recently_changed_fi
         assert pane.rows and {r["state"] for r in pane.rows} == {"confirmed"}
 
 
+async def test_a_word_filter_on_the_operations_is_searched_a_window_at_a_time(
+    app_factory, demo_store: Store, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(duty, "SEARCH_WINDOW", 1)
+    oldest = operations.list_operations(demo_store, limit=1000)[-1]["operation_id"]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        pane = main(app).query_one(OperationsPane)
+        await settle(pilot)
+        await pilot.press("slash", *oldest)  # a word: the last operation changed, alone
+        await settle(pilot)
+        assert [r["operation_id"] for r in pane.rows] == [oldest]
+        assert (pane.resume, pane.total) == (None, 1)
+        assert pane.read > 0  # it went window by window
+
+
 async def test_the_events_header_and_list_agree_after_an_action(
     app_factory, demo_store: Store
 ) -> None:
@@ -177,9 +195,12 @@ async def test_the_events_header_and_list_agree_after_an_action(
         await settle(pilot)
         after = duty.chain_head(demo_store)
         assert after[0] == before[0] + 1
-        # No refresh asked for: the action reloads the lists.
+        # No refresh asked for: the action reloads the lists. The cursor, on the newest row
+        # before, is on the newest row now: the new event is in sight, under its header.
         assert events.head == after
         assert events.rows[0]["seq"] == after[0] and events.rows[0]["kind"] == "hold_noted"
+        assert (events.table.cursor_row, events.table.scroll_y) == (0, 0)
+        assert str(events.table.get_row_at(0)[0]) == str(after[0])
         header = plain(events.query_one("#chain-status", Static).content)
         assert f"head seq {after[0]:,}" in header
         assert f"chain OK through seq {before[0]:,}, 1 newer not verified yet" in header

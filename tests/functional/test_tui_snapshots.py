@@ -51,6 +51,16 @@ def test_the_queue_fits_the_terminal(app_factory, snap_compare, size: tuple[int,
     assert snap_compare(app_factory(), terminal_size=size, run_before=loaded)
 
 
+@pytest.mark.parametrize("tab", ["2", "3", "4"], ids=["executions", "sources", "events"])
+def test_the_other_tabs_fit_80x24(app_factory, snap_compare, tab: str) -> None:
+    async def open_tab(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press(tab)
+        await settle(pilot)
+
+    assert snap_compare(app_factory(), terminal_size=(80, 24), run_before=open_tab)
+
+
 @pytest.mark.parametrize("size", [(80, 24), (130, 38)], ids=["80x24", "130x38"])
 def test_a_hold_detail_fits_the_terminal(app_factory, snap_compare, size: tuple[int, int]) -> None:
     async def open_first(pilot: Pilot[Any]) -> None:

@@ -4,6 +4,8 @@ beginning, the dispatches an operation turned away, and an event page read with 
 
 from __future__ import annotations
 
+import pytest
+
 from ledger.domain import FailOutcome
 from ledger.reads import duty, operations
 from ledger.reads.operations import After, OperationFilter
@@ -65,6 +67,41 @@ def test_state_and_word_filters(ledger: Ledger, clock: FakeClock) -> None:
     rows = operations.list_operations(ledger.store, flt=OperationFilter.parse("dispatching"))
     held = [(r["operation_id"], r["open_holds"]) for r in rows if r["open_holds"]]
     assert held == [("op:010", 1), ("op:005", 1)]
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 100])
+@pytest.mark.parametrize("text", ["exec-1", "R-", "state:dispatching exec-2", "no-such-word"])
+def test_a_windowed_word_search_finds_what_the_pages_find(
+    ledger: Ledger, clock: FakeClock, window: int, text: str
+) -> None:
+    _operations(ledger, clock, 24)
+    flt = OperationFilter.parse(text)
+    found: list[str] = []
+    after = None
+    for _ in range(100):
+        page = operations.search_operations(
+            ledger.store, flt=flt, after=after, limit=2, window=window
+        )
+        found += [r["operation_id"] for r in page.rows]
+        last = page.resume or (page.rows[-1] if len(page.rows) == 2 else None)
+        if last is None:
+            break
+        after = After(last["updated_at"], last["operation_id"])
+    assert found == _all_pages(ledger.store, flt, 100)
+
+
+def test_a_word_search_stops_at_the_end_of_its_window(ledger: Ledger, clock: FakeClock) -> None:
+    _operations(ledger, clock, 12)
+    nothing = OperationFilter.parse("no-such-word")
+    page = operations.search_operations(ledger.store, flt=nothing, limit=10, window=2)
+    # Of each state, the 2 most recently changed were read; the window ends at the newest
+    # of those second rows, so that every state is read down to it.
+    assert page.rows == [] and page.resume is not None and page.read > 0
+    dispatching = OperationFilter.parse("dispatching")
+    states = operations.search_operations(ledger.store, flt=dispatching, limit=10, window=2)
+    assert states.resume is None  # a state alone is an index range: no window
+    assert [r["operation_id"] for r in states.rows] == _all_pages(ledger.store, dispatching, 10)
+    assert len(states.rows) > 2
 
 
 def test_an_operation_is_found_by_its_id_or_its_beginning(ledger: Ledger, clock: FakeClock) -> None:

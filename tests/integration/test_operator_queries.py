@@ -65,6 +65,56 @@ def test_paging_after_the_last_row_reads_what_offsets_read(
     assert sorted(pages(by_key=True)) == sorted(ids)
 
 
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("window", [1, 2, 5, 100])
+def test_a_windowed_search_finds_what_one_query_finds(
+    ledger: Ledger, clock: FakeClock, descending: bool, window: int
+) -> None:
+    ids = _holds(ledger, clock, 12)
+    later = clock.now + timedelta(hours=3)
+    for i in ids[::4]:  # equal deadlines: the id orders the ties, across windows too
+        ledger.update_hold(i, operator="x", note="n", deadline=later).run()
+    for i in ids[1::3]:
+        ledger.update_hold(i, operator="x", note="n", owner="bob").run()
+    flt = duty.HoldFilter.parse("owner:bob")
+    expected = duty.hold_queue(ledger.store, clock.now, flt=flt, descending=descending)
+    found: list[int] = []
+    after = None
+    for _ in range(len(ids) + 1):
+        page = duty.search_hold_queue(
+            ledger.store,
+            clock.now,
+            flt=flt,
+            descending=descending,
+            limit=2,
+            after=after,
+            window=window,
+        )
+        found += [r["id"] for r in page.rows]
+        if page.resume is None and len(page.rows) < 2:
+            break
+        after = page.resume if page.resume is not None else page.rows[-1]
+    assert found == [r["id"] for r in expected] and len(found) == 4
+
+
+def test_a_search_that_finds_nothing_reads_one_window_and_says_where_it_stopped(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ids = _holds(ledger, clock, 7)
+    nothing = duty.HoldFilter.parse("no-such-word")
+    page = duty.search_hold_queue(ledger.store, clock.now, flt=nothing, limit=10, window=3)
+    assert (page.rows, page.resume["id"] if page.resume else None, page.read) == ([], ids[2], 3)
+    rest = duty.search_hold_queue(
+        ledger.store, clock.now, flt=nothing, limit=10, window=10, after=page.resume
+    )
+    assert (rest.rows, rest.resume) == ([], None)  # fewer than a window left: the end
+    # No filter, or another sort: the plain query, which never stops short.
+    whole = duty.search_hold_queue(ledger.store, clock.now, limit=10, window=3)
+    assert ([r["id"] for r in whole.rows], whole.resume) == (ids, None)
+    by_owner = duty.search_hold_queue(ledger.store, clock.now, flt=nothing, sort="owner", window=3)
+    assert (by_owner.rows, by_owner.resume) == ([], None)
+
+
 def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock) -> None:
     ids = _holds(ledger, clock, 6)
     ledger.update_hold(ids[2], operator="x", note="n", owner="Alice", next_action="ring 100%").run()
