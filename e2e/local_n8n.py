@@ -305,8 +305,10 @@ class Loopback:
 
 class Target(Loopback):
     """The system a workflow writes to: ``POST /invoices`` records the write, then answers
-    ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``noid`` a 200
-    without ``id``, ``slow`` is recorded and then answered only after ``slow_seconds``.
+    ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``busy`` 503 (the
+    write may or may not have happened: the target is not counted as having written it),
+    ``noid`` a 200 without ``id``, ``slow`` is recorded and then answered only after
+    ``slow_seconds``.
     ``requests`` counts every request by invoice, ``writes`` those the target carried out."""
 
     def __init__(self, slow_seconds: float = 120.0) -> None:
@@ -324,6 +326,8 @@ class Target(Loopback):
                     target.requests[invoice] += 1
                 if invoice.startswith("reject"):
                     return self.send_json(422, {"error": "no such customer"})
+                if invoice.startswith("busy"):
+                    return self.send_json(503, {"error": "try later"})
                 with target.lock:
                     target.writes[invoice] += 1
                     n = sum(target.writes.values())
