@@ -239,6 +239,20 @@ class N8n:
         self.api_key = str(made.json()["data"]["rawApiKey"])
         return self.api_key
 
+    def api_key_with(self, scopes: list[str]) -> str:
+        """Another public-API key of the owner, with only ``scopes``."""
+        with self.client() as c:
+            c.post(
+                "/rest/login",
+                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
+            ).raise_for_status()
+            made = c.post(
+                "/rest/api-keys",
+                json={"label": f"flowledger {len(scopes)}", "scopes": scopes, "expiresAt": None},
+            )
+            made.raise_for_status()
+        return str(made.json()["data"]["rawApiKey"])
+
     def api(self, method: str, path: str, **kw: Any) -> Any:
         with self.client() as c:
             answer = c.request(

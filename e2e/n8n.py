@@ -8,7 +8,8 @@ What it does, printing one line per check:
    (``npm install`` inside ``<user folder>/.n8n/nodes``), starts n8n and checks that the node
    type ``n8n-nodes-flowledger.flowledger`` loaded;
 2. runs ``flowledger n8n setup --with-example`` twice against that n8n and a fresh ledger (the
-   second run must create nothing); the node template is imported as it is;
+   second run must create nothing), then with a key n8n refuses and one lacking a scope (one
+   line each, nothing made); the node template is imported as it is;
 3. runs the same scenarios through both templates, the node's and the HTTP Request one (a copy
    of each whose write goes to a loopback target and whose webhook answers when done): 10
    writes once each; a repeat skipped; a changed input held (the execution fails, visibly); a
@@ -47,6 +48,7 @@ from typing import Any
 import httpx
 
 from e2e.local_n8n import (
+    API_SCOPES,
     LocalLedger,
     N8n,
     Target,
@@ -461,6 +463,35 @@ def setup_twice(check: Checks, label: str, ledger: LocalLedger, *, installed: bo
     check(f"{label}, second run: creates nothing", not re.search("created|activated", second))
 
 
+def setup_refused(check: Checks, n8n: N8n, ledger: LocalLedger) -> None:
+    """``flowledger n8n setup`` with an API key n8n refuses, and with one lacking a scope: one
+    line each, nothing made."""
+    full = n8n.api_key
+    before = len(n8n.api("GET", "/credentials")["data"])
+    for label, key, expected in (
+        ("an API key n8n does not know", "n8n_api_" + "0" * 40, r"refused the API key \(401\)"),
+        (
+            "an API key without workflow:list",
+            n8n.api_key_with([s for s in API_SCOPES if s != "workflow:list"]),
+            r"the n8n API key lacks the workflow:list scope \(403\)",
+        ),
+    ):
+        n8n.api_key = key  # the key the ledger's flowledger.toml reads from its environment
+        try:
+            said = ledger.cli(*SETUP, ledger.url, check=False).strip()
+        finally:
+            n8n.api_key = full
+        print(f"      | {said}")
+        check(
+            f"n8n setup with {label}: one line naming it",
+            len(said.splitlines()) == 1 and re.search(expected, said) is not None,
+        )
+    check(
+        "n8n setup refused: nothing made",
+        len(n8n.api("GET", "/credentials")["data"]) == before,
+    )
+
+
 def header_auth_ids(workflow: dict[str, Any]) -> set[str]:
     """The ids of the Header Auth credentials a workflow's nodes use."""
     return {
@@ -604,6 +635,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         ledger.start()
 
         setup_twice(check, "n8n setup", ledger, installed=True)
+        setup_refused(check, n8n, ledger)
 
         workflows = {
             w["name"]: w for w in n8n.api("GET", "/workflows", params={"limit": 250})["data"]
