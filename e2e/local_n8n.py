@@ -223,29 +223,25 @@ class N8n:
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, transport=WhileBusy())
 
+    def logged_in(self) -> httpx.Client:
+        """A client holding the owner's ``n8n-auth`` cookie (for n8n's internal ``/rest``)."""
+        c = self.client()
+        c.post(
+            "/rest/login",
+            json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
+        ).raise_for_status()
+        return c
+
     def make_owner_and_key(self) -> str:
         """Owner account, login, and a public-API key with :data:`API_SCOPES`."""
         with self.client() as c:
             c.post("/rest/owner/setup", json=OWNER).raise_for_status()
-            c.post(
-                "/rest/login",
-                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
-            ).raise_for_status()
-            made = c.post(
-                "/rest/api-keys",
-                json={"label": "flowledger", "scopes": API_SCOPES, "expiresAt": None},
-            )
-            made.raise_for_status()
-        self.api_key = str(made.json()["data"]["rawApiKey"])
+        self.api_key = self.api_key_with(API_SCOPES)
         return self.api_key
 
     def api_key_with(self, scopes: list[str]) -> str:
-        """Another public-API key of the owner, with only ``scopes``."""
-        with self.client() as c:
-            c.post(
-                "/rest/login",
-                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
-            ).raise_for_status()
+        """A public-API key of the owner with only ``scopes``."""
+        with self.logged_in() as c:
             made = c.post(
                 "/rest/api-keys",
                 json={"label": f"flowledger {len(scopes)}", "scopes": scopes, "expiresAt": None},
@@ -262,11 +258,7 @@ class N8n:
         return answer.json() if answer.content else None
 
     def node_types(self) -> list[str]:
-        with self.client() as c:
-            c.post(
-                "/rest/login",
-                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
-            ).raise_for_status()
+        with self.logged_in() as c:
             return [n["name"] for n in c.get("/types/nodes.json").json()]
 
     def create_workflow(self, workflow: dict[str, Any], *, activate: bool) -> str:
