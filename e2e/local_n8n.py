@@ -223,14 +223,15 @@ class N8n:
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, transport=WhileBusy())
 
-    def logged_in(self) -> httpx.Client:
+    @contextlib.contextmanager
+    def logged_in(self) -> Iterator[httpx.Client]:
         """A client holding the owner's ``n8n-auth`` cookie (for n8n's internal ``/rest``)."""
-        c = self.client()
-        c.post(
-            "/rest/login",
-            json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
-        ).raise_for_status()
-        return c
+        with self.client() as c:
+            c.post(
+                "/rest/login",
+                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
+            ).raise_for_status()
+            yield c
 
     def make_owner_and_key(self) -> str:
         """Owner account, login, and a public-API key with :data:`API_SCOPES`."""
