@@ -22,11 +22,16 @@ executions/s of each flow over the rounds, ``node ÷ plain`` (goal ≥ 0.88), ``
 the ledger's own share, ``1 - node ÷ node*`` (goal ≤ 5%), and ``no-ops ÷ plain`` with
 ``node* ÷ no-ops``: how much of the gap is n8n running two more nodes, and how much the node's
 own work.
+
+Beside each rate, the CPU time n8n's processes spent per execution of that flow (from
+``/proc``): unlike the rates, it barely moves when other work shares the cores, so ``node*``
+minus ``no-ops`` is what the node's two calls cost inside n8n.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import sys
@@ -180,6 +185,24 @@ def fire(url: str, count: int, clients: int, label: str) -> tuple[float, int]:
     return count / (time.perf_counter() - started), failures[0]
 
 
+def cpu_seconds(pgid: int) -> float:
+    """User and system CPU time of the live processes in process group ``pgid`` (n8n and its
+    task runners), from ``/proc``."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone since the listing
+            continue
+        if int(fields[2]) == pgid:  # pgrp; fields[11:13] are utime and stime
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def main() -> int:
     # A SIGTERM (from `timeout`, a supervisor) unwinds through the ``finally`` blocks, which
     # stop n8n and the ledger: they run in sessions of their own and would outlive us.
@@ -217,17 +240,28 @@ def run(tmp: Path, home: Path, node_dir: Path | None, args: argparse.Namespace) 
                 print(f"flow {name} failed {failed} of 20 warm-up executions", file=sys.stderr)
                 return 1
         rates: dict[str, list[float]] = {name: [] for name in urls}
+        cpu: dict[str, list[float]] = {name: [] for name in urls}
+        assert n8n.proc is not None  # started above, in a session (and group) of its own
         print(
-            f"{args.rounds} rounds x {args.executions} executions per flow, {args.clients} clients"
+            f"{args.rounds} rounds x {args.executions} executions per flow, {args.clients} "
+            f"clients; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
         for r in range(args.rounds):
             order = list(urls) if r % 2 == 0 else list(reversed(urls))
             for name in order:
+                before = cpu_seconds(n8n.proc.pid)
                 rate, failed = fire(urls[name], args.executions, args.clients, f"r{r}-{name}")
+                ms = (cpu_seconds(n8n.proc.pid) - before) * 1000 / args.executions
                 rates[name].append(rate)
+                cpu[name].append(ms)
                 note = f" ({failed} failed)" if failed else ""
-                print(f"  round {r + 1}  {name:<10} {rate:6.1f} executions/s{note}", flush=True)
-        report(rates)
+                print(
+                    f"  round {r + 1}  {name:<10} {rate:6.1f} executions/s  "
+                    f"n8n CPU {ms:5.1f} ms/execution{note}",
+                    flush=True,
+                )
+        report(rates, cpu)
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         n8n.stop()
         ledger.stop()
@@ -285,9 +319,16 @@ def make_flows(n8n: N8n, ledger: LocalLedger, target: Target, stand_in: StandIn)
     return paths
 
 
-def report(rates: dict[str, list[float]]) -> None:
+def report(rates: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
     median = {name: statistics.median(values) for name, values in rates.items()}
     print("\nmedian executions/s: " + ", ".join(f"{n} {v:.1f}" for n, v in median.items()))
+    ms = {name: statistics.median(values) for name, values in cpu.items()}
+    print("median n8n CPU ms/execution: " + ", ".join(f"{n} {v:.1f}" for n, v in ms.items()))
+    print(
+        f"n8n CPU of the node's two calls (node* - no-ops) = {ms['node*'] - ms['no-ops']:.1f} ms, "
+        f"of two no-op nodes (no-ops - plain) = {ms['no-ops'] - ms['plain']:.1f} ms, "
+        f"of the write itself (plain) = {ms['plain']:.1f} ms"
+    )
     node, plain_rate = median["node"], median["plain"]
     print(f"node guard / plain      = {node / plain_rate:.3f}  (goal >= 0.88)")
     print(f"template guard / plain  = {median['template'] / plain_rate:.3f}")

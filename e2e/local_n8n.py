@@ -223,21 +223,32 @@ class N8n:
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, transport=WhileBusy())
 
-    def make_owner_and_key(self) -> str:
-        """Owner account, login, and a public-API key with :data:`API_SCOPES`."""
+    @contextlib.contextmanager
+    def logged_in(self) -> Iterator[httpx.Client]:
+        """A client holding the owner's ``n8n-auth`` cookie (for n8n's internal ``/rest``)."""
         with self.client() as c:
-            c.post("/rest/owner/setup", json=OWNER).raise_for_status()
             c.post(
                 "/rest/login",
                 json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
             ).raise_for_status()
+            yield c
+
+    def make_owner_and_key(self) -> str:
+        """Owner account, login, and a public-API key with :data:`API_SCOPES`."""
+        with self.client() as c:
+            c.post("/rest/owner/setup", json=OWNER).raise_for_status()
+        self.api_key = self.api_key_with(API_SCOPES)
+        return self.api_key
+
+    def api_key_with(self, scopes: list[str]) -> str:
+        """A public-API key of the owner with only ``scopes``."""
+        with self.logged_in() as c:
             made = c.post(
                 "/rest/api-keys",
-                json={"label": "flowledger", "scopes": API_SCOPES, "expiresAt": None},
+                json={"label": f"flowledger {len(scopes)}", "scopes": scopes, "expiresAt": None},
             )
             made.raise_for_status()
-        self.api_key = str(made.json()["data"]["rawApiKey"])
-        return self.api_key
+        return str(made.json()["data"]["rawApiKey"])
 
     def api(self, method: str, path: str, **kw: Any) -> Any:
         with self.client() as c:
@@ -248,11 +259,7 @@ class N8n:
         return answer.json() if answer.content else None
 
     def node_types(self) -> list[str]:
-        with self.client() as c:
-            c.post(
-                "/rest/login",
-                json={"emailOrLdapLoginId": OWNER["email"], "password": OWNER["password"]},
-            ).raise_for_status()
+        with self.logged_in() as c:
             return [n["name"] for n in c.get("/types/nodes.json").json()]
 
     def create_workflow(self, workflow: dict[str, Any], *, activate: bool) -> str:
@@ -305,8 +312,10 @@ class Loopback:
 
 class Target(Loopback):
     """The system a workflow writes to: ``POST /invoices`` records the write, then answers
-    ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``noid`` a 200
-    without ``id``, ``slow`` is recorded and then answered only after ``slow_seconds``.
+    ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``busy`` 503 (the
+    write may or may not have happened: the target is not counted as having written it),
+    ``noid`` a 200 without ``id``, ``slow`` is recorded and then answered only after
+    ``slow_seconds``.
     ``requests`` counts every request by invoice, ``writes`` those the target carried out."""
 
     def __init__(self, slow_seconds: float = 120.0) -> None:
@@ -324,6 +333,8 @@ class Target(Loopback):
                     target.requests[invoice] += 1
                 if invoice.startswith("reject"):
                     return self.send_json(422, {"error": "no such customer"})
+                if invoice.startswith("busy"):
+                    return self.send_json(503, {"error": "try later"})
                 with target.lock:
                     target.writes[invoice] += 1
                     n = sum(target.writes.values())

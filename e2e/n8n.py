@@ -8,14 +8,17 @@ What it does, printing one line per check:
    (``npm install`` inside ``<user folder>/.n8n/nodes``), starts n8n and checks that the node
    type ``n8n-nodes-flowledger.flowledger`` loaded;
 2. runs ``flowledger n8n setup --with-example`` twice against that n8n and a fresh ledger (the
-   second run must create nothing); the node template is imported as it is;
+   second run must create nothing), then with a key n8n refuses and one lacking a scope (one
+   line each, nothing made); the node template is imported as it is;
 3. runs the same scenarios through both templates, the node's and the HTTP Request one (a copy
    of each whose write goes to a loopback target and whose webhook answers when done): 10
    writes once each; a repeat skipped; a changed input held (the execution fails, visibly); a
-   422 from the target recorded as ``failed`` with no hold; an answer without an id not
-   confirmed (the error workflow holds it); n8n SIGKILLed mid-write, restarted, the crashed
-   execution retried through the API: no second write, and a hold;
-4. runs the node template with a token that must sign its requests (v2) against the ledger's
+   422 from the target recorded as ``failed`` with no hold, a 503 as ``unknown`` and held; an
+   answer without an id not confirmed (the error workflow holds it); n8n SIGKILLed mid-write,
+   restarted, the crashed execution retried through the API: no second write, and a hold;
+4. tests the Flowledger API credential through n8n (*Test connection*): a read token is the
+   wrong scope, an unknown token is refused (401), a closed port is unreachable; runs the node
+   template with a token that must sign its requests (v2) against the ledger's
    receiver: the unsigned credential is refused, the signed one writes once and skips a repeat.
 5. starts a second n8n without the package and runs ``flowledger n8n setup --with-example``
    against it twice: a Header Auth credential, the HTTP Request error workflow (active) and the
@@ -45,11 +48,13 @@ from typing import Any
 import httpx
 
 from e2e.local_n8n import (
+    API_SCOPES,
     LocalLedger,
     N8n,
     Target,
     Unavailable,
     find_n8n,
+    free_port,
     install_community_package,
     packed_node_package,
     workdir,
@@ -178,16 +183,26 @@ def scenarios(
         f"n8n lists the execution as error: {shown!r}",
     )
 
-    rejected = f"reject-{label}"
-    post(n8n, path, {"invoice_id": rejected, "amount": 1})
-    op = ledger.operation(read_token, op_id(rejected))
-    state = op["operation"]["state"] if op else None
-    check(
-        f"{label}: a 422 from the target is failed (rejected), with no hold",
-        state == "failed" and not open_holds(op) and target.requests[rejected] == 1,
-        f"requests to the target {target.requests[rejected]}, state {state}, "
-        f"holds {[h['reason'] for h in open_holds(op)]}",
-    )
+    # The target refuses (422: nothing written) or cannot say (503: maybe written).
+    for prefix, what, want_state, want_holds in (
+        ("reject", "a 422 from the target is failed (rejected), with no hold", "failed", []),
+        (
+            "busy",
+            "a 503 from the target is an unknown outcome, held for a person",
+            "dispatching",
+            ["unknown_outcome"],
+        ),
+    ):
+        invoice = f"{prefix}-{label}"
+        post(n8n, path, {"invoice_id": invoice, "amount": 1})
+        op = ledger.operation(read_token, op_id(invoice))
+        state = op["operation"]["state"] if op else None
+        holds = [h["reason"] for h in open_holds(op)]
+        check(
+            f"{label}: {what}",
+            state == want_state and holds == want_holds and target.requests[invoice] == 1,
+            f"requests to the target {target.requests[invoice]}, state {state}, holds {holds}",
+        )
 
     no_id = f"noid-{label}"
     post(n8n, path, {"invoice_id": no_id, "amount": 1})
@@ -277,6 +292,49 @@ def finished(n8n: N8n, execution_id: str) -> dict[str, Any] | None:
 def _quiet_post(n8n: N8n, path: str, body: dict[str, Any]) -> None:
     with contextlib.suppress(httpx.HTTPError):  # n8n dies while this waits
         post(n8n, path, body, timeout=180)
+
+
+def credential_tests(check: Checks, n8n: N8n, ledger: LocalLedger) -> None:
+    """*Test connection* of the Flowledger API credential, run by n8n itself, for each thing
+    that can be wrong."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    cases = [
+        (
+            "a read token: the wrong scope",
+            ledger.url,
+            ledger.token("e2e-reader", "read"),
+            r"has the read scope; the Flowledger node needs a write token",
+        ),
+        (
+            "an unknown token: refused (401)",
+            ledger.url,
+            "flt_" + "x" * 40,
+            r"the ledger refused the token \(401",
+        ),
+        (
+            "a closed port: unreachable",
+            closed,
+            ledger.token("e2e-closed", "write"),
+            rf"cannot reach the ledger at {re.escape(closed)} \(ECONNREFUSED\)",
+        ),
+    ]
+    for label, url, token, expected in cases:
+        made = n8n.api(
+            "POST",
+            "/credentials",
+            json={
+                "name": f"Flowledger API ({label})",
+                "type": "flowledgerApi",
+                "data": {"baseUrl": url, "token": token, "signingSecret": "", "source": "x"},
+            },
+        )
+        said = n8n.api("POST", f"/credentials/{made['id']}/test")
+        check(
+            f"credential test: {label}",
+            said.get("status") == "Error"
+            and re.search(expected, str(said.get("message"))) is not None,
+            str(said.get("message")),
+        )
 
 
 def signing(
@@ -403,6 +461,35 @@ def setup_twice(check: Checks, label: str, ledger: LocalLedger, *, installed: bo
         f"Flowledger node {node}",
     )
     check(f"{label}, second run: creates nothing", not re.search("created|activated", second))
+
+
+def setup_refused(check: Checks, n8n: N8n, ledger: LocalLedger) -> None:
+    """``flowledger n8n setup`` with an API key n8n refuses, and with one lacking a scope: one
+    line each, nothing made."""
+    full = n8n.api_key
+    before = len(n8n.api("GET", "/credentials")["data"])
+    for label, key, expected in (
+        ("an API key n8n does not know", "n8n_api_" + "0" * 40, r"refused the API key \(401\)"),
+        (
+            "an API key without workflow:list",
+            n8n.api_key_with([s for s in API_SCOPES if s != "workflow:list"]),
+            r"the n8n API key lacks the workflow:list scope \(403\)",
+        ),
+    ):
+        n8n.api_key = key  # the key the ledger's flowledger.toml reads from its environment
+        try:
+            said = ledger.cli(*SETUP, ledger.url, check=False).strip()
+        finally:
+            n8n.api_key = full
+        print(f"      | {said}")
+        check(
+            f"n8n setup with {label}: one line naming it",
+            len(said.splitlines()) == 1 and re.search(expected, said) is not None,
+        )
+    check(
+        "n8n setup refused: nothing made",
+        len(n8n.api("GET", "/credentials")["data"]) == before,
+    )
 
 
 def header_auth_ids(workflow: dict[str, Any]) -> set[str]:
@@ -548,6 +635,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         ledger.start()
 
         setup_twice(check, "n8n setup", ledger, installed=True)
+        setup_refused(check, n8n, ledger)
 
         workflows = {
             w["name"]: w for w in n8n.api("GET", "/workflows", params={"limit": 250})["data"]
@@ -593,6 +681,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         for label, (workflow_id, path) in flows.items():
             scenarios(check, label, n8n, ledger, target, read_token, workflow_id, path)
         crash_and_retry(check, n8n, ledger, target, read_token, flows)
+        credential_tests(check, n8n, ledger)
         signing(check, n8n, ledger, target, read_token, node_example)
         n8n.stop()  # one n8n at a time on a shared machine
         without_package(check, tmp, home, node_dir, target)

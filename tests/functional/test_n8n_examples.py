@@ -152,7 +152,19 @@ def test_node_guard_has_three_outputs_and_stops_on_hold() -> None:
     write = workflow["connections"]["Write to target (your API)"]["main"]
     assert [write[0][0]["node"], write[1][0]["node"]] == ["Ledger: confirm", "Ledger: fail"]
     assert nodes["Ledger: fail"]["parameters"]["outcome"] == "auto"
-    assert nodes["Ledger: confirm"]["parameters"]["receipt"] == "={{ $json.id }}"
+    confirm = nodes["Ledger: confirm"]["parameters"]
+    assert (confirm["receiptSource"], confirm["receiptField"]) == ("field", "id")
+    # Confirm and Fail take the Guard's operation in the node: n8n 2.x evaluates each
+    # expression in an isolate, so the template spends one, on the Guard's operation id.
+    assert "operationId" not in confirm and "operationId" not in nodes["Ledger: fail"]["parameters"]
+    spent = [
+        (name, key)
+        for name, node in nodes.items()
+        if node["type"] == "n8n-nodes-flowledger.flowledger"
+        for key, value in node["parameters"].items()
+        if isinstance(value, str) and value.startswith("=")
+    ]
+    assert spent == [("Guard: may we write?", "operationId")]
     assert workflow["settings"]["errorWorkflow"] == ERROR_WORKFLOW_PLACEHOLDER
 
 

@@ -55,6 +55,11 @@ export interface ContextOptions {
 	runIndex?: number;
 	/** Counts the credential's reads (each a database read and a decryption in n8n). */
 	decrypted?: { count: number };
+	/** The nodes before this one, as ``getParentNodes`` lists them (default: none). */
+	parents?: Array<{ name: string; type: string; disabled?: boolean; parameters?: Record<string, unknown> }>;
+	/** ``$(name).item.json`` for item ``i``, as n8n resolves a paired item; a missing node
+	 * throws, as n8n does. */
+	paired?: Record<string, (i: number) => Record<string, unknown>>;
 }
 
 export function context(options: ContextOptions): IExecuteFunctions {
@@ -87,7 +92,16 @@ export function context(options: ContextOptions): IExecuteFunctions {
 		getExecutionId: () => options.executionId ?? '41',
 		getWorkflow: () => ({ id: 'wf-7', name: 'send invoices', active: true }),
 		getNode: () => node,
-		getWorkflowDataProxy: () => ({ $runIndex: options.runIndex ?? 0 }),
+		getWorkflowDataProxy: (i: number) => ({
+			$runIndex: options.runIndex ?? 0,
+			$: (name: string) => {
+				const json = options.paired?.[name];
+				if (json === undefined) throw new Error(`Referenced node doesn't exist: ${name}`);
+				return { item: { json: json(i) } };
+			},
+		}),
+		getParentNodes: () =>
+			(options.parents ?? []).map((p) => ({ typeVersion: 1, disabled: false, ...p })),
 		getTimezone: () => 'Europe/Berlin',
 		continueOnFail: () => options.continueOnFail ?? false,
 		helpers: {

@@ -133,7 +133,14 @@ describe('Guard', () => {
 	});
 });
 
-const confirm: Params = { operation: 'confirm', operationId: 'invoice:INV-0:send', receipt: (i: number) => [991, 'CRM-2'][i] };
+const confirm: Params = {
+	operation: 'confirm',
+	operationId: 'invoice:INV-0:send',
+	receiptSource: 'value',
+	receipt: (i: number) => [991, 'CRM-2'][i],
+};
+const TYPE = 'n8n-nodes-flowledger.flowledger';
+const answer = (operation_id: string) => ({ operation_id, decision: 'go', state: 'dispatching' });
 
 describe('Confirm', () => {
 	test('records the receipt and passes the item on with the answer', async () => {
@@ -154,6 +161,43 @@ describe('Confirm', () => {
 			assert.equal(ledger.sent.length, 0);
 		});
 	}
+
+	test("by default the receipt is the answer's id field, read without an expression", async () => {
+		const ledger = new FakeLedger(decide({}));
+		const byField = { operation: 'confirm', operationId: 'invoice:INV-0:send' };
+		await run(byField, [item({ id: 991 })], ledger);
+		await run({ ...byField, receiptField: 'data.message_id' }, [item({ data: { message_id: 'M-4' } })], ledger);
+		assert.deepEqual(ledger.sent.map((s) => s.json?.receipt), ['991', 'M-4']);
+		for (const missing of [item({ status: 'accepted' }), item({ id: null }), item({ id: 'undefined' })]) {
+			await assert.rejects(run(byField, [missing], ledger), /not confirmed: the receipt/);
+		}
+		assert.equal(ledger.sent.length, 2);
+	});
+
+	test("without an operation ID: the Guard's, through the paired item of the Guard before it", async () => {
+		const ledger = new FakeLedger(decide({}));
+		const params = { operation: 'confirm' };
+		const parents = [
+			{ name: 'Write', type: 'n8n-nodes-base.httpRequest' },
+			{ name: 'Old guard', type: TYPE, disabled: true, parameters: {} },
+			{ name: 'Ledger: confirm earlier', type: TYPE, parameters: { operation: 'confirm' } },
+			{ name: 'Guard: may we write?', type: TYPE, parameters: { operation: 'guard' } },
+		];
+		const paired = { 'Guard: may we write?': (i: number) => ({ body: {}, flowledger: answer(`invoice:INV-${i}:send`) }) };
+		await run(params, [item({ id: 'A' }), item({ id: 'B' })], ledger, { parents, paired });
+		assert.deepEqual(ledger.sent.map((s) => decodeURIComponent(s.url.split('/')[5])), ['invoice:INV-0:send', 'invoice:INV-1:send']);
+		// a Guard whose Operation parameter is left at its default is a Guard too
+		await run(params, [item({ id: 'C' })], ledger, { parents: [{ name: 'G', type: TYPE, parameters: {} }], paired: { G: () => ({ flowledger: answer('op-g') }) } });
+		assert.ok(ledger.sent[2].url.includes('/v1/operations/op-g/confirm'));
+	});
+
+	test('without an operation ID and no Guard to take it from, the node says so and sends nothing', async () => {
+		const ledger = new FakeLedger(decide({}));
+		await assert.rejects(run({ operation: 'confirm' }, [item({ id: 'A' })], ledger), /no operation ID: name it, or place this node after a Flowledger Guard/);
+		const parents = [{ name: 'G', type: TYPE, parameters: {} }];
+		await assert.rejects(run({ operation: 'confirm' }, [item({ id: 'A' })], ledger, { parents }), /does not lead back to an answer of G/);
+		assert.equal(ledger.sent.length, 0);
+	});
 
 	test('a receipt conflict is an error: a possible duplicate write', async () => {
 		const ledger = new FakeLedger(() => ({ status: 200, body: { operation_id: 'x', state: 'confirmed', reason: 'receipt_conflict' } }));
@@ -179,6 +223,14 @@ describe('Fail', () => {
 			'ECONNABORTED: timeout of 10000ms exceeded',
 		]);
 		assert.deepEqual(out.map((o) => (o.json.flowledger as Record<string, unknown>).outcome), ['rejected', 'unknown', 'unknown']);
+	});
+
+	test("without an operation ID: the Guard's answer the error output still carries", async () => {
+		const ledger = new FakeLedger(decide({}));
+		const failed = item({ body: {}, flowledger: answer('invoice:INV-9:send'), error: { status: 422 } });
+		await run({ operation: 'fail', outcome: 'auto' }, [failed], ledger);
+		assert.ok(ledger.sent[0].url.endsWith('/v1/operations/invoice%3AINV-9%3Asend/fail'));
+		assert.equal(ledger.sent[0].json?.outcome, 'rejected');
 	});
 
 	test('an outcome chosen by hand wins', async () => {

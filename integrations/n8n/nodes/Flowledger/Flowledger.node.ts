@@ -18,6 +18,7 @@ import {
 	classify,
 	describeFailure,
 	errorReport,
+	fieldAt,
 	fieldList,
 	idempotencyKey,
 	instantOf,
@@ -183,6 +184,58 @@ export class Run {
 			);
 		}
 		return text;
+	}
+
+	/**
+	 * The operation a Confirm or Fail is about: the one named, else the one the item's Guard
+	 * dispatched — from the Guard's answer the item still carries (the write's error output
+	 * passes its input on), else from the paired item of the Guard found walking back from this node.
+	 * Read in the node, not by an expression: n8n evaluates each expression in an isolate.
+	 */
+	guardedOperationId(i: number): string {
+		const named = this.fn.getNodeParameter('operationId', i, '') as unknown;
+		if (named !== '' && named !== undefined && named !== null) return this.operationId(i);
+		const carried = operationIdIn(this.items[i].json);
+		if (carried !== undefined) return carried;
+		const guard = this.upstreamGuard();
+		if (guard !== undefined) {
+			let found: string | undefined;
+			try {
+				const proxy = this.fn.getWorkflowDataProxy(i) as unknown as {
+					$: (name: string) => { item?: { json?: unknown } };
+				};
+				found = operationIdIn(proxy.$(guard).item?.json);
+			} catch {
+				found = undefined; // no paired item leads back to that Guard
+			}
+			if (found !== undefined) return found;
+		}
+		throw new NodeOperationError(
+			this.fn.getNode(),
+			guard === undefined
+				? 'no operation ID: name it, or place this node after a Flowledger Guard'
+				: `no operation ID: the item does not lead back to an answer of ${guard}; name the operation ID`,
+			{ itemIndex: i },
+		);
+	}
+
+	private guardName: string | null | undefined;
+
+	/** The first enabled Flowledger Guard found walking back from this node, or undefined. */
+	upstreamGuard(): string | undefined {
+		if (this.guardName === undefined) {
+			const type = this.fn.getNode().type;
+			const guard = this.fn
+				.getParentNodes(this.nodeName, { includeNodeParameters: true })
+				.find(
+					(parent) =>
+						parent.type === type &&
+						!parent.disabled &&
+						(parent.parameters?.operation ?? GUARD) === GUARD,
+				);
+			this.guardName = guard?.name ?? null;
+		}
+		return this.guardName ?? undefined;
 	}
 
 	async post(i: number, call: string, path: string, operationId: string, body: Body) {
@@ -356,8 +409,13 @@ export class Run {
 	}
 
 	async confirm(i: number): Promise<INodeExecutionData> {
-		const operationId = this.operationId(i);
-		const found = receiptOf(this.fn.getNodeParameter('receipt', i, undefined) as unknown);
+		const operationId = this.guardedOperationId(i);
+		const source = this.fn.getNodeParameter('receiptSource', i, 'field') as string;
+		const given =
+			source === 'value'
+				? (this.fn.getNodeParameter('receipt', i, undefined) as unknown)
+				: fieldAt(this.items[i].json, String(this.fn.getNodeParameter('receiptField', i, 'id')).trim());
+		const found = receiptOf(given);
 		if ('problem' in found) {
 			throw new NodeOperationError(this.fn.getNode(), `not confirmed: ${found.problem}`, {
 				itemIndex: i,
@@ -382,7 +440,7 @@ export class Run {
 	}
 
 	async fail(i: number): Promise<INodeExecutionData> {
-		const operationId = this.operationId(i);
+		const operationId = this.guardedOperationId(i);
 		const chosen = this.fn.getNodeParameter('outcome', i, 'auto') as string;
 		const error = this.items[i].json.error;
 		const outcome: Outcome = chosen === 'rejected' || chosen === 'unknown' ? chosen : classify(error);
@@ -402,6 +460,13 @@ export class Run {
 		const answer = await this.post(i, 'hook', '/v1/hooks/n8n/error', failedId, report);
 		return this.passOn(i, answer as IDataObject);
 	}
+}
+
+/** The operation id of a Guard's answer an item carries under ``flowledger``, if any. */
+function operationIdIn(json: unknown): string | undefined {
+	const answer = isObject(json) ? json[ANSWER_KEY] : undefined;
+	const id = isObject(answer) ? answer.operation_id : undefined;
+	return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 function nonEmpty(value: unknown): string | undefined {

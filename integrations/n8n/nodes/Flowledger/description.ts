@@ -70,7 +70,17 @@ export const properties: INodeProperties[] = [
 		placeholder: "e.g. {{ 'invoice:' + $json.body.invoice_id + ':send' }}",
 		description:
 			'A stable name for this one business effect, the same every time the same effect is meant (up to 200 characters)',
-		...forOps(GUARD, CONFIRM, FAIL),
+		...forOps(GUARD),
+	},
+	{
+		displayName: 'Operation ID',
+		name: 'operationId',
+		type: 'string',
+		default: '',
+		placeholder: 'empty: the one the Guard before this node dispatched',
+		description:
+			"Empty: the operation the item's Flowledger Guard dispatched (from the item itself, or from the nearest Guard before this node), read without evaluating an expression. Name it only when several writes share one item.",
+		...forOps(CONFIRM, FAIL),
 	},
 	{
 		displayName: 'Processing Version',
@@ -143,13 +153,39 @@ export const properties: INodeProperties[] = [
 	},
 	{
 		displayName: 'Receipt',
+		name: 'receiptSource',
+		type: 'options',
+		default: 'field',
+		description:
+			"The target's reference for the write (its record ID, message ID…). Empty, undefined, null, [object Object] or NaN is an error, never a confirmation.",
+		options: [
+			{
+				name: "A Field of the Write's Answer",
+				value: 'field',
+				description: 'Read from the item as it is, without evaluating an expression',
+			},
+			{ name: 'A Value', value: 'value', description: 'An expression' },
+		],
+		...forOps(CONFIRM),
+	},
+	{
+		displayName: 'Receipt Field',
+		name: 'receiptField',
+		type: 'string',
+		default: 'id',
+		required: true,
+		placeholder: 'e.g. data.message_id',
+		description: "The field path of the target's reference in the item",
+		displayOptions: { show: { operation: [CONFIRM], receiptSource: ['field'] } },
+	},
+	{
+		displayName: 'Receipt Value',
 		name: 'receipt',
 		type: 'string',
 		default: '={{ $json.id }}',
 		required: true,
-		description:
-			"The target's reference for the write (its record ID, message ID…). Empty, undefined, null, [object Object] or NaN is an error, never a confirmation.",
-		...forOps(CONFIRM),
+		description: "The target's reference for the write, as an expression",
+		displayOptions: { show: { operation: [CONFIRM], receiptSource: ['value'] } },
 	},
 	{
 		displayName: 'Outcome',

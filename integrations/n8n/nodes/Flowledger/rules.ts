@@ -118,13 +118,19 @@ export function idempotencyKey(parts: KeyParts): string {
 export function pickFields(json: Record<string, unknown>, paths: string[]): Record<string, unknown> {
 	const picked: Record<string, unknown> = {};
 	for (const path of paths) {
-		let value: unknown = json;
-		for (const key of path.split('.')) {
-			value = isObject(value) && Object.prototype.hasOwnProperty.call(value, key) ? value[key] : undefined;
-		}
+		const value = fieldAt(json, path);
 		picked[path] = value === undefined ? null : value;
 	}
 	return picked;
+}
+
+/** The value at a dot path (``data.id``) of an item's JSON, or ``undefined``. */
+export function fieldAt(json: unknown, path: string): unknown {
+	let value: unknown = json;
+	for (const key of path.split('.')) {
+		value = isObject(value) && Object.prototype.hasOwnProperty.call(value, key) ? value[key] : undefined;
+	}
+	return value;
 }
 
 export function fieldList(text: string): string[] {
