@@ -172,17 +172,20 @@ class UnitOfWork:
         1.13); in process, ``bench.pipeline``'s pairs in batches of 64 (load average 3): the
         writer's 530-600 → 350-420 µs. A batch run again costs it once more, which only a
         lost race, a refused guard or a failure after writing brings about."""
+        guarded = [
+            (actor, work, guards[i] if i < len(guards) else None)
+            for i, (actor, work) in enumerate(units)
+        ]
         isolate = False
         for attempt in range(self.retries + 1):  # one more for the run with savepoints
             outcomes: list[Outcome] = []
             try:
                 with self.transaction("batch") as tx:
                     if isolate:
-                        for i, (actor, work) in enumerate(units):
-                            guard = guards[i] if i < len(guards) else None
+                        for actor, work, guard in guarded:
                             outcomes.append(self._run_unit(tx, actor, work, guard))
                     else:
-                        outcomes = self._run_shared(tx, units, guards)
+                        outcomes = self._run_shared(tx, guarded)
                     crashpoint("batch_before_commit")
             except _Isolate:
                 isolate = True
@@ -197,7 +200,7 @@ class UnitOfWork:
         raise RuntimeError("unreachable")
 
     def _run_shared(
-        self, tx: Tx, units: Sequence[tuple[str, Work[Any]]], guards: Sequence[Guard | None]
+        self, tx: Tx, guarded: Sequence[tuple[str, Work[Any], Guard | None]]
     ) -> list[Outcome]:
         """Every unit in the batch's transaction itself, no savepoint: the statements of all
         of them go out in one pipeline (PostgreSQL), a unit waits only where it reads, and
@@ -206,8 +209,7 @@ class UnitOfWork:
         an illegal move); anything else raises :class:`_Isolate`."""
         outcomes: list[Outcome] = []
         verdicts: list[Verdict] = []
-        for i, (actor, work) in enumerate(units):
-            guard = guards[i] if i < len(guards) else None
+        for actor, work, guard in guarded:
             tx.actor = actor
             tx.pipeline()
             mark, writes = len(tx.events), tx.writes
