@@ -8,17 +8,25 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from tui import FlowledgerApp
+from tui.dialogs import ConfirmDialog, FormDialog
 from tui.main import MainScreen
 from tui.panes import QueuePane
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Wait until no loading worker runs (a worker's result may start another). An action's
-    worker is left alone: it may be waiting for a dialog to be answered."""
+    """Wait until no worker runs (a worker's result may start another). While one of an
+    action's dialogs is open its worker is left alone: it waits for that dialog's answer.
+    Once the dialog is answered the action's write is waited for like any load, so what the
+    action changed is on the screen when this returns."""
     app = pilot.app
     for _ in range(10):
         await pilot.pause()
-        loading = [w for w in app.workers if w.group != "hold-action" and not w.is_finished]
+        asking = isinstance(app.screen, (FormDialog, ConfirmDialog))
+        loading = [
+            w
+            for w in app.workers
+            if not w.is_finished and not (asking and w.group == "hold-action")
+        ]
         if not loading:
             await pilot.pause()
             return
