@@ -19,8 +19,13 @@ run: $(STAMP)
 	$(BIN)/flowledger init --db $(DB)
 	$(BIN)/flowledger run --db $(DB)
 
+# The suite runs on one worker per core (pytest-xdist). The tests that stop and start the
+# PostgreSQL server run afterwards, alone: every other PostgreSQL test would see it go away.
+# Exit code 5 is pytest's "nothing selected" (PYTEST_ARGS naming files with no such test).
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not pg_restart" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 check: $(STAMP)
 	$(BIN)/ruff check ledger connectors tui tests bench e2e
