@@ -13,7 +13,7 @@ import typer
 
 from ledger.config import FileConfig, Settings, configured_secrets, load_config
 from ledger.domain.display import visible
-from ledger.storage.engine import LedgerError, Store, open_store
+from ledger.storage.engine import LedgerError, Store, open_store, url_secrets
 from ledger.writer.services import Ledger
 
 app = typer.Typer(
@@ -102,8 +102,8 @@ def ledger_for(
     more_secrets: Sequence[str] = (),
 ) -> Ledger:
     """The services as configured: environment first, then ``flowledger.toml``; every
-    configured secret (and ``more_secrets``) is redacted from outside text before it is
-    stored."""
+    configured secret (and ``more_secrets``, and the password of the database URL in use,
+    from ``--db`` or ``FLOWLEDGER_DB``) is redacted from outside text before it is stored."""
     env = env or settings()
     file = file or load_config()
     deadline = (
@@ -118,5 +118,5 @@ def ledger_for(
         dispatch_deadline=deadline,
         hold_deadlines=file.sweep.hold_deadlines,
         alert_urls=file.alerts.urls,
-        secrets=configured_secrets(env, file, *more_secrets),
+        secrets=configured_secrets(env, file, *more_secrets, *url_secrets(store.url)),
     )

@@ -4,7 +4,7 @@ hash). Each hash is :func:`ledger.domain.hashing.seal` over the previous hash an
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _quote
 from typing import Any
 
@@ -62,3 +62,14 @@ def event_body(
         "hold_id": hold_id,
         "data": data,
     }
+
+
+def data_time(value: datetime | None) -> str | None:
+    """A time in an event's data (a deadline the row was written with): ISO 8601 in UTC, to the
+    microsecond both databases keep, so a replay reads back the stored value exactly."""
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def time_of_data(value: str | None) -> datetime | None:
+    """The time :func:`data_time` wrote (``None`` stays ``None``)."""
+    return None if value is None else datetime.fromisoformat(value)

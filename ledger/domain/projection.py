@@ -5,17 +5,23 @@ Each event records what its transition decided, so a replay rebuilds every colum
 carry and compares only those. What no event records is left out, and named here so that a
 reader knows what ``--deep`` cannot vouch for:
 
-- operations: ``max_attempts``, ``deadline``, ``workflow_id``, ``step``, ``source``,
-  ``input_ref``, ``approval_version`` and ``approval_expires_at`` come from the request or the
-  configuration and are not in the ``dispatched`` event; ``version`` is a compare-and-set
-  counter that also moves when a hold is opened, without an event of its own;
-- attempts: ``workflow_id``, ``step``, ``source`` and ``deadline`` (as for operations), and the
-  row's ``id``;
+- operations: ``workflow_id``, ``step``, ``source``, ``approval_version`` and
+  ``approval_expires_at`` come from the request and are not in the events; ``version`` is a
+  compare-and-set counter that also moves when a hold is opened, without an event of its own;
+- attempts: ``workflow_id``, ``step`` and ``source`` (as for operations), and the row's ``id``;
 - receipts: ``detail`` of a workflow's receipt (a person's evidence keeps its note, which is
   compared), the row's ``id`` (receipts are matched per operation by content, then in time
-  order), and the ``attempt`` of a conflicting receipt recorded before its event named it;
-- holds: ``cause_key``, and ``deadline`` until a person extends it (the first one comes from
-  the configured hold deadlines).
+  order), and the ``attempt`` of a conflicting receipt recorded before its event named it.
+
+Columns a chain recorded only from some point on: an operation's ``deadline``,
+``max_attempts`` and ``input_ref`` (and an attempt's ``deadline``) are in the event of the
+call that wrote them (``prepared``, ``dispatched``, a ``dispatch_held`` that created the
+operation), a hold's ``cause_key`` and first ``deadline`` in its ``hold_opened``. An event
+written before it carried them leaves the column unknown, and an unknown column is not
+compared: ``max_attempts`` for good (only the creating event sets it), ``deadline`` and
+``input_ref`` until a later event records them again. A release for retry has always cleared
+the operation's deadline, so it is known (``None``) from then on. A hold opened before its
+event recorded the deadline is compared on it once a person extends it.
 
 Pure: events in, projected rows out; reading and comparing is :mod:`ledger.reads.deep`.
 """
@@ -26,18 +32,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ledger.domain.chain import time_of_data
 from ledger.domain.model import Resolution, State
 
 # The columns a replay rebuilds, per table, in the order findings name them.
 OPERATION_COLUMNS = (
-    "state", "input_hash", "processing_version", "attempt", "execution_id", "run_index",
-    "receipt", "created_at", "updated_at",
+    "state", "input_hash", "processing_version", "attempt", "max_attempts", "execution_id",
+    "run_index", "receipt", "deadline", "input_ref", "created_at", "updated_at",
 )  # fmt: skip
-ATTEMPT_COLUMNS = ("execution_id", "run_index", "dispatched_at", "outcome", "ended_at", "error")
+ATTEMPT_COLUMNS = (
+    "execution_id", "run_index", "dispatched_at", "deadline", "outcome", "ended_at", "error",
+)  # fmt: skip
 RECEIPT_COLUMNS = ("attempt", "receipt", "execution_id", "confirmed_at", "confirmed_by", "kind")
 HOLD_COLUMNS = (
-    "reason", "blocking", "operation_id", "execution_id", "source", "detail", "opened_at",
-    "deadline", "owner", "next_action", "resolved_at", "resolved_by", "resolution",
+    "cause_key", "reason", "blocking", "operation_id", "execution_id", "source", "detail",
+    "opened_at", "deadline", "owner", "next_action", "resolved_at", "resolved_by", "resolution",
     "resolution_note", "version",
 )  # fmt: skip
 
@@ -117,8 +126,25 @@ class Projection:
             "created_at": ev.at,
             "updated_at": ev.at,
         }
+        if "max_attempts" in ev.data:  # not in a creating event written before it was
+            values["max_attempts"] = ev.data["max_attempts"]
         self.operations[ev.operation_id] = Projected(ev.operation_id, values, ev.seq)
+        self._written_with(ev, values, created=True)
         return values
+
+    @staticmethod
+    def _written_with(ev: EventRow, values: dict[str, Any], *, created: bool) -> None:
+        """The ``deadline`` and ``input_ref`` an event says its call wrote; an event from
+        before it said so makes them unknown (removed, so not compared). An existing
+        operation keeps its ``input_ref`` when the call sent none (``None``)."""
+        if "deadline" in ev.data:
+            values["deadline"] = time_of_data(ev.data["deadline"])
+        else:
+            values.pop("deadline", None)
+        if "input_ref" not in ev.data:
+            values.pop("input_ref", None)
+        elif created or ev.data["input_ref"] is not None:
+            values["input_ref"] = ev.data["input_ref"]
 
     def _op(self, ev: EventRow) -> dict[str, Any] | None:
         found = self.operations.get(ev.operation_id or "")
@@ -138,7 +164,8 @@ class Projection:
             self._create(ev, State.PREPARED)
 
     def _dispatched(self, ev: EventRow) -> None:
-        op = self._create(ev, State.DISPATCHING) if ev.data.get("created") else self._op(ev)
+        created = bool(ev.data.get("created"))
+        op = self._create(ev, State.DISPATCHING) if created else self._op(ev)
         if op is None:
             return
         op.update(
@@ -148,19 +175,20 @@ class Projection:
             run_index=ev.data.get("run_index"),
             updated_at=ev.at,
         )
+        if not created:
+            self._written_with(ev, op, created=False)
         key = (ev.operation_id or "", int(ev.data.get("attempt") or 0))
-        self.attempts[key] = Projected(
-            key,
-            {
-                "execution_id": ev.data.get("execution_id"),
-                "run_index": ev.data.get("run_index"),
-                "dispatched_at": ev.at,
-                "outcome": "dispatching",
-                "ended_at": None,
-                "error": None,
-            },
-            ev.seq,
-        )
+        attempt = {
+            "execution_id": ev.data.get("execution_id"),
+            "run_index": ev.data.get("run_index"),
+            "dispatched_at": ev.at,
+            "outcome": "dispatching",
+            "ended_at": None,
+            "error": None,
+        }
+        if "deadline" in op:  # the attempt is written with the operation's deadline
+            attempt["deadline"] = op["deadline"]
+        self.attempts[key] = Projected(key, attempt, ev.seq)
 
     def _end_attempt(self, ev: EventRow, op: dict[str, Any], outcome: str, error: Any) -> None:
         attempt = self.attempts.get((ev.operation_id or "", int(op["attempt"] or 0)))
@@ -220,26 +248,28 @@ class Projection:
         if ev.hold_id is None or ev.hold_id in self.holds:
             self.problems.append((ev.seq, f"opens hold {ev.hold_id} a second time"))
             return
-        self.holds[ev.hold_id] = Projected(
-            ev.hold_id,
-            {
-                "reason": ev.data.get("reason"),
-                "blocking": bool(ev.data.get("blocking")),
-                "operation_id": ev.operation_id,
-                "execution_id": ev.data.get("execution_id"),
-                "source": ev.data.get("source"),
-                "detail": ev.data.get("detail"),
-                "opened_at": ev.at,
-                "owner": None,
-                "next_action": None,
-                "resolved_at": None,
-                "resolved_by": None,
-                "resolution": None,
-                "resolution_note": None,
-                "version": 0,
-            },
-            ev.seq,
-        )
+        values = {
+            "reason": ev.data.get("reason"),
+            "blocking": bool(ev.data.get("blocking")),
+            "operation_id": ev.operation_id,
+            "execution_id": ev.data.get("execution_id"),
+            "source": ev.data.get("source"),
+            "detail": ev.data.get("detail"),
+            "opened_at": ev.at,
+            "owner": None,
+            "next_action": None,
+            "resolved_at": None,
+            "resolved_by": None,
+            "resolution": None,
+            "resolution_note": None,
+            "version": 0,
+        }
+        # Not in a hold_opened written before it recorded them: then not compared.
+        if "cause_key" in ev.data:
+            values["cause_key"] = ev.data["cause_key"]
+        if "deadline" in ev.data:
+            values["deadline"] = time_of_data(ev.data["deadline"])
+        self.holds[ev.hold_id] = Projected(ev.hold_id, values, ev.seq)
 
     def _hold_change(self, ev: EventRow) -> None:
         if ev.kind != "hold_resolved" and ev.kind not in _HOLD_CHANGES:
@@ -262,7 +292,7 @@ class Projection:
             if name in ev.data:
                 values[name] = ev.data[name]
         if "deadline" in ev.data:
-            values["deadline"] = datetime.fromisoformat(ev.data["deadline"])
+            values["deadline"] = time_of_data(ev.data["deadline"])
 
     def _hold_resolved(self, ev: EventRow) -> None:
         """A person's decision changes the operation once, at its first event."""
@@ -288,7 +318,7 @@ class Projection:
         elif resolution == Resolution.RELEASED_FOR_RETRY:
             if dispatching:
                 self._end_attempt(ev, op, "released", None)
-            op.update(state=State.PREPARED.value, execution_id=None, run_index=None)
+            op.update(state=State.PREPARED.value, execution_id=None, run_index=None, deadline=None)
         else:
             op["state"] = State.CANCELLED.value
         op["updated_at"] = ev.at

@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
@@ -104,6 +105,17 @@ def resolve_url(db: str | None) -> URL:
             )
         return url
     return URL.create("sqlite", database=str(Path(value).expanduser().absolute()))
+
+
+def url_secrets(url: URL) -> list[str]:
+    """The password a database URL carries (``user:PASSWORD@host``, or a ``password`` query
+    parameter), for the redactor: a driver's error, or a target's that a workflow passes on,
+    can repeat it, decoded or as the URL spells it (percent-encoded). A user or host name
+    is not a secret."""
+    found = [url.password] if isinstance(url.password, str) else []
+    query = url.query.get("password")
+    found.extend([query] if isinstance(query, str) else list(query or ()))
+    return [form for v in found if v for form in dict.fromkeys((v, quote(v, safe="")))]
 
 
 def hide_password(url: URL) -> str:

@@ -8,11 +8,12 @@ Each function takes the caller's :class:`~ledger.writer.tx.Tx`;
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ledger import domain
 from ledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
+from ledger.domain.chain import data_time
 from ledger.storage.models import Outbox, from_db_time, table
 from ledger.writer import outbox, records
 from ledger.writer.tx import Row, Tx
@@ -71,6 +72,8 @@ def open_holds(
                 "detail": row["detail"],
                 "execution_id": t.execution_id,
                 "source": t.source,
+                "cause_key": t.hold.cause_key,
+                "deadline": data_time(row["deadline"]),
                 **({"refers_to": t.refers_to} if t.refers_to is not None else {}),
             },
             hold_id=hold_id,
@@ -203,7 +206,7 @@ def update_work(
             if deadline <= tx.now:
                 raise InvalidInput("the new deadline is in the past", "deadline")
             values["deadline"] = tx.time(deadline)
-            data["deadline"] = deadline.astimezone(UTC).isoformat()
+            data["deadline"] = data_time(deadline)
         if next_action is not None:
             values["next_action"] = data["next_action"] = next_action[
                 : limits.MAX_NEXT_ACTION_LENGTH

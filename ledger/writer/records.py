@@ -10,6 +10,7 @@ from typing import Any
 
 from ledger import domain
 from ledger.domain import OpenHold, Reason, State, causes
+from ledger.domain.chain import data_time
 from ledger.storage.models import from_db_time
 from ledger.writer.tx import Row, Tx
 
@@ -144,6 +145,18 @@ def save_operation(
         values,
         Conflict,
     )
+
+
+def written_with(op: domain.Operation, input_ref: str | None, created: bool) -> dict[str, Any]:
+    """What :func:`save_operation` wrote from the request and the configuration, for the
+    event of the call that wrote it, so that ``verify --deep`` can compare those columns too:
+    the ``deadline`` (of the operation and of its new attempt), the ``input_ref`` (``None`` on
+    an existing operation: it keeps the one it has) and, when the row is created, its
+    ``max_attempts``."""
+    data: dict[str, Any] = {"deadline": data_time(op.deadline), "input_ref": input_ref}
+    if created:
+        data["max_attempts"] = op.max_attempts
+    return data
 
 
 def insert_attempt(tx: Tx, op: domain.Operation, extra: dict[str, Any]) -> None:

@@ -193,6 +193,10 @@ class Ledger(UnitOfWork):
                 }
                 if change.reason is not None:
                     data["reason"] = change.reason.value
+                if change.operation is not None:
+                    data.update(
+                        records.written_with(change.operation, names["input_ref"], row is None)
+                    )
                 tx.event(change.event, operation_id, data)
             final = change.operation or op
             assert final is not None and change.decision is not None
@@ -242,11 +246,12 @@ class Ledger(UnitOfWork):
             if change.operation is not None:
                 records.save_operation(tx, row, change.operation, extra)
             if change.event is not None:
-                tx.event(
-                    change.event,
-                    operation_id,
-                    {"input_hash": digest, "processing_version": processing_version},
-                )
+                data = {"input_hash": digest, "processing_version": processing_version}
+                if change.operation is not None:
+                    data.update(
+                        records.written_with(change.operation, extra["input_ref"], row is None)
+                    )
+                tx.event(change.event, operation_id, data)
             final = change.operation or op
             assert final is not None
             return Answer(operation_id, final.state.value, attempt=final.attempt)

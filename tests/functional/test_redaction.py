@@ -27,7 +27,7 @@ from ledger.receiver.logs import log_config, redact_handlers
 from ledger.receiver.tokens import signing_secrets
 from ledger.scheduled.alerts import Deliverer
 from ledger.scheduled.scheduler import Job, Scheduler
-from ledger.storage.engine import Store
+from ledger.storage.engine import Store, resolve_url, url_secrets
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Event, Hold, Operation, Receipt, table
 from ledger.sync import connect
@@ -362,6 +362,69 @@ def test_a_signing_token_created_while_the_receiver_runs_is_redacted_from_its_fi
         )
     assert f"R-{MARK}" in rows and f"the node sent {MARK}" in rows
     assert_clean(rows, later)
+
+
+DB_PASSWORD = "pgPw_Z8r4Kq2Xv7Nd"  # in the database URL (the test server does not check it)
+
+
+@pytest.mark.postgres
+def test_the_database_urls_password_is_redacted_from_a_hook_error_stored_and_shown(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = sa.make_url(pg_url).set(password=DB_PASSWORD).render_as_string(hide_password=False)
+    cli_workdir(tmp_path, monkeypatch, CONFIG, TEST_N8N_API_KEY=KEY)
+    monkeypatch.setenv("FLOWLEDGER_DB", url)  # the CLI below opens it from the environment
+    store = init_ledger(url)[0]
+    tokens = {"write": make_token(Ledger(store), "write")}
+    ledger = ledger_for(store, Settings(), load_config())
+    app_ = create_app(ledger, token_ttl=0.0)
+    message = (
+        f"FATAL: login to {pg_url} refused (tried {DB_PASSWORD});"
+        f" retrying as {DB_PASSWORD.upper()[:10]}"
+    )
+    with running(app_, ledger, tokens) as api:
+        call(api, "/v1/operations/op-db/dispatch", dispatch_body("88"))
+        hooked = call(
+            api,
+            "/v1/hooks/n8n/error",
+            {
+                "execution": {
+                    "id": "88",
+                    "lastNodeExecuted": "Save",
+                    "error": {"name": "DatabaseError", "message": message},
+                },
+                "workflow": {"id": "wf", "name": "load"},
+            },
+        )
+        assert hooked["matched"] == 1
+    with store.reader.connect() as conn:
+        details = conn.execute(sa.select(table(Hold).c.detail)).scalars().all()
+        events = conn.execute(sa.select(table(Event).c.data)).scalars().all()
+    store.dispose()
+    assert any(f"(tried {MARK}); retrying as {MARK}" in d for d in details), details
+    assert_clean(json.dumps([details, events]), DB_PASSWORD)
+    shown = CliRunner().invoke(app, ["show", "op-db"])
+    assert shown.exit_code == 0 and "DatabaseError" in shown.output, shown.output
+    assert f"tried {MARK}" in shown.output
+    exported = CliRunner().invoke(app, ["export"])
+    assert exported.exit_code == 0 and "DatabaseError" in exported.output
+    assert_clean(shown.output + exported.output, DB_PASSWORD)
+
+
+@pytest.mark.parametrize(
+    ("url", "secrets"),
+    [
+        ("postgresql://ledger:p%40ss%3Aw0rd99@db.internal/fl", ["p@ss:w0rd99", "p%40ss%3Aw0rd99"]),
+        ("postgresql://ledger@db.internal/fl?password=QPw1234567", ["QPw1234567"]),
+        ("postgresql://ledger@db.internal/fl", []),
+        ("var/ledger.db", []),
+    ],
+    ids=["encoded", "query", "none", "sqlite"],
+)
+def test_the_database_urls_password_is_a_configured_secret_as_written_and_decoded(
+    url: str, secrets: list[str]
+) -> None:
+    assert url_secrets(resolve_url(url)) == secrets
 
 
 # One text a target might answer with per redaction case, and what of it must be kept

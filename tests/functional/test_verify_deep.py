@@ -3,7 +3,9 @@ by id and column (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -12,10 +14,13 @@ from typer.testing import CliRunner
 from ledger.cli import app
 from ledger.config import SweepConfig
 from ledger.domain import Approval, FailOutcome, NewHold, Reason
+from ledger.domain.projection import EventRow, Projection
 from ledger.reads.deep import deep_verify
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.migrate import init_ledger
+from ledger.storage.models import from_db_time
 from ledger.writer.services import Ledger
+from ledger.writer.tx import Tx
 from tests.support.builders import FakeClock, req
 
 runner = CliRunner()
@@ -29,7 +34,9 @@ def cli(*args: str) -> tuple[int, str]:
 
 def build_every_path(ledger: Ledger, clock: FakeClock) -> None:
     """Every transition that writes operations, attempts, receipts or holds, at least once."""
-    ledger.prepare("prep:1", processing_version="v1", input={"a": 1}, has_input=True).run(WF)
+    ledger.prepare(
+        "prep:1", processing_version="v1", input={"a": 1}, has_input=True, input_ref="erp:prep/1"
+    ).run(WF)
     # confirmed, then a conflicting receipt, settled by a person with evidence
     ledger.dispatch("op:a", req("e-a")).run(WF)
     clock.advance(seconds=1)
@@ -43,7 +50,7 @@ def build_every_path(ledger: Ledger, clock: FakeClock) -> None:
     ledger.dispatch("op:b", req("e-b1")).run(WF)
     ledger.fail("op:b", FailOutcome.REJECTED, "400 bad request", execution_id="e-b1").run(WF)
     clock.advance(seconds=1)
-    ledger.dispatch("op:b", req("e-b2")).run(WF)
+    ledger.dispatch("op:b", req("e-b2", input_ref="https://erp/b")).run(WF)  # sets it
     ledger.confirm("op:b", "R-b").run(WF)
     # unknown, assigned, extended, noted, released; again, the execution failed, confirmed
     ledger.dispatch("op:c", req("e-c1")).run(WF)
@@ -230,3 +237,139 @@ def test_a_hold_moved_to_another_operation_is_named_on_both_sides(full_ledger: s
         (f"hold {hold}", "operation_id", "op:b", "op:d", ""),
         (f"hold {hold}", None, None, None, "no event about operation op:b opened it"),
     }
+
+
+FAR = "'2030-01-01 00:00:00+00:00'"
+
+
+@pytest.mark.parametrize(
+    ("sql", "finding"),
+    [
+        (
+            f"UPDATE operations SET deadline = {FAR} WHERE operation_id = 'op:g'",
+            "operation op:g: deadline is 2030-01-01T00:00:00+00:00, the events say 2026-11-02T",
+        ),
+        (
+            "UPDATE operations SET max_attempts = 99 WHERE operation_id = 'op:a'",
+            "operation op:a: max_attempts is 99, the events say 5",
+        ),
+        (
+            "UPDATE operations SET input_ref = 'https://x/forged' WHERE operation_id = 'op:b'",
+            "operation op:b: input_ref is 'https://x/forged', the events say 'https://erp/b'",
+        ),
+        (
+            "UPDATE operations SET input_ref = 'https://x/forged' WHERE operation_id = 'op:a'",
+            "operation op:a: input_ref is 'https://x/forged', the events say None",
+        ),
+        (
+            "UPDATE operations SET input_ref = NULL WHERE operation_id = 'prep:1'",
+            "operation prep:1: input_ref is None, the events say 'erp:prep/1'",
+        ),
+        (
+            f"UPDATE attempts SET deadline = {FAR} WHERE operation_id = 'op:g' AND number = 1",
+            "attempt 1 of op:g: deadline is 2030-01-01T00:00:00+00:00, the events say 2026-11-02T",
+        ),
+    ],
+    ids=["deadline", "max_attempts", "input_ref", "input_ref-none-sent", "input_ref-erased",
+         "attempt-deadline"],
+)  # fmt: skip
+def test_a_forged_column_the_request_set_is_named(full_ledger: str, sql: str, finding: str) -> None:
+    forge(full_ledger, sql)
+    assert cli("verify", "--db", full_ledger)[0] == 0  # the chain alone cannot see it
+    code, out = cli("verify", "--deep", "--db", full_ledger)
+    assert code == 1
+    assert f"table MISMATCH: {finding}" in out
+    assert "tables: 1 differences" in out
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "finding"),
+    [
+        ("cause_key", "'unknown_outcome:forged'", "cause_key is 'unknown_outcome:forged', "
+         "the events say 'unknown_outcome:"),
+        ("deadline", FAR, "deadline is 2030-01-01T00:00:00+00:00, the events say 2026-11-02T"),
+    ],
+    ids=["cause_key", "deadline"],
+)  # fmt: skip
+def test_a_forged_cause_key_or_first_deadline_of_a_hold_is_named(
+    full_ledger: str, column: str, value: str, finding: str
+) -> None:
+    hold = _first_hold(full_ledger, "op:g")  # never extended: its deadline is the first one
+    forge(full_ledger, f"UPDATE holds SET {column} = {value} WHERE id = {hold}")
+    code, out = cli("verify", "--deep", "--db", full_ledger)
+    assert code == 1
+    assert f"table MISMATCH: hold {hold}: {finding}" in out
+    assert "tables: 1 differences" in out
+
+
+def test_every_operation_and_hold_is_compared_on_what_its_request_set(full_ledger: str) -> None:
+    """The columns above are in the events of a ledger written today, on every row."""
+    store, _ = init_ledger(full_ledger)
+    projection = Projection()
+    with store.reader.connect() as conn:
+        for row in conn.execute(sa.text("SELECT * FROM events ORDER BY seq")):
+            data = json.loads(row.data)
+            at = from_db_time(row.at)
+            assert at is not None
+            projection.apply(
+                EventRow(row.seq, at, row.actor, row.kind, row.operation_id, row.hold_id, data)
+            )
+    store.dispose()
+    assert not projection.problems
+    for op in projection.operations.values():
+        assert {"deadline", "max_attempts", "input_ref"} <= op.values.keys(), op.key
+    for attempt in projection.attempts.values():
+        assert "deadline" in attempt.values, attempt.key
+    for hold in projection.holds.values():
+        assert {"cause_key", "deadline"} <= hold.values.keys(), hold.key
+
+
+# What a writer put in these events before they recorded the columns a request sets.
+_RECORDED_SINCE = {"deadline", "input_ref", "max_attempts", "cause_key"}
+_RECORDING = {"prepared", "dispatched", "dispatch_held", "hold_opened"}
+
+
+def test_a_chain_written_before_its_events_recorded_these_columns_still_verifies(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events without the fields leave those columns unknown, not wrong; an operation's
+    deadline and input_ref are compared again once a later event records them."""
+    event = Tx.event
+
+    def older(
+        tx: Tx,
+        kind: str,
+        operation_id: str | None,
+        data: dict[str, Any],
+        hold_id: int | None = None,
+    ) -> None:
+        if kind in _RECORDING:
+            data = {k: v for k, v in data.items() if k not in _RECORDED_SINCE}
+        event(tx, kind, operation_id, data, hold_id)
+
+    store, _ = init_ledger(db_url)
+    clock = TickingClock()
+    ledger = Ledger(store, clock=clock)
+    with monkeypatch.context() as patched:
+        patched.setattr(Tx, "event", older)
+        build_every_path(ledger, clock)
+    hold = _first_hold(db_url, "op:g")
+    forge(
+        db_url,
+        f"UPDATE operations SET deadline = {FAR}, max_attempts = 99, input_ref = 'x'"
+        " WHERE operation_id = 'op:g'",
+    )
+    forge(db_url, f"UPDATE holds SET cause_key = 'forged' WHERE id = {hold}")
+    code, out = cli("verify", "--deep", "--db", db_url)
+    assert code == 0, out
+    assert "tables ok:" in out
+    # today's writer: the release clears the deadline, the dispatch records both again
+    ledger.resolve(hold, "release", note="not sent", operator="ann").run()
+    ledger.dispatch("op:g", req("e-g2", input_ref="https://erp/g")).run(WF)
+    store.dispose()
+    assert cli("verify", "--deep", "--db", db_url)[0] == 0
+    forge(db_url, f"UPDATE operations SET deadline = {FAR} WHERE operation_id = 'op:g'")
+    code, out = cli("verify", "--deep", "--db", db_url)
+    assert code == 1
+    assert "table MISMATCH: operation op:g: deadline is 2030-01-01T00:00:00+00:00" in out
+    assert "tables: 1 differences" in out
