@@ -151,12 +151,17 @@ class Tx:
         # Statements that may have changed something (all but a plain SELECT; any use of
         # :attr:`conn`): a unit of run_many that raised before any is refused alone.
         self.writes = 0
+        # A guard's verdict to read before the next write goes out (:meth:`gate`), and how
+        # many waits the transaction had made when it was set.
+        self._gate: Callable[[], None] | None = None
+        self._gate_waits = 0
         self._together: list[tuple[str, dict[str, Any], type[Exception] | None]] | None = None
 
     @property
     def conn(self) -> sa.Connection:
         """SQLAlchemy's view of this same transaction, for statements built with Core (which
         reads each result as soon as it runs: the pipeline, if any, is left first)."""
+        self._before_write()
         self.writes += 1  # what it runs is not seen here: count it as a write
         self.settle()
         if self._conn is None:
@@ -178,6 +183,36 @@ class Tx:
             return
         self.round_trips += 1
         self._pooled.commit()
+
+    # ------------------------------------------------------------------ gate
+
+    def gate(self, verdict: Callable[[], None] | None) -> None:
+        """Read ``verdict`` (a guard's, which raises to refuse) before the next write goes
+        out, so that a refused unit has written nothing and can be refused alone, with no
+        savepoint to roll back to. On PostgreSQL the guard's statement is waited for by then
+        when a read came in between (as a dispatch's or a confirm's read of its operation
+        does), else the pipeline is synced for it (a round trip)."""
+        self._gate, self._gate_waits = verdict, self.round_trips
+
+    def open_gate(self) -> bool:
+        """Read the verdict left by :meth:`gate` now, if it is still to be read (raising its
+        refusal); whether there was one."""
+        verdict, self._gate = self._gate, None
+        if verdict is None:
+            return False
+        if self._pipeline is not None and self.round_trips == self._gate_waits:
+            self.round_trips += 1
+            self._pipeline.sync()  # the guard's statement not yet waited for
+        verdict()
+        return True
+
+    def gate_pending(self) -> bool:
+        """A verdict left by :meth:`gate` is still to be read."""
+        return self._gate is not None
+
+    def _before_write(self) -> None:
+        if self._gate is not None:
+            self.open_gate()
 
     # ------------------------------------------------------------------ pipeline
 
@@ -301,6 +336,7 @@ class Tx:
             return None
         cur = self._cursor if cursor is None else cursor
         if not sql.lstrip().startswith("SELECT"):
+            self._before_write()
             self.writes += 1
         if self.dialect != "sqlite":
             sql = _pyformat(sql, binary)
@@ -484,6 +520,7 @@ class Tx:
     def many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
         """Run a statement once per row (``executemany``)."""
         assert self._together is None, "not in together()"
+        self._before_write()
         self.writes += 1
         if self.dialect != "sqlite":
             sql = _pyformat(sql)

@@ -7,6 +7,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,7 +15,11 @@ import sqlalchemy as sa
 
 from ledger.domain import IllegalTransition
 from ledger.reads import chain
+from ledger.receiver.auth import _nothing as auth_nothing
+from ledger.receiver.auth import once
 from ledger.receiver.committer import GroupCommitter
+from ledger.receiver.errors import ApiError
+from ledger.receiver.idempotency import keyed
 from ledger.storage.models import Event, Operation, table
 from ledger.writer import records
 from ledger.writer.services import Ledger, NotFound, Tx
@@ -81,6 +86,95 @@ def test_a_batch_whose_refusals_came_before_any_write_runs_once_without_savepoin
     assert runs == ["op-1", "op-2"]
     assert not [s for s in sent if "SAVEPOINT" in s]
     assert _ops(ledger) == {"op-1": "dispatching", "op-2": "dispatching"}
+
+
+def _counted(ledger: Ledger, runs: list[str], op: str) -> Callable[[Tx], Any]:
+    """A dispatch of ``op`` that notes in ``runs`` each time it runs."""
+    work = ledger.dispatch(op, req(f"exec-{op}")).work
+    return lambda tx: runs.append(op) or work(tx)
+
+
+def test_a_replayed_signature_is_refused_alone_before_its_unit_writes(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A guard's verdict is read before its unit's first write: the replay is refused with
+    nothing of its unit written, and its batch runs once, without savepoints."""
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    ledger.run_many([("t", ledger.dispatch("op-0", req("exec-0")).work)], [once("a" * 64, until)])
+    runs: list[str] = []
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", _counted(ledger, runs, "op-1")),
+            ("t", _counted(ledger, runs, "op-2")),  # replays op-0's signature
+            ("t", auth_nothing),  # a signed read, replayed
+            ("t", _counted(ledger, runs, "op-3")),
+        ],
+        [once("b" * 64, until), once("a" * 64, until), once("a" * 64, until), None],
+    )
+    assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, None, "go"]
+    for refused in (outcomes[1].error, outcomes[2].error):
+        assert isinstance(refused, ApiError) and refused.code == "replayed_signature"
+    assert runs == ["op-1", "op-2", "op-3"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    assert _ops(ledger) == {"op-0": "dispatching", "op-1": "dispatching", "op-3": "dispatching"}
+
+
+def test_a_signed_unit_refused_before_writing_keeps_its_signature_and_runs_once(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    runs: list[str] = []
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [("t", ledger.confirm("missing", "R").work), ("t", _counted(ledger, runs, "op-1"))],
+        [once("c" * 64, until), None],
+    )
+    assert isinstance(outcomes[0].error, NotFound)
+    assert outcomes[1].value.decision == "go"
+    assert runs == ["op-1"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    again = ledger.run_many(
+        [("t", ledger.dispatch("op-2", req("e")).work)], [once("c" * 64, until)]
+    )
+    assert isinstance(again[0].error, ApiError)  # recorded by the refused confirm
+
+
+def _keyed(ledger: Ledger, op: str, key: str, fingerprint: str) -> Callable[[Tx], Any]:
+    return keyed(
+        ledger.dispatch(op, req(f"exec-{op}")).work,
+        lambda answer: answer.as_dict(),
+        token_id=1,
+        key=key,
+        fingerprint=fingerprint,
+        ttl=timedelta(hours=1),
+    )
+
+
+def test_an_idempotency_key_reused_is_refused_alone_with_nothing_written(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored key is read before anything is written: a 422 (the key used with another
+    request) leaves its batch to run once, without savepoints, beside a stored answer given
+    again."""
+    [stored] = ledger.run_many([("t", _keyed(ledger, "op-0", "k-0", "f-0"))])
+    assert stored.value.status == 200
+    runs: list[str] = []
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", _counted(ledger, runs, "op-1")),
+            ("t", _keyed(ledger, "op-2", "k-0", "another request")),
+            ("t", _keyed(ledger, "op-3", "k-0", "f-0")),  # the stored answer again
+            ("t", _counted(ledger, runs, "op-4")),
+        ]
+    )
+    assert isinstance(outcomes[1].error, ApiError) and outcomes[1].error.status == 422
+    assert outcomes[2].value.replayed and outcomes[2].value.body == stored.value.body
+    assert [o.value.decision for o in (outcomes[0], outcomes[3])] == ["go", "go"]
+    assert runs == ["op-1", "op-4"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    assert _ops(ledger) == {"op-0": "dispatching", "op-1": "dispatching", "op-4": "dispatching"}
 
 
 def test_a_lost_compare_and_set_runs_the_batch_again_with_a_savepoint_per_unit(
