@@ -145,6 +145,7 @@ class Tx:
         self._bind_time = time_binder(engine.dialect)
         self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
         self._pipeline: Any = None  # psycopg's pipeline while statements are queued
+        self._pipe: Any = None  # the pipeline itself (what entering ``_pipeline`` gave)
         self._expected: list[tuple[Any, type[Exception]]] = []
         self.round_trips = 0  # PostgreSQL only: exchanges this transaction waited for
         self.savepoint_held = False  # a unit of run_many left its savepoint for the next
@@ -202,7 +203,7 @@ class Tx:
             return False
         if self._pipeline is not None and self.round_trips == self._gate_waits:
             self.round_trips += 1
-            self._pipeline.sync()  # the guard's statement not yet waited for
+            self._pipe.sync()  # the guard's statement not yet waited for
         verdict()
         return True
 
@@ -222,7 +223,7 @@ class Tx:
         a statement is a call into the process, not a round trip."""
         if self.dialect != "sqlite" and self._pipeline is None:
             self._pipeline = self._pooled.driver_connection.pipeline()
-            self._pipeline.__enter__()
+            self._pipe = self._pipeline.__enter__()
 
     def settle(self) -> None:
         """Wait for every queued statement (one round trip), raising the first one's error,
@@ -381,7 +382,7 @@ class Tx:
         cur = self.execute(sql, params)
         if self._pipeline is not None:
             self.round_trips += 1
-            self._pipeline.sync()
+            self._pipe.sync()
         return int(cur.rowcount)
 
     def expect_one(self, sql: str, params: dict[str, Any], error: type[Exception]) -> None:
