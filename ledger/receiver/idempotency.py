@@ -132,13 +132,15 @@ async def answer(
     fingerprint: str,
     render: Callable[[Any], Any] = _render,
     guard: Guard | None = None,
+    reads: str | None = None,
 ) -> Reply:
     """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
     :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
-    transaction (the request's signature recorded once); map errors."""
+    transaction (the request's signature recorded once), ``reads`` the operation it loads
+    (:meth:`ledger.receiver.committer.GroupCommitter.commit`); map errors."""
     if key is None:
         try:
-            value = await st.committer.commit(principal.actor, work, guard)
+            value = await st.committer.commit(principal.actor, work, guard, reads)
         except Exception as exc:
             raise as_api_error(exc) from None
         return Reply(200, dumps(render(value)), value)
@@ -155,7 +157,7 @@ async def answer(
     )
     st.in_flight.add(slot)
     try:
-        reply: Reply = await st.committer.commit(principal.actor, unit, guard)
+        reply: Reply = await st.committer.commit(principal.actor, unit, guard, reads)
     except Exception as exc:
         raise as_api_error(exc) from None
     finally:

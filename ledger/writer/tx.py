@@ -156,6 +156,9 @@ class Tx:
         # many waits the transaction had made when it was set.
         self._gate: Callable[[], None] | None = None
         self._gate_waits = 0
+        # Operations read for the units of a batch ahead of them, with their open holds
+        # (:func:`ledger.writer.records.read_ahead`).
+        self.read_ahead: dict[str, list[Row]] = {}
         self._together: list[tuple[str, dict[str, Any], type[Exception] | None]] | None = None
 
     @property

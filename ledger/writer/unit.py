@@ -140,6 +140,7 @@ class UnitOfWork:
         self,
         units: Sequence[tuple[str, Work[Any]]],
         guards: Sequence[Guard | None] = (),
+        reads: Sequence[str | None] = (),
     ) -> list[Outcome]:
         """Run several works in ONE transaction (one commit, one fsync), each as if inside its
         own SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
@@ -158,6 +159,10 @@ class UnitOfWork:
         operations in opposite orders) runs the whole batch again: retrying only the unit
         would wait again on a lock the other batch cannot release while this one keeps the
         locks of its earlier units.
+
+        ``reads`` (by position, None where it is not known) names the operation each unit
+        loads first: on PostgreSQL a batch run without savepoints reads them all ahead of
+        its units, in one statement (:func:`records.read_ahead`).
 
         A batch is first run without savepoints (:meth:`_run_shared`), and only when a unit
         fails after it wrote, loses a race or is refused by its guard is it rolled back and
@@ -185,6 +190,7 @@ class UnitOfWork:
                         for actor, work, guard in guarded:
                             outcomes.append(self._run_unit(tx, actor, work, guard))
                     else:
+                        records.read_ahead(tx, [op for op in reads if op is not None])
                         outcomes = self._run_shared(tx, guarded)
                     crashpoint("batch_before_commit")
             except _Isolate:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.domain import IllegalTransition
+from ledger.domain import FailOutcome, IllegalTransition
 from ledger.reads import chain
 from ledger.receiver.auth import _nothing as auth_nothing
 from ledger.receiver.auth import once
@@ -98,7 +98,9 @@ def test_a_replayed_signature_is_refused_alone_before_its_unit_writes(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A guard's verdict is read before its unit's first write: the replay is refused with
-    nothing of its unit written, and its batch runs once, without savepoints."""
+    nothing of its unit written, and its batch runs once, without savepoints. On PostgreSQL
+    the operations are read ahead, so no read of its own has waited for the guard's
+    statement by then: the pipeline is synced for it."""
     until = datetime.now(UTC) + timedelta(minutes=5)
     ledger.run_many([("t", ledger.dispatch("op-0", req("exec-0")).work)], [once("a" * 64, until)])
     runs: list[str] = []
@@ -111,6 +113,7 @@ def test_a_replayed_signature_is_refused_alone_before_its_unit_writes(
             ("t", _counted(ledger, runs, "op-3")),
         ],
         [once("b" * 64, until), once("a" * 64, until), once("a" * 64, until), None],
+        ["op-1", "op-2", None, "op-3"],
     )
     assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, None, "go"]
     for refused in (outcomes[1].error, outcomes[2].error):
@@ -252,6 +255,53 @@ def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Led
     )
     assert [o.value.decision for o in outcomes[:2]] == ["go", "hold"]
     assert outcomes[2].value.state == "confirmed"
+
+
+def test_a_batch_reads_its_operations_ahead_in_one_statement_on_postgresql(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each unit is handed its operation as read ahead; a later unit of the same operation
+    reads it again and sees what the earlier one wrote."""
+    for op in ("op-1", "op-2"):
+        ledger.dispatch(op, req(f"exec-{op}")).run("t")
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", ledger.confirm("op-1", "R-1").work),
+            ("t", ledger.dispatch("op-3", req("exec-3")).work),  # new
+            ("t", ledger.fail("op-2", FailOutcome.REJECTED, "no").work),
+            ("t", ledger.confirm("op-3", "R-3").work),  # sees the dispatch before it
+        ],
+        reads=["op-1", "op-3", "op-2", "op-3"],
+    )
+    assert [o.error for o in outcomes] == [None] * 4
+    assert _ops(ledger) == {"op-1": "confirmed", "op-2": "failed", "op-3": "confirmed"}
+    reads = [q for q in sent if "FROM operations o LEFT JOIN holds" in q]
+    # PostgreSQL: the batch's read, and op-3's again; SQLite: a read of its own each.
+    assert len(reads) == (2 if ledger.store.dialect == "postgresql" else 4), reads
+    assert not [q for q in sent if "SAVEPOINT" in q]
+
+
+def test_an_operation_changed_after_it_was_read_ahead_loses_its_compare_and_set(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unit that changes an operation another unit loads later in the batch, without
+    reading it itself: the row read ahead is stale, the later unit's compare-and-set
+    fails, and the batch runs again with a savepoint per unit and a read of its own."""
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+
+    def bump(tx: Tx) -> None:
+        tx.execute("UPDATE operations SET version = version + 1 WHERE operation_id = 'op-1'")
+
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [("t", bump), ("t", ledger.confirm("op-1", "R-1").work)], reads=[None, "op-1"]
+    )
+    assert [o.error for o in outcomes] == [None, None]
+    assert outcomes[1].value.state == "confirmed"
+    assert _ops(ledger) == {"op-1": "confirmed"}
+    if ledger.store.dialect == "postgresql":
+        assert [q for q in sent if q.startswith("SAVEPOINT")]
 
 
 def test_a_unit_that_opens_a_hold_runs_between_pipelined_units_of_one_batch(
