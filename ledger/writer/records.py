@@ -75,6 +75,7 @@ def read_ahead(tx: Tx, operation_ids: Sequence[str]) -> None:
         f"{_WITH_HOLDS} WHERE o.operation_id = ANY(:ids::text[]) ORDER BY o.operation_id, h.id",
         {"ids": ids},
         binary=True,
+        prepare=True,
     )
     for row in rows:
         found[row.operation_id].append(row)
