@@ -34,6 +34,7 @@ class _Item:
     work: Work[Any]
     future: asyncio.Future[Any]
     guard: Guard | None = None
+    reads: str | None = None
 
 
 class GroupCommitter:
@@ -52,13 +53,16 @@ class GroupCommitter:
             )
             self._thread.start()
 
-    async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any:
+    async def commit(
+        self, actor: str, work: Work[Any], guard: Guard | None = None, reads: str | None = None
+    ) -> Any:
         """Run ``work`` durably and return its value (or raise its error); ``guard`` runs
         ahead of it in the same transaction (a request's signature recorded once, see
-        :meth:`Ledger.run_many`). The batch settles all of a loop's waiters in one callback, so
-        n requests wake the loop once, not n times."""
+        :meth:`Ledger.run_many`); ``reads`` names the operation it loads, which the batch may
+        read ahead with its others'. The batch settles all of a loop's waiters in one
+        callback, so n requests wake the loop once, not n times."""
         future = asyncio.get_running_loop().create_future()
-        self._queue.put(_Item(actor, work, future, guard))
+        self._queue.put(_Item(actor, work, future, guard, reads))
         return await future
 
     def close(self) -> None:
@@ -91,7 +95,9 @@ class GroupCommitter:
         COMMIT_BATCH_SIZE.observe(len(batch))
         try:
             outcomes = self.ledger.run_many(
-                [(i.actor, i.work) for i in batch], [i.guard for i in batch]
+                [(i.actor, i.work) for i in batch],
+                [i.guard for i in batch],
+                [i.reads for i in batch],
             )
             settled = [(i.future, o.value, o.error) for i, o in zip(batch, outcomes, strict=True)]
         except BaseException as exc:  # the thread must go on serving the next batch

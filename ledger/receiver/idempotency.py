@@ -15,17 +15,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
 from ledger.receiver.errors import ApiError, as_api_error
 from ledger.receiver.reply import Reply, dumps
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import Principal
-from ledger.writer import keys
 from ledger.writer.services import Answer, Tx
 from ledger.writer.unit import Guard
 
-KEYS = keys.KEYS
 HEADER = "Idempotency-Key"
 
 
@@ -49,6 +45,21 @@ def _advisory_key(token_id: int, key: str) -> int:
     return int.from_bytes(raw, "big", signed=True)
 
 
+_STORED = (
+    "SELECT request_hash, status, response_status, response_body, expires_at <= :now AS expired"
+    " FROM idempotency_keys WHERE token_id = :token_id AND key = :key"
+)
+_FORGET = (
+    "DELETE FROM idempotency_keys WHERE token_id = :token_id AND key = :key AND expires_at <= :now"
+)
+_STORE = (
+    "INSERT INTO idempotency_keys (token_id, key, request_hash, status, response_status,"
+    " response_body, created_at, expires_at) VALUES (:token_id, :key, :request_hash,"
+    " 'completed', 200, :response_body, :created_at, :expires_at)"
+)
+_LOCK = "SELECT pg_try_advisory_xact_lock(:lock) AS got"
+
+
 def keyed(
     work: Callable[[Tx], Any],
     render: Callable[[Any], Any],
@@ -59,13 +70,23 @@ def keyed(
     ttl: timedelta,
 ) -> Callable[[Tx], Reply]:
     """``work`` wrapped so that its answer is stored under the key, or the stored one
-    returned, in the same transaction."""
+    returned, in the same transaction.
+
+    The stored key is read before anything is written, so a key in use (409) or reused
+    with another request (422) is refused with nothing written: the group commit refuses
+    such a unit alone, where a write ahead of the refusal (the removal of an expired key,
+    then made first whatever the key's age) ran its whole batch again with a savepoint per
+    unit. The statements are the writer's plain SQL (:class:`Tx`), which keeps them in the
+    batch's pipeline on PostgreSQL."""
+    where = {"token_id": token_id, "key": key}
 
     def unit(tx: Tx) -> Reply:
-        where = (KEYS.c.token_id == token_id, KEYS.c.key == key)
-        # An expired key counts as never used: remove it, so that this use can store its own.
-        tx.conn.execute(KEYS.delete().where(*where, keys.expired(tx.now)))
-        row = tx.conn.execute(sa.select(KEYS).where(*where)).first()
+        row = tx.one(_STORED, {**where, "now": tx.db_now})
+        if row is not None and row.expired:
+            # An expired key counts as never used: remove it, so that this use can store its
+            # own; read again, in case another receiver stored its own meanwhile.
+            tx.execute(_FORGET, {**where, "now": tx.db_now})
+            row = tx.one(_STORED, {**where, "now": tx.db_now})
         if row is not None:
             if row.request_hash != fingerprint:
                 raise ApiError(
@@ -77,25 +98,21 @@ def keyed(
             if row.status != "completed" or row.response_body is None:
                 raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
             return Reply(row.response_status, row.response_body.encode(), replayed=True)
-        if tx.conn.dialect.name == "postgresql":
-            got = tx.conn.execute(
-                sa.select(sa.func.pg_try_advisory_xact_lock(_advisory_key(token_id, key)))
-            ).scalar_one()
-            if not got:
+        if tx.dialect == "postgresql":
+            got = tx.one(_LOCK, {"lock": _advisory_key(token_id, key)})
+            if got is None or not got.got:
                 raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
         value = work(tx)
         body = dumps(render(value))
-        tx.conn.execute(
-            KEYS.insert().values(
-                token_id=token_id,
-                key=key,
-                request_hash=fingerprint,
-                status="completed",
-                response_status=200,
-                response_body=body.decode(),
-                created_at=tx.now,
-                expires_at=tx.now + ttl,
-            )
+        tx.execute(
+            _STORE,
+            {
+                **where,
+                "request_hash": fingerprint,
+                "response_body": body.decode(),
+                "created_at": tx.db_now,
+                "expires_at": tx.time(tx.now + ttl),
+            },
         )
         return Reply(200, body, value)
 
@@ -115,13 +132,15 @@ async def answer(
     fingerprint: str,
     render: Callable[[Any], Any] = _render,
     guard: Guard | None = None,
+    reads: str | None = None,
 ) -> Reply:
     """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
     :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
-    transaction (the request's signature recorded once); map errors."""
+    transaction (the request's signature recorded once), ``reads`` the operation it loads
+    (:meth:`ledger.receiver.committer.GroupCommitter.commit`); map errors."""
     if key is None:
         try:
-            value = await st.committer.commit(principal.actor, work, guard)
+            value = await st.committer.commit(principal.actor, work, guard, reads)
         except Exception as exc:
             raise as_api_error(exc) from None
         return Reply(200, dumps(render(value)), value)
@@ -138,7 +157,7 @@ async def answer(
     )
     st.in_flight.add(slot)
     try:
-        reply: Reply = await st.committer.commit(principal.actor, unit, guard)
+        reply: Reply = await st.committer.commit(principal.actor, unit, guard, reads)
     except Exception as exc:
         raise as_api_error(exc) from None
     finally:

@@ -155,7 +155,15 @@ class WriteLane:
                 raise as_api_error(exc) from None
             key = key_of(headers.get("key"))
             fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
-            reply = await answer(st, principal, work, key=key, fingerprint=fingerprint, guard=guard)
+            reply = await answer(
+                st,
+                principal,
+                work,
+                key=key,
+                fingerprint=fingerprint,
+                guard=guard,
+                reads=operation_id,
+            )
             if call.observe is not None and not reply.replayed:
                 call.observe(reply.value)
             return reply

@@ -150,13 +150,15 @@ def make_store(url: URL, *, create: bool = False) -> Store:
             pool_pre_ping=True,
             pool_size=10,
             max_overflow=20,
-            # prepare_threshold=None: psycopg would otherwise prepare a statement after five
-            # runs, and PostgreSQL may keep the generic plan it made while a table was small
-            # (a sequential scan), which turns a growing backfill quadratic.
+            # prepare_threshold out of reach: psycopg would otherwise prepare a statement
+            # after five runs, and PostgreSQL may keep the generic plan it made while a table
+            # was small (a sequential scan), which turns a growing backfill quadratic. Not
+            # None, which would refuse the writer's own few prepared statements too
+            # (``Tx.execute(prepare=True)``).
             connect_args={
                 "connect_timeout": 5,
                 "application_name": "flowledger",
-                "prepare_threshold": None,
+                "prepare_threshold": 2**31 - 1,
             },
         )
     reader = engine.execution_options(flowledger_read=True)

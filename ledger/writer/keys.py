@@ -1,9 +1,9 @@
 """Idempotency keys as stored: when one has expired, and removing the expired ones.
 
 An expired key counts as never used: the receiver removes it when its key comes back
-(:func:`ledger.receiver.idempotency.keyed`), and the hourly housekeeping removes the rest in
-batches (:func:`ledger.scheduled.housekeeping.expire_idempotency_keys`). Both use
-:func:`expired`, the one statement of the rule.
+(:func:`ledger.receiver.idempotency.keyed`, in the writer's plain SQL: ``expires_at <= now``),
+and the hourly housekeeping removes the rest in batches
+(:func:`ledger.scheduled.housekeeping.expire_idempotency_keys`, with :func:`expired`).
 """
 
 from __future__ import annotations

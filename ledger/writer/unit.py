@@ -140,6 +140,7 @@ class UnitOfWork:
         self,
         units: Sequence[tuple[str, Work[Any]]],
         guards: Sequence[Guard | None] = (),
+        reads: Sequence[str | None] = (),
     ) -> list[Outcome]:
         """Run several works in ONE transaction (one commit, one fsync), each as if inside its
         own SAVEPOINT: a work that raises rolls back only its own writes and events, and its error
@@ -158,6 +159,10 @@ class UnitOfWork:
         operations in opposite orders) runs the whole batch again: retrying only the unit
         would wait again on a lock the other batch cannot release while this one keeps the
         locks of its earlier units.
+
+        ``reads`` (by position, None where it is not known) names the operation each unit
+        loads first: on PostgreSQL a batch run without savepoints reads them all ahead of
+        its units, in one statement (:func:`records.read_ahead`).
 
         A batch is first run without savepoints (:meth:`_run_shared`), and only when a unit
         fails after it wrote, loses a race or is refused by its guard is it rolled back and
@@ -185,6 +190,7 @@ class UnitOfWork:
                         for actor, work, guard in guarded:
                             outcomes.append(self._run_unit(tx, actor, work, guard))
                     else:
+                        records.read_ahead(tx, [op for op in reads if op is not None])
                         outcomes = self._run_shared(tx, guarded)
                     crashpoint("batch_before_commit")
             except _Isolate:
@@ -204,34 +210,57 @@ class UnitOfWork:
     ) -> list[Outcome]:
         """Every unit in the batch's transaction itself, no savepoint: the statements of all
         of them go out in one pipeline (PostgreSQL), a unit waits only where it reads, and
-        the batch waits once at its end, where each compare-and-set and guard is checked.
-        A unit that raises before it wrote anything is refused alone (a missing operation,
-        an illegal move); anything else raises :class:`_Isolate`."""
+        the batch waits once at its end, where each compare-and-set is checked. A unit that
+        raises before it wrote anything is refused alone (a missing operation, an illegal
+        move, an ``Idempotency-Key`` in use); anything else raises :class:`_Isolate`.
+
+        A guard's verdict is read before its unit's first write (:meth:`Tx.gate`): a refused
+        signature is refused alone, its unit having written nothing, where reading it at the
+        batch's end ran the batch again with a savepoint per unit. What the guard wrote
+        stays when its unit fails before writing, as under a savepoint of the unit's own. A
+        unit that wrote nothing before its end has its verdict read at the batch's end."""
         outcomes: list[Outcome] = []
-        verdicts: list[Verdict] = []
+        pending: list[tuple[int, Verdict, int]] = []  # verdicts not yet read at their unit's end
         for actor, work, guard in guarded:
             tx.actor = actor
             tx.pipeline()
-            mark, writes = len(tx.events), tx.writes
+            mark = len(tx.events)
             try:
-                if guard is not None:
-                    verdicts.append(guard(tx))
-                    writes = -1  # the guard wrote: a failure of this unit is not its own
+                verdict = None if guard is None else guard(tx)
+            except Exception as exc:
+                raise _Isolate from exc  # its statement may have failed the transaction
+            tx.gate(verdict)
+            writes = tx.writes
+            try:
                 value = work(tx)
                 crashpoint("batch_unit_queued")  # PostgreSQL: its statements not yet all sent
             except Exception as exc:
                 if tx.writes != writes or self._from_database(exc):
                     raise _Isolate from exc
                 del tx.events[mark:]
+                try:
+                    tx.open_gate()  # a refused request is refused, whatever its work said
+                except Exception as refused:
+                    if self._from_database(refused):
+                        raise _Isolate from refused
+                    exc = refused
                 outcomes.append(Outcome(error=exc))
                 continue
+            if verdict is not None and tx.gate_pending():  # it wrote nothing
+                pending.append((len(outcomes), verdict, len(tx.events) - mark))
+            tx.gate(None)
             outcomes.append(Outcome(value=value))
         try:
             tx.settle()  # lost compare-and-sets surface here
-            for verdict in verdicts:
-                verdict()
         except Exception as exc:
             raise _Isolate from exc
+        for at, verdict, events in pending:
+            try:
+                verdict()
+            except Exception as refused:
+                if events:  # its events are among the others': run the batch apart
+                    raise _Isolate from refused
+                outcomes[at] = Outcome(error=refused)
         return outcomes
 
     def _from_database(self, exc: BaseException) -> bool:

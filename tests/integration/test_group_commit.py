@@ -7,14 +7,19 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from ledger.domain import IllegalTransition
+from ledger.domain import FailOutcome, IllegalTransition
 from ledger.reads import chain
+from ledger.receiver.auth import _nothing as auth_nothing
+from ledger.receiver.auth import once
 from ledger.receiver.committer import GroupCommitter
+from ledger.receiver.errors import ApiError
+from ledger.receiver.idempotency import keyed
 from ledger.storage.models import Event, Operation, table
 from ledger.writer import records
 from ledger.writer.services import Ledger, NotFound, Tx
@@ -81,6 +86,98 @@ def test_a_batch_whose_refusals_came_before_any_write_runs_once_without_savepoin
     assert runs == ["op-1", "op-2"]
     assert not [s for s in sent if "SAVEPOINT" in s]
     assert _ops(ledger) == {"op-1": "dispatching", "op-2": "dispatching"}
+
+
+def _counted(ledger: Ledger, runs: list[str], op: str) -> Callable[[Tx], Any]:
+    """A dispatch of ``op`` that notes in ``runs`` each time it runs."""
+    work = ledger.dispatch(op, req(f"exec-{op}")).work
+    return lambda tx: runs.append(op) or work(tx)
+
+
+def test_a_replayed_signature_is_refused_alone_before_its_unit_writes(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A guard's verdict is read before its unit's first write: the replay is refused with
+    nothing of its unit written, and its batch runs once, without savepoints. On PostgreSQL
+    the operations are read ahead, so no read of its own has waited for the guard's
+    statement by then: the pipeline is synced for it."""
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    ledger.run_many([("t", ledger.dispatch("op-0", req("exec-0")).work)], [once("a" * 64, until)])
+    runs: list[str] = []
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", _counted(ledger, runs, "op-1")),
+            ("t", _counted(ledger, runs, "op-2")),  # replays op-0's signature
+            ("t", auth_nothing),  # a signed read, replayed
+            ("t", _counted(ledger, runs, "op-3")),
+        ],
+        [once("b" * 64, until), once("a" * 64, until), once("a" * 64, until), None],
+        ["op-1", "op-2", None, "op-3"],
+    )
+    assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, None, "go"]
+    for refused in (outcomes[1].error, outcomes[2].error):
+        assert isinstance(refused, ApiError) and refused.code == "replayed_signature"
+    assert runs == ["op-1", "op-2", "op-3"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    assert _ops(ledger) == {"op-0": "dispatching", "op-1": "dispatching", "op-3": "dispatching"}
+
+
+def test_a_signed_unit_refused_before_writing_keeps_its_signature_and_runs_once(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    until = datetime.now(UTC) + timedelta(minutes=5)
+    runs: list[str] = []
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [("t", ledger.confirm("missing", "R").work), ("t", _counted(ledger, runs, "op-1"))],
+        [once("c" * 64, until), None],
+    )
+    assert isinstance(outcomes[0].error, NotFound)
+    assert outcomes[1].value.decision == "go"
+    assert runs == ["op-1"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    again = ledger.run_many(
+        [("t", ledger.dispatch("op-2", req("e")).work)], [once("c" * 64, until)]
+    )
+    assert isinstance(again[0].error, ApiError)  # recorded by the refused confirm
+
+
+def _keyed(ledger: Ledger, op: str, key: str, fingerprint: str) -> Callable[[Tx], Any]:
+    return keyed(
+        ledger.dispatch(op, req(f"exec-{op}")).work,
+        lambda answer: answer.as_dict(),
+        token_id=1,
+        key=key,
+        fingerprint=fingerprint,
+        ttl=timedelta(hours=1),
+    )
+
+
+def test_an_idempotency_key_reused_is_refused_alone_with_nothing_written(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored key is read before anything is written: a 422 (the key used with another
+    request) leaves its batch to run once, without savepoints, beside a stored answer given
+    again."""
+    [stored] = ledger.run_many([("t", _keyed(ledger, "op-0", "k-0", "f-0"))])
+    assert stored.value.status == 200
+    runs: list[str] = []
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", _counted(ledger, runs, "op-1")),
+            ("t", _keyed(ledger, "op-2", "k-0", "another request")),
+            ("t", _keyed(ledger, "op-3", "k-0", "f-0")),  # the stored answer again
+            ("t", _counted(ledger, runs, "op-4")),
+        ]
+    )
+    assert isinstance(outcomes[1].error, ApiError) and outcomes[1].error.status == 422
+    assert outcomes[2].value.replayed and outcomes[2].value.body == stored.value.body
+    assert [o.value.decision for o in (outcomes[0], outcomes[3])] == ["go", "go"]
+    assert runs == ["op-1", "op-4"]
+    assert not [s for s in sent if "SAVEPOINT" in s]
+    assert _ops(ledger) == {"op-0": "dispatching", "op-1": "dispatching", "op-4": "dispatching"}
 
 
 def test_a_lost_compare_and_set_runs_the_batch_again_with_a_savepoint_per_unit(
@@ -158,6 +255,53 @@ def test_a_later_unit_sees_an_earlier_units_writes_in_the_same_batch(ledger: Led
     )
     assert [o.value.decision for o in outcomes[:2]] == ["go", "hold"]
     assert outcomes[2].value.state == "confirmed"
+
+
+def test_a_batch_reads_its_operations_ahead_in_one_statement_on_postgresql(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each unit is handed its operation as read ahead; a later unit of the same operation
+    reads it again and sees what the earlier one wrote."""
+    for op in ("op-1", "op-2"):
+        ledger.dispatch(op, req(f"exec-{op}")).run("t")
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [
+            ("t", ledger.confirm("op-1", "R-1").work),
+            ("t", ledger.dispatch("op-3", req("exec-3")).work),  # new
+            ("t", ledger.fail("op-2", FailOutcome.REJECTED, "no").work),
+            ("t", ledger.confirm("op-3", "R-3").work),  # sees the dispatch before it
+        ],
+        reads=["op-1", "op-3", "op-2", "op-3"],
+    )
+    assert [o.error for o in outcomes] == [None] * 4
+    assert _ops(ledger) == {"op-1": "confirmed", "op-2": "failed", "op-3": "confirmed"}
+    reads = [q for q in sent if "FROM operations o LEFT JOIN holds" in q]
+    # PostgreSQL: the batch's read, and op-3's again; SQLite: a read of its own each.
+    assert len(reads) == (2 if ledger.store.dialect == "postgresql" else 4), reads
+    assert not [q for q in sent if "SAVEPOINT" in q]
+
+
+def test_an_operation_changed_after_it_was_read_ahead_loses_its_compare_and_set(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unit that changes an operation another unit loads later in the batch, without
+    reading it itself: the row read ahead is stale, the later unit's compare-and-set
+    fails, and the batch runs again with a savepoint per unit and a read of its own."""
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+
+    def bump(tx: Tx) -> None:
+        tx.execute("UPDATE operations SET version = version + 1 WHERE operation_id = 'op-1'")
+
+    sent = _statements(monkeypatch)
+    outcomes = ledger.run_many(
+        [("t", bump), ("t", ledger.confirm("op-1", "R-1").work)], reads=[None, "op-1"]
+    )
+    assert [o.error for o in outcomes] == [None, None]
+    assert outcomes[1].value.state == "confirmed"
+    assert _ops(ledger) == {"op-1": "confirmed"}
+    if ledger.store.dialect == "postgresql":
+        assert [q for q in sent if q.startswith("SAVEPOINT")]
 
 
 def test_a_unit_that_opens_a_hold_runs_between_pipelined_units_of_one_batch(
