@@ -13,6 +13,7 @@ import typer
 from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
 from ledger.cli.tables import echo_table, printable
 from ledger.clock import utcnow
+from ledger.domain.chain import head_prefix
 from ledger.reads import chain, queries
 from ledger.reads.anchors import AnchorCheck, check_anchors
 from ledger.reads.deep import DeepResult, deep_verify
@@ -160,6 +161,13 @@ def show(
     )
 
 
+def _head_prefix(value: str | None) -> str | None:
+    try:
+        return None if value is None else head_prefix(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 @app.command()
 @one_line_errors
 def verify(
@@ -167,7 +175,11 @@ def verify(
     expect_head: Annotated[
         str | None,
         typer.Option(
-            help="A head hash printed by an earlier verify; catches events removed at the end"
+            metavar="HASH",
+            callback=_head_prefix,
+            help="A head hash printed earlier (by verify, the handover report or the UI), whole "
+            "or its first 12 or more hex digits; it must be the hash of an event of the chain "
+            "(the head, or an earlier one), so events removed or rewritten up to it are caught",
         ),
     ] = None,
     anchors: Annotated[
@@ -218,6 +230,14 @@ def _report_chain(result: chain.VerifyResult) -> None:
     else:
         typer.echo(
             f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+        )
+    if result.ok and result.expected_seq is not None:
+        since = result.head_seq - result.expected_seq
+        typer.echo(
+            "expected head ok: it is the head"
+            if since == 0
+            else f"expected head ok: it is the hash of event {result.expected_seq}, "
+            f"{since} event{'s' if since != 1 else ''} appended since"
         )
 
 
