@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
+from ledger.cli.common import Command, DbOption, app, die, one_line_errors, opened, parse_since
 from ledger.cli.tables import echo_table, printable
 from ledger.clock import utcnow
 from ledger.domain.chain import head_prefix
@@ -63,10 +63,13 @@ def status(db: DbOption = None) -> None:
     typer.echo(f"events: {st.events}  head: {st.head_hash}")
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def show(
-    operation_id: str,
+    operation_id: Annotated[
+        str,
+        typer.Argument(metavar="OPERATION_ID", help="The operation's id, as the workflow sent it"),
+    ],
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
@@ -185,8 +188,9 @@ def verify(
     anchors: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="A file of heads published by `flowledger run` ([anchors] file); catches a "
-            "chain rewritten or cut after any of them"
+            "chain rewritten or cut after any of them",
         ),
     ] = None,
     deep: Annotated[
@@ -285,10 +289,14 @@ def _report_deep(found: DeepResult) -> bool:
 @one_line_errors
 def export(
     db: DbOption = None,
-    format: Annotated[str, typer.Option("--format", help="Output format")] = "jsonl",
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="Output format")
+    ] = "jsonl",
     since: Annotated[
         str | None,
-        typer.Option(help="Only events at or after this time (ISO 8601; UTC when no offset)"),
+        typer.Option(
+            metavar="TIME", help="Only events at or after this time (ISO 8601; UTC when no offset)"
+        ),
     ] = None,
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
