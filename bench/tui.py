@@ -123,6 +123,8 @@ def build(path: Path, operations: int, open_holds: int, resolved: int) -> float:
 
 async def measure_ui(db: str, jump_to: str) -> dict[str, Any]:
     started = time.perf_counter()
+    from textual.widgets import Input
+
     from ledger.writer.services import Ledger
     from tui import make_app
     from tui.operations import OperationScreen, OperationsPane
@@ -145,7 +147,6 @@ async def measure_ui(db: str, jump_to: str) -> dict[str, Any]:
         ops = main.query_one(OperationsPane)
         ops.rows, ops.shown = [], -1  # as if never loaded: time the tab's own first page
         ops.table.clear()  # (and its table empty, as before its first page)
-        ops.table.clear()  # (an empty table, as before its first page)
         t0 = time.perf_counter()
         main.action_tab("operations")  # type: ignore[attr-defined]
         ops.reload(keep_cursor=False)
@@ -159,7 +160,7 @@ async def measure_ui(db: str, jump_to: str) -> dict[str, Any]:
         runs = []
         for _ in range(3):
             await pilot.press("g")
-            app.screen.query_one("Input").value = jump_to  # as typed (each key looks up too)
+            app.screen.query_one(Input).value = jump_to  # as typed (each key looks up too)
             await pilot.pause()
             t0 = time.perf_counter()
             app.screen._open()  # type: ignore[attr-defined]  # what enter runs
