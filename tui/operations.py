@@ -10,7 +10,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -174,7 +174,7 @@ class OperationScreen(Screen[None]):
         if detail is None:
             self.query_one("#op-summary", Static).update(text(f"No operation {self.operation_id}."))
             return
-        parts: dict[str, Text | Table] = {
+        parts: dict[str, RenderableType] = {
             "summary": _summary(detail.operation, self.app.ctx.now()),
             "operation": sections.operation_fields(detail.operation),
             "holds": sections.holds(detail.holds),

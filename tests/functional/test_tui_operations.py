@@ -9,13 +9,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+from textual.geometry import Region
 from textual.widgets import DataTable, Input, Static
 
-from ledger.reads import duty, operations
+from ledger.reads import duty, operations, queries
 from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
 from tests.support.builders import req
 from tests.support.tui import fill, settle, start_action
+from tui.format import middle
 from tui.main import MainScreen
 from tui.operations import JumpDialog, OperationScreen, OperationsPane
 from tui.panes import EventsPane, ExecutionsPane
@@ -290,3 +292,27 @@ async def test_an_action_on_an_operations_hold_shows_on_the_operation(app_factor
         await settle(pilot)
         assert app.screen is operation
         assert "zoe" in plain(operation.query_one("#op-holds", Static).content)
+
+
+async def test_an_operations_holds_fit_80x24_without_a_word_split(app_factory, demo_ledger) -> None:
+    """Each column gets at least its longest word: at 80 columns the times are shortened and
+    the reason wraps between words, where rich would fold ``unknown_outcome`` mid-word."""
+    payout = "demo:payout:P-2202:transfer"  # a blocking unknown_outcome and its overdue hold
+    detail = queries.operation_detail(demo_ledger.store, payout)
+    assert detail is not None
+    blocking, overdue = (h["id"] for h in detail.holds)
+    owner = "carol.from.the.night.shift"
+    demo_ledger.update_hold(blocking, operator="dave", note="mine", owner=owner).run()
+    demo_ledger.resolve(overdue, "dismiss", note="seen", operator="dave").run()
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.open_operation(payout)
+        await settle(pilot)
+        part = app.screen.query_one("#op-holds", Static)
+        lines = [s.text for s in part.render_lines(Region(0, 0, *part.size))]
+    shown = "\n".join(lines)
+    words = ["unknown_outcome", "(blocking)", "overdue", "dismissed", "OPEN", "operator:dave"]
+    assert [w for w in words if w not in shown.split()] == []
+    assert middle(owner, 16) in shown.split()  # the owner's middle cut out, not folded
+    assert all(len(line) <= 80 for line in lines)
