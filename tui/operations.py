@@ -71,14 +71,13 @@ class OperationsPane(ListPane):
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
         # Words are searched a window of each state's operations at a time, as the queue's
-        # filters are (each window as large as what was read before it, within bounds).
-        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        # filters are.
         found = operations.search_operations(
             self.ctx.store,
             flt=self._filter(),
             after=operations.After(after["updated_at"], after["operation_id"]) if after else None,
             limit=limit,
-            window=window if after is not None else max(window, self.read),
+            window=self.window(after),
         )
         return Searched(found.rows, found.resume, found.read)
 

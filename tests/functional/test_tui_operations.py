@@ -316,3 +316,35 @@ async def test_an_operations_holds_fit_80x24_without_a_word_split(app_factory, d
     assert [w for w in words if w not in shown.split()] == []
     assert middle(owner, 16) in shown.split()  # the owner's middle cut out, not folded
     assert all(len(line) <= 80 for line in lines)
+
+
+async def test_the_events_filter_is_searched_a_window_of_the_log_at_a_time(
+    app_factory, demo_store, monkeypatch
+) -> None:
+    pages: list[tuple[int, int]] = []  # (window, events it covered)
+    page_of = duty.event_page
+
+    def recorded(*args: Any, **kwargs: Any) -> duty.EventPage:
+        page = page_of(*args, **kwargs)
+        if kwargs["text"]:
+            pages.append((kwargs["window"], page.read))
+        return page
+
+    monkeypatch.setattr(duty, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(duty, "event_page", recorded)
+    head = duty.chain_head(demo_store)[0]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        pane = main(app).query_one(EventsPane)
+        pane.query_one(Input).value = "no-such-word"
+        await settle(pilot)
+        assert (pane.rows, pane.resume, pane.total) == ([], None, 0)
+        assert "searching" not in str(pane.query_one(".list-status", Static).content)
+    # Each window as large as what was read before it, and none read more than its window,
+    # until the windows reached the log's first event.
+    assert [w for w, _ in pages[:4]] == [2, 2, 4, 8]
+    assert all(read <= window for window, read in pages)
+    assert sum(read for _, read in pages) == head
