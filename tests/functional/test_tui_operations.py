@@ -44,6 +44,14 @@ def turned_away_line(app: Any, asking: str) -> str:
     return next(ln for ln in turned.splitlines() if asking in ln)
 
 
+async def events_tab(pilot: Any) -> EventsPane:
+    """The Events tab, loaded."""
+    await settle(pilot)
+    await pilot.press("4")
+    await settle(pilot)
+    return main(pilot.app).query_one(EventsPane)
+
+
 def turn_one_away(ledger: Ledger) -> None:
     """Execution 7501 is writing the payout; 7502 asks too and is answered hold (in_flight),
     which opens no hold: only the operation's record shows it."""
@@ -185,10 +193,7 @@ async def test_the_events_header_and_list_agree_after_an_action(
     app = app_factory()
     hold_id = duty.hold_queue(demo_store, app.ctx.now())[0]["id"]
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        events = main(app).query_one(EventsPane)
+        events = await events_tab(pilot)
         before = duty.chain_head(demo_store)
         assert events.head == before and events.rows[0]["seq"] == before[0]
         await pilot.press("1")
@@ -231,10 +236,7 @@ async def test_verify_is_in_the_footer_on_the_events_tab_only(app_factory) -> No
 async def test_enter_on_an_event_opens_its_whole_data(app_factory, demo_store: Store) -> None:
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        events = main(app).query_one(EventsPane)
+        events = await events_tab(pilot)
         resolved = next(i for i, r in enumerate(events.rows) if r["kind"] == "hold_resolved")
         events.table.move_cursor(row=resolved)
         await pilot.press("enter")
@@ -335,12 +337,14 @@ async def test_the_events_filter_is_searched_a_window_of_the_log_at_a_time(
     head = duty.chain_head(demo_store)[0]
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        pane = main(app).query_one(EventsPane)
+        pane = await events_tab(pilot)
         pane.query_one(Input).value = "no-such-word"
-        await settle(pilot)
+        # The search goes on from one window to the next after each is painted: wait until
+        # it has stopped (one settle may fall between two windows on a busy machine).
+        for _ in range(20):
+            await settle(pilot)
+            if pane.filter_text and pane.shown == pane.generation and pane.exhausted:
+                break
         assert (pane.rows, pane.resume, pane.total) == ([], None, 0)
         assert "searching" not in str(pane.query_one(".list-status", Static).content)
     # Each window as large as what was read before it, and none read more than its window,
