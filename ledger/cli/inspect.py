@@ -237,10 +237,15 @@ def _report_chain(result: chain.VerifyResult) -> None:
         )
     if result.ok and result.expected_seq is not None:
         since = result.head_seq - result.expected_seq
+        which = (
+            f"the hash of event {result.expected_seq}"
+            if result.expected_seq
+            else "the head of the empty ledger"
+        )
         typer.echo(
             "expected head ok: it is the head"
             if since == 0
-            else f"expected head ok: it is the hash of event {result.expected_seq}, "
+            else f"expected head ok: it is {which}, "
             f"{since} event{'s' if since != 1 else ''} appended since"
         )
 

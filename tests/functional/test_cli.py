@@ -182,6 +182,13 @@ def test_verify_takes_an_earlier_head_and_says_how_many_events_followed(busy_led
     assert out.endswith("\nexpected head ok: it is the hash of event 6, 1 event appended since\n")
 
 
+def test_verify_takes_the_empty_ledgers_head(busy_ledger: str) -> None:
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", "0" * 64)
+    assert code == 0 and out.endswith(
+        "\nexpected head ok: it is the head of the empty ledger, 6 events appended since\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("given", "says"),
     [
