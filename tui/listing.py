@@ -19,6 +19,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from ledger.reads import duty
+
 if TYPE_CHECKING:
     from tui.app import FlowledgerApp
     from tui.context import Context
@@ -103,6 +105,13 @@ class ListPane(Vertical):
 
     def count(self) -> int | None:
         return None
+
+    def window(self, after: Any) -> int:
+        """How many rows a windowed search reads next: as many as it has read before (so
+        what it has read doubles each call), within ``SEARCH_WINDOW`` and
+        ``SEARCH_WINDOW_MAX``; a first page after a refresh (no ``after``) covers all that."""
+        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        return window if after is not None else max(window, self.read)
 
     def fetch_first(self, limit: int) -> tuple[list[dict[str, Any]], Any]:
         """The first page, and whatever was read with it for :meth:`first_page_shown`."""

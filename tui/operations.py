@@ -10,7 +10,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -71,14 +71,13 @@ class OperationsPane(ListPane):
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
         # Words are searched a window of each state's operations at a time, as the queue's
-        # filters are (each window as large as what was read before it, within bounds).
-        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        # filters are.
         found = operations.search_operations(
             self.ctx.store,
             flt=self._filter(),
             after=operations.After(after["updated_at"], after["operation_id"]) if after else None,
             limit=limit,
-            window=window if after is not None else max(window, self.read),
+            window=self.window(after),
         )
         return Searched(found.rows, found.resume, found.read)
 
@@ -174,7 +173,7 @@ class OperationScreen(Screen[None]):
         if detail is None:
             self.query_one("#op-summary", Static).update(text(f"No operation {self.operation_id}."))
             return
-        parts: dict[str, Text | Table] = {
+        parts: dict[str, RenderableType] = {
             "summary": _summary(detail.operation, self.app.ctx.now()),
             "operation": sections.operation_fields(detail.operation),
             "holds": sections.holds(detail.holds),

@@ -69,9 +69,7 @@ class QueuePane(ListPane):
         return duty.HoldFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        # A filter is searched a window of open holds at a time, each window as large as what
-        # was read before it (within bounds); a first page after a refresh covers all of that.
-        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        # A filter is searched a window of open holds at a time.
         found = duty.search_hold_queue(
             self.ctx.store,
             self.ctx.now(),
@@ -81,11 +79,11 @@ class QueuePane(ListPane):
             limit=limit,
             offset=offset,
             after=after,
-            window=window if after is not None else max(window, self.read),
+            window=self.window(after),
         )
         return Searched(found.rows, found.resume, found.read)
 
-    def count(self) -> int:
+    def count(self) -> int | None:
         return duty.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
 
     def key(self, row: dict[str, Any]) -> str:
@@ -222,16 +220,22 @@ class EventsPane(ListPane):
         yield from super().compose()
 
     def fetch_first(self, limit: int) -> tuple[list[dict[str, Any]], Any]:
-        page = duty.event_page(self.ctx.store, text=self.filter_text, limit=limit)
-        return page.rows, (page.head_seq, page.head_hash)
+        page = self._page(None, limit)
+        return Searched(page.rows, page.resume, page.read), (page.head_seq, page.head_hash)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
+        page = self._page(after, limit)
+        return Searched(page.rows, page.resume, page.read)
+
+    def _page(self, after: dict[str, Any] | None, limit: int) -> duty.EventPage:
+        # Words are searched a window of the log at a time, newest first, as the queue's are.
         return duty.event_page(
             self.ctx.store,
             text=self.filter_text,
             before_seq=after["seq"] if after else None,
             limit=limit,
-        ).rows
+            window=self.window(after),
+        )
 
     def first_page_shown(self, read_with_it: Any) -> None:
         self.head = read_with_it

@@ -5,16 +5,17 @@ event timeline. The hold detail and the operation detail show the same parts."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from ledger.domain.display import visible
-from tui.format import execution_url, short_hash, text, when
+from tui.format import execution_url, middle, short_hash, text, when
 
 OPERATION_FIELDS = [
     "operation_id",
@@ -144,25 +145,108 @@ def executions(rows: list[dict[str, Any]], links: Links) -> Table:
     return whole
 
 
-def holds(rows: list[dict[str, Any]]) -> Table | Text:
+def holds(rows: list[dict[str, Any]]) -> HoldsTable | Text:
     if not rows:
         return Text("Holds: none")
-    t = table("Holds", ["hold", "reason", "opened", "deadline", "owner", "resolution"])
-    for h in rows:
-        resolution = (
-            text(f"{h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
-            if h["resolved_at"]
-            else "OPEN"
-        )
-        t.add_row(
-            str(h["id"]),
-            h["reason"] + (" (blocking)" if h["blocking"] else ""),
-            when(h["opened_at"]),
-            when(h["deadline"]),
-            text(h["owner"]),
-            resolution,
-        )
-    return t
+    return HoldsTable(rows)
+
+
+class HoldsTable:
+    """An operation's holds, laid out for the width they are drawn in. Rich folds a word
+    that is wider than its column across two lines (``unknown_outcom`` / ``e``); this table
+    instead gives every column at least its longest word, times and ids a line of their own,
+    and where that does not fit shortens the times, then leaves out the opening time, then
+    the owner (a hold's detail shows them)."""
+
+    # The layouts tried, widest first: (times in full, columns left out).
+    LAYOUTS: tuple[tuple[bool, tuple[str, ...]], ...] = (
+        (True, ()),
+        (False, ()),
+        (False, ("opened",)),
+        (False, ("opened", "owner")),
+    )
+    WRAPPING = ("reason", "resolution")  # the rest are kept on one line
+    NAME_WIDTH = 16  # owners and resolvers: the middle cut out past this
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = rows
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table(options.max_width)
+
+    def table(self, width: int) -> Table:
+        for full, left_out in self.LAYOUTS:
+            columns = {k: v for k, v in self._columns(full).items() if k not in left_out}
+            fitted = self._widths(columns, width)
+            if fitted is not None:
+                break
+        # Narrower than the narrowest layout: that one, as narrow as it gets, words folded.
+        widths = fitted or {key: _longest_word(cells) for key, cells in columns.items()}
+        t = Table(title="Holds", title_justify="left", show_edge=False)
+        for key in columns:
+            wraps = key in self.WRAPPING
+            t.add_column(
+                key, width=widths[key], no_wrap=not wraps, overflow="fold" if wraps else "ellipsis"
+            )
+        for row in zip(*(cells[1:] for cells in columns.values()), strict=True):
+            t.add_row(*row)
+        return t
+
+    def _columns(self, full: bool) -> dict[str, list[Text]]:
+        """Each column's header and cells as drawn."""
+        at = when if full else _month_day
+
+        def resolution(h: dict[str, Any]) -> Text:
+            if h["resolved_at"] is None:
+                return Text("OPEN", style="bold")
+            by = middle(h["resolved_by"] or "-", self.NAME_WIDTH)
+            return Text(f"{visible(h['resolution'])} by {by} at {at(h['resolved_at'])}")
+
+        shown = {
+            "hold": lambda h: Text(str(h["id"])),
+            "reason": lambda h: (
+                Text(h["reason"])
+                + (Text(" (blocking)", style="bold red") if h["blocking"] else Text())
+            ),
+            "opened": lambda h: Text(at(h["opened_at"])),
+            "deadline": lambda h: Text(at(h["deadline"])),
+            "owner": lambda h: Text(middle(h["owner"] or "-", self.NAME_WIDTH)),
+            "resolution": resolution,
+        }
+        return {key: [Text(key), *(cell(h) for h in self.rows)] for key, cell in shown.items()}
+
+    def _widths(self, columns: dict[str, list[Text]], width: int) -> dict[str, int] | None:
+        """Each column's width within ``width`` (a cell of padding each side, a line between
+        columns), or None when the columns do not fit at their narrowest. The wrapping ones
+        get their longest word, then what is left, the reason first, up to their widest
+        cell; the last column takes the rest."""
+        room = width - 3 * len(columns) + 1
+        widths = {
+            key: _longest_word(cells) if key in self.WRAPPING else _widest(cells)
+            for key, cells in columns.items()
+        }
+        room -= sum(widths.values())
+        if room < 0:
+            return None
+        for key in self.WRAPPING:
+            if key in columns:
+                more = min(room, _widest(columns[key]) - widths[key])
+                widths[key] += more
+                room -= more
+        widths[next(reversed(widths))] += room
+        return widths
+
+
+def _widest(cells: list[Text]) -> int:
+    return max(cell.cell_len for cell in cells)
+
+
+def _longest_word(cells: list[Text]) -> int:
+    return max(len(word) for cell in cells for word in cell.plain.split() or [""])
+
+
+def _month_day(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%m-%d %H:%M") if value else "-"
 
 
 def turned_away(rows: list[dict[str, Any]]) -> Table | Text:

@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypeVar
 
 import pydantic
 import typer
+from typer.core import TyperCommand
 
 from ledger.config import FileConfig, Settings, configured_secrets, load_config
 from ledger.domain.display import visible
@@ -45,6 +46,35 @@ PortOption = Annotated[
     int | None,
     typer.Option(min=0, max=65535, metavar="PORT", help="Port to listen on [receiver.port]"),
 ]
+
+
+class Command(TyperCommand):
+    """A command whose arguments read as click's do: ``OPERATION_ID`` in the usage line when
+    required, ``[NAME]`` when not, and in the list of arguments by that name alone (typer
+    writes a required one ``{OPERATION_ID}`` and lists it as ``OPERATION_ID <str>``). Give it
+    to every command that takes an argument: ``@app.command(cls=Command)``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [
+            piece[1:-1] if piece.startswith("{") and piece.endswith("}") else piece
+            for piece in super().collect_usage_pieces(ctx)
+        ]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((param.metavar or record[0], record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, app, die, one_line_errors, opened, parse_since
+from ledger.cli.common import Command, DbOption, app, die, one_line_errors, opened, parse_since
 from ledger.cli.tables import echo_table, printable
 from ledger.clock import utcnow
+from ledger.domain.chain import head_prefix
 from ledger.reads import chain, queries
 from ledger.reads.anchors import AnchorCheck, check_anchors
 from ledger.reads.deep import DeepResult, deep_verify
@@ -62,10 +63,13 @@ def status(db: DbOption = None) -> None:
     typer.echo(f"events: {st.events}  head: {st.head_hash}")
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def show(
-    operation_id: str,
+    operation_id: Annotated[
+        str,
+        typer.Argument(metavar="OPERATION_ID", help="The operation's id, as the workflow sent it"),
+    ],
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
@@ -160,6 +164,13 @@ def show(
     )
 
 
+def _head_prefix(value: str | None) -> str | None:
+    try:
+        return None if value is None else head_prefix(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 @app.command()
 @one_line_errors
 def verify(
@@ -167,14 +178,19 @@ def verify(
     expect_head: Annotated[
         str | None,
         typer.Option(
-            help="A head hash printed by an earlier verify; catches events removed at the end"
+            metavar="HASH",
+            callback=_head_prefix,
+            help="A head hash printed earlier (by verify, the handover report or the UI), whole "
+            "or its first 12 or more hex digits; it must be the hash of an event of the chain "
+            "(the head, or an earlier one), so events removed or rewritten up to it are caught",
         ),
     ] = None,
     anchors: Annotated[
         Path | None,
         typer.Option(
+            metavar="FILE",
             help="A file of heads published by `flowledger run` ([anchors] file); catches a "
-            "chain rewritten or cut after any of them"
+            "chain rewritten or cut after any of them",
         ),
     ] = None,
     deep: Annotated[
@@ -218,6 +234,19 @@ def _report_chain(result: chain.VerifyResult) -> None:
     else:
         typer.echo(
             f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+        )
+    if result.ok and result.expected_seq is not None:
+        since = result.head_seq - result.expected_seq
+        which = (
+            f"the hash of event {result.expected_seq}"
+            if result.expected_seq
+            else "the head of the empty ledger"
+        )
+        typer.echo(
+            "expected head ok: it is the head"
+            if since == 0
+            else f"expected head ok: it is {which}, "
+            f"{since} event{'s' if since != 1 else ''} appended since"
         )
 
 
@@ -265,10 +294,14 @@ def _report_deep(found: DeepResult) -> bool:
 @one_line_errors
 def export(
     db: DbOption = None,
-    format: Annotated[str, typer.Option("--format", help="Output format")] = "jsonl",
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="Output format")
+    ] = "jsonl",
     since: Annotated[
         str | None,
-        typer.Option(help="Only events at or after this time (ISO 8601; UTC when no offset)"),
+        typer.Option(
+            metavar="TIME", help="Only events at or after this time (ISO 8601; UTC when no offset)"
+        ),
     ] = None,
 ) -> None:
     """Every event as one JSON object a line, in chain order."""

@@ -35,11 +35,14 @@ def default_ledger_url(receiver: ReceiverConfig) -> str:
 @n8n_app.command("setup")
 @one_line_errors
 def n8n_setup(
-    source: Annotated[str, typer.Option("--source", help="The n8n source in flowledger.toml")],
+    source: Annotated[
+        str, typer.Option("--source", metavar="NAME", help="The n8n source in flowledger.toml")
+    ],
     ledger_url: Annotated[
         str | None,
         typer.Option(
             "--ledger-url",
+            metavar="URL",
             help="Where n8n reaches the ledger [default: http://<receiver.host>:<receiver.port>]",
         ),
     ] = None,
@@ -48,7 +51,11 @@ def n8n_setup(
     ] = False,
     workflow: Annotated[
         list[str] | None,
-        typer.Option("--workflow", help="Set the error workflow on this workflow id (repeatable)"),
+        typer.Option(
+            "--workflow",
+            metavar="WORKFLOW_ID",
+            help="Set the error workflow on this workflow id (repeatable)",
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:

@@ -34,13 +34,16 @@ def tui(
     ] = False,
     operator: Annotated[
         str | None,
-        typer.Option(help="Name recorded with every action [default: your login name]"),
+        typer.Option(
+            metavar="NAME", help="Name recorded with every action [default: your login name]"
+        ),
     ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
             "--out",
             file_okay=False,
+            metavar="DIR",
             help="Folder for the handover reports H saves [default: ./var/handover]",
         ),
     ] = None,
@@ -68,15 +71,17 @@ def tui(
 @one_line_errors
 def handover(
     db: DbOption = None,
-    format: Annotated[str, typer.Option("--format", help="Output format")] = "md",
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="Output format")] = "md",
     since: Annotated[
         str | None,
         typer.Option(
-            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]"
+            metavar="TIME",
+            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]",
         ),
     ] = None,
     operator: Annotated[
-        str | None, typer.Option(help="Who writes the report [default: your login name]")
+        str | None,
+        typer.Option(metavar="NAME", help="Who writes the report [default: your login name]"),
     ] = None,
     save: Annotated[
         bool,
@@ -87,6 +92,7 @@ def handover(
         typer.Option(
             "--out",
             file_okay=False,
+            metavar="DIR",
             help="Folder for saved reports; implies --save [default: ./var/handover]",
         ),
     ] = None,
@@ -116,7 +122,8 @@ def handover(
 @one_line_errors
 def demo(
     db: Annotated[
-        str, typer.Option("--db", help="Where to build the demo ledger (a new file)")
+        str,
+        typer.Option("--db", metavar="PATH", help="Where to build the demo ledger (a new file)"),
     ] = demo_data.DEMO_DEFAULT_DB,
 ) -> None:
     """Build a separate ledger holding a made-up shift, to try the terminal UI."""

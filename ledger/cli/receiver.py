@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import (
+    Command,
     DbOption,
     HostOption,
     PortOption,
@@ -58,13 +59,15 @@ def serve(
         sock.close()
 
 
-Scope = Annotated[str, typer.Option("--scope", help="write | read | operator")]
+Scope = Annotated[str, typer.Option("--scope", metavar="SCOPE", help="write | read | operator")]
 
 
 @token_app.command("create")
 @one_line_errors
 def token_create(
-    name: Annotated[str, typer.Option("--name", help="A name to list and revoke it by")],
+    name: Annotated[
+        str, typer.Option("--name", metavar="NAME", help="A name to list and revoke it by")
+    ],
     scope: Scope,
     signing: Annotated[
         bool, typer.Option("--signing", help="Also require HMAC-signed requests")
@@ -114,9 +117,12 @@ def token_list(db: DbOption = None) -> None:
     )
 
 
-@token_app.command("revoke")
+@token_app.command("revoke", cls=Command)
 @one_line_errors
-def token_revoke(name: str, db: DbOption = None) -> None:
+def token_revoke(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The name it was created with")],
+    db: DbOption = None,
+) -> None:
     """Revoke a token by name (a running receiver refuses it within 2 seconds)."""
     from ledger.receiver.tokens import revoke_token
 

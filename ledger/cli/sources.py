@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from connectors.base import ConnectorError
-from ledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened
+from ledger.cli.common import Command, DbOption, app, die, ledger_for, one_line_errors, opened
 from ledger.cli.inspect import _json_default, _when
 from ledger.cli.tables import echo_table, printable
 from ledger.clock import utcnow
@@ -25,6 +25,10 @@ sources_app = typer.Typer(
     rich_markup_mode=None, help="Configured workflow-tool instances and how their sync stands."
 )
 app.add_typer(sources_app, name="sources")
+
+SourceOption = Annotated[
+    str | None, typer.Option("--source", metavar="NAME", help="Only this source")
+]
 
 
 def _age(since: datetime | None, now: datetime) -> str:
@@ -92,9 +96,13 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
     )
 
 
-@sources_app.command("check")
+@sources_app.command("check", cls=Command)
 @one_line_errors
-def check(name: str) -> None:
+def check(
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="The source's name in flowledger.toml")
+    ],
+) -> None:
     """One live call to the source; says plainly what is wrong, or what answered."""
     cfg = load_config().source(name)
     try:
@@ -110,7 +118,7 @@ def check(name: str) -> None:
 def sync(
     db: DbOption = None,
     once: Annotated[bool, typer.Option("--once", help="Sync each source once, then exit")] = False,
-    source: Annotated[str | None, typer.Option("--source", help="Only this source")] = None,
+    source: SourceOption = None,
     reconcile: Annotated[
         bool,
         typer.Option("--reconcile", help="Also walk the tool's whole list to mark pruned copies"),
@@ -177,15 +185,20 @@ def _summary(r: SyncReport) -> str:
 @one_line_errors
 def executions(
     db: DbOption = None,
-    source: Annotated[str | None, typer.Option("--source", help="Only this source")] = None,
-    status: Annotated[str | None, typer.Option("--status", help="Only this status")] = None,
+    source: SourceOption = None,
+    status: Annotated[
+        str | None, typer.Option("--status", metavar="STATUS", help="Only this status")
+    ] = None,
     gone: Annotated[
         bool, typer.Option("--gone", help="Only copies the tool no longer has (pruned, deleted)")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1000)] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=1000, metavar="N", help="How many rows")
+    ] = 50,
     after: Annotated[
-        int | None, typer.Option("--after", help="Continue after this row id (from --json)")
+        int | None,
+        typer.Option("--after", metavar="ROW_ID", help="Continue after this row id (from --json)"),
     ] = None,
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""

@@ -73,3 +73,26 @@ def data_time(value: datetime | None) -> str | None:
 def time_of_data(value: str | None) -> datetime | None:
     """The time :func:`data_time` wrote (``None`` stays ``None``)."""
     return None if value is None else datetime.fromisoformat(value)
+
+
+# Twelve hex digits are what the UI shows of a head: 48 bits, so two events of one ledger
+# sharing them is a chance of about n²/2⁴⁹ (one in 5,600 at 10 million events).
+HEAD_PREFIX_MIN = 12
+_HEX = frozenset("0123456789abcdef")
+
+
+def head_prefix(value: str) -> str:
+    """A head hash as a person gives it to ``verify --expect-head``: the whole hash or its
+    first :data:`HEAD_PREFIX_MIN` or more hex digits, the ellipsis the UI shows after a short
+    hash allowed. Lower-cased; a :class:`ValueError` says what is wrong with it."""
+    digits = value.strip().removesuffix("…").removesuffix("...").lower()
+    if not digits or not set(digits) <= _HEX:
+        raise ValueError(f"{value!r} is not a head hash: give its hex digits (0-9, a-f)")
+    if len(digits) > 64:
+        raise ValueError(f"{value!r} is longer than a head hash (64 hex digits)")
+    if len(digits) < HEAD_PREFIX_MIN:
+        raise ValueError(
+            f"{value!r} is too short: give at least the first {HEAD_PREFIX_MIN} hex digits "
+            "of the head hash (what the UI's Events tab shows) or all 64"
+        )
+    return digits

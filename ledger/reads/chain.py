@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.domain.chain import event_body
+from ledger.domain.chain import event_body, head_prefix
 from ledger.domain.hashing import GENESIS_HASH, chain_hash
 from ledger.storage.engine import Store
 from ledger.storage.models import ChainHead, Event, table
@@ -27,6 +27,7 @@ class VerifyResult:
     head_hash: str
     bad_seq: int | None = None  # None when the chain is whole but not the head expected
     problem: str | None = None
+    expected_seq: int | None = None  # the event whose hash the expected head is (0: none yet)
 
 
 def verify(
@@ -34,7 +35,13 @@ def verify(
 ) -> VerifyResult:
     """Walk every event in order: sequence numbers without gaps, each ``prev_hash`` the hash
     before it, each hash recomputed from the row; then the recorded head, and ``expect_head``
-    (a head hash printed earlier, kept elsewhere) when given."""
+    when given: a head printed earlier and kept elsewhere, whole or its first 12 or more hex
+    digits (:func:`~ledger.domain.chain.head_prefix`). It must be the hash of exactly one
+    event of the chain: the head, or an earlier one when events were appended since it was
+    printed. Not found, events up to it were removed or rewritten (or it is another ledger's).
+    """
+    prefix = head_prefix(expect_head) if expect_head is not None else None
+    named = [0] if prefix is not None and GENESIS_HASH.startswith(prefix) else []
     prev, expected_seq, checked = GENESIS_HASH, 1, 0
     last_seq = 0
     for row in _walk(conn, batch):
@@ -55,6 +62,8 @@ def verify(
         body = event_body(row.seq, row.at, row.actor, row.kind, row.operation_id, row.hold_id, data)
         if chain_hash(prev, body) != row.hash:
             return _bad(checked, last_seq, prev, row.seq, "content does not match its hash")
+        if prefix is not None and row.hash.startswith(prefix):
+            named.append(row.seq)
         prev, last_seq, expected_seq, checked = row.hash, row.seq, row.seq + 1, checked + 1
     head_seq, head_hash = conn.execute(
         sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)
@@ -67,17 +76,28 @@ def verify(
             last_seq + 1 if head_seq > last_seq else head_seq,
             f"recorded head is {head_seq} but the chain ends at {last_seq}",
         )
-    if expect_head is not None and expect_head.strip() != prev:
-        # Every event checked out: what differs is the head, not a link of the chain.
+    if prefix is None:
+        return VerifyResult(True, checked, last_seq, prev)
+    # Every event checked out: what differs, if anything, is the head, not a link.
+    if not named:
         return VerifyResult(
             False,
             checked,
             last_seq,
             prev,
-            problem=f"this ledger's head is {prev}, you expected {expect_head.strip()} "
+            problem=f"this ledger's head is {prev}, you expected {prefix} "
             "(a different ledger, or events removed or rewritten at the end)",
         )
-    return VerifyResult(True, checked, last_seq, prev)
+    if len(named) > 1:
+        seqs = ", ".join(str(seq) for seq in named)
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            problem=f"{prefix} begins the hashes of events {seqs}: give more of the hash",
+        )
+    return VerifyResult(True, checked, last_seq, prev, expected_seq=named[0])
 
 
 def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) -> VerifyResult:

@@ -294,7 +294,24 @@ def search_hold_queue(
     return QueueSearch(rows, resume, window if through is not None else 0)
 
 
-def count_hold_queue(store: Store, now: datetime, *, flt: HoldFilter = HoldFilter()) -> int:
+# A filter that is matched row by row (words, ``field:value``, ``blocking``) is counted only
+# where the open holds are no more than this, the most a search reads at once; past that the
+# count would read every open hold, and the list says "N+ rows" until its search ends.
+COUNT_WINDOW = SEARCH_WINDOW_MAX
+
+
+def count_hold_queue(
+    store: Store, now: datetime, *, flt: HoldFilter = HoldFilter(), window: int | None = None
+) -> int | None:
+    """How many open holds ``flt`` lets through. No filter, or ``overdue`` alone, is a range
+    of the open holds' index and is counted whatever its size; any other filter only when
+    there are at most ``window`` (default :data:`COUNT_WINDOW`) open holds, else ``None``."""
+    window = COUNT_WINDOW if window is None else window
+    if flt != HoldFilter(overdue=flt.overdue):
+        beyond = sa.select(HOLDS.c.id).where(HOLDS.c.resolved_at.is_(None)).offset(window).limit(1)
+        with store.reader.connect() as conn:
+            if conn.execute(beyond).first() is not None:
+                return None
     stmt = (
         sa.select(sa.func.count())
         .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
@@ -359,27 +376,44 @@ def source_urls(store: Store) -> dict[str, tuple[str, str | None]]:
 
 @dataclass(frozen=True)
 class EventPage:
-    """A page of the event log and the chain's head it was read under."""
+    """A page of the event log and the chain's head it was read under. A search by words
+    reads a window of sequence numbers (as :class:`QueueSearch`): ``resume`` is the ``seq``
+    the next page ends before when the window ended before ``limit`` events matched, and
+    ``read`` how many events the window covered."""
 
     head_seq: int
     head_hash: str
     rows: list[dict[str, Any]]
+    resume: dict[str, Any] | None = None
+    read: int = 0
 
 
 def event_page(
-    store: Store, *, before_seq: int | None = None, text: str = "", limit: int = 200
+    store: Store,
+    *,
+    before_seq: int | None = None,
+    text: str = "",
+    limit: int = 200,
+    window: int | None = None,
 ) -> EventPage:
     """The newest events first, keyset paged by sequence number, with the chain's head from
     the same read: the head is read first and no event after it is listed (an event and the
-    head that names it are committed together), so a list never runs ahead of its header."""
+    head that names it are committed together), so a list never runs ahead of its header.
+    With words and a ``window``, at most ``window`` events (a range of sequence numbers, the
+    primary key) are read: a word that matches nothing answers after one window instead of
+    after reading the whole log."""
+    words = text.split()
     with store.reader.connect() as conn:
         seq, digest = head(conn)
+        top = seq if before_seq is None else min(seq, before_seq - 1)
         stmt = (
-            sa.select(EVENTS).where(EVENTS.c.seq <= seq).order_by(EVENTS.c.seq.desc()).limit(limit)
+            sa.select(EVENTS).where(EVENTS.c.seq <= top).order_by(EVENTS.c.seq.desc()).limit(limit)
         )
-        if before_seq is not None:
-            stmt = stmt.where(EVENTS.c.seq < before_seq)
-        for word in text.split():
+        windowed = bool(words) and window is not None
+        bottom = max(1, top - window + 1) if windowed and window is not None else 1
+        if bottom > 1:
+            stmt = stmt.where(EVENTS.c.seq >= bottom)
+        for word in words:
             stmt = stmt.where(
                 sa.or_(
                     *(
@@ -389,7 +423,8 @@ def event_page(
                 )
             )
         rows = [event_dict(r) for r in conn.execute(stmt)]
-    return EventPage(seq, digest, rows)
+    resume = {"seq": bottom} if bottom > 1 and len(rows) < limit else None
+    return EventPage(seq, digest, rows, resume, max(0, top - bottom + 1) if windowed else 0)
 
 
 def recent_events(

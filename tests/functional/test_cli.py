@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from ledger.cli import app
 from ledger.domain import FailOutcome
+from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import SCHEMA_VERSION
 from ledger.writer.services import Ledger
@@ -162,6 +163,45 @@ def test_verify_with_a_mistyped_head_says_which_head_it_found(busy_ledger: str) 
     code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", typo)
     assert code == 1 and "BROKEN" not in out
     assert f"this ledger's head is {head}, you expected {typo} (a different" in out
+
+
+def test_verify_takes_the_head_prefix_the_ui_shows(busy_ledger: str) -> None:
+    head = cli("verify", "--db", busy_ledger)[1].split("hash ")[-1].strip()
+    for given in (head[:12], head[:12] + "…", head[:20].upper()):
+        code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", given)
+        assert (code, out.splitlines()[-1]) == (0, "expected head ok: it is the head"), given
+
+
+def test_verify_takes_an_earlier_head_and_says_how_many_events_followed(busy_ledger: str) -> None:
+    earlier = cli("verify", "--db", busy_ledger)[1].split("hash ")[-1].strip()
+    store = open_store(busy_ledger)
+    Ledger(store).dispatch("invoice:4", req("e4")).run("token:n8n")
+    store.dispose()
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", earlier[:12])
+    assert code == 0 and out.startswith("chain ok: 7 events, head seq 7 ")
+    assert out.endswith("\nexpected head ok: it is the hash of event 6, 1 event appended since\n")
+
+
+def test_verify_takes_the_empty_ledgers_head(busy_ledger: str) -> None:
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", "0" * 64)
+    assert code == 0 and out.endswith(
+        "\nexpected head ok: it is the head of the empty ledger, 6 events appended since\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("0123456789a", "is too short: give at least the first 12 hex digits"),
+        ("0123456789az", "is not a head hash: give its hex digits (0-9, a-f)"),
+        ("0" * 65, "is longer than a head hash (64 hex digits)"),
+    ],
+    ids=["short", "not-hex", "long"],
+)
+def test_verify_refuses_a_head_it_cannot_compare(busy_ledger: str, given: str, says: str) -> None:
+    code, out, err = cli("verify", "--db", busy_ledger, "--expect-head", given)
+    assert code == 2 and out == ""
+    assert says in " ".join(err.replace("│", " ").split())
 
 
 def test_verify_catches_a_deleted_last_event_from_the_head_row(busy_ledger: str) -> None:

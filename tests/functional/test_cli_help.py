@@ -3,6 +3,7 @@ brackets in the text (``[alerts]``, ``[default: …]``) kept, not taken as marku
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +41,27 @@ def test_no_flag_is_shown_with_a_bool_and_nothing_is_drawn(path: tuple[str, ...]
     text = help_of(*path)
     assert "<bool>" not in text
     assert "╭" not in text and "│" not in text
+
+
+# How typer names a value it has no name for: by its type (`<str>`, `<int range>`, `<path>`),
+# and a required argument in the usage line in braces (`{operation_id}`).
+TYPE_NAME = re.compile(r"<[a-z][a-z ]*>")
+
+
+@pytest.mark.parametrize("path", EVERY, ids=lambda p: " ".join(p) or "flowledger")
+def test_every_value_is_named_for_what_it_is(path: tuple[str, ...]) -> None:
+    text = help_of(*path)
+    assert TYPE_NAME.findall(text) == [] and "{" not in text and "}" not in text, text
+
+
+def test_an_argument_reads_as_its_name_in_the_usage_and_the_list() -> None:
+    lines = help_of("show").splitlines()
+    assert lines[0] == "Usage: flowledger show [OPTIONS] OPERATION_ID"
+    assert lines[lines.index("Arguments:") + 1].split()[:3] == [
+        "OPERATION_ID",
+        "The",
+        "operation's",
+    ]
 
 
 def test_flags_read_as_flags() -> None:

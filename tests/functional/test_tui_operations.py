@@ -9,13 +9,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+from textual.geometry import Region
 from textual.widgets import DataTable, Input, Static
 
-from ledger.reads import duty, operations
+from ledger.reads import duty, operations, queries
 from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
 from tests.support.builders import req
 from tests.support.tui import fill, settle, start_action
+from tui.format import middle
 from tui.main import MainScreen
 from tui.operations import JumpDialog, OperationScreen, OperationsPane
 from tui.panes import EventsPane, ExecutionsPane
@@ -40,6 +42,14 @@ def turned_away_line(app: Any, asking: str) -> str:
     turned = plain(app.screen.query_one("#op-turned", Static).content)
     assert "Dispatches turned away (1)" in turned
     return next(ln for ln in turned.splitlines() if asking in ln)
+
+
+async def events_tab(pilot: Any) -> EventsPane:
+    """The Events tab, loaded."""
+    await settle(pilot)
+    await pilot.press("4")
+    await settle(pilot)
+    return main(pilot.app).query_one(EventsPane)
 
 
 def turn_one_away(ledger: Ledger) -> None:
@@ -183,10 +193,7 @@ async def test_the_events_header_and_list_agree_after_an_action(
     app = app_factory()
     hold_id = duty.hold_queue(demo_store, app.ctx.now())[0]["id"]
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        events = main(app).query_one(EventsPane)
+        events = await events_tab(pilot)
         before = duty.chain_head(demo_store)
         assert events.head == before and events.rows[0]["seq"] == before[0]
         await pilot.press("1")
@@ -229,10 +236,7 @@ async def test_verify_is_in_the_footer_on_the_events_tab_only(app_factory) -> No
 async def test_enter_on_an_event_opens_its_whole_data(app_factory, demo_store: Store) -> None:
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        events = main(app).query_one(EventsPane)
+        events = await events_tab(pilot)
         resolved = next(i for i, r in enumerate(events.rows) if r["kind"] == "hold_resolved")
         events.table.move_cursor(row=resolved)
         await pilot.press("enter")
@@ -290,3 +294,61 @@ async def test_an_action_on_an_operations_hold_shows_on_the_operation(app_factor
         await settle(pilot)
         assert app.screen is operation
         assert "zoe" in plain(operation.query_one("#op-holds", Static).content)
+
+
+async def test_an_operations_holds_fit_80x24_without_a_word_split(app_factory, demo_ledger) -> None:
+    """Each column gets at least its longest word: at 80 columns the times are shortened and
+    the reason wraps between words, where rich would fold ``unknown_outcome`` mid-word."""
+    payout = "demo:payout:P-2202:transfer"  # a blocking unknown_outcome and its overdue hold
+    detail = queries.operation_detail(demo_ledger.store, payout)
+    assert detail is not None
+    blocking, overdue = (h["id"] for h in detail.holds)
+    owner = "carol.from.the.night.shift"
+    demo_ledger.update_hold(blocking, operator="dave", note="mine", owner=owner).run()
+    demo_ledger.resolve(overdue, "dismiss", note="seen", operator="dave").run()
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.open_operation(payout)
+        await settle(pilot)
+        part = app.screen.query_one("#op-holds", Static)
+        lines = [s.text for s in part.render_lines(Region(0, 0, *part.size))]
+    shown = "\n".join(lines)
+    words = ["unknown_outcome", "(blocking)", "overdue", "dismissed", "OPEN", "operator:dave"]
+    assert [w for w in words if w not in shown.split()] == []
+    assert middle(owner, 16) in shown.split()  # the owner's middle cut out, not folded
+    assert all(len(line) <= 80 for line in lines)
+
+
+async def test_the_events_filter_is_searched_a_window_of_the_log_at_a_time(
+    app_factory, demo_store, monkeypatch
+) -> None:
+    pages: list[tuple[int, int]] = []  # (window, events it covered)
+    page_of = duty.event_page
+
+    def recorded(*args: Any, **kwargs: Any) -> duty.EventPage:
+        page = page_of(*args, **kwargs)
+        if kwargs["text"]:
+            pages.append((kwargs["window"], page.read))
+        return page
+
+    monkeypatch.setattr(duty, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(duty, "event_page", recorded)
+    head = duty.chain_head(demo_store)[0]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await events_tab(pilot)
+        pane.query_one(Input).value = "no-such-word"
+        # The search goes on from one window to the next after each is painted: wait until
+        # it has stopped (one settle may fall between two windows on a busy machine).
+        for _ in range(20):
+            await settle(pilot)
+            if pane.filter_text and pane.shown == pane.generation and pane.exhausted:
+                break
+        assert (pane.rows, pane.resume, pane.total) == ([], None, 0)
+        assert "searching" not in str(pane.query_one(".list-status", Static).content)
+    # Each window as large as what was read before it, and none read more than its window,
+    # until the windows reached the log's first event.
+    assert [w for w, _ in pages[:4]] == [2, 2, 4, 8]
+    assert all(read <= window for window, read in pages)
+    assert sum(read for _, read in pages) == head

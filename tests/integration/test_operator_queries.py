@@ -163,6 +163,59 @@ def test_events_and_executions_page_backwards_by_key(ledger: Ledger, clock: Fake
     ] * 4
 
 
+@pytest.mark.parametrize("window", [1, 2, 5, 100])
+def test_an_event_search_by_window_finds_what_one_query_finds(
+    ledger: Ledger, clock: FakeClock, window: int
+) -> None:
+    _holds(ledger, clock, 6)  # 18 events, every third a failed_unknown
+    expected = [e["seq"] for e in duty.recent_events(ledger.store, text="unknown")]
+    found: list[int] = []
+    before: int | None = None
+    for _ in range(40):
+        page = duty.event_page(
+            ledger.store, text="unknown", before_seq=before, limit=2, window=window
+        )
+        assert page.read <= window  # never more of the log than the window
+        found += [e["seq"] for e in page.rows]
+        if page.resume is None and len(page.rows) < 2:
+            break
+        before = (page.resume or page.rows[-1])["seq"]
+    assert found == expected and len(found) == 6
+
+
+def test_an_event_search_that_finds_nothing_reads_one_window(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    _holds(ledger, clock, 3)
+    head = duty.chain_head(ledger.store)[0]
+    page = duty.event_page(ledger.store, text="no-such-word", limit=10, window=4)
+    assert (page.rows, page.resume, page.read) == ([], {"seq": head - 3}, 4)
+    rest = duty.event_page(
+        ledger.store, text="no-such-word", before_seq=head - 3, limit=10, window=100
+    )
+    assert (rest.rows, rest.resume, rest.read) == ([], None, head - 4)  # the log's start
+    # No words: the plain page, which never stops short.
+    plain = duty.event_page(ledger.store, limit=100, window=4)
+    assert (len(plain.rows), plain.resume, plain.read) == (head, None, 0)
+
+
+def test_a_filter_matched_row_by_row_is_counted_only_within_the_window(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    ids = _holds(ledger, clock, 7)
+    ledger.update_hold(ids[0], operator="x", note="n", owner="bob").run()
+    owned = duty.HoldFilter.parse("owner:bob")
+    assert duty.count_hold_queue(ledger.store, clock.now, flt=owned, window=7) == 1
+    # More open holds than the window: counting would read them all, so it is not known.
+    for text in ("owner:bob", "bob", "blocking", "overdue blocking"):
+        flt = duty.HoldFilter.parse(text)
+        assert duty.count_hold_queue(ledger.store, clock.now, flt=flt, window=6) is None, text
+    # No filter, or overdue alone: a range of the open holds' index, counted at any size.
+    assert duty.count_hold_queue(ledger.store, clock.now, window=1) == 7
+    overdue = duty.HoldFilter.parse("overdue")
+    assert duty.count_hold_queue(ledger.store, clock.now, flt=overdue, window=1) is not None
+
+
 def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
     from ledger.storage.migrate import init_ledger
 
