@@ -187,6 +187,18 @@ class ExecutionsPane(ListPane):
         ]
 
 
+# What a person scans an event's data for, first; the rest follows alphabetically. A
+# dispatch's deadline or input_ref before its decision pushed the decision off an 80-column row.
+DATA_FIRST = ("decision", "reason", "resolution", "outcome", "state", "receipt", "attempt")
+
+
+def data_order(data: dict[str, Any]) -> list[str]:
+    """The keys of an event's data that have a value, in the order the Events tab shows them."""
+    rank = {key: n for n, key in enumerate(DATA_FIRST)}
+    present = [key for key, value in data.items() if value is not None]
+    return sorted(present, key=lambda key: (rank.get(key, len(rank)), key))
+
+
 class EventsPane(ListPane):
     """The event log, newest first, under the chain's verify status."""
 
@@ -245,7 +257,7 @@ class EventsPane(ListPane):
         return str(row["seq"])
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
-        data = ", ".join(f"{k}={v}" for k, v in sorted(row["data"].items()) if v is not None)
+        data = ", ".join(f"{k}={row['data'][k]}" for k in data_order(row["data"]))
         kind = row["kind"]
         if kind == "hold_resolved" and row["data"].get("resolution"):
             kind = f"resolved: {row['data']['resolution']}"  # which of the resolutions
