@@ -343,7 +343,8 @@ def main(argv: list[str] | None = None) -> None:
             text=True,
         ).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
-        report(runs[-1:], file=sys.stderr)  # each size as it is done; all together below
+        if len(sizes) > 1:  # each size as it is done; all together below
+            report(runs[-1:], file=sys.stderr)
     report(runs)
 
 
