@@ -190,13 +190,13 @@ class ExecutionsPane(ListPane):
 # What a person scans an event's data for, first; the rest follows alphabetically. A
 # dispatch's deadline or input_ref before its decision pushed the decision off an 80-column row.
 DATA_FIRST = ("decision", "reason", "resolution", "outcome", "state", "receipt", "attempt")
+_DATA_RANK = {key: n for n, key in enumerate(DATA_FIRST)}
 
 
 def data_order(data: dict[str, Any]) -> list[str]:
     """The keys of an event's data that have a value, in the order the Events tab shows them."""
-    rank = {key: n for n, key in enumerate(DATA_FIRST)}
     present = [key for key, value in data.items() if value is not None]
-    return sorted(present, key=lambda key: (rank.get(key, len(rank)), key))
+    return sorted(present, key=lambda key: (_DATA_RANK.get(key, len(_DATA_RANK)), key))
 
 
 class EventsPane(ListPane):
