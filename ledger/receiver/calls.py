@@ -15,7 +15,7 @@ from fastapi import Path
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
-from ledger.metrics import DISPATCH_DECISIONS
+from ledger.metrics import dispatch_decision
 from ledger.receiver.committer import Work
 from ledger.receiver.errors import documented
 from ledger.receiver.schemas import (
@@ -60,7 +60,7 @@ def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate) ->
 
 def _count_decision(value: Any) -> None:
     if isinstance(value, Answer):
-        DISPATCH_DECISIONS.labels(value.decision or "go", value.reason or "").inc()
+        dispatch_decision(value.decision or "go", value.reason or "").inc()
 
 
 def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> Work:

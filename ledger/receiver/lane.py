@@ -143,7 +143,9 @@ class WriteLane:
             if body is None:
                 # The client went away mid-body: nothing is written, and nobody reads this.
                 raise ApiError(400, "incomplete_body", "the body ended before its end")
-            principal, guard = check_body(st, admission, target(scope), body)
+            # What a signature covers, made only for a token that signs.
+            signed = target(scope) if admission.key is not None else b""
+            principal, guard = check_body(st, admission, signed, body)
             if not _is_json(headers.get("content_type")):
                 message = "send the body with Content-Type: application/json"
                 raise ApiError(415, "unsupported_media_type", message)

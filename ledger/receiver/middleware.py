@@ -18,7 +18,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ledger.metrics import REQUEST_LATENCY
+from ledger.metrics import request_latency
 from ledger.receiver.errors import ApiError
 from ledger.receiver.reply import Reply
 
@@ -192,6 +192,6 @@ class Timing:
         finally:
             route: Any = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
-            REQUEST_LATENCY.labels(template, scope.get("method", "?"), str(status[0])).observe(
+            request_latency(template, scope.get("method", "?"), status[0]).observe(
                 time.perf_counter() - started
             )

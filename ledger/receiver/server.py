@@ -147,7 +147,11 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
             if self.unparsed + self.read > HEAD_LIMIT:  # the head may be over: count it
                 self.check_size(len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers))
             if not self.refused:
+                before = self.cycle
                 super().on_headers_complete()
+                cycle = self.cycle
+                if cycle is not before and cycle is not None and self.scope["method"] != "HEAD":
+                    cycle.transport = OneWrite(self.transport)  # type: ignore[assignment]
 
         def on_body(self, body: bytes) -> None:
             if not self.refused:
@@ -183,6 +187,48 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
                 self.transport.close()
 
     return BoundedHead
+
+
+class OneWrite:
+    """The connection as one request's answer writes to it: the status line and headers are
+    held until the body's first write, and go out with it in one. uvloop writes to the socket
+    at once, holding the interpreter lock, so the two writes of an answer were two system
+    calls and two TCP segments. Anything else the answer does (closing the connection, a
+    ``100 Continue`` ahead of the head) passes straight on, a held head first. Not for a
+    ``HEAD`` request, whose answer writes no body."""
+
+    __slots__ = ("_head", "_state", "_transport")
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+        self._head = b""
+        self._state = 0  # 0: the head is still to come, 1: held, 2: written
+
+    def write(self, data: bytes) -> None:
+        state = self._state
+        if state == 0 and not data.startswith(_CONTINUE):
+            self._head, self._state = data, 1
+        elif state == 1:
+            head, self._head, self._state = self._head, b"", 2
+            self._transport.write(head + data)
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        if self._state == 1:
+            head, self._head, self._state = self._head, b"", 2
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        self.flush()
+        return getattr(self._transport, name)
+
+
+_CONTINUE = b"HTTP/1.1 100 "
 
 
 async def _sweep(connections: set[Any], timeout: float) -> None:
