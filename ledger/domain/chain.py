@@ -16,17 +16,29 @@ def sealed_prefix(
     operation_id: str | None,
     hold_id: int | None,
     data_json: str,
+    *,
+    at_text: str | None = None,
 ) -> bytes:
     """``canonical_json(event_body(...))`` up to the sequence number, its last field: all of
     the form that does not depend on the event's place in the chain, built around
     ``data_json`` (the data's canonical JSON, which the writer stores anyway) so the data is
     encoded once. The sealed form is this followed by :func:`sealed_tail`; the PostgreSQL
-    writer sends this and the database appends the tail once it knows the place."""
+    writer sends this and the database appends the tail once it knows the place.
+
+    ``at_text`` is ``at`` as the form writes it (:func:`event_time`), when the caller has it:
+    the events of one transaction share their time, and writing it costs 1.3 µs of the 2.1
+    µs this takes."""
+    stamp = event_time(at) if at_text is None else at_text
     return (
-        f'{{"actor":{_js(actor)},"at":"{at.isoformat(timespec="microseconds")}",'
+        f'{{"actor":{_js(actor)},"at":"{stamp}",'
         f'"data":{data_json},"hold_id":{_js(hold_id)},"kind":{_js(kind)},'
         f'"operation_id":{_js(operation_id)},"seq":'
     ).encode()
+
+
+def event_time(at: datetime) -> str:
+    """An event's time as its sealed form writes it."""
+    return at.isoformat(timespec="microseconds")
 
 
 def sealed_tail(seq: int) -> bytes:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from ledger.domain.chain import sealed_prefix, sealed_tail
+from ledger.domain.chain import event_time, sealed_prefix, sealed_tail
 from ledger.domain.hashing import canonical_json, seal
 from ledger.domain.redact import NO_SECRETS, Secrets, redact
 from ledger.metrics import DB_ROUND_TRIPS
@@ -156,6 +156,7 @@ class Tx:
         self._conn: sa.Connection | None = None
         self.events: list[PendingEvent] = []
         self._bind_time = time_binder(engine.dialect)
+        self._times: dict[datetime, Any] = {}
         self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
         self._pipeline: Any = None  # psycopg's pipeline while statements are queued
         self._pipe: Any = None  # the pipeline itself (what entering ``_pipeline`` gave)
@@ -459,7 +460,15 @@ class Tx:
         return redact(text, self.secrets)
 
     def time(self, value: datetime | None) -> Any:
-        return self._bind_time(value)
+        """``value`` as bound to a statement. A batch binds the same few times again and
+        again (its dispatches' deadlines are all its time plus the same delay, each bound for
+        the operation and for its attempt): each is bound once, 1.5 µs a time saved."""
+        if value is None:
+            return None
+        bound = self._times.get(value)
+        if bound is None:
+            bound = self._times[value] = self._bind_time(value)
+        return bound
 
     # ------------------------------------------------------------------ events
 
@@ -520,10 +529,14 @@ class Tx:
 
     def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
+        now = event_time(self.now)
         for ev in self.events:
             seq += 1
             data = canonical_json(ev.data).decode()
-            form = sealed_prefix(ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data)
+            form = sealed_prefix(
+                ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data,
+                at_text=now if ev.at is self.now else None,
+            )  # fmt: skip
             sealed = form + sealed_tail(seq)
             digest = seal(prev, sealed)
             rows.append(
