@@ -15,7 +15,7 @@ from ledger.config import ReceiverConfig
 from ledger.receiver import calls, errors, health, reads
 from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.lane import WriteLane
-from ledger.receiver.middleware import BodyGuard, Timing
+from ledger.receiver.middleware import BodyGuard
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import TokenCache, record_use, signing_key
 from ledger.writer.services import Ledger
@@ -41,7 +41,7 @@ class Receiver(FastAPI):
         super().__init__(**kwargs)
         lane = WriteLane(super().__call__, state)
         timeout = config.body_timeout.total_seconds()
-        self.front = Timing(BodyGuard(lane, limit=config.body_limit, timeout=timeout))
+        self.front = BodyGuard(lane, limit=config.body_limit, timeout=timeout, timed=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
+from ledger.metrics import REGISTRY
 from ledger.storage.models import Execution, table
 from tests.support.builders import T0, dispatch_body
-from tests.support.receiver import Api
+from tests.support.receiver import BODY_LIMIT, Api
 
 
 def test_one_operation_with_its_events(api: Api) -> None:
@@ -88,6 +89,28 @@ def test_health_readiness_and_metrics(api: Api) -> None:
     text = api.get("/metrics", token=None).text
     assert 'flowledger_dispatch_decisions_total{decision="hold",reason="in_flight"}' in text
     assert 'route="/v1/operations/{operation_id:path}/dispatch"' in text
+
+
+def _latencies(route: str, status: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "flowledger_http_request_duration_seconds_count",
+        {"route": route, "method": "POST", "status": status},
+    )
+    return value or 0.0
+
+
+def test_each_answer_is_timed_under_its_route_and_status(api: Api) -> None:
+    dispatch = "/v1/operations/{operation_id:path}/dispatch"
+    counted = {
+        (route, status): _latencies(route, status)
+        for route, status in ((dispatch, "200"), (dispatch, "401"), ("unmatched", "413"))
+    }
+    assert api.post("/v1/operations/t-1/dispatch", dispatch_body()).status_code == 200
+    assert api.post("/v1/operations/t-1/dispatch", dispatch_body(), token=None).status_code == 401
+    too_big = api.post("/v1/nowhere", content=b"x" * (BODY_LIMIT + 1))
+    assert too_big.status_code == 413  # refused before any route, on its Content-Length
+    for key, before in counted.items():
+        assert _latencies(*key) == before + 1, key
 
 
 def test_readiness_fails_when_the_schema_is_not_current(api: Api) -> None:
