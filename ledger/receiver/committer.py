@@ -43,7 +43,9 @@ class GroupCommitter:
     def __init__(self, ledger: Ledger, *, max_batch: int = 256) -> None:
         self.ledger = ledger
         self.max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Item] | None] = queue.SimpleQueue()
+        # Per event loop, the requests of its current turn (:meth:`commit`).
+        self._turn: dict[asyncio.AbstractEventLoop, list[_Item]] = {}
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -60,36 +62,62 @@ class GroupCommitter:
         ahead of it in the same transaction (a request's signature recorded once, see
         :meth:`Ledger.run_many`); ``reads`` names the operation it loads, which the batch may
         read ahead with its others'. The batch settles all of a loop's waiters in one
-        callback, so n requests wake the loop once, not n times."""
-        future = asyncio.get_running_loop().create_future()
-        self._queue.put(_Item(actor, work, future, guard, reads))
+        callback, so n requests wake the loop once, not n times.
+
+        The requests of one turn of the event loop are handed to the writer together, at the
+        end of that turn (:meth:`_hand_over`), not each as it comes: a request handed over
+        alone woke the writer thread, which then took the interpreter lock back and forth
+        with the loop still serving the rest of the turn, and started its batch with only the
+        first few. Measured with ``bench.ingest``'s plain round (6,000 pairs, six runs taking
+        turns with the tree before, load average 2.1-2.7): the receiver's CPU 240 -> 209 us a
+        transition (median), 3,929 -> 4,592 transitions/s, p99 24.5 -> 22.8 ms."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        item = _Item(actor, work, future, guard, reads)
+        waiting = self._turn.get(loop)
+        if waiting is None:
+            self._turn[loop] = [item]
+            loop.call_soon(self._hand_over, loop)
+        else:
+            waiting.append(item)
         return await future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The requests of this turn of ``loop``, to the writer in one piece."""
+        items = self._turn.pop(loop, None)
+        if items:
+            self._queue.put(items)
 
     def close(self) -> None:
         if self._thread is not None:
+            for loop in list(self._turn):
+                self._hand_over(loop)  # requests of a turn that had not ended: run them too
             self._queue.put(None)
             self._thread.join()
             self._thread = None
 
     def _loop(self) -> None:
+        batch: list[_Item] = []  # handed over, not yet run (beyond a batch's limit)
+        stop = False
         while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
+            if not batch:
+                if stop:
+                    return
+                handed = self._queue.get()
+                if handed is None:
+                    return
+                batch = handed
+            while len(batch) < self.max_batch and not stop:
                 try:
-                    item = self._queue.get_nowait()
+                    handed = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is None:
+                if handed is None:
                     stop = True
-                    break
-                batch.append(item)
-            self._run(batch)
-            if stop:
-                return
+                else:
+                    batch.extend(handed)
+            self._run(batch[: self.max_batch])
+            batch = batch[self.max_batch :]
 
     def _run(self, batch: list[_Item]) -> None:
         COMMIT_BATCH_SIZE.observe(len(batch))
