@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -369,6 +370,30 @@ def test_requests_handed_over_together_are_split_at_the_batch_limit(ledger: Ledg
     assert [a.decision for a in answers] == ["go"] * 20
     assert ledger._commits - commits_before == 3
     assert len(_ops(ledger)) == 20
+
+
+def test_the_requests_of_one_turn_reach_a_running_writer_as_one_batch(ledger: Ledger) -> None:
+    """A writer already waiting is handed a turn's requests together, at the turn's end: the
+    first one does not start a batch of its own while the loop still serves the others (each
+    here lets the interpreter lock go before it commits, as a request's socket work does)."""
+    writer = GroupCommitter(ledger)
+    writer.start()
+    units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(10)]
+    commits_before = ledger._commits
+
+    async def request(unit: Callable[[Tx], Any]) -> Any:
+        time.sleep(0.002)
+        return await writer.commit("t", unit)
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(request(u) for u in units))
+
+    try:
+        answers = asyncio.run(asyncio.wait_for(main(), timeout=60))
+    finally:
+        writer.close()
+    assert [a.decision for a in answers] == ["go"] * 10
+    assert ledger._commits - commits_before == 1
 
 
 def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> None:
