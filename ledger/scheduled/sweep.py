@@ -21,6 +21,7 @@ moves the operation out of ``dispatching`` and the sweep's query no longer match
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -56,9 +57,10 @@ BATCH = 500
 
 @dataclass
 class SweepResult:
-    """Holds opened by each rule in one sweep."""
+    """Holds opened by each rule in one sweep, and the seconds each rule took."""
 
     opened: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -151,15 +153,27 @@ class Sweep:
             ),
         ]
         for name, rule, walk in rules:
-            reason = name.removesuffix("_no_deadline")
-            opened = self._drain(partial(rule, walk), walk.advance)
-            result.opened[reason] = result.opened.get(reason, 0) + opened
-        result.opened["source_stale"] = self._drain(self._source_stale)
+            self._timed(
+                result, name.removesuffix("_no_deadline"), partial(rule, walk), walk.advance
+            )
+        self._timed(result, "source_stale", self._source_stale)
         # Last, so that a hold opened above is not reported overdue in the same sweep.
-        result.opened["overdue"] = self._drain(*self._overdue())
+        self._timed(result, "overdue", *self._overdue())
         if result.total:
             log.info("sweep opened %d holds: %s", result.total, result.opened)
         return result
+
+    def _timed(
+        self,
+        result: SweepResult,
+        reason: str,
+        step: Step,
+        committed: Callable[[], None] | None = None,
+    ) -> None:
+        started = time.perf_counter()
+        result.opened[reason] = result.opened.get(reason, 0) + self._drain(step, committed)
+        spent = time.perf_counter() - started
+        result.seconds[reason] = result.seconds.get(reason, 0.0) + spent
 
     def _drain(self, step: Step, committed: Callable[[], None] | None = None) -> int:
         """Run ``step`` until it says there is no more; ``committed`` is told after each
