@@ -21,8 +21,11 @@ moves the operation out of ``dispatching`` and the sweep's query no longer match
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -81,6 +84,10 @@ def sql_cause_key(reason: Reason, **parts: sa.ColumnElement[Any]) -> sa.ColumnEl
     return key
 
 
+def _told(event: threading.Event, _: object) -> None:
+    event.set()
+
+
 def _unheld(key: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
     return ~sa.exists().where(HOLDS.c.cause_key == key)
 
@@ -93,12 +100,17 @@ class Walk:
     """Where a rule's walk over its due rows stands, in the order of ``columns`` (unique
     together, and the tail of an index after the rule's equality conditions). A batch reads
     the rows after the last committed batch's last row; the walk moves there only once that
-    batch is committed (:meth:`advance`), so a batch that lost a race reads the same rows."""
+    batch is committed (:meth:`advance`), so a batch that lost a race reads the same rows.
+    :meth:`following` is the walk of the batch after this one's rows, for a batch that starts
+    before this one has committed (see ``Sweep._overlapped``); ``on_page`` is told when a
+    batch has read its rows."""
 
-    def __init__(self, *columns: sa.ColumnElement[Any]) -> None:
+    def __init__(self, *columns: sa.ColumnElement[Any], at: tuple[Any, ...] | None = None) -> None:
         self.columns = columns
-        self._at: tuple[Any, ...] | None = None
-        self._next: tuple[Any, ...] | None = None
+        self._at = at
+        self._next = at
+        self.full = False
+        self.on_page: Callable[[], None] | None = None
 
     def page(self, stmt: sa.Select[Any], limit: int) -> sa.Select[Any]:
         stmt = stmt.order_by(*self.columns).limit(limit)
@@ -107,13 +119,21 @@ class Walk:
             stmt = stmt.where(sa.tuple_(*self.columns) > sa.tuple_(*at))
         return stmt
 
-    def saw(self, rows: Sequence[Any]) -> None:
-        """The batch read ``rows`` (selected with the walk's columns, under their names)."""
+    def saw(self, rows: Sequence[Any], limit: int) -> None:
+        """The batch read ``rows`` of at most ``limit`` (selected with the walk's columns,
+        under their names): the next starts after them, and a full batch means more may
+        wait."""
         if rows:
             self._next = tuple(getattr(rows[-1], str(c.key)) for c in self.columns)
+        self.full = len(rows) == limit
+        if self.on_page is not None:
+            self.on_page()
 
     def advance(self) -> None:
         self._at = self._next
+
+    def following(self) -> Walk:
+        return Walk(*self.columns, at=self._next)
 
 
 class Sweep:
@@ -153,27 +173,53 @@ class Sweep:
             ),
         ]
         for name, rule, walk in rules:
-            self._timed(
-                result, name.removesuffix("_no_deadline"), partial(rule, walk), walk.advance
-            )
-        self._timed(result, "source_stale", self._source_stale)
+            self._timed(result, name.removesuffix("_no_deadline"), partial(self._walk, rule, walk))
+        self._timed(result, "source_stale", partial(self._drain, self._source_stale))
         # Last, so that a hold opened above is not reported overdue in the same sweep.
-        self._timed(result, "overdue", *self._overdue())
+        self._timed(result, "overdue", partial(self._drain, *self._overdue()))
         if result.total:
             log.info("sweep opened %d holds: %s", result.total, result.opened)
         return result
 
-    def _timed(
-        self,
-        result: SweepResult,
-        reason: str,
-        step: Step,
-        committed: Callable[[], None] | None = None,
-    ) -> None:
+    @staticmethod
+    def _timed(result: SweepResult, reason: str, drain: Callable[[], int]) -> None:
         started = time.perf_counter()
-        result.opened[reason] = result.opened.get(reason, 0) + self._drain(step, committed)
+        result.opened[reason] = result.opened.get(reason, 0) + drain()
         spent = time.perf_counter() - started
         result.seconds[reason] = result.seconds.get(reason, 0.0) + spent
+
+    def _walk(self, rule: Callable[[Walk, Tx], tuple[int, bool]], walk: Walk) -> int:
+        if self.ledger.store.dialect == "postgresql":
+            return self._overlapped(rule, walk)
+        return self._drain(partial(rule, walk), walk.advance)
+
+    def _overlapped(self, rule: Callable[[Walk, Tx], tuple[int, bool]], walk: Walk) -> int:
+        """PostgreSQL: each batch in its own transaction, the next one starting as soon as
+        this one has read (and locked) its rows, so that one batch's holds are built while
+        the server writes the one before; two at most in flight. Their rows do not overlap:
+        the next batch starts after this one's last row, and each skips rows another has
+        locked. A batch that lost a race reads again from its own start. Measured with
+        ``python -m bench.sweep --ops 1000000 --due 100000``: see the README."""
+        opened = 0
+        inflight: deque[Future[tuple[int, bool]]] = deque()
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sweep") as pool:
+            try:
+                while True:
+                    read = threading.Event()
+                    walk.on_page = read.set
+                    batch = pool.submit(self.ledger.run, self.actor, partial(rule, walk))
+                    batch.add_done_callback(partial(_told, read))
+                    inflight.append(batch)
+                    read.wait()
+                    if len(inflight) > 1:
+                        opened += inflight.popleft().result()[0]
+                    if not walk.full or (batch.done() and batch.exception() is not None):
+                        break
+                    walk = walk.following()
+            finally:
+                while inflight:
+                    opened += inflight.popleft().result()[0]
+        return opened
 
     def _drain(self, step: Step, committed: Callable[[], None] | None = None) -> int:
         """Run ``step`` until it says there is no more; ``committed`` is told after each
@@ -186,11 +232,6 @@ class Sweep:
             opened += new
             if not more:
                 return opened
-
-    def _more(self, walk: Walk, rows: Sequence[Any], opened: int) -> tuple[int, bool]:
-        # The next batch starts after these rows: a full batch means more may wait.
-        walk.saw(rows)
-        return opened, len(rows) == self.batch
 
     # ------------------------------------------------------------------ operations
 
@@ -221,9 +262,8 @@ class Sweep:
                 OPS,
             )
         ).all()
-        return self._more(
-            walk, rows, self._open_for_operations(tx, [self._unknown(r) for r in rows])
-        )
+        walk.saw(rows, self.batch)
+        return self._open_for_operations(tx, [self._unknown(r) for r in rows]), walk.full
 
     def _unknown_outcome_no_deadline(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
@@ -246,9 +286,8 @@ class Sweep:
                 OPS,
             )
         ).all()
-        return self._more(
-            walk, rows, self._open_for_operations(tx, [self._unknown(r) for r in rows])
-        )
+        walk.saw(rows, self.batch)
+        return self._open_for_operations(tx, [self._unknown(r) for r in rows]), walk.full
 
     def _unknown(self, row: Any) -> HoldTarget:
         detail = staleness.unknown_outcome_detail(row.deadline, row.execution_id)
@@ -293,7 +332,7 @@ class Sweep:
         batch = tx.conn.execute(
             walk.page(sa.select(EXECUTIONS.c.id).where(failed), self.batch)
         ).all()
-        walk.saw(batch)
+        walk.saw(batch, self.batch)
         if not batch:
             return 0, False
         rows = tx.conn.execute(
@@ -327,7 +366,7 @@ class Sweep:
                     source=r.source,
                 )
             )
-        return self._open_for_operations(tx, targets), len(batch) == self.batch
+        return self._open_for_operations(tx, targets), walk.full
 
     def _stale_prepared(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         key = sql_cause_key(
@@ -349,6 +388,7 @@ class Sweep:
                 OPS,
             )
         ).all()
+        walk.saw(rows, self.batch)
         targets = [
             HoldTarget(
                 staleness.stale_prepared_hold(r.operation_id, r.attempt, r.updated_at),
@@ -357,7 +397,7 @@ class Sweep:
             )
             for r in rows
         ]
-        return self._more(walk, rows, self._open_for_operations(tx, targets))
+        return self._open_for_operations(tx, targets), walk.full
 
     # ------------------------------------------------------------------ executions, sources
 
@@ -385,6 +425,7 @@ class Sweep:
                 self.batch,
             )
         ).all()
+        walk.saw(rows, self.batch)
         targets = [
             HoldTarget(
                 staleness.execution_stuck_hold(r.source, r.external_id, r.started_at),
@@ -393,7 +434,7 @@ class Sweep:
             )
             for r in rows
         ]
-        return self._more(walk, rows, sum(1 for i in self.ledger.open_holds(tx, targets) if i))
+        return sum(1 for i in self.ledger.open_holds(tx, targets) if i), walk.full
 
     def _source_stale(self, tx: Tx) -> tuple[int, bool]:
         if not self.sources:
