@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # One rule reads at most this many rows per transaction.
 BATCH = 500
+# On PostgreSQL, how many batches of one rule may be in flight at once (see Sweep._overlapped).
+IN_FLIGHT = 2
 
 
 @dataclass
@@ -202,7 +204,7 @@ class Sweep:
         ``python -m bench.sweep --ops 1000000 --due 100000``: see the README."""
         opened = 0
         inflight: deque[Future[tuple[int, bool]]] = deque()
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sweep") as pool:
+        with ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="sweep") as pool:
             try:
                 while True:
                     read = threading.Event()
@@ -211,7 +213,7 @@ class Sweep:
                     batch.add_done_callback(partial(_told, read))
                     inflight.append(batch)
                     read.wait()
-                    if len(inflight) > 1:
+                    if len(inflight) >= IN_FLIGHT:
                         opened += inflight.popleft().result()[0]
                     if not walk.full or (batch.done() and batch.exception() is not None):
                         break
