@@ -175,6 +175,8 @@ def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
         second_s = time.perf_counter() - t
         sa.event.remove(store.engine, "before_cursor_execute", recorder.seen)
         print(f"first sweep:  {first_s:.3f} s, opened {first.total:,} holds {first.opened}")
+        rules = ", ".join(f"{k} {v:.2f} s" for k, v in first.seconds.items() if v >= 0.005)
+        print(f"  by rule: {rules}")
         print(f"second sweep: {second_s:.3f} s, opened {second.total:,} holds")
         sample = 1000
         t = time.perf_counter()

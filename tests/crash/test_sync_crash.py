@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,22 +18,10 @@ from ledger.sync import sync_source
 from ledger.writer.services import Ledger
 from tests.crash.sync_child import ENV, source
 from tests.support.fakes.n8n import KEY, FakeN8n
+from tests.support.processes import wait_for_signal
 
 ROOT = Path(__file__).resolve().parents[2]
 COUNT, PAGE = 1000, 100
-
-
-def wait_for_signal(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
-    """Block until the child has written the crash point's name (or has died)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text():
-            return path.read_text()
-        if proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise AssertionError(f"the child exited ({proc.returncode}) before the point: {out}")
-        time.sleep(0.005)
-    raise AssertionError("the child never reached the crash point")
 
 
 @pytest.mark.crash

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -49,7 +49,7 @@ _json = st.recursive(
 
 @given(
     seq=st.integers(min_value=1, max_value=2**62),
-    at=st.datetimes(timezones=st.just(UTC)),
+    at=st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5))])),
     actor=_text,
     kind=_text,
     operation_id=st.none() | _text,
@@ -71,3 +71,14 @@ def test_the_writers_sealed_json_is_the_canonical_event(
     data_json = canonical_json(data).decode()
     form = sealed_prefix(at, actor, kind, operation_id, hold_id, data_json)
     assert form + sealed_tail(seq) == canonical_json(body)
+
+
+def test_equal_instants_in_two_zones_are_sealed_as_each_is_written() -> None:
+    """The writer remembers the times it has formatted: an equal instant written in another
+    zone is still its own text, as ``canonical_json`` of the event has it."""
+    at = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    for moment in (at, at.astimezone(timezone(timedelta(hours=1))), at):
+        body = event_body(1, moment, "a", "k", None, None, {})
+        assert sealed_prefix(moment, "a", "k", None, None, "{}") + sealed_tail(1) == (
+            canonical_json(body)
+        )
