@@ -512,11 +512,14 @@ class Tx:
         columns: dict[str, list[Any]] = {
             k: [] for k in ("form", "at", "actor", "kind", "operation_id", "hold_id", "data")
         }
+        now = event_time(self.now)
         for ev in self.events:
             data = canonical_json(ev.data).decode()
-            columns["form"].append(
-                sealed_prefix(ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data)
-            )
+            form = sealed_prefix(
+                ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data,
+                at_text=now if ev.at is self.now else None,
+            )  # fmt: skip
+            columns["form"].append(form)
             columns["at"].append(self.db_now if ev.at is self.now else self.time(ev.at))
             columns["actor"].append(ev.actor)
             columns["kind"].append(ev.kind)
