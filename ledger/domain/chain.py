@@ -5,7 +5,6 @@ hash). Each hash is :func:`ledger.domain.hashing.seal` over the previous hash an
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import lru_cache
 from json.encoder import encode_basestring as _quote
 from typing import Any
 
@@ -77,10 +76,6 @@ def event_body(
     }
 
 
-# A sweep's holds share a few deadlines: each is written once. A remembered time costs 0.08 µs
-# against 0.9 µs to write it again (timeit), one a hold opened. Equal datetimes are the same
-# instant, and this text depends only on the instant.
-@lru_cache(maxsize=1024)
 def data_time(value: datetime | None) -> str | None:
     """A time in an event's data (a deadline the row was written with): ISO 8601 in UTC, to the
     microsecond both databases keep, so a replay reads back the stored value exactly."""

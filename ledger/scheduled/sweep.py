@@ -6,10 +6,13 @@ and (state, updated_at, operation_id); holds by (resolved_at, deadline); running
 opens the holds through :meth:`Ledger.open_holds` in that same transaction, so each opening is
 an event (and an alert when alerting is configured). Rows that already have their hold are
 left out by the query itself (``NOT EXISTS`` on the unique cause key), so a sweep opens nothing
-twice. Each batch starts where the last committed one ended (a :class:`Walk` in the index's
-order): starting each from the beginning read every row already passed again, so a sweep that
-opened 100,000 holds over 10,000,000 operations took 107 s on SQLite against 0.74 s for 10,000
-over 1,000,000 (``python -m bench.sweep``).
+twice. Each batch starts where the last one ended (a :class:`Walk` in the index's order):
+starting each from the beginning read every row already passed again, so a sweep that opened
+100,000 holds over 10,000,000 operations took 107 s on SQLite against 0.74 s for 10,000 over
+1,000,000 (``python -m bench.sweep``). On SQLite a batch starts once the one before has
+committed; on PostgreSQL, for the rules that lock their rows, as soon as the one before has
+read and locked them, so that one batch's holds are built while the server writes the other's
+(:meth:`Sweep._overlapped`).
 
 Races with the workflow: the due operations are locked (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises writers anyway) and their ``version`` is
@@ -35,7 +38,7 @@ import sqlalchemy as sa
 from ledger import domain
 from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import Reason, State, causes, staleness
-from ledger.storage.models import FAILED_EXECUTION, Execution, Hold, Operation, Source, table
+from ledger.storage.models import Execution, Hold, Operation, Source, table
 from ledger.sync.copies import ensure_source
 from ledger.writer.services import HoldTarget, Ledger
 from ledger.writer.tx import Tx
@@ -164,9 +167,7 @@ class Sweep:
         rules: list[tuple[str, Callable[[Walk, Tx], tuple[int, bool]], Walk]] = [
             ("unknown_outcome", self._unknown_outcome, Walk(*by_deadline)),
             ("unknown_outcome_no_deadline", self._unknown_outcome_no_deadline, Walk(*by_update)),
-            # Failed executions in id order, each with its operations in flight: the cost
-            # follows the failed executions, not the operations in flight (migration 0005).
-            ("execution_failed", self._execution_failed, Walk(EXECUTIONS.c.id)),
+            ("execution_failed", self._execution_failed, Walk(*by_update)),
             ("stale_prepared", self._stale_prepared, Walk(*by_update)),
             (
                 "execution_stuck",
@@ -175,7 +176,8 @@ class Sweep:
             ),
         ]
         for name, rule, walk in rules:
-            self._timed(result, name.removesuffix("_no_deadline"), partial(self._walk, rule, walk))
+            drain = partial(self._walk, rule, walk, locks=name != "execution_stuck")
+            self._timed(result, name.removesuffix("_no_deadline"), drain)
         self._timed(result, "source_stale", partial(self._drain, self._source_stale))
         # Last, so that a hold opened above is not reported overdue in the same sweep.
         self._timed(result, "overdue", partial(self._drain, *self._overdue()))
@@ -190,18 +192,24 @@ class Sweep:
         spent = time.perf_counter() - started
         result.seconds[reason] = result.seconds.get(reason, 0.0) + spent
 
-    def _walk(self, rule: Callable[[Walk, Tx], tuple[int, bool]], walk: Walk) -> int:
-        if self.ledger.store.dialect == "postgresql":
+    def _walk(
+        self, rule: Callable[[Walk, Tx], tuple[int, bool]], walk: Walk, *, locks: bool = True
+    ) -> int:
+        # Only a rule that locks the rows it reads overlaps its batches: a batch read again
+        # after a lost race skips the rows the next one holds instead of reading into them.
+        if locks and self.ledger.store.dialect == "postgresql":
             return self._overlapped(rule, walk)
         return self._drain(partial(rule, walk), walk.advance)
 
     def _overlapped(self, rule: Callable[[Walk, Tx], tuple[int, bool]], walk: Walk) -> int:
         """PostgreSQL: each batch in its own transaction, the next one starting as soon as
-        this one has read (and locked) its rows, so that one batch's holds are built while
-        the server writes the one before; two at most in flight. Their rows do not overlap:
+        this one has read and locked its rows, so that one batch's holds are built while the
+        server writes the one before; :data:`IN_FLIGHT` at most. Their rows do not overlap:
         the next batch starts after this one's last row, and each skips rows another has
-        locked. A batch that lost a race reads again from its own start. Measured with
-        ``python -m bench.sweep --ops 1000000 --due 100000``: see the README."""
+        locked. A batch that lost a race reads again from its own start, past the rows the
+        next one holds (a row that became due inside its range meanwhile waits for the next
+        sweep). The figures, the tree before and this one taking turns, are in the README
+        (``python -m bench.sweep --ops 1000000 --due 100000``)."""
         opened = 0
         inflight: deque[Future[tuple[int, bool]]] = deque()
         with ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="sweep") as pool:
@@ -307,8 +315,10 @@ class Sweep:
             attempt=OPS.c.attempt,
             execution_id=EXECUTIONS.c.external_id,
         )
-        # The partial index's own text, so that the walk reads that index (models.py).
-        failed = sa.text(f"({FAILED_EXECUTION})")
+        failed = sa.or_(
+            EXECUTIONS.c.status.in_(staleness.FAILED_EXECUTION_STATUSES),
+            sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),
+        )
         # Execution ids repeat across tool instances. An operation that names no source is
         # matched only by an id no other source also has, and only within its own workflow:
         # a blocking hold from a stranger's failure would stop a healthy write (the
@@ -327,33 +337,29 @@ class Sweep:
             OPS.c.source == EXECUTIONS.c.source,
             sa.and_(OPS.c.source.is_(None), same_workflow, ~ambiguous),
         )
-        # A batch is the next failed executions in id order, read through their partial
-        # index, then their operations in flight. In one statement PostgreSQL's planner
-        # misjudged the join and scanned every operation in flight for each batch (160 ms a
-        # batch at 270,000 in flight); given the batch's ids it goes from them.
-        batch = tx.conn.execute(
-            walk.page(sa.select(EXECUTIONS.c.id).where(failed), self.batch)
-        ).all()
-        walk.saw(batch, self.batch)
-        if not batch:
-            return 0, False
         rows = tx.conn.execute(
             self._locked(
-                sa.select(
-                    *DUE_COLUMNS,
-                    EXECUTIONS.c.status.label("execution_status"),
-                    EXECUTIONS.c.gone_at.label("execution_gone_at"),
-                )
-                .select_from(OPS.join(EXECUTIONS, EXECUTIONS.c.external_id == OPS.c.execution_id))
-                .where(
-                    EXECUTIONS.c.id.in_([r.id for r in batch]),
-                    OPS.c.state == State.DISPATCHING.value,
-                    ours,
-                    _unheld(key),
+                walk.page(
+                    sa.select(
+                        *DUE_COLUMNS,
+                        EXECUTIONS.c.status.label("execution_status"),
+                        EXECUTIONS.c.gone_at.label("execution_gone_at"),
+                    )
+                    .select_from(
+                        OPS.join(EXECUTIONS, EXECUTIONS.c.external_id == OPS.c.execution_id)
+                    )
+                    .where(
+                        OPS.c.state == State.DISPATCHING.value,
+                        ours,
+                        failed,
+                        _unheld(key),
+                    ),
+                    self.batch,
                 ),
                 OPS,
             )
         ).all()
+        walk.saw(rows, self.batch)
         targets = []
         for r in rows:
             status = r.execution_status

@@ -16,9 +16,8 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from ledger.domain import limits
-from ledger.domain.staleness import FAILED_EXECUTION_STATUSES
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 4
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -240,15 +239,6 @@ class Source(SQLModel, table=True):
     first_seen_at: datetime | None = _ts(default=None)
 
 
-# An execution that failed, or vanished from its tool before it ended: the sweep's
-# failed-execution rule reads these, as this text, so that both databases use the partial index
-# built on it (migration 0005 holds the same text; a test compares them).
-FAILED_EXECUTION = (
-    f"status IN ({', '.join(repr(s) for s in FAILED_EXECUTION_STATUSES)})"
-    " OR (gone_at IS NOT NULL AND final = false)"
-)
-
-
 class Execution(SQLModel, table=True):
     """The ledger's copy of one execution record; kept after the tool prunes it."""
 
@@ -256,13 +246,6 @@ class Execution(SQLModel, table=True):
     __table_args__ = (
         sa.UniqueConstraint("source", "external_id"),
         sa.Index("ix_executions_final_status_started", "final", "status", "started_at", "id"),
-        # The sweep's failed-execution rule walks these, in id order (migration 0005).
-        sa.Index(
-            "ix_executions_failed",
-            "id",
-            sqlite_where=sa.text(FAILED_EXECUTION),
-            postgresql_where=sa.text(FAILED_EXECUTION),
-        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     source: str = Field(max_length=ID)

@@ -198,9 +198,9 @@ def test_an_execution_that_vanished_unfinished_counts_as_failed(
 def test_the_failed_execution_walk_reaches_every_operation_across_batches(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    """The rule walks failed executions two at a time (``batch=2``): executions whose
-    operations are done or held, and one with three operations in flight, are all passed,
-    and every operation in flight of a failed execution gets its hold, once."""
+    """The rule walks two operations at a time (``batch=2``): failed executions whose
+    operations are done, and one with three operations in flight, are all passed, and every
+    operation in flight of a failed execution gets its hold, once."""
     for n in range(5):
         add_execution(ledger, external_id=f"exec-{n}", status="error")
     ledger.dispatch("op:done", req("exec-0")).run("wf")
@@ -214,17 +214,6 @@ def test_the_failed_execution_walk_reaches_every_operation_across_batches(
     assert sorted(h.operation_id for h in holds(ledger, "execution_failed")) == [
         "op:a", "op:b", "op:c", "op:last",
     ]  # fmt: skip
-
-
-def test_the_failed_execution_index_is_built_on_the_rules_own_text() -> None:
-    """The partial index is used only when the query names its predicate: the migration keeps
-    a copy of the text, which must stay the models' (and so the rule's)."""
-    from importlib import import_module
-
-    from ledger.storage.models import FAILED_EXECUTION
-
-    migration = import_module("ledger.storage.migrations.versions.0005_failed_executions")
-    assert migration.FAILED == FAILED_EXECUTION
 
 
 def test_an_errored_execution_after_the_confirm_opens_nothing(
