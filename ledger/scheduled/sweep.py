@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -226,9 +226,11 @@ class Sweep:
                     if not walk.full or (batch.done() and batch.exception() is not None):
                         break
                     walk = walk.following()
-            finally:
-                while inflight:
-                    opened += inflight.popleft().result()[0]
+            except BaseException:
+                wait(inflight)  # the others end first; the error raised is this one
+                raise
+            while inflight:
+                opened += inflight.popleft().result()[0]
         return opened
 
     def _drain(self, step: Step, committed: Callable[[], None] | None = None) -> int:

@@ -580,3 +580,31 @@ def test_each_rule_walks_every_due_row_once_across_batches_and_ties(
     assert sorted(walked) == sorted(f"op-{i}" for i in range(12))
     assert len(holds(ledger, "unknown_outcome")) == 12
     assert s.run().total == 0
+
+
+def test_an_error_in_one_batch_ends_the_sweep_with_that_error_and_whole_batches(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that fails for good (not a lost race) stops the walk: the error reaches the
+    caller once the batches in flight have ended, and what committed is whole batches, each
+    hold with its event; the next sweep opens the rest."""
+    for i in range(9):
+        ledger.dispatch(f"op-{i}", req(f"e-{i}")).run("wf")
+    clock.advance(days=3)
+    original = ledger.open_holds
+    calls: list[int] = []
+
+    def third_fails(tx: Any, targets: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("the third batch fails")
+        return original(tx, targets)
+
+    monkeypatch.setattr(ledger, "open_holds", third_fails)
+    with pytest.raises(RuntimeError, match="the third batch fails"):
+        sweep(ledger, ()).run()
+    monkeypatch.undo()
+    kept = holds(ledger, "unknown_outcome")
+    assert len(kept) % 2 == 0 and 2 <= len(kept) <= 6
+    assert opened_events(ledger, "unknown_outcome") == len(kept)
+    assert sweep(ledger, ()).run().opened["unknown_outcome"] == 9 - len(kept)
