@@ -160,6 +160,10 @@ def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
         t = time.perf_counter()
         (fill_sqlite if store.dialect == "sqlite" else fill_postgres)(store, total, due)
         filled = time.perf_counter() - t
+        # The fill's writes reach the disk before the timed sweep, which would pay for them in
+        # its commits otherwise (a durable commit took 18.8 ms right after a 10x fill on SQLite,
+        # 1.3 ms at 1x).
+        os.sync()
         print(
             f"\n== {name}: {total:,} operations, {due:,} due (filled in {filled:.1f} s)",
             flush=True,
