@@ -114,23 +114,25 @@ class Walk:
         self.columns = columns
         self._at = at
         self._next = at
+        self.limit = 0
         self.full = False
         self.on_page: Callable[[], None] | None = None
 
     def page(self, stmt: sa.Select[Any], limit: int) -> sa.Select[Any]:
+        self.limit = limit
         stmt = stmt.order_by(*self.columns).limit(limit)
         if self._at is not None:
             at = (sa.literal(v, c.type) for v, c in zip(self._at, self.columns, strict=True))
             stmt = stmt.where(sa.tuple_(*self.columns) > sa.tuple_(*at))
         return stmt
 
-    def saw(self, rows: Sequence[Any], limit: int) -> None:
-        """The batch read ``rows`` of at most ``limit`` (selected with the walk's columns,
-        under their names): the next starts after them, and a full batch means more may
+    def saw(self, rows: Sequence[Any]) -> None:
+        """The batch read ``rows`` of its :meth:`page` (selected with the walk's columns,
+        under their names): the next starts after them, and a full page means more may
         wait."""
         if rows:
             self._next = tuple(getattr(rows[-1], str(c.key)) for c in self.columns)
-        self.full = len(rows) == limit
+        self.full = len(rows) == self.limit
         if self.on_page is not None:
             self.on_page()
 
@@ -274,7 +276,7 @@ class Sweep:
                 OPS,
             )
         ).all()
-        walk.saw(rows, self.batch)
+        walk.saw(rows)
         return self._open_for_operations(tx, [self._unknown(r) for r in rows]), walk.full
 
     def _unknown_outcome_no_deadline(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
@@ -298,7 +300,7 @@ class Sweep:
                 OPS,
             )
         ).all()
-        walk.saw(rows, self.batch)
+        walk.saw(rows)
         return self._open_for_operations(tx, [self._unknown(r) for r in rows]), walk.full
 
     def _unknown(self, row: Any) -> HoldTarget:
@@ -361,7 +363,7 @@ class Sweep:
                 OPS,
             )
         ).all()
-        walk.saw(rows, self.batch)
+        walk.saw(rows)
         targets = []
         for r in rows:
             status = r.execution_status
@@ -398,7 +400,7 @@ class Sweep:
                 OPS,
             )
         ).all()
-        walk.saw(rows, self.batch)
+        walk.saw(rows)
         targets = [
             HoldTarget(
                 staleness.stale_prepared_hold(r.operation_id, r.attempt, r.updated_at),
@@ -435,7 +437,7 @@ class Sweep:
                 self.batch,
             )
         ).all()
-        walk.saw(rows, self.batch)
+        walk.saw(rows)
         targets = [
             HoldTarget(
                 staleness.execution_stuck_hold(r.source, r.external_id, r.started_at),
