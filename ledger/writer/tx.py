@@ -512,15 +512,9 @@ class Tx:
         columns: dict[str, list[Any]] = {
             k: [] for k in ("form", "at", "actor", "kind", "operation_id", "hold_id", "data")
         }
-        now = event_time(self.now)
-        for ev in self.events:
-            data = canonical_json(ev.data).decode()
-            form = sealed_prefix(
-                ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data,
-                at_text=now if ev.at is self.now else None,
-            )  # fmt: skip
+        for ev, data, form, at in self._forms():
             columns["form"].append(form)
-            columns["at"].append(self.db_now if ev.at is self.now else self.time(ev.at))
+            columns["at"].append(at)
             columns["actor"].append(ev.actor)
             columns["kind"].append(ev.kind)
             columns["operation_id"].append(ev.operation_id)
@@ -530,22 +524,29 @@ class Tx:
         self.execute(_APPEND_EVENTS_PG, columns, binary=True, prepare=True)
         self.events.clear()
 
-    def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
+    def _forms(self) -> Iterator[tuple[PendingEvent, str, bytes, Any]]:
+        """Each pending event with its data's canonical JSON, its sealed form up to the
+        sequence number, and its time as bound to a statement. The transaction's events
+        share its time, written and bound once."""
         now = event_time(self.now)
         for ev in self.events:
-            seq += 1
             data = canonical_json(ev.data).decode()
+            mine = ev.at is self.now
             form = sealed_prefix(
                 ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data,
-                at_text=now if ev.at is self.now else None,
+                at_text=now if mine else None,
             )  # fmt: skip
-            sealed = form + sealed_tail(seq)
-            digest = seal(prev, sealed)
+            yield ev, data, form, self.db_now if mine else self.time(ev.at)
+
+    def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for ev, data, form, at in self._forms():
+            seq += 1
+            digest = seal(prev, form + sealed_tail(seq))
             rows.append(
                 {
                     "seq": seq,
-                    "at": self.db_now if ev.at is self.now else self.time(ev.at),
+                    "at": at,
                     "actor": ev.actor,
                     "kind": ev.kind,
                     "operation_id": ev.operation_id,
