@@ -156,7 +156,7 @@ class Tx:
         self._conn: sa.Connection | None = None
         self.events: list[PendingEvent] = []
         self._bind_time = time_binder(engine.dialect)
-        self._times: dict[datetime, Any] = {}
+        self._times: dict[tuple[datetime, Any], Any] = {}
         self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
         self._pipeline: Any = None  # psycopg's pipeline while statements are queued
         self._pipe: Any = None  # the pipeline itself (what entering ``_pipeline`` gave)
@@ -462,12 +462,15 @@ class Tx:
     def time(self, value: datetime | None) -> Any:
         """``value`` as bound to a statement. A batch binds the same few times again and
         again (its dispatches' deadlines are all its time plus the same delay, each bound for
-        the operation and for its attempt): each is bound once, 1.5 µs a time saved."""
+        the operation and for its attempt): each is bound once, 1.5 µs a time saved. Keyed
+        with the offset too: two times of a zone that differ only by ``fold`` are equal
+        datetimes but different instants."""
         if value is None:
             return None
-        bound = self._times.get(value)
+        key = (value, value.utcoffset())
+        bound = self._times.get(key)
         if bound is None:
-            bound = self._times[value] = self._bind_time(value)
+            bound = self._times[key] = self._bind_time(value)
         return bound
 
     # ------------------------------------------------------------------ events

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -377,6 +377,32 @@ def test_a_rollback_after_sqlalchemy_dropped_a_lost_connection_only_returns_it(
     tx.close()
     with store.engine.connect() as conn:  # the pool hands out a working connection again
         assert conn.execute(sa.text("SELECT 1")).scalar_one() == 1
+
+
+def test_a_transaction_binds_each_instant_once_even_when_two_are_equal_datetimes(
+    store: Store, clock: FakeClock
+) -> None:
+    """The binding of times is remembered within a transaction; the hour a clock repeats
+    gives two datetimes that compare equal but are an hour apart, and each binds as itself."""
+    from zoneinfo import ZoneInfo
+
+    first = datetime(2026, 10, 25, 2, 30, tzinfo=ZoneInfo("Europe/Berlin"))
+    second = first.replace(fold=1)
+    assert first == second and first.astimezone(UTC) != second.astimezone(UTC)
+    tx = Tx(store.engine, store.engine.raw_connection(), clock(), "test")
+    try:
+        bound = (tx.time(first), tx.time(second), tx.time(first))
+        expected = Tx(store.engine, store.engine.raw_connection(), clock(), "test")
+        try:
+            assert bound == (
+                expected.time(first.astimezone(UTC)),
+                expected.time(second.astimezone(UTC)),
+                expected.time(first.astimezone(UTC)),
+            )
+        finally:
+            expected.close()
+    finally:
+        tx.close()
 
 
 def test_events_of_any_text_chain_exactly_however_they_are_appended(
