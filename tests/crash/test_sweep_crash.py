@@ -7,9 +7,6 @@ before writes), so the kill lands with two transactions open; on SQLite with one
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,9 +21,8 @@ from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
 from ledger.writer.services import Ledger
 from tests.support.builders import T0, req
-from tests.support.processes import wait_for_signal
+from tests.support.processes import kill_module_at
 
-ROOT = Path(__file__).resolve().parents[2]
 DUE, BATCH, PASSED = 600, 50, 3  # the fourth batch to reach its commit is killed there
 
 
@@ -54,28 +50,12 @@ def test_a_sweep_killed_mid_batch_keeps_each_hold_with_its_event(
         ledger.dispatch(f"op-{n:04d}", req(f"e-{n}")).run("wf")
     store.dispose()
     later = T0 + timedelta(days=1)
-    flag = tmp_path / "crashed"
-    env = {
-        **os.environ,
-        "FLOWLEDGER_CRASH_AT": "before_commit",
-        "FLOWLEDGER_CRASH_SKIP": str(PASSED),
-        "FLOWLEDGER_CRASH_SIGNAL": str(flag),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.crash.sweep_child", db_url, later.isoformat(), str(BATCH)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    kill_module_at(
+        "before_commit",
+        ["tests.crash.sweep_child", db_url, later.isoformat(), str(BATCH)],
+        {**os.environ, "FLOWLEDGER_CRASH_SKIP": str(PASSED)},
+        tmp_path,
     )
-    try:
-        assert wait_for_signal(flag, proc) == "before_commit"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL
 
     store = open_store(db_url)
     try:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +15,8 @@ from ledger.sync import sync_source
 from ledger.writer.services import Ledger
 from tests.crash.sync_child import ENV, source
 from tests.support.fakes.n8n import KEY, FakeN8n
-from tests.support.processes import wait_for_signal
+from tests.support.processes import kill_module_at
 
-ROOT = Path(__file__).resolve().parents[2]
 COUNT, PAGE = 1000, 100
 
 
@@ -34,28 +30,12 @@ def test_sync_killed_between_pages_resumes_without_gap_or_duplicate(
 ) -> None:
     store, _ = init_ledger(db_url)
     store.dispose()
-    flag = tmp_path / "crashed"
-    env = {
-        **os.environ,
-        ENV: KEY,
-        "FLOWLEDGER_CRASH_AT": point,
-        "FLOWLEDGER_CRASH_SIGNAL": str(flag),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.crash.sync_child", db_url, str(COUNT), str(PAGE)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    kill_module_at(
+        point,
+        ["tests.crash.sync_child", db_url, str(COUNT), str(PAGE)],
+        {**os.environ, ENV: KEY},
+        tmp_path,
     )
-    try:
-        assert wait_for_signal(flag, proc) == point
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL
 
     store = open_store(db_url)
     try:

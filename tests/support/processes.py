@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 FLOWLEDGER = str(Path(sys.executable).parent / "flowledger")
+ROOT = Path(__file__).resolve().parents[2]  # the repository, where ``python -m tests…`` runs
 TIMEOUT = 60.0  # a generous bound on waiting for an observable event
 
 
@@ -58,3 +59,25 @@ def wait_for_signal(path: Path, proc: subprocess.Popen[bytes], timeout: float = 
             raise AssertionError(f"the child exited ({proc.returncode}) before the point: {out}")
         time.sleep(0.005)
     raise AssertionError("the child never reached the crash point")
+
+
+def kill_module_at(point: str, module: list[str], env: dict[str, str], workdir: Path) -> None:
+    """Run ``python -m MODULE…`` from the repository until it reaches the crash point
+    ``point``, then SIGKILL it; fails if it died or ended before the point."""
+    flag = workdir / f"crashed-{point}"
+    crash = {**env, "FLOWLEDGER_CRASH_AT": point, "FLOWLEDGER_CRASH_SIGNAL": str(flag)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *module],
+        cwd=ROOT,
+        env=crash,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert wait_for_signal(flag, proc) == point
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
