@@ -46,12 +46,15 @@ def part_text(value: str | int | datetime) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
+_NAMES = {reason: frozenset(names) for reason, (_, names) in PARTS.items()}
+
+
 def cause_key(reason: Reason, **parts: str | int | datetime) -> str:
     """The key of ``reason`` for these parts; every part :data:`PARTS` names, and no other."""
     prefix, names = PARTS[reason]
-    if set(parts) != set(names):
+    if parts.keys() != _NAMES[reason]:
         raise TypeError(f"{reason.value} cause key takes {names}, got {tuple(parts)}")
-    return ":".join([prefix, *(part_text(parts[name]) for name in names)])
+    return ":".join([prefix, *[part_text(parts[name]) for name in names]])
 
 
 def overdue_key_range(hold_id: int) -> tuple[str, str]:

@@ -141,11 +141,20 @@ def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
         return text
     low = text.lower()
     # Most texts hold none of the words: substring tests are far cheaper than the patterns.
-    if any(word in low for word in _WORDS):
+    if _has_word(low, _WORDS):
         for words, pattern, replacement in _PATTERNS:
-            if any(word in low for word in words):
+            if _has_word(low, words):
                 text = pattern.sub(replacement, text)
     return _known(text, secrets) if secrets else text
+
+
+def _has_word(low: str, words: tuple[str, ...]) -> bool:
+    # A loop, not any() over a generator: 0.8 against 1.4 µs for a text with none of the
+    # words, and the sweep redacts the detail of every hold it opens.
+    for word in words:  # noqa: SIM110
+        if word in low:
+            return True
+    return False
 
 
 def _known(text: str, secrets: Secrets) -> str:

@@ -97,6 +97,29 @@ def _unheld(key: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
     return ~sa.exists().where(HOLDS.c.cause_key == key)
 
 
+# Each rule's "no hold for this cause yet", built once: built (with its cause key) for every
+# batch, it cost about 1 ms of a 500-hold batch in a profile of the sweep.
+_UNKNOWN_UNHELD = _unheld(
+    sql_cause_key(Reason.UNKNOWN_OUTCOME, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt)
+)
+_FAILED_UNHELD = _unheld(
+    sql_cause_key(
+        Reason.EXECUTION_FAILED,
+        operation_id=OPS.c.operation_id,
+        attempt=OPS.c.attempt,
+        execution_id=EXECUTIONS.c.external_id,
+    )
+)
+_PREPARED_UNHELD = _unheld(
+    sql_cause_key(Reason.STALE_PREPARED, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt)
+)
+_STUCK_UNHELD = _unheld(
+    sql_cause_key(
+        Reason.EXECUTION_STUCK, source=EXECUTIONS.c.source, execution_id=EXECUTIONS.c.external_id
+    )
+)
+
+
 # A batch of work: given the transaction, return (holds opened, whether to read another batch).
 Step = Callable[[Tx], tuple[int, bool]]
 
@@ -260,16 +283,13 @@ class Sweep:
         return sum(1 for i in self.ledger.open_holds(tx, targets) if i)
 
     def _unknown_outcome(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
-        key = sql_cause_key(
-            Reason.UNKNOWN_OUTCOME, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt
-        )
         rows = tx.conn.execute(
             self._locked(
                 walk.page(
                     sa.select(*DUE_COLUMNS).where(
                         OPS.c.state == State.DISPATCHING.value,
                         OPS.c.deadline <= tx.now,
-                        _unheld(key),
+                        _UNKNOWN_UNHELD,
                     ),
                     self.batch,
                 ),
@@ -282,9 +302,6 @@ class Sweep:
     def _unknown_outcome_no_deadline(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
         from their last change."""
-        key = sql_cause_key(
-            Reason.UNKNOWN_OUTCOME, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt
-        )
         due = staleness.cutoff(tx.now, self.cfg.dispatch_deadline)
         rows = tx.conn.execute(
             self._locked(
@@ -293,7 +310,7 @@ class Sweep:
                         OPS.c.state == State.DISPATCHING.value,
                         OPS.c.updated_at <= due,
                         OPS.c.deadline.is_(None),
-                        _unheld(key),
+                        _UNKNOWN_UNHELD,
                     ),
                     self.batch,
                 ),
@@ -313,12 +330,6 @@ class Sweep:
         )
 
     def _execution_failed(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
-        key = sql_cause_key(
-            Reason.EXECUTION_FAILED,
-            operation_id=OPS.c.operation_id,
-            attempt=OPS.c.attempt,
-            execution_id=EXECUTIONS.c.external_id,
-        )
         failed = sa.or_(
             EXECUTIONS.c.status.in_(staleness.FAILED_EXECUTION_STATUSES),
             sa.and_(EXECUTIONS.c.gone_at.is_not(None), EXECUTIONS.c.final.is_(False)),
@@ -356,7 +367,7 @@ class Sweep:
                         OPS.c.state == State.DISPATCHING.value,
                         ours,
                         failed,
-                        _unheld(key),
+                        _FAILED_UNHELD,
                     ),
                     self.batch,
                 ),
@@ -381,9 +392,6 @@ class Sweep:
         return self._open_for_operations(tx, targets), walk.full
 
     def _stale_prepared(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
-        key = sql_cause_key(
-            Reason.STALE_PREPARED, operation_id=OPS.c.operation_id, attempt=OPS.c.attempt
-        )
         due = staleness.cutoff(tx.now, self.cfg.stale_prepared_after)
         rows = tx.conn.execute(
             self._locked(
@@ -393,7 +401,7 @@ class Sweep:
                     ).where(
                         OPS.c.state == State.PREPARED.value,
                         OPS.c.updated_at <= due,
-                        _unheld(key),
+                        _PREPARED_UNHELD,
                     ),
                     self.batch,
                 ),
@@ -414,11 +422,6 @@ class Sweep:
     # ------------------------------------------------------------------ executions, sources
 
     def _execution_stuck(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
-        key = sql_cause_key(
-            Reason.EXECUTION_STUCK,
-            source=EXECUTIONS.c.source,
-            execution_id=EXECUTIONS.c.external_id,
-        )
         due = staleness.cutoff(tx.now, self.cfg.execution_stuck_after)
         rows = tx.conn.execute(
             walk.page(
@@ -432,7 +435,7 @@ class Sweep:
                     EXECUTIONS.c.status == staleness.RUNNING_EXECUTION_STATUS,
                     EXECUTIONS.c.gone_at.is_(None),
                     EXECUTIONS.c.started_at <= due,
-                    _unheld(key),
+                    _STUCK_UNHELD,
                 ),
                 self.batch,
             )

@@ -40,6 +40,13 @@ def open_holds(
     unique: dict[str, HoldTarget] = {}
     for t in targets:
         unique.setdefault(t.hold.cause_key, t)
+    # The holds share their opening time: a reason's deadline, and that deadline as the
+    # event writes it, are worked out once per reason rather than once per hold.
+    due: dict[Reason, tuple[datetime, str | None]] = {}
+    for t in unique.values():
+        if t.hold.reason not in due:
+            deadline = deadlines.of(tx.now, t.hold.reason)
+            due[t.hold.reason] = (deadline, data_time(deadline))
     rows: list[dict[str, Any]] = [
         {
             "cause_key": key,
@@ -50,7 +57,7 @@ def open_holds(
             "source": t.source,
             "detail": tx.redact(t.hold.detail)[: limits.MAX_HOLD_DETAIL_LENGTH],
             "opened_at": tx.now,
-            "deadline": deadlines.of(tx.now, t.hold.reason),
+            "deadline": due[t.hold.reason][0],
         }
         for key, t in unique.items()
     ]
@@ -63,21 +70,18 @@ def open_holds(
     alerts: list[dict[str, Any]] = []
     for t, row in zip(fresh.values(), rows, strict=True):
         hold_id = ids[t.hold.cause_key]
-        tx.event(
-            "hold_opened",
-            t.operation_id,
-            {
-                "reason": t.hold.reason.value,
-                "blocking": t.hold.blocking,
-                "detail": row["detail"],
-                "execution_id": t.execution_id,
-                "source": t.source,
-                "cause_key": t.hold.cause_key,
-                "deadline": data_time(row["deadline"]),
-                **({"refers_to": t.refers_to} if t.refers_to is not None else {}),
-            },
-            hold_id=hold_id,
-        )
+        data = {
+            "reason": row["reason"],
+            "blocking": t.hold.blocking,
+            "detail": row["detail"],
+            "execution_id": t.execution_id,
+            "source": t.source,
+            "cause_key": t.hold.cause_key,
+            "deadline": due[t.hold.reason][1],
+        }
+        if t.refers_to is not None:
+            data["refers_to"] = t.refers_to
+        tx.event("hold_opened", t.operation_id, data, hold_id=hold_id)
         if alert_targets:
             alert = outbox.HoldAlert(
                 hold_id, row["reason"], t.hold.blocking, t.operation_id, t.execution_id,

@@ -56,9 +56,11 @@ def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
 
 
 _ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
+# SQLite: an event's values by position, in a tuple (:class:`SealedEvent`). Bound by name,
+# each parameter of each row was a name made into a string and looked up in the row's dict.
 _INSERT_EVENT = (
     "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
-    " VALUES (:seq, :at, :actor, :kind, :operation_id, :hold_id, :data, :prev_hash, :hash)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 # PostgreSQL appends a transaction's events in ONE statement, sent with the COMMIT: it locks
@@ -95,6 +97,20 @@ UPDATE chain_head SET seq = last.seq, hash = last.hash
 FROM (SELECT seq, hash FROM chain ORDER BY n DESC LIMIT 1) AS last
 WHERE chain_head.id = 1
 """
+
+
+class SealedEvent(NamedTuple):
+    """An event as SQLite's append inserts it (:data:`_INSERT_EVENT`'s columns, in order)."""
+
+    seq: int
+    at: Any
+    actor: str
+    kind: str
+    operation_id: str | None
+    hold_id: int | None
+    data: str
+    prev_hash: str
+    hash: str
 
 
 class PendingEvent(NamedTuple):
@@ -336,7 +352,7 @@ class Tx:
     def execute(
         self,
         sql: str,
-        params: dict[str, Any] | None = None,
+        params: dict[str, Any] | Sequence[Any] | None = None,
         cursor: Any = None,
         *,
         binary: bool = False,
@@ -361,6 +377,7 @@ class Tx:
         if self._together is not None:
             assert cursor is None and not binary, "a write whose result nobody reads"
             assert not sql.lstrip().startswith("SELECT"), "no reads in together()"
+            assert not isinstance(params, Sequence), "together() joins statements by name"
             self._together.append((sql, params or {}, None))
             return None
         cur = self._cursor if cursor is None else cursor
@@ -541,43 +558,35 @@ class Tx:
             )  # fmt: skip
             yield ev, data, form, self.db_now if mine else self.time(ev.at)
 
-    def _seal(self, seq: int, prev: str) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
+    def _seal(self, seq: int, prev: str) -> list[SealedEvent]:
+        rows: list[SealedEvent] = []
         for ev, data, form, at in self._forms():
             seq += 1
             digest = seal(prev, form + sealed_tail(seq))
-            rows.append(
-                {
-                    "seq": seq,
-                    "at": at,
-                    "actor": ev.actor,
-                    "kind": ev.kind,
-                    "operation_id": ev.operation_id,
-                    "hold_id": ev.hold_id,
-                    "data": data,
-                    "prev_hash": prev,
-                    "hash": digest,
-                }
+            row = SealedEvent(
+                seq, at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data, prev, digest
             )
+            rows.append(row)
             prev = digest
         return rows
 
     @staticmethod
-    def _head(rows: list[dict[str, Any]], old: int) -> dict[str, Any]:
-        return {"seq": rows[-1]["seq"], "hash": rows[-1]["hash"], "old": old}
+    def _head(rows: list[SealedEvent], old: int) -> dict[str, Any]:
+        return {"seq": rows[-1].seq, "hash": rows[-1].hash, "old": old}
 
-    def _insert_events(self, rows: list[dict[str, Any]]) -> None:
+    def _insert_events(self, rows: list[SealedEvent]) -> None:
         if len(rows) == 1:  # the usual case; executemany costs more for a single row
             self.execute(_INSERT_EVENT, rows[0])
         else:
             self.many(_INSERT_EVENT, rows)
         # A guess until the commit; a rollback leaves it stale, and the next writer's
         # compare-and-set notices.
-        self.chain_hint.seq, self.chain_hint.hash = rows[-1]["seq"], rows[-1]["hash"]
+        self.chain_hint.seq, self.chain_hint.hash = rows[-1].seq, rows[-1].hash
         self.events.clear()
 
-    def many(self, sql: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Run a statement once per row (``executemany``)."""
+    def many(self, sql: str, rows: Sequence[Sequence[Any]] | Sequence[dict[str, Any]]) -> None:
+        """Run a statement once per row (``executemany``): rows of values by name, or (SQLite,
+        ``?`` parameters) by position."""
         assert self._together is None, "not in together()"
         self._before_write()
         self.writes += 1
