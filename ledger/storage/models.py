@@ -40,6 +40,15 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_result_value(self, value: Any, dialect: sa.Dialect) -> datetime | None:
         return from_db_time(value)
 
+    def result_processor(self, dialect: sa.Dialect, coltype: Any) -> Any:
+        """On SQLite the stored text straight to an aware time (``fromisoformat``, in C), as
+        :func:`from_db_time` reads it for SQL written by hand: SQLAlchemy's own processor
+        parses it with a regular expression first, 1.3 µs a time, and the sweep reads one
+        or two a hold."""
+        if dialect.name == "sqlite":
+            return from_db_time
+        return super().result_processor(dialect, coltype)
+
 
 def time_binder(dialect: sa.Dialect) -> Callable[[datetime | None], Any]:
     """What :class:`UTCDateTime` hands the driver for a time, for SQL written by hand.

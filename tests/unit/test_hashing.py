@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -82,3 +83,20 @@ def test_equal_instants_in_two_zones_are_sealed_as_each_is_written() -> None:
         assert sealed_prefix(moment, "a", "k", None, None, "{}") + sealed_tail(1) == (
             canonical_json(body)
         )
+
+
+@given(value=st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+))  # fmt: skip
+def test_the_canonical_form_is_what_json_dumps_writes_with_the_canonical_options(
+    value: object,
+) -> None:
+    """The encoder made once (:data:`ledger.domain.hashing._C_CANONICAL`) writes exactly what
+    the standard library writes: every chain already stored was sealed over that."""
+    expected = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    assert canonical_json(value) == expected.encode("utf-8")
