@@ -64,8 +64,10 @@ def open_holds(
     ids = records.insert_new_holds(tx, rows)
     if not ids:
         return [None] * len(targets)
-    fresh = {k: t for k, t in unique.items() if k in ids}
-    rows = [r for r in rows if r["cause_key"] in ids]
+    fresh = unique
+    if len(ids) < len(unique):  # some causes had their hold already
+        fresh = {k: t for k, t in unique.items() if k in ids}
+        rows = [r for r in rows if r["cause_key"] in ids]
     records.touch_operations(tx, sorted({t.operation_id for t in fresh.values() if t.operation_id}))
     alerts: list[dict[str, Any]] = []
     for t, row in zip(fresh.values(), rows, strict=True):
