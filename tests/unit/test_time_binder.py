@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ledger.storage.models import UTCDateTime, time_binder
+from ledger.storage.models import UTCDateTime, from_db_time, time_binder
 
 TIMES = [
     datetime(2026, 11, 1, tzinfo=UTC),
@@ -34,3 +34,29 @@ def test_hand_bound_time_is_the_core_bound_time(dialect: sa.Dialect, value: date
 def test_a_naive_time_is_refused(dialect: sa.Dialect) -> None:
     with pytest.raises(ValueError, match="naive"):
         time_binder(dialect)(datetime(2026, 11, 1))
+
+
+@pytest.mark.parametrize("value", [t for t in TIMES if t is not None])
+def test_a_time_stored_on_sqlite_reads_back_as_the_same_instant(value: datetime) -> None:
+    """What SQLite keeps (naive UTC text, its microseconds or none) is read back by
+    :func:`from_db_time` and by SQLAlchemy's own result processing as the same aware UTC time,
+    and as what the general parse gives."""
+    dialect = sqlite.dialect()
+    stored = time_binder(dialect)(value)
+    assert isinstance(stored, str)
+    for text in (stored, stored.removesuffix(".000000")):
+        read = from_db_time(text)
+        assert read == value and read is not None and read.tzinfo is UTC
+        assert UTCDateTime().result_processor(dialect, None)(text) == read
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2026-10-30T12:00+02", "2026-10-30 12:00:00Z", "2026-10-30 12:00:00+02:00", "2026-10-30"],
+)
+def test_a_stored_text_with_an_offset_of_its_own_keeps_it(text: str) -> None:
+    """Texts as long as SQLite's naive forms but carrying an offset (or none of a time) are
+    read by the general parse, never with a second offset appended."""
+    expected = datetime.fromisoformat(text)
+    expected = expected.replace(tzinfo=UTC) if expected.tzinfo is None else expected
+    assert from_db_time(text) == expected
