@@ -297,26 +297,20 @@ def insert_new_holds(tx: Tx, rows: list[dict[str, Any]]) -> dict[str, int]:
     a lookup of the batch's keys before the insert and another after it cost 3.3 ms of the
     sweep's 500-hold batch. Plain SQL to the driver: through SQLAlchemy, binding each row's
     values cost the sweep more than the inserts themselves."""
-    # A batch's holds share their opening time and a few deadlines: each is bound once
-    # (binding a time costs about 5 µs, as much as the rest of a row's insert on SQLite).
-    times: dict[Any, Any] = {}
-
-    def bind(value: Any) -> Any:
-        if value not in times:
-            times[value] = tx.time(value)
-        return times[value]
-
+    # A batch's holds share their opening time and a few deadlines: ``tx.time`` binds each
+    # once a transaction (binding a time costs about 5 µs, as much as the rest of a row's
+    # insert on SQLite).
     if tx.dialect != "sqlite":
         arrays = {c: [r[c] for r in rows] for c in _HOLD_COLUMNS}
         for c in _HOLD_TIMES:
-            arrays[c] = [bind(v) for v in arrays[c]]
+            arrays[c] = [tx.time(v) for v in arrays[c]]
         return {r.cause_key: int(r.id) for r in tx.all(_PG_HOLDS_INSERT, arrays, binary=True)}
     (top,) = tx.execute("SELECT coalesce(max(id), 0) FROM holds").fetchone()
     tx.many(
         _SQLITE_HOLD_INSERT,
         [
             (r["cause_key"], r["reason"], r["blocking"], r["operation_id"], r["execution_id"],
-             r["source"], r["detail"], bind(r["opened_at"]), bind(r["deadline"]))
+             r["source"], r["detail"], tx.time(r["opened_at"]), tx.time(r["deadline"]))
             for r in rows
         ],
     )  # fmt: skip
