@@ -48,17 +48,19 @@ def kill_at(point: str, args: list[str], env: dict[str, str], workdir: Path) -> 
         child.wait(TIMEOUT)
 
 
-def wait_for_signal(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
+def wait_for_signal(path: Path, proc: subprocess.Popen[bytes], timeout: float = TIMEOUT) -> str:
     """Block until the child has written the crash point's name (or has died)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def reached() -> bool:
         if path.exists() and path.read_text():
-            return path.read_text()
+            return True
         if proc.poll() is not None:
             out = proc.stdout.read().decode() if proc.stdout else ""
             raise AssertionError(f"the child exited ({proc.returncode}) before the point: {out}")
-        time.sleep(0.005)
-    raise AssertionError("the child never reached the crash point")
+        return False
+
+    wait_until(reached, "the child to reach the crash point", timeout)
+    return path.read_text()
 
 
 def kill_module_at(point: str, module: list[str], env: dict[str, str], workdir: Path) -> None:
