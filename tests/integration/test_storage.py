@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
@@ -384,8 +385,6 @@ def test_a_transaction_binds_each_instant_once_even_when_two_are_equal_datetimes
 ) -> None:
     """The binding of times is remembered within a transaction; the hour a clock repeats
     gives two datetimes that compare equal but are an hour apart, and each binds as itself."""
-    from zoneinfo import ZoneInfo
-
     first = datetime(2026, 10, 25, 2, 30, tzinfo=ZoneInfo("Europe/Berlin"))
     second = first.replace(fold=1)
     assert first == second and first.astimezone(UTC) != second.astimezone(UTC)
