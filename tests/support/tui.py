@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import Button, Input
 
 from tui import FlowledgerApp
 from tui.dialogs import ConfirmDialog, FormDialog
@@ -54,9 +54,15 @@ async def select_hold(pilot: Pilot[Any], hold_id: int) -> None:
 
 
 async def fill(pilot: Pilot[Any], **values: str) -> None:
-    """Fill the open form's fields and submit it."""
+    """Fill the open form's fields and submit it. A button ignores clicks while it still
+    shows its last press (Textual's ``active_effect_duration``, 0.2 s): a form submitted again
+    right after it refused would not have been, so the press shown is waited out first."""
+    form = pilot.app.screen
     for name, value in values.items():
-        pilot.app.screen.query_one(f"#field-{name}", Input).value = value
+        form.query_one(f"#field-{name}", Input).value = value
+    ok = form.query_one("#ok", Button)
+    while ok.has_class("-active"):
+        await pilot.pause(0.02)
     await pilot.pause()
     await pilot.click("#ok")
     await pilot.pause()
