@@ -218,15 +218,29 @@ def _wait_healthy(port: int) -> None:
             time.sleep(0.05)
 
 
-def cpu_seconds(pids: list[int]) -> float:
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
     """CPU time the processes have used (Linux ``/proc``): unlike the rates, it hardly moves
-    with the load others put on the machine."""
+    with the load others put on the machine. The processes' own, and their children's (the
+    writer process of each receiver)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    own = children = 0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+        own += _cpu_ticks(pid)
+        children += sum(_cpu_ticks(child) for child in _descendants(pid))
+    return own / ticks, children / ticks
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found += [int(child), *_descendants(int(child))]
+    return found
 
 
 def round_trips(ports: list[int]) -> float:
@@ -271,8 +285,12 @@ def measure(
             )
         client = time.process_time() - client
         trips = (round_trips(ports) - before) / done
-        cpu = cpu_seconds(pids) - cpu
-    print(f"  receiver CPU    {cpu / done * 1e6:.0f} us per transition (user + system)")
+        after = cpu_seconds(pids)
+        own, writer = after[0] - cpu[0], after[1] - cpu[1]
+    print(
+        f"  receiver CPU    {(own + writer) / done * 1e6:.0f} us per transition (user + system;"
+        f" event loop {own / done * 1e6:.0f}, writer process {writer / done * 1e6:.0f})"
+    )
     print(f"  client CPU      {client / done * 1e6:.0f} us per transition (this process)")
     _verify(db)
     return done, elapsed, latencies, trips
@@ -280,15 +298,15 @@ def measure(
 
 @contextlib.contextmanager
 def sampled(pid: int, output: Path | None) -> Iterator[None]:
-    """py-spy samples process ``pid`` while the block runs (nothing when ``output`` is None),
-    then the top of its profile is printed."""
+    """py-spy samples process ``pid`` and its writer process while the block runs (nothing
+    when ``output`` is None), then the top of its profile is printed."""
     if output is None:
         yield
         return
     exe = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
     spy = subprocess.Popen(
-        [exe, "record", "--pid", str(pid), "--gil", "--rate", "200", "--format", "raw",
-         "--output", str(output), "--nonblocking"],
+        [exe, "record", "--pid", str(pid), "--subprocesses", "--gil", "--rate", "200",
+         "--format", "raw", "--output", str(output), "--nonblocking"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

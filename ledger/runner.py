@@ -19,7 +19,7 @@ from ledger import metrics
 from ledger.config import FileConfig
 from ledger.reads import observability
 from ledger.receiver import create_app
-from ledger.receiver.server import listen, serve_app, url
+from ledger.receiver.server import listen, serve_app, url, writer_ended
 from ledger.scheduled import housekeeping
 from ledger.scheduled.alerts import Deliverer
 from ledger.scheduled.anchors import Publisher
@@ -114,13 +114,14 @@ def run(
     sock = listen(host, port)
     try:
         runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
-        app = create_app(ledger, config=cfg.receiver, secret=secret)
+        app = create_app(ledger, config=cfg.receiver, secret=secret, writer_process=True)
         attach(app, runner.scheduler)
         say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
         for hint in hints:
             say(hint)
         try:
             serve_app(app, sock, secrets=lambda: ledger.secrets, limits=cfg.receiver)
+            writer_ended(app)
         finally:
             runner.deliverer.close()
     finally:

@@ -36,7 +36,7 @@ def serve(
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from ledger.receiver import create_app
-    from ledger.receiver.server import listen, serve_app
+    from ledger.receiver.server import listen, serve_app, writer_ended
     from ledger.receiver.tokens import signing_secrets
 
     file = load_config()
@@ -47,7 +47,9 @@ def serve(
     try:
         with opened(db) as store:
             ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
-            application = create_app(ledger, config=file.receiver, secret=env.secret_bytes())
+            application = create_app(
+                ledger, config=file.receiver, secret=env.secret_bytes(), writer_process=True
+            )
             serve_app(
                 application,
                 sock,
@@ -55,6 +57,7 @@ def serve(
                 secrets=lambda: ledger.secrets,
                 limits=file.receiver,
             )
+            writer_ended(application)
     finally:
         sock.close()
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,6 +21,7 @@ from ledger.receiver.lane import WriteLane
 from ledger.receiver.middleware import BodyGuard
 from ledger.receiver.state import ReceiverState
 from ledger.receiver.tokens import TokenCache, record_use, signing_key
+from ledger.receiver.writer_process import WriterProcess
 from ledger.writer.services import Ledger
 from ledger.writer.unit import Work
 
@@ -50,13 +54,22 @@ class Receiver(FastAPI):
             await super().__call__(scope, receive, send)
 
 
-def _redacting(ledger: Ledger, secret: bytes | None) -> Callable[[list[str]], None] | None:
+def _redacting(state: ReceiverState) -> Callable[[list[str]], None] | None:
     """What the token cache calls with the salts of signing tokens it has not seen before:
     their signing secrets join the secrets the ledger redacts (a token created while the
-    receiver runs is redacted from its first request, not from the next start)."""
+    receiver runs is redacted from its first request, not from the next start), in the
+    writer process too."""
+    secret = state.secret
     if secret is None:
         return None
-    return lambda salts: ledger.add_secrets(signing_key(secret, salt).hex() for salt in salts)
+
+    def redact(salts: list[str]) -> None:
+        keys = [signing_key(secret, salt).hex() for salt in salts]
+        state.ledger.add_secrets(keys)
+        if state.writer is not None:
+            state.writer.add_secrets(keys)
+
+    return redact
 
 
 def create_app(
@@ -65,22 +78,34 @@ def create_app(
     config: ReceiverConfig | None = None,
     secret: bytes | None = None,
     token_ttl: float = 2.0,
+    writer_process: bool = False,
 ) -> FastAPI:
+    """The receiver over ``ledger``; with ``writer_process`` the write lane's calls are
+    committed by a child process (:mod:`ledger.receiver.writer_process`), which needs the
+    ledger's own clock and a database the child can open by its URL."""
     config = config or ReceiverConfig()
     state = ReceiverState(
         store=ledger.store,
         ledger=ledger,
         committer=GroupCommitter(ledger),
-        tokens=TokenCache(ledger.store, ttl=token_ttl, on_signing=_redacting(ledger, secret)),
+        tokens=TokenCache(ledger.store, ttl=token_ttl),
         secret=secret,
         body_limit=config.body_limit,
         idempotency_ttl=config.idempotency_ttl.total_seconds(),
         signature_window=config.signature_window.total_seconds(),
     )
+    state.tokens.on_signing = _redacting(state)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.committer.start()
+        if writer_process:
+            state.writer = WriterProcess(ledger, on_end=functools.partial(_stop, state))
+            try:
+                await state.writer.start()
+            except BaseException:
+                state.committer.close()
+                raise
         chore = asyncio.create_task(_every(TOKEN_USE_EVERY, lambda: _record_token_use(state)))
         try:
             yield
@@ -89,6 +114,8 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await chore
             await _record_token_use(state)  # what the last minute saw
+            if state.writer is not None:
+                await state.writer.close()
             state.committer.close()
 
     app = Receiver(
@@ -119,6 +146,14 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def _stop(state: ReceiverState) -> None:
+    """Stop serving: through the server when it said how, else as a SIGTERM would."""
+    if state.stop is not None:
+        state.stop()
+    else:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:

@@ -35,7 +35,7 @@ from ledger.receiver.state import ReceiverState, current
 from ledger.receiver.tokens import Principal, signing_key
 from ledger.writer import signatures
 from ledger.writer.tx import Tx
-from ledger.writer.unit import Guard, Verdict
+from ledger.writer.unit import Verdict
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -143,7 +143,7 @@ async def admit(
 
 def check_body(
     st: ReceiverState, admission: Admission, request: bytes, body: bytes
-) -> tuple[Principal, Guard | None]:
+) -> tuple[Principal, Once | None]:
     """The admitted principal once its signature (if it signs) matches the request and the
     body (401 otherwise), and the guard that records the signature once, for the group
     commit to run with the request's unit (None for a token that does not sign)."""
@@ -151,23 +151,26 @@ def check_body(
         return admission.principal, None
     digest = signature_matches(admission.stamp, admission.given, request, body, admission.key)
     until = datetime.fromtimestamp(int(admission.stamp) + st.signature_window, UTC)
-    return admission.principal, once(digest, until)
+    return admission.principal, Once(digest, until)
 
 
-def once(digest: str, until: datetime) -> Guard:
+@dataclass(frozen=True)
+class Once:
     """A guard recording signature ``digest`` (until ``until``): 401 ``replayed_signature``
-    when it was recorded before, by this receiver or another on the same database."""
+    when it was recorded before, by this receiver or another on the same database. Data, not
+    a closure, so that it can be handed to the writer process."""
 
-    def guard(tx: Tx) -> Verdict:
-        new = signatures.record(tx, digest, until)
+    digest: str
+    until: datetime
+
+    def __call__(self, tx: Tx) -> Verdict:
+        new = signatures.record(tx, self.digest, self.until)
 
         def verdict() -> None:
             if not new():
                 raise _unauthorized("replayed_signature", "this signed request was accepted before")
 
         return verdict
-
-    return guard
 
 
 def _nothing(tx: Tx) -> None:

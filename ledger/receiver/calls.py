@@ -185,3 +185,6 @@ def documented_route(call: Call) -> APIRoute:
 
 def documented_routes() -> list[APIRoute]:
     return [documented_route(call) for call in CALLS]
+
+
+BY_NAME: dict[str, Call] = {call.name: call for call in CALLS}

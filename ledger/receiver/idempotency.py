@@ -10,8 +10,9 @@ token and expire after the configured time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -60,9 +61,18 @@ _STORE = (
 _LOCK = "SELECT pg_try_advisory_xact_lock(:lock) AS got"
 
 
+def _render(value: Any) -> Any:
+    return value.as_dict() if isinstance(value, Answer) else value
+
+
+def settled(value: Any, render: Callable[[Any], Any] = _render) -> Reply:
+    """The answer to a unit that returned ``value``: a keyed unit's own, or ``value``'s."""
+    return value if isinstance(value, Reply) else Reply(200, dumps(render(value)), value)
+
+
 def keyed(
     work: Callable[[Tx], Any],
-    render: Callable[[Any], Any],
+    render: Callable[[Any], Any] = _render,
     *,
     token_id: int,
     key: str,
@@ -119,8 +129,20 @@ def keyed(
     return unit
 
 
-def _render(value: Any) -> Any:
-    return value.as_dict() if isinstance(value, Answer) else value
+@contextlib.contextmanager
+def running_key(st: ReceiverState, principal: Principal, key: str | None) -> Iterator[None]:
+    """While a request with ``key`` runs: another with the same key and token is 409."""
+    if key is None:
+        yield
+        return
+    slot = (principal.token_id, key)
+    if slot in st.in_flight:  # checked and taken with no await in between
+        raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
+    st.in_flight.add(slot)
+    try:
+        yield
+    finally:
+        st.in_flight.discard(slot)
 
 
 async def answer(
@@ -138,28 +160,19 @@ async def answer(
     :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
     transaction (the request's signature recorded once), ``reads`` the operation it loads
     (:meth:`ledger.receiver.committer.GroupCommitter.commit`); map errors."""
-    if key is None:
+    with running_key(st, principal, key):
+        unit = work
+        if key is not None:
+            unit = keyed(
+                work,
+                render,
+                token_id=principal.token_id,
+                key=key,
+                fingerprint=fingerprint,
+                ttl=timedelta(seconds=st.idempotency_ttl),
+            )
         try:
-            value = await st.committer.commit(principal.actor, work, guard, reads)
+            value = await st.committer.commit(principal.actor, unit, guard, reads)
         except Exception as exc:
             raise as_api_error(exc) from None
-        return Reply(200, dumps(render(value)), value)
-    slot = (principal.token_id, key)
-    if slot in st.in_flight:  # checked and taken with no await in between
-        raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
-    unit = keyed(
-        work,
-        render,
-        token_id=principal.token_id,
-        key=key,
-        fingerprint=fingerprint,
-        ttl=timedelta(seconds=st.idempotency_ttl),
-    )
-    st.in_flight.add(slot)
-    try:
-        reply: Reply = await st.committer.commit(principal.actor, unit, guard, reads)
-    except Exception as exc:
-        raise as_api_error(exc) from None
-    finally:
-        st.in_flight.discard(slot)
-    return reply
+        return settled(value, render)

@@ -25,13 +25,15 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.receiver.auth import admit, check_body, target
+from ledger.receiver.auth import Once, admit, check_body, target
 from ledger.receiver.calls import CALLS, Call, documented_route
 from ledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
-from ledger.receiver.idempotency import answer, key_of, request_hash
+from ledger.receiver.idempotency import answer, key_of, request_hash, running_key
 from ledger.receiver.reply import Reply
 from ledger.receiver.schemas import Id
 from ledger.receiver.state import ReceiverState
+from ledger.receiver.tokens import Principal
+from ledger.receiver.writer_process import LaneCall
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
@@ -151,21 +153,26 @@ class WriteLane:
                 raise ApiError(415, "unsupported_media_type", message)
             operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
-            try:
-                work = call.work(st.ledger, operation_id, model)
-            except Exception as exc:
-                raise as_api_error(exc) from None
             key = key_of(headers.get("key"))
             fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
-            reply = await answer(
-                st,
-                principal,
-                work,
-                key=key,
-                fingerprint=fingerprint,
-                guard=guard,
-                reads=operation_id,
-            )
+            if st.writer is not None:
+                reply = await _in_writer(
+                    st, call, operation_id, model, principal, key, fingerprint, guard
+                )
+            else:
+                try:
+                    work = call.work(st.ledger, operation_id, model)
+                except Exception as exc:
+                    raise as_api_error(exc) from None
+                reply = await answer(
+                    st,
+                    principal,
+                    work,
+                    key=key,
+                    fingerprint=fingerprint,
+                    guard=guard,
+                    reads=operation_id,
+                )
             if call.observe is not None and not reply.replayed:
                 call.observe(reply.value)
             return reply
@@ -173,6 +180,34 @@ class WriteLane:
             return Reply.error(exc)
         except Exception as exc:  # never a 500 with a trace: the one shape, logged by class
             return Reply.error(as_api_error(exc))
+
+
+async def _in_writer(
+    st: ReceiverState,
+    call: Call,
+    operation_id: str | None,
+    model: Any,
+    principal: Principal,
+    key: str | None,
+    fingerprint: str,
+    guard: Once | None,
+) -> Reply:
+    """The call run by the writer process, which builds its unit from the same parts."""
+    assert st.writer is not None
+    lane_call = LaneCall(
+        call.name,
+        operation_id,
+        model,
+        principal.actor,
+        principal.token_id,
+        key,
+        fingerprint,
+        st.idempotency_ttl,
+        guard,
+        call.observe is not None,
+    )
+    with running_key(st, principal, key):
+        return await st.writer.write(lane_call)
 
 
 def _pattern(path: str) -> Pattern[str]:

@@ -27,6 +27,7 @@ from ledger.receiver.errors import error_body
 from ledger.receiver.logs import Known, log_config
 from ledger.receiver.middleware import sweep_period
 from ledger.receiver.reply import dumps
+from ledger.receiver.writer_process import WriterEnded
 from ledger.storage.engine import LedgerError
 
 # Everything imported and built before serving (frameworks, models, the app: about a million
@@ -279,7 +280,19 @@ def serve_app(
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
-    uvicorn.Server(config).run(sockets=[sock])
+    server = uvicorn.Server(config)
+    receiver = getattr(getattr(app, "state", None), "receiver", None)
+    if receiver is not None:  # a writer process that ends stops serving, as SIGTERM would
+        receiver.stop = lambda: setattr(server, "should_exit", True)
+    server.run(sockets=[sock])
+
+
+def writer_ended(app: Any) -> None:
+    """After serving: raise :class:`WriterEnded` (a one-line error, exit status 1) when the
+    receiver stopped because its writer process ended, for a supervisor to start it again."""
+    writer = app.state.receiver.writer
+    if writer is not None and writer.ended is not None:
+        raise WriterEnded(f"stopped: the writer process ended ({writer.ended})")
 
 
 def protocol(limits: ReceiverConfig) -> Any:

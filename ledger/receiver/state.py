@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
@@ -11,6 +13,9 @@ from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.tokens import TokenCache
 from ledger.storage.engine import Store
 from ledger.writer.services import Ledger
+
+if TYPE_CHECKING:
+    from ledger.receiver.writer_process import WriterProcess
 
 
 @dataclass
@@ -23,6 +28,11 @@ class ReceiverState:
     body_limit: int
     idempotency_ttl: float  # seconds
     signature_window: float  # seconds
+    # The write lane's calls go to this process's writer child when it has one
+    # (:mod:`ledger.receiver.writer_process`), else to ``committer``.
+    writer: WriterProcess | None = None
+    # Ends serving gracefully (set by :func:`ledger.receiver.server.serve_app`).
+    stop: Callable[[], None] | None = None
     # (token id, key) of the Idempotency-Key requests this process is running now.
     in_flight: set[tuple[int, str]] = field(default_factory=set)
     # One token-cache reload at a time, however many requests find it stale together.

@@ -1,6 +1,8 @@
-"""SIGKILL the receiver while a group commit is in flight, restart, and check that no answer
-was a lie: every ``go`` sent is ``dispatching`` in the database, every confirm answered is
-confirmed, and nothing unanswered was made ``confirmed`` by a dispatch.
+"""SIGKILL the receiver, or its writer process, while a group commit is in flight, restart, and
+check that no answer was a lie: every ``go`` sent is ``dispatching`` in the database, every
+confirm answered is confirmed, and nothing unanswered was made ``confirmed`` by a dispatch.
+Killing the receiver takes its writer process with it; killing the writer process gets every
+call it had not answered a 503, and the receiver exits non-zero, saying why.
 
 On both databases; on PostgreSQL ``batch_unit_queued`` kills the writer while a unit's
 statements are still queued in its pipeline. The crash is placed, not timed: ten sequential
@@ -28,6 +30,7 @@ from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Operation, table
 from ledger.writer.services import Ledger
 from tests.support.builders import dispatch_body
+from tests.support.processes import wait_until
 from tests.support.receiver import (
     auth,
     free_port,
@@ -50,6 +53,22 @@ def _wait_for(path: Path, proc: Any, timeout: float = 60.0) -> None:
         time.sleep(0.01)
 
 
+def _children(pid: int) -> list[int]:
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
+def _gone(pid: int) -> bool:
+    """Ended (reaped, or a zombie nobody reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in "ZX"
+    except FileNotFoundError:
+        return True
+
+
 def _states(db: str) -> dict[str, tuple[str, int, str | None]]:
     store = open_store(db)
     try:
@@ -63,11 +82,12 @@ def _states(db: str) -> dict[str, tuple[str, int, str | None]]:
         store.dispose()
 
 
+@pytest.mark.parametrize("killed", ["receiver", "writer"])
 @pytest.mark.parametrize(
     "point", ["batch_unit_queued", "batch_before_commit", "batch_after_commit"]
 )
 def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
-    tmp_path: Path, db_url: str, point: str
+    tmp_path: Path, db_url: str, point: str, killed: str
 ) -> None:
     db = db_url
     store, _ = init_ledger(db)
@@ -111,12 +131,26 @@ def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
         for t in threads:
             t.start()
         _wait_for(signal_file, proc)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        (writer,) = _children(proc.pid)  # the writer process, stopped at the crash point
+        if killed == "receiver":
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            wait_until(lambda: _gone(writer), "the writer process ends with the receiver")
+        else:
+            os.kill(writer, signal.SIGKILL)
+            assert proc.wait(timeout=60) == 2  # it stops serving, for its supervisor
         for t in threads:
             t.join()
     finally:
         stop(proc)
+    if killed == "writer":
+        said = (tmp_path / "serve.log").read_text()
+        assert "stopped: the writer process ended (killed by SIGKILL)" in said
+        # What the writer had not answered was answered 503: not a 2xx, so as unanswered.
+        refused = [i for i, a in answers.items() if a.status_code != 200]
+        assert refused, "the calls of the killed batch should have been answered 503"
+        for i in refused:
+            assert answers.pop(i).status_code == 503
 
     states = _states(db)
     for i, (path, body) in enumerate(requests):

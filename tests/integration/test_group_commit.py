@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from ledger.domain import FailOutcome, IllegalTransition
 from ledger.reads import chain
+from ledger.receiver.auth import Once
 from ledger.receiver.auth import _nothing as auth_nothing
-from ledger.receiver.auth import once
 from ledger.receiver.committer import GroupCommitter
 from ledger.receiver.errors import ApiError
 from ledger.receiver.idempotency import keyed
@@ -103,7 +103,7 @@ def test_a_replayed_signature_is_refused_alone_before_its_unit_writes(
     the operations are read ahead, so no read of its own has waited for the guard's
     statement by then: the pipeline is synced for it."""
     until = datetime.now(UTC) + timedelta(minutes=5)
-    ledger.run_many([("t", ledger.dispatch("op-0", req("exec-0")).work)], [once("a" * 64, until)])
+    ledger.run_many([("t", ledger.dispatch("op-0", req("exec-0")).work)], [Once("a" * 64, until)])
     runs: list[str] = []
     sent = _statements(monkeypatch)
     outcomes = ledger.run_many(
@@ -113,7 +113,7 @@ def test_a_replayed_signature_is_refused_alone_before_its_unit_writes(
             ("t", auth_nothing),  # a signed read, replayed
             ("t", _counted(ledger, runs, "op-3")),
         ],
-        [once("b" * 64, until), once("a" * 64, until), once("a" * 64, until), None],
+        [Once("b" * 64, until), Once("a" * 64, until), Once("a" * 64, until), None],
         ["op-1", "op-2", None, "op-3"],
     )
     assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, None, "go"]
@@ -132,14 +132,14 @@ def test_a_signed_unit_refused_before_writing_keeps_its_signature_and_runs_once(
     sent = _statements(monkeypatch)
     outcomes = ledger.run_many(
         [("t", ledger.confirm("missing", "R").work), ("t", _counted(ledger, runs, "op-1"))],
-        [once("c" * 64, until), None],
+        [Once("c" * 64, until), None],
     )
     assert isinstance(outcomes[0].error, NotFound)
     assert outcomes[1].value.decision == "go"
     assert runs == ["op-1"]
     assert not [s for s in sent if "SAVEPOINT" in s]
     again = ledger.run_many(
-        [("t", ledger.dispatch("op-2", req("e")).work)], [once("c" * 64, until)]
+        [("t", ledger.dispatch("op-2", req("e")).work)], [Once("c" * 64, until)]
     )
     assert isinstance(again[0].error, ApiError)  # recorded by the refused confirm
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from ledger.config import ReceiverConfig
 from ledger.domain import IllegalTransition
 from ledger.receiver import create_app
-from ledger.receiver.auth import once
+from ledger.receiver.auth import Once
 from ledger.receiver.errors import ApiError
 from ledger.receiver.tokens import create_token
 from ledger.scheduled.housekeeping import expire_signatures
@@ -158,7 +158,7 @@ def test_a_replay_in_a_batch_refuses_only_the_replay(ledger: Ledger) -> None:
             ("token:a", ledger.dispatch("op-3", req("exec-3")).work),
             ("token:a", ledger.dispatch("op-4", req("exec-4")).work),  # not signed
         ],
-        [once(first, until), once(first, until), once(second, until), None],
+        [Once(first, until), Once(first, until), Once(second, until), None],
     )
     assert [o.value.decision if o.value else None for o in outcomes] == ["go", None, "go", "go"]
     error = outcomes[1].error
@@ -171,7 +171,7 @@ def test_a_replay_in_a_batch_refuses_only_the_replay(ledger: Ledger) -> None:
     assert sorted(_seen(ledger)) == [first, second]
     # Committed: a later batch refuses it too.
     again = ledger.run_many(
-        [("token:a", ledger.dispatch("op-5", req("exec-5")).work)], [once(second, until)]
+        [("token:a", ledger.dispatch("op-5", req("exec-5")).work)], [Once(second, until)]
     )
     assert isinstance(again[0].error, ApiError)
     assert "op-5" not in _operations(ledger)
@@ -188,7 +188,7 @@ def test_a_refused_write_keeps_its_signature_recorded(ledger: Ledger) -> None:
 
     outcomes = ledger.run_many(
         [("token:a", refused), ("token:a", ledger.dispatch("op-1", req("exec-1")).work)],
-        [once("c" * 64, until), once("d" * 64, until)],
+        [Once("c" * 64, until), Once("d" * 64, until)],
     )
     assert isinstance(outcomes[0].error, IllegalTransition)
     assert outcomes[1].value.decision == "go"

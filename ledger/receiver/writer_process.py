@@ -1,0 +1,442 @@
+"""The write lane's group commit in a process of its own: ``serve`` and ``run`` on two cores.
+
+The receiver is one interpreter, and its interpreter lock is what bounds it: with the writer a
+thread beside the event loop, the two took turns on one core while the other core idled.
+Here the event loop keeps everything up to a validated body (HTTP, tokens, signatures,
+pydantic) and hands each workflow call, as data, to a child process that builds the call's unit
+of work from it, runs every call waiting in one transaction (:meth:`Ledger.run_many`), commits
+once and sends back each call's finished answer (status, headers, exact body). A ``go`` is
+never sent before its commit is durable, as with the thread.
+
+What crosses the socket between the two is a :class:`LaneCall` (the call's name, the operation
+id, the validated body, the actor, the ``Idempotency-Key`` and the signature guard) one way,
+and a :class:`~ledger.receiver.reply.Reply` the other, in length-prefixed pickles: both ends are
+this program. One frame carries a whole turn of the event loop, and one answer frame a whole
+batch.
+
+If the child ends (killed, out of memory), every call it had not answered is answered 503
+``unavailable``: its commit may or may not have happened, as after a failed commit, and the
+workflow's retry finds out. The receiver then stops serving and ``serve`` exits non-zero, for
+its supervisor to start again, rather than carry on with a second writer it did not expect.
+The child asks Linux to kill it when the receiver dies, and otherwise ends at the end of its
+socket.
+
+Other writes of the receiver (the tokens' last use, a signed read's signature) keep the writer
+thread: they are rare, and SQLite's write lock serialises the two writers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import itertools
+import logging
+import logging.config
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from ledger.clock import utcnow
+from ledger.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS, REGISTRY
+from ledger.receiver.auth import Once
+from ledger.receiver.calls import BY_NAME
+from ledger.receiver.errors import as_api_error, unavailable
+from ledger.receiver.idempotency import keyed, settled
+from ledger.receiver.logs import log_config
+from ledger.receiver.reply import Reply
+from ledger.storage.engine import LedgerError, make_store
+from ledger.writer.services import Ledger
+from ledger.writer.unit import Guard, Work
+
+log = logging.getLogger("flowledger.writer")
+_LENGTH = struct.Struct("!I")
+_READ = 1 << 20
+STARTUP_TIMEOUT = 60.0  # seconds for the child to import and open the ledger
+_ROUND_TRIPS = "flowledger_db_round_trips_total"
+# The child's command: this module imported by its name (not run as ``__main__``, which would
+# be a second copy of it beside the one the package imports), then :func:`main`.
+_ENTRY = "from ledger.receiver.writer_process import main; main()"
+
+
+class WriterEnded(LedgerError):
+    """The writer process ended while the receiver was serving."""
+
+
+@dataclass(frozen=True)
+class LaneCall:
+    """One workflow call as the writer process needs it to build and run its unit."""
+
+    call: str  # a name in :data:`~ledger.receiver.calls.CALLS`
+    operation_id: str | None
+    body: BaseModel
+    actor: str
+    token_id: int
+    key: str | None  # the Idempotency-Key, checked
+    fingerprint: str  # the request's hash, for a key
+    ttl: float  # seconds an Idempotency-Key's answer is kept
+    guard: Once | None  # the signature, recorded once
+    observe: bool  # the answer's value is wanted back (the call has an ``observe``)
+
+
+def _frame(message: Any) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LENGTH.pack(len(data)) + data
+
+
+class _Frames:
+    """Length-prefixed frames out of a byte stream that arrives in pieces."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> Iterator[Any]:
+        buffer = self._buffer
+        buffer += data
+        start = 0
+        while len(buffer) - start >= _LENGTH.size:
+            (length,) = _LENGTH.unpack_from(buffer, start)
+            end = start + _LENGTH.size + length
+            if len(buffer) < end:
+                break
+            yield pickle.loads(memoryview(buffer)[start + _LENGTH.size : end])
+            start = end
+        del buffer[:start]
+
+
+# ------------------------------------------------------------------------------ the receiver
+
+
+def _ledger_args(ledger: Ledger) -> dict[str, Any]:
+    """What the child needs to build the same services over the same database."""
+    if ledger.clock is not utcnow:
+        raise ValueError("a writer process keeps the wall clock; a ledger with its own clock")
+    return {
+        "url": ledger.store.url.render_as_string(hide_password=False),
+        "secret": ledger.secret,
+        "max_attempts": ledger.max_attempts,
+        "dispatch_deadline": ledger.dispatch_deadline,
+        "hold_deadlines": ledger.hold_deadlines,
+        "retries": ledger.retries,
+        "alert_targets": ledger.alert_targets,
+        "secrets": ledger.secrets,
+    }
+
+
+class WriterProcess:
+    """The receiver's end: hands calls to the child and gives each its answer."""
+
+    def __init__(self, ledger: Ledger, *, on_end: Callable[[], None], max_batch: int = 256) -> None:
+        self.ledger = ledger
+        self.on_end = on_end  # told when the child ended while serving: stop serving
+        self.max_batch = max_batch
+        self.ended: str | None = None  # why the child ended while serving, once it has
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._pending: dict[int, asyncio.Future[Reply]] = {}
+        self._turn: list[tuple[int, LaneCall]] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._closing = False
+        self._seq = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self) -> None:
+        args = {**_ledger_args(self.ledger), "max_batch": self.max_batch, "parent": os.getpid()}
+        loop = self._loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _ENTRY, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._ready = loop.create_future()
+        self._transport, _ = await loop.create_unix_connection(lambda: _Link(self), sock=ours)
+        self._transport.write(_frame(args))
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), STARTUP_TIMEOUT)
+        except BaseException:
+            self._closing = True
+            if self._transport is not None:
+                self._transport.close()
+            self._kill()
+            raise
+
+    async def write(self, call: LaneCall) -> Reply:
+        """``call`` run durably by the child: its answer, error answers included."""
+        if self.ended is not None or self._transport is None or self._closing:
+            return Reply.error(unavailable("the ledger's writer is not running; retry later"))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Reply] = loop.create_future()
+        seq = next(self._seq)
+        self._pending[seq] = future
+        if self._turn is None:
+            self._turn = []
+            loop.call_soon(self._hand_over)
+        self._turn.append((seq, call))
+        return await future
+
+    def _hand_over(self) -> None:
+        """The calls of this turn of the loop, to the child in one frame."""
+        turn, self._turn = self._turn, None
+        if turn:
+            self._send(_frame(("write", turn)))
+
+    def add_secrets(self, values: list[str]) -> None:
+        """Secrets the child must redact from now on too (a new signing token's). Called from
+        the token cache's reload, in a worker thread: sent from the loop, ahead of the calls
+        that the reload let in."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._send, _frame(("secrets", values)))
+
+    def _send(self, frame: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(frame)
+
+    def received(self, message: Any) -> None:
+        kind = message[0]
+        if kind == "done":
+            _, replies, batch, round_trips = message
+            COMMIT_BATCH_SIZE.observe(batch)
+            if round_trips:
+                DB_ROUND_TRIPS.inc(round_trips)
+            pending = self._pending
+            for seq, reply in replies:
+                future = pending.pop(seq, None)
+                if future is not None and not future.done():
+                    future.set_result(reply)
+        elif kind == "ready" and self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+        elif kind == "failed" and self._ready is not None and not self._ready.done():
+            self._ready.set_exception(LedgerError(message[1]))
+
+    def lost(self) -> None:
+        """The child's end closed: it ended, or is ending after :meth:`close`. Whatever it had
+        not answered gets a 503: its commit may or may not have happened."""
+        self._transport = None
+        answer = Reply.error(unavailable("the ledger's writer ended; retry later"))
+        for future in self._pending.values():
+            if not future.done():
+                future.set_result(answer)
+        self._pending.clear()
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(LedgerError("the writer process ended while starting"))
+            return
+        if self._closing:
+            return
+        status = None
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                status = self._proc.wait(1)  # its socket closes as it ends
+        self.ended = _ending(status)
+        log.error("the writer process ended (%s); the receiver stops", self.ended)
+        self.on_end()
+
+    async def close(self) -> None:
+        """Let the child answer what it was handed, then end it."""
+        self._closing = True
+        self._hand_over()
+        if self._transport is not None:
+            self._transport.write_eof()  # the child ends at the end of its socket
+        proc = self._proc
+        if proc is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, proc.wait, 30)
+        except subprocess.TimeoutExpired:
+            self._kill()
+        if self._transport is not None:
+            self._transport.close()
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def _ending(status: int | None) -> str:
+    if status is None:
+        return "its socket closed"
+    if status < 0:
+        return f"killed by {signal.Signals(-status).name}"
+    return f"exit status {status}"
+
+
+class _Link(asyncio.Protocol):
+    def __init__(self, writer: WriterProcess) -> None:
+        self.writer = writer
+        self.frames = _Frames()
+
+    def data_received(self, data: bytes) -> None:
+        for message in self.frames.feed(data):
+            self.writer.received(message)
+
+    def eof_received(self) -> bool:
+        return False  # close the transport too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.writer.lost()
+
+
+# ------------------------------------------------------------------------------ the child
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL when the receiver dies, however it dies (Linux); elsewhere the end of the
+    socket ends the child after its batch."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(0)
+
+
+def unit_of(ledger: Ledger, call: LaneCall) -> Work[Any]:
+    """The unit of work ``call`` stands for, as the write lane builds it in process."""
+    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body)
+    if call.key is None:
+        return work
+    return keyed(
+        work,
+        token_id=call.token_id,
+        key=call.key,
+        fingerprint=call.fingerprint,
+        ttl=timedelta(seconds=call.ttl),
+    )
+
+
+def run_batch(ledger: Ledger, batch: list[tuple[int, LaneCall]]) -> list[tuple[int, Reply]]:
+    """Every call of ``batch`` in one transaction; each call's answer."""
+    replies: list[tuple[int, Reply]] = []
+    units: list[tuple[str, Work[Any]]] = []
+    guards: list[Guard | None] = []
+    reads: list[str | None] = []
+    ran: list[tuple[int, LaneCall]] = []
+    for seq, call in batch:
+        try:
+            units.append((call.actor, unit_of(ledger, call)))
+        except Exception as exc:  # the services refused the call before any transaction
+            replies.append((seq, Reply.error(as_api_error(exc))))
+            continue
+        guards.append(call.guard)
+        reads.append(call.operation_id)
+        ran.append((seq, call))
+    if not units:
+        return replies
+    try:
+        outcomes = ledger.run_many(units, guards, reads)
+        results: list[tuple[Any, BaseException | None]] = [(o.value, o.error) for o in outcomes]
+    except Exception as exc:
+        results = [(None, exc)] * len(units)
+    for (seq, call), (value, error) in zip(ran, results, strict=True):
+        if error is not None:
+            reply = Reply.error(as_api_error(error))
+        else:
+            reply = settled(value)
+            if not call.observe and reply.value is not None:
+                reply = replace(reply, value=None)  # nobody reads it: not sent back
+        replies.append((seq, reply))
+    return replies
+
+
+def _round_trips() -> float:
+    return REGISTRY.get_sample_value(_ROUND_TRIPS) or 0.0
+
+
+def serve_child(sock: socket.socket, ledger: Ledger, max_batch: int) -> None:
+    """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
+    answer them, and again; until the socket ends and nothing is left."""
+    frames = _Frames()
+    waiting: list[tuple[int, LaneCall]] = []
+    ended = False
+    counted = _round_trips()
+
+    def take(data: bytes) -> None:
+        nonlocal ended
+        if not data:
+            ended = True
+        for kind, payload in frames.feed(data):
+            if kind == "write":
+                waiting.extend(payload)
+            elif kind == "secrets":
+                ledger.add_secrets(payload)
+
+    while True:
+        if not waiting:
+            if ended:
+                return
+            take(sock.recv(_READ))  # wait for the next calls
+        while not ended:  # and every other already sent: they share this commit
+            try:
+                take(sock.recv(_READ, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                break
+        if not waiting:
+            continue
+        batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
+        replies = run_batch(ledger, batch)
+        now = _round_trips()
+        with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
+            sock.sendall(_frame(("done", replies, len(batch), now - counted)))
+        counted = now
+
+
+def _child(fd: int) -> int:
+    sock = socket.socket(fileno=fd)
+    frames = _Frames()
+    args: dict[str, Any] | None = None
+    while args is None:
+        data = sock.recv(_READ)
+        if not data:
+            return 0
+        for message in frames.feed(data):
+            args = message
+    _die_with(args.pop("parent"))
+    max_batch = args.pop("max_batch")
+    targets = args.pop("alert_targets")
+    try:
+        store = make_store(_url(args.pop("url")))
+    except Exception as exc:
+        sock.sendall(_frame(("failed", f"the writer process cannot open the ledger: {exc}")))
+        return 1
+    ledger = Ledger(store, **args)
+    ledger.alert_targets = targets
+    secrets: Callable[[], Any] = lambda: ledger.secrets  # noqa: E731
+    logging.config.dictConfig(log_config(secrets=secrets))
+    sock.sendall(_frame(("ready",)))
+    try:
+        serve_child(sock, ledger, max_batch)
+    finally:
+        store.dispose()
+    return 0
+
+
+def _url(text: str) -> Any:
+    from sqlalchemy.engine import make_url
+
+    return make_url(text)
+
+
+def main() -> None:
+    # The receiver decides when the child ends (the end of its socket), not a signal to the
+    # whole process group: Ctrl+C in a terminal, or a service manager's SIGTERM, stop the
+    # receiver, which lets the child finish its batch and close. SIGKILL still kills it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(_child(int(sys.argv[1])))

@@ -1,0 +1,178 @@
+"""The write lane through the writer process (``serve`` and ``run``) answers as the writer
+thread does: the same statuses, bodies and replays for the same calls, signatures recorded
+once, the secrets of a signing token created while it runs redacted, and its batches and round
+trips counted in the receiver's metrics."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from ledger.config import ReceiverConfig
+from ledger.metrics import REGISTRY
+from ledger.receiver import create_app
+from ledger.receiver.tokens import create_token
+from ledger.receiver.writer_process import _frame, _Frames
+from ledger.storage.engine import LedgerError, Store
+from ledger.storage.migrate import init_ledger
+from ledger.storage.models import Operation, table
+from ledger.writer.services import Ledger
+from tests.support.builders import FakeClock, dispatch_body
+from tests.support.receiver import SECRET, Api, make_token, running, signature
+
+OP = "/v1/operations"
+# (path, body, Idempotency-Key): every kind of answer the lane gives for a call the writer runs.
+SCRIPT: list[tuple[str, Any, str | None]] = [
+    (f"{OP}/op-1/dispatch", dispatch_body("exec-1"), None),  # go
+    (f"{OP}/op-1/dispatch", dispatch_body("exec-1"), None),  # the same execution again: go
+    (f"{OP}/op-1/dispatch", dispatch_body("exec-2"), None),  # another execution: skip
+    (f"{OP}/op-1/confirm", {"receipt": "R-1"}, None),
+    (f"{OP}/op-1/confirm", {"receipt": "R-2"}, None),  # another receipt
+    (f"{OP}/op-1/fail", {"outcome": "unknown", "error": "timeout"}, None),  # illegal: 409
+    (f"{OP}/nobody/confirm", {"receipt": "R-1"}, None),  # 404
+    (f"{OP}/op-2/dispatch", dispatch_body("exec-3"), "key-1"),
+    (f"{OP}/op-2/dispatch", dispatch_body("exec-3"), "key-1"),  # replayed
+    (f"{OP}/op-2/dispatch", dispatch_body("exec-4"), "key-1"),  # the key reused: 422
+    (f"{OP}/op-2/fail", {"outcome": "unknown", "error": "no answer"}, None),  # a hold
+    (f"{OP}/op-2/dispatch", dispatch_body("exec-5"), None),  # held
+    (f"{OP}/op-3/dispatch", dispatch_body("exec-6", input={"n": 1}), None),
+    (f"{OP}/op-3/dispatch", dispatch_body("exec-7", input={"n": 2}), None),  # input changed
+    ("/v1/hooks/n8n/error", {"execution": {"id": "exec-6"}, "workflow": {"id": "wf"}}, None),
+]
+
+
+def _app(ledger: Ledger, *, writer_process: bool) -> Any:
+    config = ReceiverConfig()
+    return create_app(
+        ledger, config=config, secret=SECRET, token_ttl=0.0, writer_process=writer_process
+    )
+
+
+@pytest.fixture
+def wall_ledger(store: Store) -> Ledger:
+    """The services on the wall clock: the writer process keeps its own."""
+    return Ledger(store)
+
+
+@pytest.fixture
+def lane(wall_ledger: Ledger) -> Iterator[Api]:
+    token = make_token(wall_ledger, "write")
+    with running(_app(wall_ledger, writer_process=True), wall_ledger, {"write": token}) as api:
+        yield api
+
+
+def _play(api: Api) -> list[tuple[int, Any, str | None]]:
+    answers = []
+    for path, body, key in SCRIPT:
+        headers = {"Idempotency-Key": key} if key else {}
+        got = api.post(path, body, headers=headers)
+        answers.append((got.status_code, got.json(), got.headers.get("idempotent-replayed")))
+    return answers
+
+
+def test_the_writer_process_answers_every_call_as_the_writer_thread_does(
+    lane: Api, tmp_path: Path
+) -> None:
+    store, _ = init_ledger(str(tmp_path / "thread.db"))
+    try:
+        ledger = Ledger(store)
+        tokens = {"write": make_token(ledger, "write")}
+        with running(_app(ledger, writer_process=False), ledger, tokens) as threaded:
+            expected = _play(threaded)
+    finally:
+        store.dispose()
+    got = _play(lane)
+    assert got == expected
+    statuses = {status for status, _, _ in got}
+    assert statuses == {200, 404, 409, 422}, "the script should reach every kind of answer"
+    assert any(replayed == "true" for _, _, replayed in got)
+
+
+def test_a_signed_call_is_accepted_once_and_a_new_signing_secret_is_redacted(
+    lane: Api, wall_ledger: Ledger, store: Store
+) -> None:
+    # A token made while the receiver runs: its signing secret reaches the writer process
+    # before the first call signed with it.
+    made = create_token(wall_ledger, "late", "write", signing=True, server_secret=SECRET)
+    assert made.signing_secret is not None
+    leaked = made.signing_secret
+    key = bytes.fromhex(leaked)
+    path = f"{OP}/op-9/dispatch"
+    body = json.dumps(dispatch_body("exec-9")).encode()
+    headers = {
+        "Authorization": f"Bearer {made.token}",
+        "X-Flowledger-Signature": signature(key, path, body),
+        "Content-Type": "application/json",
+    }
+    first = lane.post(path, token=None, headers=headers, content=body)
+    assert first.status_code == 200, first.text
+    again = lane.post(path, token=None, headers=headers, content=body)
+    assert again.status_code == 401
+    assert again.json()["error"]["code"] == "replayed_signature"
+
+    confirm = json.dumps({"receipt": f"sent with {leaked}"}).encode()
+    confirm_path = f"{OP}/op-9/confirm"
+    headers["X-Flowledger-Signature"] = signature(key, confirm_path, confirm)
+    stored = lane.post(confirm_path, token=None, headers=headers, content=confirm)
+    assert stored.status_code == 200, stored.text
+    assert leaked not in stored.text
+    with store.reader.connect() as conn:
+        ops = table(Operation)
+        receipt = conn.execute(
+            sa.select(ops.c.receipt).where(ops.c.operation_id == "op-9")
+        ).scalar_one()
+    assert leaked not in receipt
+
+
+def _sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_the_writer_process_batches_and_decisions_are_counted_by_the_receiver(lane: Api) -> None:
+    batches = _sample("flowledger_commit_batch_units_count")
+    go = _sample("flowledger_dispatch_decisions_total", decision="go", reason="")
+    for i in range(3):
+        assert lane.post(f"{OP}/m-{i}/dispatch", dispatch_body(f"exec-{i}")).status_code == 200
+    assert _sample("flowledger_commit_batch_units_count") == batches + 3
+    assert _sample("flowledger_dispatch_decisions_total", decision="go", reason="") == go + 3
+
+
+def test_a_ledger_with_its_own_clock_cannot_have_a_writer_process(store: Store) -> None:
+    ledger = Ledger(store, clock=FakeClock())
+    with (
+        pytest.raises(ValueError, match="clock"),
+        running(_app(ledger, writer_process=True), ledger, {}),
+    ):
+        pass
+
+
+def test_frames_split_anywhere_are_read_whole() -> None:
+    messages = [("write", [(1, "a" * 300)]), ("secrets", ["s"]), ("done", [], 0, 0.0)]
+    stream = b"".join(_frame(m) for m in messages)
+    for cut in range(1, len(stream)):
+        frames = _Frames()
+        got = [*frames.feed(stream[:cut]), *frames.feed(stream[cut:])]
+        assert got == messages
+    one_by_one = _Frames()
+    assert [m for byte in stream for m in one_by_one.feed(bytes([byte]))] == messages
+    assert pickle.loads(_frame(messages[0])[4:]) == messages[0]
+
+
+def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
+    path = tmp_path / "gone.db"
+    store, _ = init_ledger(str(path))
+    try:
+        ledger = Ledger(store)
+        path.unlink()  # the receiver opened it; its writer process will find nothing
+        app = _app(ledger, writer_process=True)
+        cannot = pytest.raises(LedgerError, match="the writer process cannot open the ledger")
+        with cannot, running(app, ledger, {}):
+            pass
+    finally:
+        store.dispose()
