@@ -298,27 +298,36 @@ def measure(
 
 @contextlib.contextmanager
 def sampled(pid: int, output: Path | None) -> Iterator[None]:
-    """py-spy samples process ``pid`` and its writer process while the block runs (nothing
-    when ``output`` is None), then the top of its profile is printed."""
+    """py-spy samples process ``pid`` (to ``output``) and its writer process (to
+    ``writer-output`` beside it) while the block runs (nothing when ``output`` is None), then
+    the top of each profile is printed. One py-spy a process: with ``--subprocesses`` it did
+    not sample the writer process, which was started before it."""
     if output is None:
         yield
         return
     exe = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
-    spy = subprocess.Popen(
-        [exe, "record", "--pid", str(pid), "--subprocesses", "--gil", "--rate", "200",
-         "--format", "raw", "--output", str(output), "--nonblocking"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    targets = [(pid, output)] + [
+        (child, output.with_name(f"writer-{output.name}")) for child in _descendants(pid)
+    ]
+    spies = []
+    for target, path in targets:
+        command = [exe, "record", "--pid", str(target), "--gil", "--rate", "200"]
+        command += ["--format", "raw", "--output", str(path), "--nonblocking"]
+        spy = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        spies.append((spy, path))
     try:
         yield
     finally:
-        spy.send_signal(signal.SIGINT)  # py-spy writes its file on an interrupt
-        _, err = spy.communicate(timeout=60)
-    if not output.exists():
-        raise RuntimeError(f"py-spy wrote no profile: {err.strip()}")
-    print_profile(output)
+        errors = []
+        for spy, _ in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on an interrupt
+            errors.append(spy.communicate(timeout=60)[1])
+    for (_, path), err in zip(spies, errors, strict=True):
+        if not path.exists():
+            raise RuntimeError(f"py-spy wrote no profile: {err.strip()}")
+        print_profile(path)
 
 
 def print_profile(path: Path, top: int = 15) -> None:

@@ -41,7 +41,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -350,7 +350,9 @@ def run_batch(ledger: Ledger, batch: list[tuple[int, LaneCall]]) -> list[tuple[i
         else:
             reply = settled(value)
             if not call.observe and reply.value is not None:
-                reply = replace(reply, value=None)  # nobody reads it: not sent back
+                # Nobody reads it: not sent back (a new Reply: dataclasses.replace took 2 %
+                # of the writer process's samples).
+                reply = Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
         replies.append((seq, reply))
     return replies
 
