@@ -147,6 +147,7 @@ class WriterProcess:
         self._turn: list[tuple[int, LaneCall]] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._closing = False
+        self._started = False  # the child said it is ready
         self._seq = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -170,6 +171,7 @@ class WriterProcess:
         self._transport.write(_frame(args))
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), STARTUP_TIMEOUT)
+            self._started = True
         except BaseException:
             self._closing = True
             if self._transport is not None:
@@ -192,10 +194,30 @@ class WriterProcess:
         return await future
 
     def _hand_over(self) -> None:
-        """The calls of this turn of the loop, to the child in one frame."""
+        """The calls of this turn of the loop, to the child in one frame. A call that cannot
+        be pickled is answered here (503, logged by its error's class) rather than left
+        waiting, with the rest of its turn."""
         turn, self._turn = self._turn, None
-        if turn:
-            self._send(_frame(("write", turn)))
+        if not turn:
+            return
+        try:
+            frame = _frame(("write", turn))
+        except Exception:
+            kept = []
+            for seq, call in turn:
+                try:
+                    pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception as exc:
+                    self._answer(seq, Reply.error(as_api_error(exc)))
+                else:
+                    kept.append((seq, call))
+            frame = _frame(("write", kept))
+        self._send(frame)
+
+    def _answer(self, seq: int, reply: Reply) -> None:
+        future = self._pending.pop(seq, None)
+        if future is not None and not future.done():
+            future.set_result(reply)
 
     def add_secrets(self, values: list[str]) -> None:
         """Secrets the child must redact from now on too (a new signing token's). Called from
@@ -215,11 +237,8 @@ class WriterProcess:
             COMMIT_BATCH_SIZE.observe(batch)
             if round_trips:
                 DB_ROUND_TRIPS.inc(round_trips)
-            pending = self._pending
             for seq, reply in replies:
-                future = pending.pop(seq, None)
-                if future is not None and not future.done():
-                    future.set_result(reply)
+                self._answer(seq, reply)
         elif kind == "ready" and self._ready is not None and not self._ready.done():
             self._ready.set_result(None)
         elif kind == "failed" and self._ready is not None and not self._ready.done():
@@ -234,8 +253,9 @@ class WriterProcess:
             if not future.done():
                 future.set_result(answer)
         self._pending.clear()
-        if self._ready is not None and not self._ready.done():
-            self._ready.set_exception(LedgerError("the writer process ended while starting"))
+        if not self._started:  # start() raises instead
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_exception(LedgerError("the writer process ended while starting"))
             return
         if self._closing:
             return
@@ -394,8 +414,15 @@ def serve_child(sock: socket.socket, ledger: Ledger, max_batch: int) -> None:
         batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
         replies = run_batch(ledger, batch)
         now = _round_trips()
+        try:
+            frame = _frame(("done", replies, len(batch), now - counted))
+        except Exception:  # a value that cannot be pickled: the answers without their values
+            bare = [
+                (seq, Reply(r.status, r.body, None, r.replayed, r.headers)) for seq, r in replies
+            ]
+            frame = _frame(("done", bare, len(batch), now - counted))
         with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
-            sock.sendall(_frame(("done", replies, len(batch), now - counted)))
+            sock.sendall(frame)
         counted = now
 
 

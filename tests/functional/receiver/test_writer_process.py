@@ -5,6 +5,8 @@ trips counted in the receiver's metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import pickle
 from collections.abc import Iterator
@@ -17,8 +19,9 @@ import sqlalchemy as sa
 from ledger.config import ReceiverConfig
 from ledger.metrics import REGISTRY
 from ledger.receiver import create_app
+from ledger.receiver.schemas import DispatchCreate
 from ledger.receiver.tokens import create_token
-from ledger.receiver.writer_process import _frame, _Frames
+from ledger.receiver.writer_process import LaneCall, _frame, _Frames
 from ledger.storage.engine import LedgerError, Store
 from ledger.storage.migrate import init_ledger
 from ledger.storage.models import Operation, table
@@ -176,3 +179,26 @@ def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: 
             pass
     finally:
         store.dispose()
+
+
+class _Unpicklable:
+    def __reduce__(self) -> Any:
+        raise TypeError("cannot pickle this body")
+
+
+def test_a_call_that_cannot_be_handed_over_is_answered_alone(wall_ledger: Ledger) -> None:
+    """Its turn's other calls are still written; it gets a 503 rather than waiting forever."""
+    app = _app(wall_ledger, writer_process=True)
+    body = DispatchCreate.model_validate(dispatch_body("exec-p"))
+    good = LaneCall("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
+    bad = dataclasses.replace(good, operation_id="op-q", body=_Unpicklable())  # type: ignore[arg-type]
+    with running(app, wall_ledger, {}) as api:
+        writer = app.state.receiver.writer
+
+        async def one_turn() -> list[Any]:
+            return list(await asyncio.gather(writer.write(good), writer.write(bad)))
+
+        written, refused = api.portal.call(one_turn)
+    assert written.status == 200 and json.loads(written.body)["decision"] == "go"
+    assert refused.status == 503
+    assert json.loads(refused.body)["error"]["code"] == "unavailable"
