@@ -238,7 +238,11 @@ def _cpu_ticks(pid: int) -> int:
 def _descendants(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        for child in children:
             found += [int(child), *_descendants(int(child))]
     return found
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
-import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -149,11 +147,11 @@ def create_app(
 
 
 def _stop(state: ReceiverState) -> None:
-    """Stop serving: through the server when it said how, else as a SIGTERM would."""
+    """Stop serving, through the server when it said how (``serve_app``). An app served
+    otherwise (a test's client, another ASGI server) keeps serving, each workflow call
+    answered 503, rather than signal a process that is not only the receiver."""
     if state.stop is not None:
         state.stop()
-    else:
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:

@@ -153,17 +153,16 @@ class WriteLane:
                 raise ApiError(415, "unsupported_media_type", message)
             operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
-            key = key_of(headers.get("key"))
-            fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
             if st.writer is not None:
+                header = headers.get("key")
+                fingerprint = request_hash("POST", scope["path"], body) if header else ""
                 reply = await _in_writer(
-                    st, call, operation_id, model, principal, key, fingerprint, guard
+                    st, call, operation_id, model, principal, header, fingerprint, guard
                 )
             else:
-                try:
-                    work = call.work(st.ledger, operation_id, model)
-                except Exception as exc:
-                    raise as_api_error(exc) from None
+                work = _work(st, call, operation_id, model)
+                key = key_of(headers.get("key"))
+                fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
                 reply = await answer(
                     st,
                     principal,
@@ -182,18 +181,36 @@ class WriteLane:
             return Reply.error(as_api_error(exc))
 
 
+def _work(st: ReceiverState, call: Call, operation_id: str | None, model: Any) -> Any:
+    """The call's unit of work; the services' refusal of it as the API's error."""
+    try:
+        return call.work(st.ledger, operation_id, model)
+    except Exception as exc:
+        raise as_api_error(exc) from None
+
+
 async def _in_writer(
     st: ReceiverState,
     call: Call,
     operation_id: str | None,
     model: Any,
     principal: Principal,
-    key: str | None,
+    header: str | None,
     fingerprint: str,
     guard: Once | None,
 ) -> Reply:
-    """The call run by the writer process, which builds its unit from the same parts."""
+    """The call run by the writer process, which builds its unit from the same parts. The
+    services' checks of the call run there, so where the lane would refuse the request before
+    them (a bad ``Idempotency-Key``, or one in use) the unit is built here first, as the lane
+    does without a writer process: its refusal comes first, whichever process writes."""
     assert st.writer is not None
+    try:
+        key = key_of(header)
+    except ApiError:
+        _work(st, call, operation_id, model)
+        raise
+    if key is not None and (principal.token_id, key) in st.in_flight:
+        _work(st, call, operation_id, model)
     lane_call = LaneCall(
         call.name,
         operation_id,

@@ -288,7 +288,7 @@ def serve_app(
 
 
 def writer_ended(app: Any) -> None:
-    """After serving: raise :class:`WriterEnded` (a one-line error, exit status 1) when the
+    """After serving: raise :class:`WriterEnded` (a one-line error, exit status 2) when the
     receiver stopped because its writer process ended, for a supervisor to start it again."""
     writer = app.state.receiver.writer
     if writer is not None and writer.ended is not None:

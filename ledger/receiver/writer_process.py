@@ -40,9 +40,10 @@ import socket
 import struct
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -65,8 +66,14 @@ _READ = 1 << 20
 STARTUP_TIMEOUT = 60.0  # seconds for the child to import and open the ledger
 _ROUND_TRIPS = "flowledger_db_round_trips_total"
 # The child's command: this module imported by its name (not run as ``__main__``, which would
-# be a second copy of it beside the one the package imports), then :func:`main`.
-_ENTRY = "from ledger.receiver.writer_process import main; main()"
+# be a second copy of it beside the one the package imports), then :func:`main`. ``-P`` keeps
+# the working directory off ``sys.path`` (``-c`` puts it first, so a ``pickle.py`` there would
+# run in the child); the directory this package was imported from goes first instead.
+_ROOT = str(Path(__file__).resolve().parents[2])
+_ENTRY = (
+    f"import sys; sys.path.insert(0, {_ROOT!r}); "
+    "from ledger.receiver.writer_process import main; main()"
+)
 
 
 class WriterEnded(LedgerError):
@@ -100,18 +107,21 @@ class _Frames:
     def __init__(self) -> None:
         self._buffer = bytearray()
 
-    def feed(self, data: bytes) -> Iterator[Any]:
+    def feed(self, data: bytes) -> list[Any]:
+        """The messages ``data`` completes, in order; the rest waits for more."""
         buffer = self._buffer
         buffer += data
         start = 0
+        messages = []
         while len(buffer) - start >= _LENGTH.size:
             (length,) = _LENGTH.unpack_from(buffer, start)
             end = start + _LENGTH.size + length
             if len(buffer) < end:
                 break
-            yield pickle.loads(memoryview(buffer)[start + _LENGTH.size : end])
+            messages.append(pickle.loads(memoryview(buffer)[start + _LENGTH.size : end]))
             start = end
         del buffer[:start]
+        return messages
 
 
 # ------------------------------------------------------------------------------ the receiver
@@ -157,7 +167,7 @@ class WriterProcess:
         ours, theirs = socket.socketpair()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", _ENTRY, str(theirs.fileno())],
+                [sys.executable, "-P", "-c", _ENTRY, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
             )
@@ -166,16 +176,21 @@ class WriterProcess:
             raise
         finally:
             theirs.close()
-        self._ready = loop.create_future()
-        self._transport, _ = await loop.create_unix_connection(lambda: _Link(self), sock=ours)
-        self._transport.write(_frame(args))
+        self._ready = ready = loop.create_future()
         try:
-            await asyncio.wait_for(asyncio.shield(self._ready), STARTUP_TIMEOUT)
-            self._started = True
+            self._transport, _ = await loop.create_unix_connection(lambda: _Link(self), sock=ours)
+            self._transport.write(_frame(args))
+            await asyncio.wait_for(asyncio.shield(ready), STARTUP_TIMEOUT)
         except BaseException:
             self._closing = True
+            if ready.done() and not ready.cancelled():
+                ready.exception()  # raised here or superseded: not to be logged as unread
+            else:
+                ready.cancel()
             if self._transport is not None:
                 self._transport.close()
+            else:
+                ours.close()
             self._kill()
             raise
 
@@ -234,12 +249,16 @@ class WriterProcess:
         kind = message[0]
         if kind == "done":
             _, replies, batch, round_trips = message
-            COMMIT_BATCH_SIZE.observe(batch)
+            if batch:  # the units that shared a commit (calls refused before it are not)
+                COMMIT_BATCH_SIZE.observe(batch)
             if round_trips:
                 DB_ROUND_TRIPS.inc(round_trips)
             for seq, reply in replies:
                 self._answer(seq, reply)
         elif kind == "ready" and self._ready is not None and not self._ready.done():
+            # Started from here on, not once start() resumes: a child that ends in between
+            # is then an ending like any other (see lost()).
+            self._started = True
             self._ready.set_result(None)
         elif kind == "failed" and self._ready is not None and not self._ready.done():
             self._ready.set_exception(LedgerError(message[1]))
@@ -258,6 +277,8 @@ class WriterProcess:
                 self._ready.set_exception(LedgerError("the writer process ended while starting"))
             return
         if self._closing:
+            if self._proc is not None and (self._proc.poll() or 0) < 0:
+                log.warning("the writer process was killed while the receiver stopped")
             return
         status = None
         if self._proc is not None:
@@ -341,8 +362,11 @@ def unit_of(ledger: Ledger, call: LaneCall) -> Work[Any]:
     )
 
 
-def run_batch(ledger: Ledger, batch: list[tuple[int, LaneCall]]) -> list[tuple[int, Reply]]:
-    """Every call of ``batch`` in one transaction; each call's answer."""
+def run_batch(
+    ledger: Ledger, batch: list[tuple[int, LaneCall]]
+) -> tuple[list[tuple[int, Reply]], int]:
+    """Every call of ``batch`` in one transaction: each call's answer, and how many units
+    shared the commit (the calls the services refused before it are not among them)."""
     replies: list[tuple[int, Reply]] = []
     units: list[tuple[str, Work[Any]]] = []
     guards: list[Guard | None] = []
@@ -358,46 +382,60 @@ def run_batch(ledger: Ledger, batch: list[tuple[int, LaneCall]]) -> list[tuple[i
         reads.append(call.operation_id)
         ran.append((seq, call))
     if not units:
-        return replies
+        return replies, 0
     try:
         outcomes = ledger.run_many(units, guards, reads)
         results: list[tuple[Any, BaseException | None]] = [(o.value, o.error) for o in outcomes]
     except Exception as exc:
         results = [(None, exc)] * len(units)
     for (seq, call), (value, error) in zip(ran, results, strict=True):
-        if error is not None:
-            reply = Reply.error(as_api_error(error))
-        else:
-            reply = settled(value)
-            if not call.observe and reply.value is not None:
-                # Nobody reads it: not sent back (a new Reply: dataclasses.replace took 2 %
-                # of the writer process's samples).
-                reply = Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
+        try:
+            reply = _reply(call, value, error)
+        except Exception as exc:  # one answer that cannot be made fails alone, as in process
+            reply = Reply.error(as_api_error(exc))
         replies.append((seq, reply))
-    return replies
+    return replies, len(units)
+
+
+def _reply(call: LaneCall, value: Any, error: BaseException | None) -> Reply:
+    if error is not None:
+        return Reply.error(as_api_error(error))
+    reply = settled(value)
+    if not call.observe and reply.value is not None:
+        # Nobody reads it: not sent back (a new Reply: dataclasses.replace took 2 % of the
+        # writer process's samples).
+        reply = Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
+    return reply
 
 
 def _round_trips() -> float:
     return REGISTRY.get_sample_value(_ROUND_TRIPS) or 0.0
 
 
-def serve_child(sock: socket.socket, ledger: Ledger, max_batch: int) -> None:
+def serve_child(
+    sock: socket.socket, frames: _Frames, ledger: Ledger, max_batch: int, early: list[Any]
+) -> None:
     """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
-    answer them, and again; until the socket ends and nothing is left."""
-    frames = _Frames()
+    answer them, and again; until the socket ends and nothing is left. ``frames`` holds what
+    was read after the first message, ``early`` the messages that came with it."""
     waiting: list[tuple[int, LaneCall]] = []
     ended = False
     counted = _round_trips()
+
+    def handle(messages: list[Any]) -> None:
+        for kind, payload in messages:
+            if kind == "write":
+                waiting.extend(payload)
+            elif kind == "secrets":
+                ledger.add_secrets(payload)
 
     def take(data: bytes) -> None:
         nonlocal ended
         if not data:
             ended = True
-        for kind, payload in frames.feed(data):
-            if kind == "write":
-                waiting.extend(payload)
-            elif kind == "secrets":
-                ledger.add_secrets(payload)
+        handle(frames.feed(data))
+
+    handle(early)
 
     while True:
         if not waiting:
@@ -412,15 +450,15 @@ def serve_child(sock: socket.socket, ledger: Ledger, max_batch: int) -> None:
         if not waiting:
             continue
         batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
-        replies = run_batch(ledger, batch)
+        replies, units = run_batch(ledger, batch)
         now = _round_trips()
         try:
-            frame = _frame(("done", replies, len(batch), now - counted))
+            frame = _frame(("done", replies, units, now - counted))
         except Exception:  # a value that cannot be pickled: the answers without their values
             bare = [
                 (seq, Reply(r.status, r.body, None, r.replayed, r.headers)) for seq, r in replies
             ]
-            frame = _frame(("done", bare, len(batch), now - counted))
+            frame = _frame(("done", bare, units, now - counted))
         with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
             sock.sendall(frame)
         counted = now
@@ -429,14 +467,24 @@ def serve_child(sock: socket.socket, ledger: Ledger, max_batch: int) -> None:
 def _child(fd: int) -> int:
     sock = socket.socket(fileno=fd)
     frames = _Frames()
-    args: dict[str, Any] | None = None
-    while args is None:
+    messages: list[Any] = []
+    while not messages:
         data = sock.recv(_READ)
         if not data:
             return 0
-        for message in frames.feed(data):
-            args = message
+        messages = frames.feed(data)
+    args: dict[str, Any] = messages.pop(0)
     _die_with(args.pop("parent"))
+    secrets = args["secrets"]
+    ledger: Ledger | None = None
+
+    def known() -> Any:
+        return ledger.secrets if ledger is not None else secrets
+
+    # First, and for every logger (the writer's own log through the root logger): redacted.
+    config = log_config(secrets=known)
+    config["root"] = {"handlers": ["default"], "level": "WARNING"}
+    logging.config.dictConfig(config)
     max_batch = args.pop("max_batch")
     targets = args.pop("alert_targets")
     try:
@@ -446,11 +494,9 @@ def _child(fd: int) -> int:
         return 1
     ledger = Ledger(store, **args)
     ledger.alert_targets = targets
-    secrets: Callable[[], Any] = lambda: ledger.secrets  # noqa: E731
-    logging.config.dictConfig(log_config(secrets=secrets))
     sock.sendall(_frame(("ready",)))
     try:
-        serve_child(sock, ledger, max_batch)
+        serve_child(sock, frames, ledger, max_batch, messages)
     finally:
         store.dispose()
     return 0

@@ -30,6 +30,7 @@ from tests.support.builders import FakeClock, dispatch_body
 from tests.support.receiver import SECRET, Api, make_token, running, signature
 
 OP = "/v1/operations"
+HASH = "sha256:" + "b" * 64
 # (path, body, Idempotency-Key): every kind of answer the lane gives for a call the writer runs.
 SCRIPT: list[tuple[str, Any, str | None]] = [
     (f"{OP}/op-1/dispatch", dispatch_body("exec-1"), None),  # go
@@ -47,6 +48,9 @@ SCRIPT: list[tuple[str, Any, str | None]] = [
     (f"{OP}/op-3/dispatch", dispatch_body("exec-6", input={"n": 1}), None),
     (f"{OP}/op-3/dispatch", dispatch_body("exec-7", input={"n": 2}), None),  # input changed
     ("/v1/hooks/n8n/error", {"execution": {"id": "exec-6"}, "workflow": {"id": "wf"}}, None),
+    # Refused twice over: by the services (input and its hash both given) and for its key; the
+    # services' refusal comes first, whichever process builds the unit.
+    (f"{OP}/op-4/dispatch", {**dispatch_body("exec-8", input={"n": 3}), "input_hash": HASH}, "a b"),
 ]
 
 
@@ -142,6 +146,8 @@ def test_the_writer_process_batches_and_decisions_are_counted_by_the_receiver(la
     go = _sample("flowledger_dispatch_decisions_total", decision="go", reason="")
     for i in range(3):
         assert lane.post(f"{OP}/m-{i}/dispatch", dispatch_body(f"exec-{i}")).status_code == 200
+    refused = {**dispatch_body("exec-r", input={"n": 1}), "input_hash": HASH}
+    assert lane.post(f"{OP}/m-r/dispatch", refused).status_code == 422  # never in a commit
     assert _sample("flowledger_commit_batch_units_count") == batches + 3
     assert _sample("flowledger_dispatch_decisions_total", decision="go", reason="") == go + 3
 
