@@ -277,9 +277,10 @@ class Sweep:
             return stmt.with_for_update(skip_locked=True, of=of)
         return stmt
 
-    def _open_for_operations(self, tx: Tx, targets: list[HoldTarget]) -> int:
-        # Opening bumps each operation's version: a confirm racing this hold loses its
-        # compare-and-set and runs again (see above).
+    def _open(self, tx: Tx, targets: list[HoldTarget]) -> int:
+        """Open the holds of ``targets`` that have none yet; how many were opened. Opening
+        bumps each operation's version: a confirm racing this hold loses its compare-and-set
+        and runs again (see above)."""
         return sum(1 for i in self.ledger.open_holds(tx, targets) if i)
 
     def _unknown_outcome(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
@@ -297,7 +298,7 @@ class Sweep:
             )
         ).all()
         walk.saw(rows)
-        return self._open_for_operations(tx, [self._unknown(r) for r in rows]), walk.full
+        return self._open(tx, [self._unknown(r) for r in rows]), walk.full
 
     def _unknown_outcome_no_deadline(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
@@ -318,7 +319,7 @@ class Sweep:
             )
         ).all()
         walk.saw(rows)
-        return self._open_for_operations(tx, [self._unknown(r) for r in rows]), walk.full
+        return self._open(tx, [self._unknown(r) for r in rows]), walk.full
 
     def _unknown(self, row: Any) -> HoldTarget:
         detail = staleness.unknown_outcome_detail(row.deadline, row.execution_id)
@@ -389,7 +390,7 @@ class Sweep:
                     source=r.source,
                 )
             )
-        return self._open_for_operations(tx, targets), walk.full
+        return self._open(tx, targets), walk.full
 
     def _stale_prepared(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         due = staleness.cutoff(tx.now, self.cfg.stale_prepared_after)
@@ -417,7 +418,7 @@ class Sweep:
             )
             for r in rows
         ]
-        return self._open_for_operations(tx, targets), walk.full
+        return self._open(tx, targets), walk.full
 
     # ------------------------------------------------------------------ executions, sources
 
@@ -449,7 +450,7 @@ class Sweep:
             )
             for r in rows
         ]
-        return sum(1 for i in self.ledger.open_holds(tx, targets) if i), walk.full
+        return self._open(tx, targets), walk.full
 
     def _source_stale(self, tx: Tx) -> tuple[int, bool]:
         if not self.sources:
@@ -476,7 +477,7 @@ class Sweep:
                 hold = staleness.source_stale_hold(src.name, last, src.interval, n)
                 targets.append(HoldTarget(hold, source=src.name))
         # A handful of rows: one pass, never a second batch.
-        return sum(1 for i in self.ledger.open_holds(tx, targets) if i), False
+        return self._open(tx, targets), False
 
     # ------------------------------------------------------------------ holds
 
@@ -527,7 +528,7 @@ class Sweep:
                 )
                 for r in rows
             ]
-            opened = sum(1 for i in self.ledger.open_holds(tx, targets) if i)
+            opened = self._open(tx, targets)
             proposed[:] = [rows[-1].deadline, rows[-1].id] if rows else cursor
             # Rows already reported open nothing; keep walking while a full batch came back.
             return opened, len(rows) == self.batch
