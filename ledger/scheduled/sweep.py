@@ -15,10 +15,12 @@ read and locked them, so that one batch's holds are built while the server write
 (:meth:`Sweep._overlapped`).
 
 Races with the workflow: the due operations are locked (``FOR UPDATE SKIP LOCKED`` on
-PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises writers anyway) and their ``version`` is
-bumped with the hold. A confirm that read the operation before the hold committed then loses
-its compare-and-set, runs again, sees the hold and resolves it; a confirm that committed first
-moves the operation out of ``dispatching`` and the sweep's query no longer matches it.
+PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises writers anyway) until the hold commits.
+Every writer locks the operation it reads (``ledger.writer.records.lock_operations``), so an
+operation a confirm is deciding on is skipped until a later sweep; a confirm that reads one
+the sweep holds waits for the hold's commit, then sees the hold and resolves it; a confirm
+that committed first moves the operation out of ``dispatching`` and the sweep's query no
+longer matches it.
 """
 
 from __future__ import annotations
@@ -277,11 +279,10 @@ class Sweep:
             return stmt.with_for_update(skip_locked=True, of=of)
         return stmt
 
-    def _open(self, tx: Tx, targets: list[HoldTarget]) -> int:
-        """Open the holds of ``targets`` that have none yet; how many were opened. Opening
-        bumps each operation's version: a confirm racing this hold loses its compare-and-set
-        and runs again (see above)."""
-        return sum(1 for i in self.ledger.open_holds(tx, targets) if i)
+    def _open(self, tx: Tx, targets: list[HoldTarget], *, locked: bool = False) -> int:
+        """Open the holds of ``targets`` that have none yet; how many were opened.
+        ``locked``: the rule read their operations with a lock (see above)."""
+        return sum(1 for i in self.ledger.open_holds(tx, targets, locked=locked) if i)
 
     def _unknown_outcome(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         rows = tx.conn.execute(
@@ -298,7 +299,7 @@ class Sweep:
             )
         ).all()
         walk.saw(rows)
-        return self._open(tx, [self._unknown(r) for r in rows]), walk.full
+        return self._open(tx, [self._unknown(r) for r in rows], locked=True), walk.full
 
     def _unknown_outcome_no_deadline(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         """Operations without a deadline of their own wait ``[sweep] dispatch_deadline``
@@ -319,7 +320,7 @@ class Sweep:
             )
         ).all()
         walk.saw(rows)
-        return self._open(tx, [self._unknown(r) for r in rows]), walk.full
+        return self._open(tx, [self._unknown(r) for r in rows], locked=True), walk.full
 
     def _unknown(self, row: Any) -> HoldTarget:
         detail = staleness.unknown_outcome_detail(row.deadline, row.execution_id)
@@ -390,7 +391,7 @@ class Sweep:
                     source=r.source,
                 )
             )
-        return self._open(tx, targets), walk.full
+        return self._open(tx, targets, locked=True), walk.full
 
     def _stale_prepared(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
         due = staleness.cutoff(tx.now, self.cfg.stale_prepared_after)
@@ -418,7 +419,7 @@ class Sweep:
             )
             for r in rows
         ]
-        return self._open(tx, targets), walk.full
+        return self._open(tx, targets, locked=True), walk.full
 
     # ------------------------------------------------------------------ executions, sources
 

@@ -28,15 +28,20 @@ def open_holds(
     targets: Sequence[HoldTarget],
     deadlines: domain.HoldDeadlines,
     alert_targets: Sequence[str],
+    *,
+    locked: bool = False,
 ) -> list[int | None]:
     """Open each hold whose cause key has none yet: the one place holds are opened. Each
     opening is an event and, when alert URLs are configured, one outbox row per URL in the
-    same transaction; each operation it concerns gets its ``version`` bumped, so a writer that
-    read the operation before the hold existed loses its compare-and-set and decides again.
-    Returns the new ids (``None`` where the cause already had a hold). Works a batch at a time
-    so the sweep stays cheap."""
+    same transaction. The operations the holds concern are locked until the commit first,
+    unless the caller says it holds them already (``locked``), so that a writer reading one
+    meanwhile waits and then sees the hold (:func:`records.lock_operations`). Returns the
+    new ids (``None`` where the cause already had a hold). Works a batch at a time so the
+    sweep stays cheap."""
     if not targets:
         return []
+    if not locked:
+        records.lock_operations(tx, [t.operation_id for t in targets if t.operation_id])
     unique: dict[str, HoldTarget] = {}
     for t in targets:
         unique.setdefault(t.hold.cause_key, t)
@@ -68,7 +73,6 @@ def open_holds(
     if len(ids) < len(unique):  # some causes had their hold already
         fresh = {k: t for k, t in unique.items() if k in ids}
         rows = [r for r in rows if r["cause_key"] in ids]
-    records.touch_operations(tx, sorted({t.operation_id for t in fresh.values() if t.operation_id}))
     alerts: list[dict[str, Any]] = []
     for t, row in zip(fresh.values(), rows, strict=True):
         hold_id = ids[t.hold.cause_key]

@@ -413,10 +413,13 @@ class Ledger(UnitOfWork):
         targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
         return [i for i in self.open_holds(tx, targets) if i is not None]
 
-    def open_holds(self, tx: Tx, targets: Sequence[HoldTarget]) -> list[int | None]:
+    def open_holds(
+        self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
+    ) -> list[int | None]:
         """Open each hold whose cause key has none yet, in the caller's transaction, with this
-        ledger's deadlines and alert targets (:func:`ledger.writer.holds.open_holds`)."""
-        return open_hold_rows(tx, targets, self.hold_deadlines, self.alert_targets)
+        ledger's deadlines and alert targets (:func:`ledger.writer.holds.open_holds`;
+        ``locked``: the caller holds the operations' row locks already)."""
+        return open_hold_rows(tx, targets, self.hold_deadlines, self.alert_targets, locked=locked)
 
     def resolve(
         self,

@@ -18,6 +18,8 @@ from ledger.storage.models import Event, Execution, Hold, Operation, Source, tab
 from ledger.writer import records
 from ledger.writer.services import Ledger
 from tests.support.builders import T0, FakeClock, execution_row, req
+from tests.support.database import lock_waits
+from tests.support.processes import wait_until
 
 HOLDS = table(Hold)
 EVENTS = table(Event)
@@ -477,8 +479,9 @@ def test_first_sight_of_a_source_outlives_the_sweep_that_saw_it(
 def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
     ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The confirm reads the operation and its holds; the sweep then commits its hold before
-    the confirm writes. The confirm must notice (compare-and-set) and resolve that hold."""
+    """The confirm reads the operation and its holds; the sweep runs before the confirm
+    writes. The confirm holds the operation (its row lock on PostgreSQL, the write lock on
+    SQLite): the sweep leaves it alone, and no hold is opened about a confirmed write."""
     ledger.dispatch(OP, req()).run("wf")
     clock.advance(minutes=20)
     sweeper = threading.Thread(target=sweep(Ledger(ledger.store, clock=clock)).run)
@@ -491,20 +494,60 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
             raced.append(True)
             sweeper.start()
             if ledger.store.dialect == "postgresql":
-                sweeper.join(30)  # the sweep commits between the confirm's read and write
+                sweeper.join(30)  # the whole sweep runs between the confirm's read and write
             # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
         return holds_seen
 
     monkeypatch.setattr(records, "load_with_holds", read_then_race)
     answer = ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     sweeper.join(30)
+    assert not sweeper.is_alive()
     assert answer.state == "confirmed"
-    opened = holds(ledger, "unknown_outcome")
-    assert all(h.resolved_at is not None for h in opened)
-    if ledger.store.dialect == "postgresql":
-        assert [h.resolution for h in opened] == ["confirmed_by_receipt"]
-    else:
-        assert opened == []
+    assert holds(ledger, "unknown_outcome") == []
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "read-ahead"])
+def test_a_confirm_reading_while_the_sweep_opens_its_hold_waits_and_resolves_it(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, batched: bool
+) -> None:
+    """The sweep has read the operation and written its hold, not yet committed, when the
+    confirm reads it (alone, or read ahead for a receiver's batch). The confirm waits for
+    the hold's commit, sees the hold, and resolves it with its receipt: nothing is left open
+    about a confirmed write. The sweep never changes the operation's row, so only the
+    confirm's lock on its read can make it wait (a compare-and-set would not fail)."""
+    ledger.dispatch(OP, req()).run("wf")
+    clock.advance(minutes=20)
+    sweeper_ledger = Ledger(ledger.store, clock=clock)
+    confirm = ledger.confirm(OP, "R-1", execution_id="exec-1")
+    answers: list[Any] = []
+
+    def run_confirm() -> None:
+        if batched:
+            (outcome,) = ledger.run_many([("wf", confirm.work)], reads=[OP])
+            answers.append(outcome.value if outcome.error is None else outcome.error)
+        else:
+            answers.append(confirm.run("wf"))
+
+    confirmer = threading.Thread(target=run_confirm)
+    original = sweeper_ledger.open_holds
+
+    def open_then_let_the_confirm_read(tx: Any, targets: Any, **kw: Any) -> Any:
+        opened = original(tx, targets, **kw)
+        if not targets or confirmer.ident is not None:
+            return opened
+        confirmer.start()
+        if ledger.store.dialect == "postgresql":
+            tx.settle()  # the hold is written, the sweep's transaction still open
+            wait_until(lambda: lock_waits(ledger.store) == 1, "the confirm to wait for the sweep")
+        # On SQLite the sweep holds the write lock: the confirm cannot read before its commit.
+        return opened
+
+    monkeypatch.setattr(sweeper_ledger, "open_holds", open_then_let_the_confirm_read)
+    assert sweep(sweeper_ledger).run().opened["unknown_outcome"] == 1
+    confirmer.join(30)
+    assert not confirmer.is_alive()
+    assert [a.state for a in answers] == ["confirmed"]
+    assert [h.resolution for h in holds(ledger, "unknown_outcome")] == ["confirmed_by_receipt"]
 
 
 def lose_the_second_batchs_commit(
@@ -520,11 +563,11 @@ def lose_the_second_batchs_commit(
     failed: list[bool] = []
     current = threading.local()
 
-    def record(tx: Any, targets: Any) -> Any:
+    def record(tx: Any, targets: Any, **kw: Any) -> Any:
         if picked := [t for t in targets if counted(t)]:
             batches.append(picked)
             current.batch = picked
-        return original(tx, targets)
+        return original(tx, targets, **kw)
 
     def lose(name: str) -> None:
         mine = getattr(current, "batch", None)
@@ -594,11 +637,11 @@ def test_an_error_in_one_batch_ends_the_sweep_with_that_error_and_whole_batches(
     original = ledger.open_holds
     calls: list[int] = []
 
-    def third_fails(tx: Any, targets: Any) -> Any:
+    def third_fails(tx: Any, targets: Any, **kw: Any) -> Any:
         calls.append(1)
         if len(calls) == 3:
             raise RuntimeError("the third batch fails")
-        return original(tx, targets)
+        return original(tx, targets, **kw)
 
     monkeypatch.setattr(ledger, "open_holds", third_fails)
     with pytest.raises(RuntimeError, match="the third batch fails"):

@@ -25,6 +25,18 @@ def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def lock_waits(store: Store) -> int:
+    """How many sessions on this PostgreSQL database wait for a lock: a test that makes one
+    writer wait for another's row lock knows by this that it does."""
+    with store.reader.connect() as conn:
+        return int(
+            conn.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).scalar_one()
+        )
+
+
 def engine_for(db: str) -> sa.Engine:
     """A plain engine on a ledger named as the CLI names it (a path or a URL), for changing
     it behind the ledger's back."""
