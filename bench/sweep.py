@@ -124,6 +124,10 @@ def fill_postgres(store: Store, total: int, due: int) -> None:
         raw.autocommit = True
         raw.execute("VACUUM ANALYZE operations")
         raw.execute("VACUUM ANALYZE executions")
+        # As SQLite's checkpoint above: the fill leaves several GB of WAL for the server to
+        # write back, which it did during the timed sweep otherwise (a running ledger's
+        # checkpoints spread a day's writes, not one COPY of 10,000,000 rows).
+        raw.execute("CHECKPOINT")
         raw.autocommit = False
 
 

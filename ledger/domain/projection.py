@@ -7,7 +7,8 @@ reader knows what ``--deep`` cannot vouch for:
 
 - operations: ``workflow_id``, ``step``, ``source``, ``approval_version`` and
   ``approval_expires_at`` come from the request and are not in the events; ``version`` is a
-  compare-and-set counter that also moves when a hold is opened, without an event of its own;
+  compare-and-set counter (in a ledger written before writers locked the operations they
+  read, it also moved when a hold was opened, without an event of its own);
 - attempts: ``workflow_id``, ``step`` and ``source`` (as for operations), and the row's ``id``;
 - receipts: ``detail`` of a workflow's receipt (a person's evidence keeps its note, which is
   compared), the row's ``id`` (receipts are matched per operation by content, then in time

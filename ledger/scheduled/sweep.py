@@ -529,7 +529,12 @@ class Sweep:
                 )
                 for r in rows
             ]
-            opened = self._open(tx, targets)
+            # The holds it reports are locked, and a writer closing one closes the overdue
+            # holds about it after the wait (records.open_overdue_about): an overdue hold,
+            # which blocks no write, needs no lock of its operation, and taking one while
+            # holding the hold's deadlocked a confirm that holds the operation and waits
+            # to close the hold.
+            opened = self._open(tx, targets, locked=True)
             proposed[:] = [rows[-1].deadline, rows[-1].id] if rows else cursor
             # Rows already reported open nothing; keep walking while a full batch came back.
             return opened, len(rows) == self.batch

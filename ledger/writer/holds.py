@@ -40,8 +40,10 @@ def open_holds(
     sweep stays cheap."""
     if not targets:
         return []
+    concerned = [t.operation_id for t in targets if t.operation_id]
     if not locked:
-        records.lock_operations(tx, [t.operation_id for t in targets if t.operation_id])
+        records.lock_operations(tx, concerned)
+    records.read_again(tx, concerned)
     unique: dict[str, HoldTarget] = {}
     for t in targets:
         unique.setdefault(t.hold.cause_key, t)
@@ -106,6 +108,8 @@ def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> 
     the event naming the hold and how it was resolved): nothing is left to dismiss about a
     hold that no longer exists."""
     resolution = change.resolution.value if change.resolution else None
+    if change.resolve_holds and operation_id is not None:
+        records.read_again(tx, [operation_id])
     for hold_id in change.resolve_holds:
         if records.close_hold(tx, hold_id, resolution, note):
             data: dict[str, Any] = {"resolution": resolution, "note": note, **change.data}

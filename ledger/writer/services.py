@@ -337,8 +337,9 @@ class Ledger(UnitOfWork):
             reported = error or f"the workflow reported {outcome.value}"
             change = domain.fail(op, outcome, reported, holds)
             # Unknown leaves the operation as it is but opens a hold: compare-and-set it
-            # anyway, so a confirm that committed since our read makes this run again (and
-            # refuse).
+            # anyway, so a change of the row since it was read ahead for this unit (by an
+            # earlier unit of its batch) makes it run again (and refuse). A confirm
+            # elsewhere waits for the lock our read took, then resolves the hold.
             records.save_operation(tx, row, change.operation or op)
             if change.operation is not None:
                 records.end_attempt(tx, operation_id, op.attempt, "rejected", error)

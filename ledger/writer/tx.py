@@ -210,6 +210,10 @@ class Tx:
             self._cursor.execute("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
+        if self._pipeline is not None and self._expected:
+            # A compare-and-set still to be checked is checked first: a lost one must roll
+            # the transaction back, not be found after its COMMIT.
+            self.settle()
         if self._pipeline is not None:
             # The COMMIT goes out with what is queued (the events' append): one round trip.
             self.execute("COMMIT")

@@ -305,6 +305,62 @@ def test_an_operation_changed_after_it_was_read_ahead_loses_its_compare_and_set(
         assert [q for q in sent if q.startswith("SAVEPOINT")]
 
 
+def test_a_hold_opened_by_an_earlier_unit_is_seen_by_a_later_unit_read_ahead(
+    ledger: Ledger,
+) -> None:
+    """The n8n error hook opens an execution_failed hold on op-1, then a confirm of op-1 in
+    the same batch, handed the row read ahead before that hold existed: opening a hold
+    changes no row of the operation, so no compare-and-set would notice. The confirm must
+    see the hold and resolve it with its receipt."""
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+    outcomes = ledger.run_many(
+        [
+            ("t", ledger.execution_failed("exec-1", "boom").work),
+            ("t", ledger.confirm("op-1", "R-1", execution_id="exec-1").work),
+        ],
+        reads=[None, "op-1"],
+    )
+    assert [o.error for o in outcomes] == [None, None]
+    assert [hold for _, hold in outcomes[0].value] != [None]
+    assert outcomes[1].value.state == "confirmed"
+    with ledger.store.reader.connect() as conn:
+        left = conn.exec_driver_sql(
+            "SELECT reason, resolution FROM holds WHERE operation_id = 'op-1'"
+        ).all()
+    assert [tuple(r) for r in left] == [("execution_failed", "confirmed_by_receipt")]
+
+
+def test_a_lost_compare_and_set_in_a_pipeline_rolls_back_instead_of_committing(
+    ledger: Ledger,
+) -> None:
+    """A unit run on its own queues its writes (PostgreSQL's pipeline) and its
+    compare-and-set is checked later: a lost one must be found before the COMMIT goes out,
+    so that what the unit queued before it is rolled back, not committed once per try."""
+    ledger.dispatch("op-1", req("exec-1")).run("t")
+    tries: list[int] = []
+
+    def loses(tx: Tx) -> None:
+        tries.append(1)
+        tx.pipeline()
+        tx.execute("UPDATE operations SET step = 'written' WHERE operation_id = 'op-1'")
+        tx.event("dispatch_held", "op-1", {"reason": "test"})
+        tx.expect_one(
+            "UPDATE operations SET version = version + 1 WHERE operation_id = 'op-1'"
+            " AND version = 99",
+            {},
+            records.Conflict,
+        )
+
+    with pytest.raises(records.Conflict):
+        ledger.run("t", loses)
+    assert len(tries) == ledger.retries
+    with ledger.store.reader.connect() as conn:
+        assert conn.exec_driver_sql("SELECT step FROM operations").scalar_one() != "written"
+        kinds = conn.execute(sa.select(table(Event).c.kind)).scalars().all()
+        assert kinds == ["dispatched"]
+        assert chain.verify(conn).ok
+
+
 def test_a_unit_that_opens_a_hold_runs_between_pipelined_units_of_one_batch(
     ledger: Ledger,
 ) -> None:

@@ -550,6 +550,38 @@ def test_a_confirm_reading_while_the_sweep_opens_its_hold_waits_and_resolves_it(
     assert [h.resolution for h in holds(ledger, "unknown_outcome")] == ["confirmed_by_receipt"]
 
 
+def test_an_overdue_hold_is_opened_while_a_confirm_holds_the_operation_and_closed_by_it(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A confirm has read (and locked) an operation whose unknown-outcome hold is overdue;
+    the sweep then reports that hold overdue. The sweep must not wait for the operation (the
+    confirm, about to close the hold, would wait for the sweep's lock on the hold: a
+    deadlock); the confirm then closes the hold and the overdue hold about it."""
+    first = _held(ledger)
+    at(clock, first.deadline)
+    sweeper = threading.Thread(target=sweep(Ledger(ledger.store, clock=clock), ()).run)
+    read = records.load_with_holds
+
+    def read_then_sweep(tx: Any, operation_id: str) -> Any:
+        found = read(tx, operation_id)
+        if sweeper.ident is None:
+            sweeper.start()
+            if ledger.store.dialect == "postgresql":
+                sweeper.join(30)  # the sweep runs whole between the confirm's read and write
+                assert not sweeper.is_alive(), "the sweep waited for the confirm"
+            # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
+        return found
+
+    monkeypatch.setattr(records, "load_with_holds", read_then_sweep)
+    answer = ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
+    sweeper.join(30)
+    assert answer.state == "confirmed"
+    if ledger.store.dialect == "postgresql":
+        [overdue] = holds(ledger, "overdue")
+        assert (overdue.resolved_at is not None, overdue.resolution) == (True, "cause_resolved")
+    assert all(h.resolved_at is not None for h in holds(ledger, "unknown_outcome"))
+
+
 def lose_the_second_batchs_commit(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch, counted: Any = lambda target: True
 ) -> tuple[list[list[Any]], list[bool]]:
