@@ -281,7 +281,8 @@ class Sweep:
 
     def _open(self, tx: Tx, targets: list[HoldTarget], *, locked: bool = False) -> int:
         """Open the holds of ``targets`` that have none yet; how many were opened.
-        ``locked``: the rule read their operations with a lock (see above)."""
+        ``locked``: the rule read their operations with a lock (see above), or its holds
+        need none (``overdue``)."""
         return sum(1 for i in self.ledger.open_holds(tx, targets, locked=locked) if i)
 
     def _unknown_outcome(self, walk: Walk, tx: Tx) -> tuple[int, bool]:
