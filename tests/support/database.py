@@ -26,13 +26,14 @@ def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def lock_waits(store: Store) -> int:
-    """How many sessions on this PostgreSQL database wait for a lock: a test that makes one
-    writer wait for another's row lock knows by this that it does."""
+    """How many clients of this PostgreSQL database wait for a lock: a test that makes one
+    writer wait for another's row lock knows by this that it does (an autovacuum worker
+    waiting is not counted)."""
     with store.reader.connect() as conn:
         return int(
             conn.exec_driver_sql(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND backend_type = 'client backend' AND wait_event_type = 'Lock'"
             ).scalar_one()
         )
 
