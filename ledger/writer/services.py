@@ -382,7 +382,7 @@ class Ledger(UnitOfWork):
                 )
                 for op in ops
             ]
-            ids = self.open_holds(tx, targets)
+            ids = self.open_holds(tx, targets, locked=True)  # read FOR UPDATE
             return [(op.operation_id, i) for op, i in zip(ops, ids, strict=True)]
 
         return Call(self, work)
@@ -410,9 +410,10 @@ class Ledger(UnitOfWork):
         *,
         execution_id: str | None,
     ) -> list[int]:
-        """Open a rule's holds on one operation; the ids of those that were new."""
+        """Open a rule's holds on one operation; the ids of those that were new. The unit
+        read the operation with its lock (``records.load_with_holds``) or inserted it."""
         targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
-        return [i for i in self.open_holds(tx, targets) if i is not None]
+        return [i for i in self.open_holds(tx, targets, locked=True) if i is not None]
 
     def open_holds(
         self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
