@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from ledger.config import SourceConfig, SweepConfig
 from ledger.domain import FailOutcome
+from ledger.scheduled import sweep as sweep_module
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.models import Event, Execution, Hold, Operation, Source, table
 from ledger.writer import records
@@ -197,25 +198,55 @@ def test_an_execution_that_vanished_unfinished_counts_as_failed(
     assert "vanished" in holds(ledger, "execution_failed")[0].detail
 
 
+@pytest.mark.parametrize("candidates", [sweep_module.CANDIDATES, 3])
 def test_the_failed_execution_walk_reaches_every_operation_across_batches(
-    ledger: Ledger, clock: FakeClock
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, candidates: int
 ) -> None:
-    """The rule walks two operations at a time (``batch=2``): failed executions whose
-    operations are done, and one with three operations in flight, are all passed, and every
-    operation in flight of a failed execution gets its hold, once."""
+    """The rule opens two holds at a time (``batch=2``), of ids it read ``candidates`` at a
+    time: failed executions whose operations are done, and one with three operations in
+    flight, are all passed, and every operation in flight of a failed execution gets its
+    hold, once, a batch whose commit was lost included."""
+    monkeypatch.setattr(sweep_module, "CANDIDATES", candidates)
     for n in range(5):
         add_execution(ledger, external_id=f"exec-{n}", status="error")
     ledger.dispatch("op:done", req("exec-0")).run("wf")
     ledger.confirm("op:done", "R-1", execution_id="exec-0").run("wf")
-    for name in ("op:a", "op:b", "op:c"):
+    for name in ("op:a", "op:b", "op:c", "op:d"):
         ledger.dispatch(name, req("exec-3")).run("wf")
+        clock.advance(seconds=1)
     ledger.dispatch("op:last", req("exec-4")).run("wf")
     s = sweep(ledger)
-    assert s.run().opened["execution_failed"] == 4
+    batches, failed = lose_the_second_batchs_commit(
+        ledger, monkeypatch, lambda t: t.hold.reason.value == "execution_failed"
+    )
+    assert s.run().opened["execution_failed"] == 5
+    assert failed and len(batches) >= 4  # three batches at least, and one read again
     assert s.run().opened["execution_failed"] == 0
     assert sorted(h.operation_id for h in holds(ledger, "execution_failed")) == [
-        "op:a", "op:b", "op:c", "op:last",
+        "op:a", "op:b", "op:c", "op:d", "op:last",
     ]  # fmt: skip
+    assert opened_events(ledger, "execution_failed") == 5
+
+
+def test_an_operation_confirmed_after_the_failed_execution_rule_read_its_id_is_not_held(
+    ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule reads the ids of due operations first, without a lock, and then each batch of
+    them again, locked, under the same conditions: one a confirm settled in between gets no
+    hold."""
+    ledger.dispatch(OP, req()).run("wf")
+    ledger.dispatch("op:other", req()).run("wf")
+    add_execution(ledger, external_id="exec-1", status="error")
+    listed = sweep_module.Listed
+
+    def confirmed_meanwhile(ids: list[str], size: int) -> Any:
+        assert sorted(ids) == sorted([OP, "op:other"])
+        assert ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf").state == "confirmed"
+        return listed(ids, size)
+
+    monkeypatch.setattr(sweep_module, "Listed", confirmed_meanwhile)
+    assert sweep(ledger).run().opened["execution_failed"] == 1
+    assert [h.operation_id for h in holds(ledger, "execution_failed")] == ["op:other"]
 
 
 def test_an_errored_execution_after_the_confirm_opens_nothing(
