@@ -4,6 +4,7 @@ links, see ``links``), the source's position and health, and ``gone_at`` marks."
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,10 +12,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from connectors.base import ExecutionRecord
+from ledger.storage.engine import Store
 from ledger.storage.models import Execution, Source, table
 from ledger.sync import links
 from ledger.writer.services import Tx
 from ledger.writer.tx import in_list
+
+log = logging.getLogger(__name__)
 
 EXECUTIONS = table(Execution)
 SOURCES = table(Source)
@@ -151,6 +155,19 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
         out.new = len(inserts)
     out.linked = links.link(tx, source, list(latest.values()))
     return out
+
+
+def analyze(store: Store) -> None:
+    """Fresh planner statistics for the copies, on PostgreSQL: a backfill asks for them as
+    the table grows (``ledger.sync.runner.ANALYZE_AFTER``). SQLite plans the page's lookup
+    from its indexes alone."""
+    if store.dialect != "postgresql":
+        return
+    try:
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("ANALYZE executions")
+    except sa.exc.DBAPIError as exc:  # autovacuum, or the administrator, gets to it later
+        log.warning("ANALYZE executions failed, the sync goes on: %s", exc.orig)
 
 
 def mark_gone_by_id(tx: Tx, source: str, external_ids: Sequence[str]) -> int:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from ledger.config import SourceConfig
 from ledger.reads import chain, queries
 from ledger.storage.engine import Store
-from ledger.sync import Backoff, sync_source
+from ledger.sync import Backoff, copies, runner, sync_source
 from ledger.writer.services import Ledger
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
@@ -75,6 +75,35 @@ def test_first_backfill_mirrors_every_execution_page_by_page(
     assert set(kept) == n8n.ids()
     assert kept["42"]["workflow_name"] == "send invoices" and kept["42"]["final"] is True
     assert source_row(store)["status"] == "ok"
+
+
+def test_a_backfill_on_postgresql_analyzes_the_copies_as_their_count_doubles(
+    ledger: Ledger, store: Store, n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page looks its copies up by source and id; without statistics (autovacuum off,
+    or behind a backfill) PostgreSQL planned that as a scan of every copy of the source."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite plans the lookup from its indexes alone")
+    monkeypatch.setattr(runner, "ANALYZE_AFTER", 500)
+    analyze = copies.analyze
+    counted: list[float] = []
+
+    def analyze_and_read_the_count(store: Store) -> None:
+        analyze(store)
+        with store.engine.connect() as conn:
+            counted.append(
+                conn.exec_driver_sql(
+                    "SELECT reltuples FROM pg_class WHERE relname = 'executions'"
+                ).scalar_one()
+            )
+
+    monkeypatch.setattr(copies, "analyze", analyze_and_read_the_count)
+    n8n.add(1200)
+    assert sync(ledger, n8n).new == 1200  # pages of 250
+    assert counted == [500, 1000]
+    n8n.add(10)
+    assert sync(ledger, n8n).new == 10  # a later run counts its own new copies
+    assert counted == [500, 1000]
 
 
 def test_incremental_sync_reads_only_what_is_new_in_one_request(
