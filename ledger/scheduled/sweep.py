@@ -1,19 +1,20 @@
 """The staleness sweep: find what waited too long and open a hold for it, once per cause.
 
-Each rule reads its due rows through an index (operations by (state, deadline, operation_id)
-and (state, updated_at, operation_id); holds by (resolved_at, deadline); running executions by
-(final, status, started_at, id)) inside a write transaction, a bounded batch at a time, and
-opens the holds through :meth:`Ledger.open_holds` in that same transaction, so each opening is
-an event (and an alert when alerting is configured). Rows that already have their hold are
-left out by the query itself (``NOT EXISTS`` on the unique cause key), so a sweep opens nothing
-twice. Each batch starts where the last one ended (a :class:`Walk` in the index's order;
-the failed-execution rule walks a list of ids it read first, a :class:`Listed`):
-starting each from the beginning read every row already passed again, so a sweep that opened
-100,000 holds over 10,000,000 operations took 107 s on SQLite against 0.74 s for 10,000 over
-1,000,000 (``python -m bench.sweep``). On SQLite a batch starts once the one before has
-committed; on PostgreSQL, for the rules that lock their rows, as soon as the one before has
-read and locked them, so that one batch's holds are built while the server writes the other's
-(:meth:`Sweep._overlapped`).
+Each rule reads its due rows through an index (operations by (state, deadline, operation_id) and
+(state, updated_at, operation_id); holds by (resolved_at, deadline); running executions by
+(final, status, started_at, id)) inside a write transaction, a bounded batch at a time (the
+failed-execution rule reads their ids first, without a lock, and each batch of them again in the
+write transaction), and opens the holds through :meth:`Ledger.open_holds` in that same
+transaction, so each opening is an event (and an alert when alerting is configured). Rows that
+already have their hold are left out by the query itself (``NOT EXISTS`` on the unique cause
+key), so a sweep opens nothing twice. Each batch starts where the last one ended (a
+:class:`Walk` in the index's order; the failed-execution rule walks a list of ids it read first,
+a :class:`Listed`): starting each from the beginning read every row already passed again, so a
+sweep that opened 100,000 holds over 10,000,000 operations took 107 s on SQLite against 0.74 s
+for 10,000 over 1,000,000 (``python -m bench.sweep``). On SQLite a batch starts once the one
+before has committed; on PostgreSQL, for the rules that lock their rows, as soon as the one
+before has read and locked them, so that one batch's holds are built while the server writes the
+other's (:meth:`Sweep._overlapped`).
 
 Races with the workflow: the due operations are locked (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises writers anyway) until the hold commits.
@@ -449,7 +450,8 @@ class Sweep:
                     EXECUTIONS.c.gone_at.label("execution_gone_at"),
                 )
                 .select_from(_FAILED_JOIN)
-                .where(OPS.c.operation_id.in_(listed.chunk), *_FAILED_DUE),
+                .where(OPS.c.operation_id.in_(listed.chunk), *_FAILED_DUE)
+                .order_by(OPS.c.updated_at, OPS.c.operation_id),  # the events' order
                 OPS,
             )
         ).all()
