@@ -79,6 +79,16 @@ def doctor(db: DbOption = None) -> None:
         echo_table(_diagnosis(store))
 
 
+def _autovacuum(setting: object) -> str:
+    if setting == "on":
+        return "on"
+    return (
+        f"WARNING: {setting}: nothing analyzes the tables as they grow, so PostgreSQL plans "
+        "their reads from stale estimates (a sync analyzes the copies it backfills itself); "
+        "turn autovacuum on, or run ANALYZE from cron"
+    )
+
+
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
     """``doctor``'s findings, one (label, value) a line."""
     found = [
@@ -92,7 +102,8 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
     if sqlite_path(store.url) is None:
         with store.engine.connect() as conn:
             version = conn.exec_driver_sql("SHOW server_version").scalar()
-        return [*found, ("postgresql:", str(version))]
+            autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
+        return [*found, ("postgresql:", str(version)), ("autovacuum:", _autovacuum(autovacuum))]
     with store.engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None

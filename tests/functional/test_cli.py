@@ -87,6 +87,12 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
         assert "wal-reset bug:" in out
     else:
         assert "postgresql:" in out
+        engine = sa.create_engine(busy_ledger.replace("postgresql://", "postgresql+psycopg://"))
+        with engine.connect() as conn:
+            autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
+        engine.dispose()
+        line = next(line for line in out.splitlines() if line.startswith("autovacuum:"))
+        assert ("WARNING: off" in line) == (autovacuum == "off"), line
 
 
 def test_doctor_hides_the_password(pg_url: str) -> None:
