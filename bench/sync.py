@@ -8,9 +8,9 @@ HTTP and parsing, nothing stored), then backfills a fresh ledger, and reports ex
 second, the ratio to the baseline, and peak RSS. Last it times an incremental poll with nothing
 new, which must cost exactly one request, and reads two pages of the executions list (the
 first, and one from the middle, keyset paged as ``flowledger executions`` pages), printing
-their query plans, and verifies the event chain (a backfill links no operation here, so it
-adds no event: the chain must still hold). ``--scale 10`` serves 1,000,000 executions. Goals: backfill <= 20 s per
-100,000 executions, peak RSS <= 200 MB.
+their query plans, and verifies the event chain (a backfill links no operation here, so it adds
+no event: the chain must still hold). ``--scale 10`` serves 1,000,000 executions. Goals:
+backfill <= 20 s per 100,000 executions, peak RSS <= 200 MB.
 """
 
 from __future__ import annotations
