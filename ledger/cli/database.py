@@ -79,7 +79,8 @@ def doctor(db: DbOption = None) -> None:
         echo_table(_diagnosis(store))
 
 
-def _autovacuum(setting: object) -> str:
+def autovacuum_finding(setting: object) -> str:
+    """``doctor``'s line for PostgreSQL's ``autovacuum`` setting."""
     if setting == "on":
         return "on"
     return (
@@ -103,7 +104,11 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         with store.engine.connect() as conn:
             version = conn.exec_driver_sql("SHOW server_version").scalar()
             autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
-        return [*found, ("postgresql:", str(version)), ("autovacuum:", _autovacuum(autovacuum))]
+        return [
+            *found,
+            ("postgresql:", str(version)),
+            ("autovacuum:", autovacuum_finding(autovacuum)),
+        ]
     with store.engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None

@@ -160,14 +160,33 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
 def analyze(store: Store) -> None:
     """Fresh planner statistics for the copies, on PostgreSQL: a backfill asks for them as
     the table grows (``ledger.sync.runner.ANALYZE_AFTER``). SQLite plans the page's lookup
-    from its indexes alone."""
+    from its indexes alone. ``SKIP_LOCKED``: a VACUUM or an index build holding the table
+    does not hold up the backfill; PostgreSQL says so in a warning, as it does when the
+    ledger's user does not own the table, and each warning is logged."""
     if store.dialect != "postgresql":
         return
+    warnings: list[str] = []
+
+    def noticed(diag: Any) -> None:
+        if diag.severity_nonlocalized == "WARNING":
+            warnings.append(str(diag.message_primary))
+
     try:
         with store.engine.begin() as conn:
-            conn.exec_driver_sql("ANALYZE executions")
+            raw: Any = conn.connection.driver_connection
+            raw.add_notice_handler(noticed)
+            try:
+                conn.exec_driver_sql("ANALYZE (SKIP_LOCKED) executions")
+            finally:
+                raw.remove_notice_handler(noticed)
     except sa.exc.DBAPIError as exc:  # autovacuum, or the administrator, gets to it later
-        log.warning("ANALYZE executions failed, the sync goes on: %s", exc.orig)
+        warnings.append(_first_line(exc.orig))
+    for warning in warnings:
+        log.warning("ANALYZE executions: %s; the sync goes on", warning)
+
+
+def _first_line(error: object) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def mark_gone_by_id(tx: Tx, source: str, external_ids: Sequence[str]) -> int:

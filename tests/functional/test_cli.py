@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from ledger.cli import app
+from ledger.cli.database import autovacuum_finding
 from ledger.domain import FailOutcome
 from ledger.storage.engine import open_store
 from ledger.storage.migrate import init_ledger
@@ -93,6 +94,12 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
         engine.dispose()
         line = next(line for line in out.splitlines() if line.startswith("autovacuum:"))
         assert ("WARNING: off" in line) == (autovacuum == "off"), line
+
+
+@pytest.mark.parametrize(("setting", "warned"), [("on", False), ("off", True), (None, True)])
+def test_doctor_warns_unless_autovacuum_is_on(setting: str | None, warned: bool) -> None:
+    line = autovacuum_finding(setting)
+    assert line.startswith("WARNING:") == warned and (line == "on") != warned
 
 
 def test_doctor_hides_the_password(pg_url: str) -> None:

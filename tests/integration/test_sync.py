@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import httpx
@@ -104,6 +105,26 @@ def test_a_backfill_on_postgresql_analyzes_the_copies_as_their_count_doubles(
     n8n.add(10)
     assert sync(ledger, n8n).new == 10  # a later run counts its own new copies
     assert counted == [500, 1000]
+
+
+def test_analyze_passes_over_a_table_another_holds_and_says_so(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A VACUUM or an index build holding the copies does not hold up a backfill."""
+    if store.dialect != "postgresql":
+        pytest.skip("SQLite plans the lookup from its indexes alone")
+    holder = sa.create_engine(store.url)
+    with holder.connect() as conn:
+        conn.exec_driver_sql("LOCK TABLE executions IN SHARE UPDATE EXCLUSIVE MODE")
+        analyzing = threading.Thread(target=copies.analyze, args=(store,))
+        analyzing.start()
+        analyzing.join(60)  # only a bound on a failure: without SKIP_LOCKED it waits
+        waited = analyzing.is_alive()
+        conn.rollback()
+    analyzing.join()
+    holder.dispose()
+    assert not waited
+    assert 'skipping analyze of "executions"' in caplog.text
 
 
 def test_incremental_sync_reads_only_what_is_new_in_one_request(
