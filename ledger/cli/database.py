@@ -15,6 +15,7 @@ from ledger.storage.engine import (
     WAL_RESET_AFFECTED,
     LedgerError,
     Store,
+    first_line,
     hide_password,
     make_store,
     read_schema_version,
@@ -50,9 +51,7 @@ def migrate(db: DbOption = None) -> None:
         try:
             before = read_schema_version(store.engine)
         except sa.exc.DBAPIError as exc:
-            raise LedgerError(
-                f"cannot open {hide_password(url)}: {str(exc.orig).splitlines()[0]}"
-            ) from exc
+            raise LedgerError(f"cannot open {hide_password(url)}: {first_line(exc)}") from exc
         if before is None:
             die(f"{hide_password(url)} holds no ledger; run `flowledger init` to create one")
         assert before is not None

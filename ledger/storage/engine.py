@@ -286,9 +286,9 @@ def check_schema(store: Store) -> None:
     try:
         version = read_schema_version(store.reader)  # never waits for the write lock
     except sa.exc.OperationalError as exc:
-        raise LedgerError(f"cannot open {where}: {_first_line(exc)}") from exc
+        raise LedgerError(f"cannot open {where}: {first_line(exc)}") from exc
     except sa.exc.DatabaseError as exc:
-        raise LedgerError(f"{where} is not a ledger database: {_first_line(exc)}") from exc
+        raise LedgerError(f"{where} is not a ledger database: {first_line(exc)}") from exc
     if version is None:
         raise LedgerError(f"{where} holds no ledger; run `flowledger init` to create one")
     if version > SCHEMA_VERSION:
@@ -308,7 +308,8 @@ def _where(url: URL) -> str:
     return str(path) if path is not None else hide_password(url)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """A database error in one line: its driver's message's first line, or its type's name."""
     orig: Any = getattr(exc, "orig", None) or exc
     text = str(orig).strip().splitlines()
     return text[0] if text else type(orig).__name__

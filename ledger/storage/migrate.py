@@ -13,6 +13,7 @@ from alembic.script import ScriptDirectory
 from ledger.storage.engine import (
     LedgerError,
     Store,
+    first_line,
     hide_password,
     make_store,
     read_schema_version,
@@ -64,12 +65,9 @@ def init_ledger(db: str | None) -> tuple[Store, bool]:
         upgrade(store)
     except sa.exc.DBAPIError as exc:
         store.dispose()
-        reason = (
-            str(exc.orig).strip().splitlines()[0]
-            if str(exc.orig).strip()
-            else type(exc.orig).__name__
-        )
-        raise LedgerError(f"cannot create the ledger at {hide_password(url)}: {reason}") from exc
+        raise LedgerError(
+            f"cannot create the ledger at {hide_password(url)}: {first_line(exc)}"
+        ) from exc
     except BaseException:
         store.dispose()
         raise

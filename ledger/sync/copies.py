@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from connectors.base import ExecutionRecord
-from ledger.storage.engine import Store
+from ledger.storage.engine import Store, first_line
 from ledger.storage.models import Execution, Source, table
 from ledger.sync import links
 from ledger.writer.services import Tx
@@ -180,13 +180,9 @@ def analyze(store: Store) -> None:
             finally:
                 raw.remove_notice_handler(noticed)
     except sa.exc.DBAPIError as exc:  # autovacuum, or the administrator, gets to it later
-        warnings.append(_first_line(exc.orig))
+        warnings.append(first_line(exc))
     for warning in warnings:
         log.warning("ANALYZE executions: %s; the sync goes on", warning)
-
-
-def _first_line(error: object) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 def mark_gone_by_id(tx: Tx, source: str, external_ids: Sequence[str]) -> int:
