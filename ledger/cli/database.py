@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 import typer
@@ -78,15 +79,33 @@ def doctor(db: DbOption = None) -> None:
         echo_table(_diagnosis(store))
 
 
-def autovacuum_finding(setting: object) -> str:
-    """``doctor``'s line for PostgreSQL's ``autovacuum`` setting."""
-    if setting == "on":
+def autovacuum_finding(
+    setting: object, track_counts: object = "on", off_for: Sequence[str] = ()
+) -> str:
+    """``doctor``'s line for PostgreSQL's autovacuum: the ``autovacuum`` setting, the
+    ``track_counts`` it needs to see a table change, and the ledger's tables that turn it off
+    for themselves (``autovacuum_enabled = false``)."""
+    if setting != "on":
+        why = f"{setting}"
+    elif track_counts != "on":
+        why = "on, but track_counts is off, so it never sees a table change"
+    elif off_for:
+        why = f"on, but turned off for {', '.join(off_for)}"
+    else:
         return "on"
     return (
-        f"WARNING: {setting}: nothing analyzes the tables as they grow, so PostgreSQL plans "
+        f"WARNING: {why}: nothing analyzes the tables as they grow, so PostgreSQL plans "
         "their reads from stale estimates (a sync analyzes the copies it backfills itself); "
         "turn autovacuum on, or run ANALYZE from cron"
     )
+
+
+_AUTOVACUUM_OFF_FOR = """
+SELECT relname FROM pg_class
+WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace
+  AND 'autovacuum_enabled=false' = ANY(reloptions)
+ORDER BY relname
+"""
 
 
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
@@ -103,10 +122,12 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         with store.engine.connect() as conn:
             version = conn.exec_driver_sql("SHOW server_version").scalar()
             autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
+            track_counts = conn.exec_driver_sql("SHOW track_counts").scalar()
+            off_for = list(conn.exec_driver_sql(_AUTOVACUUM_OFF_FOR).scalars())
         return [
             *found,
             ("postgresql:", str(version)),
-            ("autovacuum:", autovacuum_finding(autovacuum)),
+            ("autovacuum:", autovacuum_finding(autovacuum, track_counts, off_for)),
         ]
     with store.engine.connect() as conn:
         raw = conn.connection.driver_connection

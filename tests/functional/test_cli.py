@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -96,10 +97,35 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
         assert ("WARNING: off" in line) == (autovacuum == "off"), line
 
 
-@pytest.mark.parametrize(("setting", "warned"), [("on", False), ("off", True), (None, True)])
-def test_doctor_warns_unless_autovacuum_is_on(setting: str | None, warned: bool) -> None:
-    line = autovacuum_finding(setting)
-    assert line.startswith("WARNING:") == warned and (line == "on") != warned
+@pytest.mark.parametrize(
+    ("settings", "warning"),
+    [
+        (("on", "on", []), None),
+        (("off", "on", []), "WARNING: off:"),
+        ((None, "on", []), "WARNING: None:"),
+        (("on", "off", []), "WARNING: on, but track_counts is off"),
+        (
+            ("on", "on", ["executions", "holds"]),
+            "WARNING: on, but turned off for executions, holds:",
+        ),
+    ],
+)
+def test_doctor_warns_unless_autovacuum_can_work(settings: Any, warning: str | None) -> None:
+    line = autovacuum_finding(*settings)
+    assert (line == "on") if warning is None else line.startswith(warning), line
+
+
+def test_doctor_names_a_ledger_table_that_turns_autovacuum_off(pg_url: str) -> None:
+    init_ledger(pg_url)[0].dispose()
+    engine = sa.create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://"))
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE holds SET (autovacuum_enabled = false)")
+        server_wide = conn.exec_driver_sql("SHOW autovacuum").scalar()
+    engine.dispose()
+    code, out, _ = cli("doctor", "--db", pg_url)
+    line = next(line for line in out.splitlines() if line.startswith("autovacuum:"))
+    named = "WARNING: on, but turned off for holds:" if server_wide == "on" else "WARNING: off:"
+    assert code == 0 and named in line, line
 
 
 def test_doctor_hides_the_password(pg_url: str) -> None:
