@@ -24,10 +24,14 @@ def cutoff(now: datetime, after: timedelta) -> datetime:
 def stale_prepared_hold(operation_id: str, attempt: int, since: datetime) -> NewHold:
     return new_hold(
         Reason.STALE_PREPARED,
-        f"prepared since {since.isoformat()} and never dispatched",
+        stale_prepared_detail(since),
         operation_id=operation_id,
         attempt=attempt,
     )
+
+
+def stale_prepared_detail(since: datetime) -> str:
+    return f"prepared since {since.isoformat()} and never dispatched"
 
 
 def unknown_outcome_detail(deadline: datetime | None, execution_id: str | None) -> str:

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from ledger.config import SourceConfig, SweepConfig
-from ledger.domain import FailOutcome
+from ledger.domain import FailOutcome, Reason, causes
 from ledger.scheduled import sweep as sweep_module
 from ledger.scheduled.sweep import Sweep
 from ledger.storage.models import Event, Execution, Hold, Operation, Source, table
@@ -37,6 +37,11 @@ def holds(ledger: Ledger, reason: str) -> list[Any]:
         return conn.execute(
             sa.select(HOLDS).where(HOLDS.c.reason == reason).order_by(HOLDS.c.id)
         ).all()
+
+
+def holds_of(ledger: Ledger) -> list[Any]:
+    with ledger.store.reader.connect() as conn:
+        return conn.execute(sa.select(HOLDS).order_by(HOLDS.c.id)).all()
 
 
 def opened_events(ledger: Ledger, reason: str) -> int:
@@ -132,6 +137,34 @@ def test_a_workflows_fail_unknown_and_the_sweep_share_one_hold(
     clock.advance(hours=1)
     assert sweep(ledger).run().opened["unknown_outcome"] == 0
     assert len(holds(ledger, "unknown_outcome")) == 1
+
+
+def test_the_sweeps_holds_have_the_cause_keys_the_workflow_rules_give(
+    ledger: Ledger, clock: FakeClock
+) -> None:
+    """The sweep takes each hold's cause key from its query (``sql_cause_key``): the same
+    text as :func:`causes.cause_key`, so a rule outside the sweep finds the hold as its own."""
+    ledger.dispatch("op:late", req("exec-late")).run("wf")
+    ledger.dispatch("op:failed", req("exec-9")).run("wf")
+    add_execution(ledger, external_id="exec-9", status="error")
+    ledger.prepare("op:idle", processing_version="v1", input={"a": 1}, has_input=True).run("wf")
+    clock.advance(days=2)
+    assert sweep(ledger, ()).run().total == 4  # the failed one is also late
+    keys = {(h.reason, h.operation_id): h.cause_key for h in holds_of(ledger)}
+    assert keys == {
+        ("unknown_outcome", "op:late"): causes.cause_key(
+            Reason.UNKNOWN_OUTCOME, operation_id="op:late", attempt=1
+        ),
+        ("unknown_outcome", "op:failed"): causes.cause_key(
+            Reason.UNKNOWN_OUTCOME, operation_id="op:failed", attempt=1
+        ),
+        ("execution_failed", "op:failed"): causes.cause_key(
+            Reason.EXECUTION_FAILED, operation_id="op:failed", attempt=1, execution_id="exec-9"
+        ),
+        ("stale_prepared", "op:idle"): causes.cause_key(
+            Reason.STALE_PREPARED, operation_id="op:idle", attempt=0
+        ),
+    }
 
 
 def test_many_due_operations_are_swept_in_batches(ledger: Ledger, clock: FakeClock) -> None:
