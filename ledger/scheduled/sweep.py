@@ -48,12 +48,12 @@ from ledger.writer.services import HoldTarget, Ledger
 from ledger.writer.tx import Tx
 
 OPS = table(Operation)
-# What the operation rules read of a due row: its hold's cause and detail, and the walk's
-# columns. Not the whole row, nor an Operation made of it: a profile of the first sweep on
-# PostgreSQL put ``to_domain`` and the processing of whole rows at about 18 µs a hold.
+# What the operation rules read of a due row: its hold's detail and target, and the walk's
+# columns (the hold's cause key comes with it, from the rule's own SQL). Not the whole row,
+# nor an Operation made of it: a profile of the first sweep on PostgreSQL put ``to_domain``
+# and the processing of whole rows at about 18 µs a hold.
 DUE_COLUMNS = (
-    OPS.c.operation_id, OPS.c.attempt, OPS.c.execution_id, OPS.c.source, OPS.c.deadline,
-    OPS.c.updated_at,
+    OPS.c.operation_id, OPS.c.execution_id, OPS.c.source, OPS.c.deadline, OPS.c.updated_at,
 )  # fmt: skip
 HOLDS = table(Hold)
 EXECUTIONS = table(Execution)
