@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -19,6 +18,7 @@ from ledger.storage.migrate import init_ledger
 from ledger.storage.models import SCHEMA_VERSION
 from ledger.writer.services import Ledger
 from tests.support.builders import req
+from tests.support.database import engine_for
 
 runner = CliRunner()
 
@@ -89,7 +89,7 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
         assert "wal-reset bug:" in out
     else:
         assert "postgresql:" in out
-        engine = sa.create_engine(busy_ledger.replace("postgresql://", "postgresql+psycopg://"))
+        engine = engine_for(busy_ledger)
         with engine.connect() as conn:
             autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
         engine.dispose()
@@ -117,7 +117,7 @@ def test_doctor_warns_unless_autovacuum_can_work(settings: Any, warning: str | N
 
 def test_doctor_names_a_ledger_table_that_turns_autovacuum_off(pg_url: str) -> None:
     init_ledger(pg_url)[0].dispose()
-    engine = sa.create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://"))
+    engine = engine_for(pg_url)
     with engine.begin() as conn:
         conn.exec_driver_sql("ALTER TABLE holds SET (autovacuum_enabled = false)")
         server_wide = conn.exec_driver_sql("SHOW autovacuum").scalar()
@@ -140,9 +140,7 @@ def test_doctor_hides_the_password(pg_url: str) -> None:
 
 def tamper(db: str, sql: str) -> None:
     """Change the events table behind the ledger's back (the trigger dropped first)."""
-    engine = sa.create_engine(db if "://" in db else f"sqlite:///{db}")
-    if engine.dialect.name == "postgresql":
-        engine = sa.create_engine(db.replace("postgresql://", "postgresql+psycopg://", 1))
+    engine = engine_for(db)
     with engine.begin() as conn:
         if engine.dialect.name == "sqlite":
             conn.exec_driver_sql("DROP TRIGGER events_no_update")
@@ -177,11 +175,7 @@ def test_verify_catches_a_deleted_last_event_with_the_expected_head(busy_ledger:
     # Remove the last event and make the head row agree, as a careful forger would.
     tamper(busy_ledger, "DELETE FROM events WHERE seq = 6")
     tamper_head = "UPDATE chain_head SET seq = 5, hash = (SELECT hash FROM events WHERE seq = 5)"
-    engine = sa.create_engine(
-        busy_ledger.replace("postgresql://", "postgresql+psycopg://", 1)
-        if "://" in busy_ledger
-        else f"sqlite:///{busy_ledger}"
-    )
+    engine = engine_for(busy_ledger)
     with engine.begin() as conn:
         conn.exec_driver_sql(tamper_head)
     engine.dispose()
