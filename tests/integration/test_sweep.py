@@ -32,16 +32,13 @@ OP = "invoice:INV-42:send"
 SOURCE = SourceConfig(name="prod-n8n", kind="n8n", base_url="http://127.0.0.1:5678")
 
 
-def holds(ledger: Ledger, reason: str) -> list[Any]:
+def holds(ledger: Ledger, reason: str | None = None) -> list[Any]:
+    """The holds, of one reason if given, in id order."""
+    stmt = sa.select(HOLDS).order_by(HOLDS.c.id)
+    if reason is not None:
+        stmt = stmt.where(HOLDS.c.reason == reason)
     with ledger.store.reader.connect() as conn:
-        return conn.execute(
-            sa.select(HOLDS).where(HOLDS.c.reason == reason).order_by(HOLDS.c.id)
-        ).all()
-
-
-def holds_of(ledger: Ledger) -> list[Any]:
-    with ledger.store.reader.connect() as conn:
-        return conn.execute(sa.select(HOLDS).order_by(HOLDS.c.id)).all()
+        return conn.execute(stmt).all()
 
 
 def opened_events(ledger: Ledger, reason: str) -> int:
@@ -150,7 +147,7 @@ def test_the_sweeps_holds_have_the_cause_keys_the_workflow_rules_give(
     ledger.prepare("op:idle", processing_version="v1", input={"a": 1}, has_input=True).run("wf")
     clock.advance(days=2)
     assert sweep(ledger, ()).run().total == 4  # the failed one is also late
-    keys = {(h.reason, h.operation_id): h.cause_key for h in holds_of(ledger)}
+    keys = {(h.reason, h.operation_id): h.cause_key for h in holds(ledger)}
     assert keys == {
         ("unknown_outcome", "op:late"): causes.cause_key(
             Reason.UNKNOWN_OUTCOME, operation_id="op:late", attempt=1
