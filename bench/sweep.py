@@ -145,6 +145,15 @@ class Recorder:
             self.statements.setdefault(statement, params)
 
 
+def verify(store: Store, after: str) -> None:
+    """Print what ``verify`` says of the chain, and stop the bench if it does not hold."""
+    with store.reader.connect() as conn:
+        checked = chain.verify(conn)
+    print(f"verify: {'ok' if checked.ok else 'BROKEN'}, {checked.checked:,} events checked")
+    if not checked.ok:
+        raise SystemExit(f"the chain does not hold after {after}: {checked}")
+
+
 def explain(store: Store, statements: dict[str, Any]) -> None:
     with store.engine.connect() as conn:
         raw: Any = conn.connection.driver_connection
@@ -206,11 +215,7 @@ def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
         )
         print("query plans of the sweep's reads:")
         explain(store, recorder.statements)
-        with store.reader.connect() as conn:
-            checked = chain.verify(conn)
-        print(f"verify: {'ok' if checked.ok else 'BROKEN'}, {checked.checked:,} events checked")
-        if not checked.ok:
-            raise SystemExit(f"the chain does not hold after the sweeps: {checked}")
+        verify(store, "the sweeps")
     finally:
         store.dispose()
 
