@@ -432,11 +432,11 @@ class Sweep:
         ``python -m bench.sweep --scale 10``, the two trees taking turns); one read of the
         ids took 80-125 ms."""
         walk = Walk(OPS.c.updated_at, OPS.c.operation_id)
+        due = sa.select(*walk.columns).select_from(_FAILED_JOIN).where(*_FAILED_DUE)
         opened = 0
         while True:
             with self.ledger.store.reader.connect() as conn:
-                stmt = sa.select(OPS.c.operation_id, OPS.c.updated_at).select_from(_FAILED_JOIN)
-                rows = conn.execute(walk.page(stmt.where(*_FAILED_DUE), CANDIDATES)).all()
+                rows = conn.execute(walk.page(due, CANDIDATES)).all()
             walk.saw(rows)
             walk.advance()
             if rows:
