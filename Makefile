@@ -28,8 +28,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 check: $(STAMP)
-	$(BIN)/ruff check ledger connectors tui tests bench e2e
-	$(BIN)/ruff format --check ledger connectors tui tests bench e2e
+	$(BIN)/ruff check flowledger tests bench e2e
+	$(BIN)/ruff format --check flowledger tests bench e2e
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 

@@ -8,9 +8,9 @@ with other work its rates move by more than the few per cent the checks could ta
 measures the checks themselves, each against the same work without it, by CPU time (what a
 loaded machine moves least), the best of ``--rounds``:
 
-- the request head's bounds (:func:`ledger.receiver.server.bounded_head_protocol`) against
+- the request head's bounds (:func:`flowledger.receiver.server.bounded_head_protocol`) against
   uvicorn's own httptools protocol, requests fed on one connection to a minimal app;
-- the body guard (:class:`ledger.receiver.middleware.BodyGuard`) around that app against the
+- the body guard (:class:`flowledger.receiver.middleware.BodyGuard`) around that app against the
   app alone;
 - the id checks a dispatch+confirm pair makes (control and bidi characters, the raw path's
   UTF-8) and the redaction of its texts (the receipt) with two configured secrets.
@@ -50,16 +50,16 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from ledger.domain import limits
-from ledger.domain.display import has_unsafe
-from ledger.domain.redact import redact, secrets_of
-from ledger.receiver import create_app, lane
-from ledger.receiver.middleware import BodyGuard
-from ledger.receiver.server import bounded_head_protocol
-from ledger.receiver.tokens import create_token
-from ledger.storage.migrate import init_ledger
-from ledger.writer import tx, unit
-from ledger.writer.services import Ledger
+from flowledger.domain import limits
+from flowledger.domain.display import has_unsafe
+from flowledger.domain.redact import redact, secrets_of
+from flowledger.receiver import create_app, lane
+from flowledger.receiver.middleware import BodyGuard
+from flowledger.receiver.server import bounded_head_protocol
+from flowledger.receiver.tokens import create_token
+from flowledger.services import tx, unit
+from flowledger.services.ledger import Ledger
+from flowledger.storage.migrate import init_ledger
 
 SECRETS = secrets_of(["bench-server-secret", "n8nKey_Q7f3Z9xL2mP4vR8sT1uW"])
 BODY = b'{"processing_version":"v1","execution_id":"e-1","run_index":0,"input":{"n":1}}'

@@ -45,9 +45,9 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 
-from ledger.receiver.tokens import create_token
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.receiver.tokens import create_token
+from flowledger.services.ledger import Ledger
+from flowledger.storage.migrate import init_ledger
 
 
 def bare_sqlite_rate(directory: Path, rows: int) -> float:
@@ -182,7 +182,7 @@ def receivers(db: str, count: int, pids: list[int] | None = None) -> Iterator[li
     """``count`` ``flowledger serve`` processes on one ledger, each on a free loopback port
     (their process ids appended to ``pids`` when given)."""
     ports = [free_port() for _ in range(count)]
-    serve = [sys.executable, "-m", "ledger.cli", "serve", "--no-access-log", "--db", db]
+    serve = [sys.executable, "-m", "flowledger.cli", "serve", "--no-access-log", "--db", db]
     env = {**os.environ, "FLOWLEDGER_SECRET": BENCH_SECRET}
     procs = [
         subprocess.Popen(
@@ -367,7 +367,7 @@ def _where(frame: str) -> str:
 def _verify(db: str) -> None:
     """``flowledger verify`` after every run: the chain must hold end to end."""
     subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "verify", "--db", db],
+        [sys.executable, "-m", "flowledger.cli", "verify", "--db", db],
         check=True,
         stdout=subprocess.DEVNULL,
     )

@@ -55,7 +55,7 @@ from e2e.local_n8n import (
     packed_node_package,
     workdir,
 )
-from ledger.n8n_setup import TEMPLATES, fill_template, load_template
+from flowledger.n8n_setup import TEMPLATES, fill_template, load_template
 
 WRITE = "Write to target (your API)"
 WEBHOOK = "Invoice to send"

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.ingest import fresh_postgres
-from ledger.metrics import DB_ROUND_TRIPS
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import DispatchInput, Ledger
-from ledger.writer.tx import Tx
+from flowledger.metrics import DB_ROUND_TRIPS
+from flowledger.services.ledger import DispatchInput, Ledger
+from flowledger.services.tx import Tx
+from flowledger.storage.migrate import init_ledger
 
 
 def _trips() -> float:

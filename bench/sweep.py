@@ -26,13 +26,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.config import SweepConfig
-from ledger.domain.staleness import stale_prepared_hold
-from ledger.reads import chain
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.config import SweepConfig
+from flowledger.domain.staleness import stale_prepared_hold
+from flowledger.queries import chain
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 HASH = "sha256:" + "a" * 64

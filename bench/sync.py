@@ -34,14 +34,14 @@ import httpx
 import sqlalchemy as sa
 
 from bench.sweep import Recorder, explain, verify
-from connectors.n8n import N8nConnector
-from ledger.config import SourceConfig
-from ledger.reads import queries
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.sync import sync_source
-from ledger.sync.connect import connector_settings
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig
+from flowledger.connectors.n8n import N8nConnector
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
+from flowledger.sync import sync_source
+from flowledger.sync.connect import connector_settings
 
 KEY = "bench-key"
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

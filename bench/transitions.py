@@ -19,8 +19,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import DispatchInput, Ledger
+from flowledger.services.ledger import DispatchInput, Ledger
+from flowledger.storage.migrate import init_ledger
 
 
 class ThroughServices:

@@ -34,9 +34,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ledger.reads import duty, queries
-from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
+from flowledger.queries import duty
+from flowledger.queries import records as queries
+from flowledger.storage.engine import open_store
+from flowledger.storage.migrate import init_ledger
 
 NOW = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)
 STATES = ["confirmed"] * 17 + ["prepared", "failed", "cancelled"]
@@ -125,10 +126,10 @@ async def measure_ui(db: str, jump_to: str) -> dict[str, Any]:
     started = time.perf_counter()
     from textual.widgets import Input
 
-    from ledger.writer.services import Ledger
-    from tui import make_app
-    from tui.operations import OperationScreen, OperationsPane
-    from tui.panes import QueuePane
+    from flowledger.services.ledger import Ledger
+    from flowledger.tui import make_app
+    from flowledger.tui.operations import OperationScreen, OperationsPane
+    from flowledger.tui.panes import QueuePane
 
     store = open_store(db)
     app = make_app(Ledger(store), operator="bench", clock=lambda: NOW, refresh_seconds=None)
@@ -242,7 +243,7 @@ def timed(fn: Callable[[], Any], repeat: int = 3) -> float:
 
 def measure(operations: int, open_holds: int, resolved: int) -> dict[str, Any]:
     """Build a ledger of that size and measure the UI and the queries on it."""
-    from ledger.reads import operations as operation_reads
+    from flowledger.queries import operations as operation_reads
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"

@@ -21,12 +21,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.domain import FailOutcome
-from ledger.reads import chain
-from ledger.reads.deep import deep_verify
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import DispatchInput, Ledger
+from flowledger.domain import FailOutcome
+from flowledger.queries import chain
+from flowledger.queries.deep import deep_verify
+from flowledger.services.ledger import DispatchInput, Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
 
 BATCH = 250
 

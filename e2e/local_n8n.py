@@ -379,7 +379,7 @@ class LocalLedger:
 
     def cli(self, *args: str, check: bool = True) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "ledger.cli", *args],
+            [sys.executable, "-m", "flowledger.cli", *args],
             cwd=self.folder,
             env=self.env(),
             capture_output=True,
@@ -404,7 +404,7 @@ class LocalLedger:
             [
                 sys.executable,
                 "-m",
-                "ledger.cli",
+                "flowledger.cli",
                 "serve",
                 "--no-access-log",
                 "--port",

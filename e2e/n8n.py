@@ -59,7 +59,7 @@ from e2e.local_n8n import (
     packed_node_package,
     workdir,
 )
-from ledger.n8n_setup import (
+from flowledger.n8n_setup import (
     HEADER_CREDENTIAL_TYPE,
     SETTINGS_NODE,
     TEMPLATES,

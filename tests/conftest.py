@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
 from tests.support.builders import FakeClock
 
 PG_URL = os.environ.get("FLOWLEDGER_TEST_PG_URL")

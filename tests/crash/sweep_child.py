@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 
-from ledger.config import SweepConfig
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.engine import open_store
-from ledger.writer.services import Ledger
+from flowledger.config import SweepConfig
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
 
 
 def main() -> None:

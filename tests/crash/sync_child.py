@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from ledger.config import SourceConfig
-from ledger.storage.engine import open_store
-from ledger.sync import sync_source
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.sync import sync_source
 from tests.support.fakes.n8n import FakeN8n
 
 ENV = "TEST_N8N_API_KEY"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from ledger.domain import FailOutcome
-from ledger.storage.engine import Store
-from ledger.storage.models import Outbox, table
-from ledger.writer.services import Ledger
+from flowledger.domain import FailOutcome
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Outbox, table
 from tests.support.builders import req
 from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, kill_at
 from tests.support.webhook import AlertReceiver

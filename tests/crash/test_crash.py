@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger.domain import FailOutcome
-from ledger.reads import chain, queries
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.domain import FailOutcome
+from flowledger.queries import chain
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
 
 pytestmark = pytest.mark.crash
 OP = "invoice:INV-42:send"
@@ -115,7 +116,7 @@ def ledger_db(db_url: str) -> str:
 
 
 def reopen(db: str) -> Store:
-    from ledger.storage.engine import open_store
+    from flowledger.storage.engine import open_store
 
     return open_store(db)
 

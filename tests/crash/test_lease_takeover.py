@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Event, Hold, Lease, table
-from ledger.writer.services import Ledger, utcnow
+from flowledger.services.ledger import Ledger, utcnow
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Event, Hold, Lease, table
 from tests.support.builders import req
 from tests.support.processes import TIMEOUT, env_for, spawn, wait_until
 

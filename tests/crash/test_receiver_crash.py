@@ -25,11 +25,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.reads import chain
-from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Operation, table
-from ledger.writer.services import Ledger
+from flowledger.queries import chain
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Operation, table
 from tests.support.builders import dispatch_body
 from tests.support.processes import wait_until
 from tests.support.receiver import (

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.config import SweepConfig
-from ledger.reads import chain
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.config import SweepConfig
+from flowledger.queries import chain
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.storage.migrate import init_ledger
 from tests.support.builders import T0, req
 from tests.support.processes import kill_module_at
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from ledger.reads import chain
-from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
-from ledger.sync import sync_source
-from ledger.writer.services import Ledger
+from flowledger.queries import chain
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.storage.migrate import init_ledger
+from flowledger.sync import sync_source
 from tests.crash.sync_child import ENV, source
 from tests.support.fakes.n8n import KEY, FakeN8n
 from tests.support.processes import kill_module_at

@@ -3,7 +3,7 @@
     python -m tests.crash.workflow DB OPERATION_ID EXECUTION_ID INPUT_JSON TARGET_FILE
 
 The "external system" is TARGET_FILE: each write appends one line and fsyncs, so the test can
-count how many times the effect really happened. Crash points (``ledger.faults``) fire inside
+count how many times the effect really happened. Crash points (``flowledger.faults``) fire inside
 the services and at the named places below when ``FLOWLEDGER_CRASH_AT`` says so. Prints the
 ledger's answers as JSON lines.
 """
@@ -14,9 +14,9 @@ import json
 import os
 import sys
 
-from ledger.faults import crashpoint
-from ledger.storage.engine import open_store
-from ledger.writer.services import DispatchInput, Ledger
+from flowledger.faults import crashpoint
+from flowledger.services.ledger import DispatchInput, Ledger
+from flowledger.storage.engine import open_store
 
 
 def write_to_target(path: str, line: str) -> str:

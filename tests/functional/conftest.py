@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ledger import demo
-from ledger.storage.engine import Store, open_store
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger import demo
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store, open_store
+from flowledger.storage.migrate import init_ledger
+from flowledger.tui import FlowledgerApp, make_app
 from tests.support.builders import SHIFT_END, FakeClock
-from tui import FlowledgerApp, make_app
 
 
 @pytest.fixture(scope="session")

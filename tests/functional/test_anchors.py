@@ -13,15 +13,15 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ledger.cli import app
-from ledger.config import AlertsConfig, AnchorsConfig, FileConfig, load_config
-from ledger.runner import Runner
-from ledger.scheduled.alerts import Deliverer
-from ledger.scheduled.anchors import Publisher
-from ledger.storage.engine import LedgerError, Store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Outbox, table
-from ledger.writer.services import Ledger
+from flowledger.cli import app
+from flowledger.config import AlertsConfig, AnchorsConfig, FileConfig, load_config
+from flowledger.runner import Runner
+from flowledger.scheduled.alerts import Deliverer
+from flowledger.scheduled.anchors import Publisher
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Outbox, table
 from tests.support.builders import FakeClock, req
 from tests.support.database import rewrite_chain, truncate_chain
 

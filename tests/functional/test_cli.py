@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import app
-from ledger.cli.database import autovacuum_finding
-from ledger.domain import FailOutcome
-from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import SCHEMA_VERSION
-from ledger.writer.services import Ledger
+from flowledger.cli import app
+from flowledger.cli.database import autovacuum_finding
+from flowledger.domain import FailOutcome
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import SCHEMA_VERSION
 from tests.support.builders import req
 from tests.support.database import engine_for
 
@@ -343,8 +343,8 @@ def test_export_since_refuses_a_garbled_time_in_one_line(busy_ledger: str) -> No
 def test_migrate_upgrades_a_ledger_made_with_the_first_schema(tmp_path: Path) -> None:
     from alembic import command
 
-    from ledger.storage.engine import make_store, resolve_url
-    from ledger.storage.migrate import alembic_config
+    from flowledger.storage.engine import make_store, resolve_url
+    from flowledger.storage.migrate import alembic_config
 
     db = tmp_path / "first.db"
     store = make_store(resolve_url(str(db)), create=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli.common import app
-from ledger.config import SourceConfig
-from ledger.sync import connect
+from flowledger.cli.common import app
+from flowledger.config import SourceConfig
+from flowledger.sync import connect
 from tests.support.cli import cli_workdir
 
 # Far under the 31 s the backoff used to spend on a tool that is down, far over what these

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from ledger.cli import app
+from flowledger.cli import app
 
 
 def commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

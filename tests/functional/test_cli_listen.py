@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.storage.migrate import init_ledger
+from flowledger.storage.migrate import init_ledger
 from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for
 
 

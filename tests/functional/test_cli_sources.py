@@ -14,10 +14,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import common, sources
-from ledger.cli.common import app
-from ledger.sync import connect
-from ledger.writer.services import Ledger
+from flowledger.cli import common, sources
+from flowledger.cli.common import app
+from flowledger.services.ledger import Ledger
+from flowledger.sync import connect
 from tests.support.cli import cli_workdir
 from tests.support.fakes.n8n import KEY, FakeN8n
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import tables
-from ledger.cli.common import app
-from ledger.storage.migrate import init_ledger
+from flowledger.cli import tables
+from flowledger.cli.common import app
+from flowledger.storage.migrate import init_ledger
 
 LONG_ID = "invoice:" + "INV-2026-000042:" * 12 + "send"  # 204 characters, one word
 
@@ -79,14 +79,14 @@ def test_a_missing_value_is_shown_as_a_dash_and_lines_carry_no_trailing_spaces()
 
 
 def test_no_command_pads_columns_by_hand() -> None:
-    """Every listing goes through :mod:`ledger.cli.tables` (rich sizes the columns): no
+    """Every listing goes through :mod:`flowledger.cli.tables` (rich sizes the columns): no
     f-string width (``{x:<12}``), ``ljust`` or tab stops in the commands."""
     import re
 
-    import ledger.cli
+    import flowledger.cli
 
     padded = re.compile(r"\{[^{}]*:[^{}]*[<>^]\d+[^{}]*\}|\.[lr]just\(|\.center\(|\\t")
-    folder = Path(ledger.cli.__file__).parent
+    folder = Path(flowledger.cli.__file__).parent
     found = [
         f"{path.name}:{number}: {line.strip()}"
         for path in sorted(folder.glob("*.py"))

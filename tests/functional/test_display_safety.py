@@ -12,17 +12,17 @@ import pytest
 from textual.widgets import Static
 from typer.testing import CliRunner
 
-from ledger.cli.common import app
-from ledger.domain import FailOutcome
-from ledger.reads import duty, handover
-from ledger.receiver.schemas import N8nErrorCreate
-from ledger.storage.engine import open_store
-from ledger.writer.services import Ledger
+from flowledger.cli.common import app
+from flowledger.domain import FailOutcome
+from flowledger.queries import duty, handover
+from flowledger.receiver.schemas import N8nErrorCreate
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.tui import FlowledgerApp
 from tests.functional.test_tui import SIZE, plain
 from tests.support.builders import SHIFT_END, FakeClock, req
 from tests.support.cli import cli_workdir
 from tests.support.tui import open_detail, settle
-from tui import FlowledgerApp
 
 RECEIPT = "R\x1b[31mRED\x1b[0m\r\nfake line: state confirmed"
 INPUT_REF = "https://x/y\x1b]0;owned\x07\x1b[2J\u202etxt.exe"

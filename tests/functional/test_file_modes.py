@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import app as _app  # noqa: F401  (registers the commands)
-from ledger.cli.common import app
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.cli import app as _app  # noqa: F401  (registers the commands)
+from flowledger.cli.common import app
+from flowledger.services.ledger import Ledger
+from flowledger.storage.migrate import init_ledger
 from tests.support.builders import req
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import app as cli
-from ledger.reads import handover
-from ledger.storage.engine import Store
+from flowledger.cli import app as cli
+from flowledger.queries import handover
+from flowledger.storage.engine import Store
 from tests.support.builders import SHIFT_END
 from tests.support.tui import settle
 

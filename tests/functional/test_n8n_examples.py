@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ledger.n8n_setup import (
+from flowledger.n8n_setup import (
     CREDENTIAL_PLACEHOLDER,
     ERROR_WORKFLOW_PLACEHOLDER,
     TEMPLATE_LEDGER_URL,

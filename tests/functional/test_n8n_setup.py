@@ -14,11 +14,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import n8n as n8n_cli
-from ledger.cli.common import app
-from ledger.n8n_setup import SetupFailed, SetupRequest, setup
-from ledger.receiver.tokens import list_tokens
-from ledger.storage.engine import open_store
+from flowledger.cli import n8n as n8n_cli
+from flowledger.cli.common import app
+from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
+from flowledger.receiver.tokens import list_tokens
+from flowledger.storage.engine import open_store
 from tests.support.cli import cli_workdir
 
 KEY = "n8n_api_test_key"

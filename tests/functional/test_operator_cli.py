@@ -8,10 +8,11 @@ from pathlib import Path
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ledger.cli import app
-from ledger.domain import BLOCKING_REASONS, Reason
-from ledger.reads import duty, operations, queries
-from ledger.storage.engine import open_store
+from flowledger.cli import app
+from flowledger.domain import BLOCKING_REASONS, Reason
+from flowledger.queries import duty, operations
+from flowledger.queries import records as queries
+from flowledger.storage.engine import open_store
 
 runner = CliRunner()
 HOLD_REASONS = {r.value for r in Reason} - {"in_flight", "cancelled"}

@@ -15,9 +15,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
-from ledger.receiver import create_app
-from ledger.storage.migrate import init_ledger
-from ledger.writer.services import Ledger
+from flowledger.receiver import create_app
+from flowledger.services.ledger import Ledger
+from flowledger.storage.migrate import init_ledger
 from tests.support.builders import dispatch_body
 from tests.support.receiver import SECRET, auth, make_token, server_thread
 
@@ -39,7 +39,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
 
 
 def _spec() -> dict[str, Any]:
-    from ledger.receiver.app import create_app as factory
+    from flowledger.receiver.app import create_app as factory
 
     class _Unopened:  # the spec needs no database: build the app on a stand-in ledger
         store = type("S", (), {"dialect": "sqlite", "reader": None})()

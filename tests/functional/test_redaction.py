@@ -18,20 +18,20 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ledger.cli.common import app, ledger_for
-from ledger.config import ReceiverConfig, Settings, load_config
-from ledger.domain import FailOutcome
-from ledger.domain.redact import MARK, secrets_of
-from ledger.receiver import create_app
-from ledger.receiver.logs import log_config, redact_handlers
-from ledger.receiver.tokens import signing_secrets
-from ledger.scheduled.alerts import Deliverer
-from ledger.scheduled.scheduler import Job, Scheduler
-from ledger.storage.engine import Store, resolve_url, url_secrets
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Event, Hold, Operation, Receipt, table
-from ledger.sync import connect
-from ledger.writer.services import Ledger
+from flowledger.cli.common import app, ledger_for
+from flowledger.config import ReceiverConfig, Settings, load_config
+from flowledger.domain import FailOutcome
+from flowledger.domain.redact import MARK, secrets_of
+from flowledger.receiver import create_app
+from flowledger.receiver.logs import log_config, redact_handlers
+from flowledger.receiver.tokens import signing_secrets
+from flowledger.scheduled.alerts import Deliverer
+from flowledger.scheduled.scheduler import Job, Scheduler
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store, resolve_url, url_secrets
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Event, Hold, Operation, Receipt, table
+from flowledger.sync import connect
 from tests.support.builders import FakeClock, dispatch_body, req
 from tests.support.cli import cli_workdir
 from tests.support.fakes.n8n import FakeN8n
@@ -285,7 +285,7 @@ def test_sync_keeps_no_echoed_key_in_copies_sources_output_or_handover(
 def log_stream() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    logger = logging.getLogger("ledger.scheduled.scheduler")
+    logger = logging.getLogger("flowledger.scheduled.scheduler")
     logger.addHandler(handler)
     try:
         yield stream
@@ -295,7 +295,7 @@ def log_stream() -> Iterator[io.StringIO]:
 
 def test_a_failing_job_logs_its_error_and_traceback_redacted(log_stream: io.StringIO) -> None:
     secrets = secrets_of([KEY])
-    redact_handlers(logging.getLogger("ledger.scheduled.scheduler"), secrets)
+    redact_handlers(logging.getLogger("flowledger.scheduled.scheduler"), secrets)
 
     def sync() -> None:
         raise RuntimeError(
@@ -487,7 +487,7 @@ def test_each_redaction_case_reaches_neither_the_file_the_log_export_nor_an_aler
 
     # A job failing with the same text logs it through the redacting handlers of `run`.
     stream = io.StringIO()
-    logger = logging.getLogger("ledger.scheduled.scheduler")
+    logger = logging.getLogger("flowledger.scheduled.scheduler")
     handler = logging.StreamHandler(stream)
     logger.addHandler(handler)
     try:

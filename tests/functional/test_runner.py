@@ -9,10 +9,10 @@ from datetime import timedelta
 
 from fastapi import FastAPI
 
-from ledger.config import FileConfig
-from ledger.runner import Runner, attach
-from ledger.scheduled.scheduler import Job, Scheduler
-from ledger.writer.services import Ledger
+from flowledger.config import FileConfig
+from flowledger.runner import Runner, attach
+from flowledger.scheduled.scheduler import Job, Scheduler
+from flowledger.services.ledger import Ledger
 
 
 def test_the_runner_schedules_sweep_alerts_and_housekeeping_under_a_lease(ledger: Ledger) -> None:

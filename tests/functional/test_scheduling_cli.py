@@ -9,12 +9,12 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ledger import runner as runner_module
-from ledger.cli.common import app
-from ledger.scheduled.housekeeping import expire_idempotency_keys
-from ledger.storage.engine import Store
-from ledger.storage.models import IdempotencyKey, table
-from ledger.writer.services import Ledger, utcnow
+from flowledger import runner as runner_module
+from flowledger.cli.common import app
+from flowledger.scheduled.housekeeping import expire_idempotency_keys
+from flowledger.services.ledger import Ledger, utcnow
+from flowledger.storage.engine import Store
+from flowledger.storage.models import IdempotencyKey, table
 from tests.support.builders import FakeClock, req
 
 KEYS = table(IdempotencyKey)

@@ -10,11 +10,18 @@ import sqlalchemy as sa
 from rich.console import Console
 from textual.widgets import Input, Static
 
-from ledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
-from ledger.reads import duty, queries
-from ledger.storage.engine import Store
-from ledger.storage.models import Event, Hold, table
-from ledger.writer.services import Ledger
+from flowledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
+from flowledger.queries import duty
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Event, Hold, table
+from flowledger.tui.actions import ACTIONS, KEYS, subject
+from flowledger.tui.detail import DetailScreen
+from flowledger.tui.dialogs import ConfirmDialog, FormDialog
+from flowledger.tui.listing import ListPane
+from flowledger.tui.main import MainScreen
+from flowledger.tui.panes import EventsPane, SourcesPane
 from tests.support.builders import SHIFT_END
 from tests.support.tui import (
     fill,
@@ -25,12 +32,6 @@ from tests.support.tui import (
     settle,
     start_action,
 )
-from tui.actions import ACTIONS, KEYS, subject
-from tui.detail import DetailScreen
-from tui.dialogs import ConfirmDialog, FormDialog
-from tui.listing import ListPane
-from tui.main import MainScreen
-from tui.panes import EventsPane, SourcesPane
 
 HOLDS = table(Hold)
 EVENTS = table(Event)
@@ -386,7 +387,7 @@ async def test_a_race_lost_to_another_operator_is_reported_and_changes_nothing(
 async def test_the_handover_key_writes_the_same_report_as_the_command(
     app_factory, demo_store, tmp_path
 ) -> None:
-    from ledger.reads import handover
+    from flowledger.queries import handover
 
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:

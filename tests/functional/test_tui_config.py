@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import app as cli
-from ledger.storage.engine import Store
+from flowledger.cli import app as cli
+from flowledger.storage.engine import Store
+from flowledger.tui import FlowledgerApp
+from flowledger.tui.panes import SourcesPane
 from tests.support.tui import settle
-from tui import FlowledgerApp
-from tui.panes import SourcesPane
 
 BROKEN = '[[sources]]\nname = "prod"\nkind = "n8n"\nbaseurl = "http://n8n.test"\n'
 

@@ -12,16 +12,17 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widgets import DataTable, Input, Static
 
-from ledger.reads import duty, operations, queries
-from ledger.storage.engine import Store
-from ledger.writer.services import Ledger
+from flowledger.queries import duty, operations
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.tui.format import middle
+from flowledger.tui.main import MainScreen
+from flowledger.tui.operations import JumpDialog, OperationScreen, OperationsPane
+from flowledger.tui.panes import EventsPane, ExecutionsPane
+from flowledger.tui.records import EventScreen, ExecutionScreen
 from tests.support.builders import req
 from tests.support.tui import fill, settle, start_action
-from tui.format import middle
-from tui.main import MainScreen
-from tui.operations import JumpDialog, OperationScreen, OperationsPane
-from tui.panes import EventsPane, ExecutionsPane
-from tui.records import EventScreen, ExecutionScreen
 
 SIZE = (120, 40)
 BUSY = "demo:payout:P-2299:transfer"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from ledger.reads import handover
+from flowledger.queries import handover
+from flowledger.tui.dialogs import ReportScreen
 from tests.support.builders import SHIFT_END
 from tests.support.tui import select_hold, settle
-from tui.dialogs import ReportScreen
 
 SIZE = (120, 36)
 

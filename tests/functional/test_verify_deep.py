@@ -11,16 +11,16 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from ledger.cli import app
-from ledger.config import SweepConfig
-from ledger.domain import Approval, FailOutcome, NewHold, Reason
-from ledger.domain.projection import EventRow, Projection
-from ledger.reads.deep import deep_verify
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import from_db_time
-from ledger.writer.services import Ledger
-from ledger.writer.tx import Tx
+from flowledger.cli import app
+from flowledger.config import SweepConfig
+from flowledger.domain import Approval, FailOutcome, NewHold, Reason
+from flowledger.domain.projection import EventRow, Projection
+from flowledger.queries.deep import deep_verify
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.services.tx import Tx
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import from_db_time
 from tests.support.builders import FakeClock, req
 
 runner = CliRunner()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.storage.engine import open_store
-from ledger.writer.services import DispatchInput, Ledger
+from flowledger.services.ledger import DispatchInput, Ledger
+from flowledger.storage.engine import open_store
 
 
 def race(db: str, name: str, rounds: int, barrier: Any, results: Any, batched: bool) -> None:

@@ -12,15 +12,15 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.config import AlertsConfig, SweepConfig
-from ledger.domain import FailOutcome
-from ledger.domain.staleness import stale_prepared_hold
-from ledger.scheduled.alerts import DELIVERY_HEADER, Deliverer, backoff
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.engine import Store
-from ledger.storage.models import Outbox, table
-from ledger.writer.outbox import target_of
-from ledger.writer.services import Ledger
+from flowledger.config import AlertsConfig, SweepConfig
+from flowledger.domain import FailOutcome
+from flowledger.domain.staleness import stale_prepared_hold
+from flowledger.scheduled.alerts import DELIVERY_HEADER, Deliverer, backoff
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.services.outbox import target_of
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Outbox, table
 from tests.support.builders import T0, FakeClock, req
 from tests.support.webhook import AlertReceiver
 

@@ -1,5 +1,5 @@
 """The sweep finds what has no hold yet by building cause keys in SQL; the rules build them in
-Python. Both come from one table (``ledger.domain.causes.PARTS``); this pins that they give the
+Python. Both come from one table (``flowledger.domain.causes.PARTS``); this pins that they give the
 same text on both databases, for any ids."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.domain import Reason
-from ledger.domain.causes import PARTS, cause_key
-from ledger.scheduled.sweep import sql_cause_key
-from ledger.storage.engine import Store
+from flowledger.domain import Reason
+from flowledger.domain.causes import PARTS, cause_key
+from flowledger.scheduled.sweep import sql_cause_key
+from flowledger.storage.engine import Store
 
 TEXT = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),

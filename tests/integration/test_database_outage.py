@@ -25,10 +25,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.storage.engine import open_store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Operation, table
-from ledger.writer.services import Ledger
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Operation, table
 from tests.conftest import PG_URL
 from tests.support.builders import dispatch_body
 from tests.support.receiver import (

@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import sqlalchemy as sa
 
-from ledger.domain import FailOutcome
-from ledger.reads import chain
-from ledger.reads.chain import snapshot
-from ledger.reads.deep import deep_verify
-from ledger.storage.models import Hold, table
-from ledger.writer.services import Ledger
+from flowledger.domain import FailOutcome
+from flowledger.queries import chain
+from flowledger.queries.chain import snapshot
+from flowledger.queries.deep import deep_verify
+from flowledger.services.ledger import Ledger
+from flowledger.storage.models import Hold, table
 from tests.support.builders import req
 
 HOLDS = table(Hold)

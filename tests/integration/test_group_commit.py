@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.domain import FailOutcome, IllegalTransition
-from ledger.reads import chain
-from ledger.receiver.auth import Once
-from ledger.receiver.auth import _nothing as auth_nothing
-from ledger.receiver.committer import GroupCommitter
-from ledger.receiver.errors import ApiError
-from ledger.receiver.idempotency import keyed
-from ledger.storage.models import Event, Operation, table
-from ledger.writer import records
-from ledger.writer.services import Ledger, NotFound, Tx
+from flowledger.domain import FailOutcome, IllegalTransition
+from flowledger.queries import chain
+from flowledger.receiver.auth import Once
+from flowledger.receiver.auth import _nothing as auth_nothing
+from flowledger.receiver.committer import GroupCommitter
+from flowledger.receiver.errors import ApiError
+from flowledger.receiver.idempotency import keyed
+from flowledger.services import records
+from flowledger.services.ledger import Ledger, NotFound, Tx
+from flowledger.storage.models import Event, Operation, table
 from tests.support.builders import req
 
 

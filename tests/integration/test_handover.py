@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ledger.config import SourceConfig, SweepConfig
-from ledger.domain import FailOutcome
-from ledger.reads import duty, handover
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.models import Source, table
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig, SweepConfig
+from flowledger.domain import FailOutcome
+from flowledger.queries import duty, handover
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.models import Source, table
 from tests.support.builders import T0, FakeClock, req
 
 

@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ledger import domain
-from ledger.cli.common import ledger_for
-from ledger.config import FileConfig, Settings, SweepConfig
-from ledger.storage.engine import Store
-from ledger.storage.models import Hold, table
-from ledger.writer.services import Ledger
+from flowledger import domain
+from flowledger.cli.common import ledger_for
+from flowledger.config import FileConfig, Settings, SweepConfig
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Hold, table
 from tests.support.builders import FakeClock, req
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ledger.scheduled.housekeeping import purge_delivered_alerts
-from ledger.storage.engine import Store
-from ledger.storage.models import Outbox, table
+from flowledger.scheduled.housekeeping import purge_delivered_alerts
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Outbox, table
 from tests.support.builders import T0, FakeClock
 
 OUTBOX = table(Outbox)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ledger.config import SweepConfig
-from ledger.domain import FailOutcome
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.models import Event, Hold, table
-from ledger.writer.services import Ledger
+from flowledger.config import SweepConfig
+from flowledger.domain import FailOutcome
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.models import Event, Hold, table
 from tests.support.builders import FakeClock, req
 
 HOLDS = table(Hold)

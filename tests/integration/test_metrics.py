@@ -8,14 +8,14 @@ import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ledger.config import SourceConfig, SweepConfig
-from ledger.domain import FailOutcome
-from ledger.reads import queries
-from ledger.reads.observability import register
-from ledger.scheduled.scheduler import Job, Scheduler
-from ledger.scheduled.sweep import Sweep
-from ledger.storage.models import Source, table
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig, SweepConfig
+from flowledger.domain import FailOutcome
+from flowledger.queries import records as queries
+from flowledger.queries.observability import register
+from flowledger.scheduled.scheduler import Job, Scheduler
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.models import Source, table
 from tests.support.builders import T0, FakeClock, req
 
 SOURCES = table(Source)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.domain import FailOutcome
-from ledger.reads import duty, operations
-from ledger.reads.operations import After, OperationFilter
-from ledger.storage.engine import Store
-from ledger.writer.services import Ledger
+from flowledger.domain import FailOutcome
+from flowledger.queries import duty, operations
+from flowledger.queries.operations import After, OperationFilter
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
 from tests.support.builders import FakeClock, req
 
 
@@ -141,7 +141,7 @@ def test_an_event_page_never_runs_ahead_of_its_head(ledger: Ledger, clock: FakeC
 def test_a_page_of_operations_reads_the_state_and_change_index(sqlite_url: str) -> None:
     from datetime import UTC, datetime
 
-    from ledger.storage.migrate import init_ledger
+    from flowledger.storage.migrate import init_ledger
 
     store: Store
     store, _ = init_ledger(sqlite_url)

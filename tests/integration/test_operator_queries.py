@@ -7,10 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from ledger.domain import FailOutcome
-from ledger.reads import duty, queries
-from ledger.storage.engine import Store
-from ledger.writer.services import Ledger
+from flowledger.domain import FailOutcome
+from flowledger.queries import duty
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
 from tests.support.builders import FakeClock, req
 
 
@@ -217,7 +218,7 @@ def test_a_filter_matched_row_by_row_is_counted_only_within_the_window(
 
 
 def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
-    from ledger.storage.migrate import init_ledger
+    from flowledger.storage.migrate import init_ledger
 
     store: Store
     store, _ = init_ledger(sqlite_url)
@@ -252,7 +253,7 @@ def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) 
 def demo_like_store(store: Store) -> Store:
     from datetime import UTC, datetime
 
-    from ledger import demo
+    from flowledger import demo
 
     demo.mark_demo(store)
     demo.build_demo(store, "test", now=datetime(2026, 11, 2, 17, 0, tzinfo=UTC))

@@ -20,13 +20,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.config import ReceiverConfig
-from ledger.receiver import create_app
-from ledger.receiver.server import HEAD_LIMIT, bounded_head_protocol
-from ledger.storage.engine import Store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Operation, table
-from ledger.writer.services import Ledger
+from flowledger.config import ReceiverConfig
+from flowledger.receiver import create_app
+from flowledger.receiver.server import HEAD_LIMIT, bounded_head_protocol
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Operation, table
 from tests.support.builders import dispatch_body
 from tests.support.receiver import (
     SECRET,

@@ -14,11 +14,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.receiver import create_app
-from ledger.storage.engine import Store, open_store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Event, IdempotencyKey, Operation, table
-from ledger.writer.services import Ledger
+from flowledger.receiver import create_app
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store, open_store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Event, IdempotencyKey, Operation, table
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import (
@@ -154,7 +154,7 @@ def test_open_store_is_not_needed_at_import() -> None:
     """The app module opens nothing when imported: the factory takes an open ledger."""
     import importlib
 
-    import ledger.receiver.app as module
+    import flowledger.receiver.app as module
 
     importlib.reload(module)
     assert not any(isinstance(v, Store) for v in vars(module).values())

@@ -9,10 +9,10 @@ from datetime import timedelta
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 from prometheus_client import CollectorRegistry
 
-from ledger.reads.observability import JobMetrics
-from ledger.scheduled.lease import Lease
-from ledger.scheduled.scheduler import JOB_THREADS, Job, Scheduler
-from ledger.storage.engine import Store
+from flowledger.queries.observability import JobMetrics
+from flowledger.scheduled.lease import Lease
+from flowledger.scheduled.scheduler import JOB_THREADS, Job, Scheduler
+from flowledger.storage.engine import Store
 from tests.support.builders import FakeClock
 
 WAIT = 30  # seconds: a generous bound on waiting for an event, never a pause

@@ -11,13 +11,14 @@ from zoneinfo import ZoneInfo
 import pytest
 import sqlalchemy as sa
 
-from ledger.domain import FailOutcome, IllegalTransition
-from ledger.reads import chain, queries
-from ledger.storage.engine import Store, read_schema_version
-from ledger.storage.models import SCHEMA_VERSION
-from ledger.writer import records
-from ledger.writer.services import InvalidInput, Ledger, NotFound
-from ledger.writer.tx import Row, Tx
+from flowledger.domain import FailOutcome, IllegalTransition
+from flowledger.queries import chain
+from flowledger.queries import records as queries
+from flowledger.services import records
+from flowledger.services.ledger import InvalidInput, Ledger, NotFound
+from flowledger.services.tx import Row, Tx
+from flowledger.storage.engine import Store, read_schema_version
+from flowledger.storage.models import SCHEMA_VERSION
 from tests.support.builders import FakeClock, req
 from tests.support.database import lock_waits
 from tests.support.processes import wait_until
@@ -270,7 +271,7 @@ def test_the_migrations_build_exactly_the_models(store: Store) -> None:
 
 
 def test_migrate_on_a_current_ledger_changes_nothing(store: Store) -> None:
-    from ledger.storage import migrate
+    from flowledger.storage import migrate
 
     migrate.upgrade(store)
     assert migrate.current_revision(store) == migrate.head_revision()
@@ -285,7 +286,7 @@ def test_oversized_optional_fields_are_refused_before_any_write(
 ) -> None:
     from dataclasses import replace
 
-    from ledger.domain import Approval
+    from flowledger.domain import Approval
 
     bad = {
         "workflow_id": "w" * 201,
@@ -329,8 +330,8 @@ def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
     """The writer guesses the head from its own last append. A transaction that appended and
     then failed before its commit must not leave a guess that another process's append (to
     the same sequence number) would seem to confirm."""
-    from ledger.storage.engine import open_store
-    from ledger.writer import unit
+    from flowledger.services import unit
+    from flowledger.storage.engine import open_store
 
     ledger.dispatch("op-1", req("e-1")).run("t")
 
@@ -433,7 +434,7 @@ def test_events_of_any_text_chain_exactly_however_they_are_appended(
     sequence number only the database knows): the verifier, which rebuilds every form from the
     stored row, must agree for any text, many events to a transaction, several transactions
     to a batch, and two writers on one database."""
-    from ledger.storage.engine import open_store
+    from flowledger.storage.engine import open_store
 
     awkward = ['quote " back\\slash', "ünï ✓ 𝄞", "tab\tline\nnul\u0000", "\u2028\u202e", ""]
 

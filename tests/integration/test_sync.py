@@ -10,11 +10,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.config import SourceConfig
-from ledger.reads import chain, queries
-from ledger.storage.engine import Store
-from ledger.sync import Backoff, copies, runner, sync_source
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig
+from flowledger.queries import chain
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.sync import Backoff, copies, runner, sync_source
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from ledger.config import SourceConfig
-from ledger.reads import queries
-from ledger.storage.engine import Store
-from ledger.sync import sync_source
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.sync import sync_source
 from tests.support.builders import FakeClock
 from tests.support.fakes.airflow import FakeAirflow
 from tests.support.fakes.n8n import KEY, FakeN8n

@@ -12,12 +12,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from ledger.config import SourceConfig
-from ledger.reads import queries
-from ledger.storage.engine import Store
-from ledger.storage.models import Execution, table
-from ledger.sync import SyncReport, sync_source
-from ledger.writer.services import Ledger
+from flowledger.config import SourceConfig
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Execution, table
+from flowledger.sync import SyncReport, sync_source
 from tests.support.builders import T0, FakeClock
 from tests.support.fakes.n8n import KEY, FakeN8n
 

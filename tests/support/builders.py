@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ledger import domain
-from ledger.writer.services import DispatchInput
+from flowledger import domain
+from flowledger.services.ledger import DispatchInput
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 SHIFT_END = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)  # the demo shift ends here

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.storage.migrate import init_ledger
+from flowledger.storage.migrate import init_ledger
 
 
 def cli_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, **env: str) -> Path:

@@ -9,10 +9,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
-from ledger.domain.chain import event_body
-from ledger.domain.hashing import canonical_json, chain_hash
-from ledger.storage.engine import Store
-from ledger.storage.models import from_db_time
+from flowledger.domain.chain import event_body
+from flowledger.domain.hashing import canonical_json, chain_hash
+from flowledger.storage.engine import Store
+from flowledger.storage.models import from_db_time
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:

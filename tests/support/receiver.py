@@ -24,8 +24,8 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from ledger.receiver.tokens import create_token
-from ledger.writer.services import Ledger
+from flowledger.receiver.tokens import create_token
+from flowledger.services.ledger import Ledger
 
 SECRET = b"test-server-secret"
 STARTUP_TIMEOUT = 90.0  # a bound for a loaded machine, not a wait: the poll returns at once
@@ -160,7 +160,7 @@ def serve_process(
 def _popen(
     full_env: dict[str, str], out: Any, db: str, port: int, access_log: bool
 ) -> subprocess.Popen[bytes]:
-    serve = [sys.executable, "-m", "ledger.cli", "serve"]
+    serve = [sys.executable, "-m", "flowledger.cli", "serve"]
     serve.append("--access-log" if access_log else "--no-access-log")
     command = [*serve, "--db", db, "--port", str(port)]
     return subprocess.Popen(command, env=full_env, stdout=out, stderr=out)

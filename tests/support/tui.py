@@ -7,10 +7,10 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
-from tui import FlowledgerApp
-from tui.dialogs import ConfirmDialog, FormDialog
-from tui.main import MainScreen
-from tui.panes import QueuePane
+from flowledger.tui import FlowledgerApp
+from flowledger.tui.dialogs import ConfirmDialog, FormDialog
+from flowledger.tui.main import MainScreen
+from flowledger.tui.panes import QueuePane
 
 
 async def settle(pilot: Pilot[Any]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors import airflow
-from connectors.airflow import AirflowConnector, ListMoved
+from flowledger.connectors import airflow
+from flowledger.connectors.airflow import AirflowConnector, ListMoved
 from tests.support.fakes.airflow import FakeAirflow
 
 

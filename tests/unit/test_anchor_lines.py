@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from ledger.domain.anchors import Anchor, AnchorError, parse_line
+from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 
 HASH = "ab" * 32
 

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import ledger.domain
+import flowledger.domain
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("sqlalchemy", "sqlmodel", "fastapi", "httpx", "apscheduler", "textual", "starlette")
-DOMAIN = sorted(f"ledger.domain.{m.name}" for m in pkgutil.iter_modules(ledger.domain.__path__))
+DOMAIN = sorted(
+    f"flowledger.domain.{m.name}" for m in pkgutil.iter_modules(flowledger.domain.__path__)
+)
 
 
 def test_the_import_contracts_are_kept() -> None:
@@ -28,7 +30,7 @@ def test_the_import_contracts_are_kept() -> None:
     assert "0 broken" in done.stdout
 
 
-@pytest.mark.parametrize("module", ["ledger.domain", *DOMAIN])
+@pytest.mark.parametrize("module", ["flowledger.domain", *DOMAIN])
 def test_core_imports_no_io_library(module: str) -> None:
     code = (
         f"import sys, {module}; bad = [m for m in sys.modules "

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ledger.domain import Reason
-from ledger.domain.causes import PARTS, cause_key, part_text
+from flowledger.domain import Reason
+from flowledger.domain.causes import PARTS, cause_key, part_text
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 T0_TEXT = "2026-11-02T09:00:00+00:00"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from connectors.registry import KINDS
-from ledger import domain
-from ledger.config import FileConfig, load_config, parse_duration
-from ledger.storage.engine import LedgerError
+from flowledger import domain
+from flowledger.config import FileConfig, load_config, parse_duration
+from flowledger.connectors.registry import KINDS
+from flowledger.storage.engine import LedgerError
 
 SOURCE = """
 [[sources]]
@@ -157,7 +157,7 @@ def test_every_registered_kind_is_accepted(tmp_path: Path, kind: str) -> None:
 
 def test_the_config_module_loads_no_connector_until_a_source_is_read() -> None:
     code = (
-        "import sys, ledger.config; "
+        "import sys, flowledger.config; "
         "print(any(m.split('.')[0] in ('connectors', 'httpx') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,9 +9,10 @@ import sys
 
 def test_connectors_import_no_ledger_and_no_database() -> None:
     code = (
-        "import sys, connectors.registry, connectors.http; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in "
-        "('ledger', 'sqlalchemy', 'sqlmodel', 'psycopg')]; print(','.join(sorted(bad)))"
+        "import sys, flowledger.connectors.registry, flowledger.connectors.http; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('sqlalchemy', 'sqlmodel', 'psycopg') "
+        "or (m.startswith('flowledger.') and not m.startswith('flowledger.connectors'))]; "
+        "print(','.join(sorted(bad)))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

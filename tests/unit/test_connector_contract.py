@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors import registry
-from connectors.base import (
+from flowledger.connectors import registry
+from flowledger.connectors.base import (
     AuthFailed,
     Connector,
     ConnectorError,
@@ -22,7 +22,7 @@ from connectors.base import (
     ServerError,
     Unreachable,
 )
-from connectors.n8n import N8nConnector
+from flowledger.connectors.n8n import N8nConnector
 from tests.support.fakes.airflow import FakeAirflow
 from tests.support.fakes.n8n import FakeN8n
 

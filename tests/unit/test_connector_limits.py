@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from connectors import registry
-from connectors.base import Connector, ExecutionRecord, Malformed
+from flowledger.connectors import registry
+from flowledger.connectors.base import Connector, ExecutionRecord, Malformed
 from tests.support.fakes.airflow import FakeAirflow
 from tests.support.fakes.n8n import FakeN8n
 

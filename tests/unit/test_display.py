@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.domain.display import has_unsafe, visible
+from flowledger.domain.display import has_unsafe, visible
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from ledger import domain
-from ledger.domain import Approval, Decision, FailOutcome, OpenHold, Reason, State
+from flowledger import domain
+from flowledger.domain import Approval, Decision, FailOutcome, OpenHold, Reason, State
 from tests.support.builders import T0, dreq, op
 
 NOW = T0 + timedelta(minutes=1)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.domain.chain import event_body, sealed_prefix, sealed_tail
-from ledger.domain.hashing import canonical_json, chain_hash, input_hash, is_valid_hash
+from flowledger.domain.chain import event_body, sealed_prefix, sealed_tail
+from flowledger.domain.hashing import canonical_json, chain_hash, input_hash, is_valid_hash
 
 
 def test_canonical_json_sorts_keys_and_drops_spaces() -> None:
@@ -94,7 +94,7 @@ def test_equal_instants_in_two_zones_are_sealed_as_each_is_written() -> None:
 def test_the_canonical_form_is_what_json_dumps_writes_with_the_canonical_options(
     value: object,
 ) -> None:
-    """The encoder made once (:data:`ledger.domain.hashing._C_CANONICAL`) writes exactly what
+    """The encoder made once (:data:`flowledger.domain.hashing._C_CANONICAL`) writes exactly what
     the standard library writes: every chain already stored was sealed over that."""
     expected = json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False

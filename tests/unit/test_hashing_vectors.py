@@ -9,7 +9,7 @@ import hmac
 
 import pytest
 
-from ledger.domain.hashing import (
+from flowledger.domain.hashing import (
     GENESIS_HASH,
     canonical_json,
     chain_hash,

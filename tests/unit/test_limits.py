@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.domain.limits import (
+from flowledger.domain.limits import (
     id_problem,
     is_valid_hash,
     printable_problem,

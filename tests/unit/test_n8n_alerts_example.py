@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ledger.writer.outbox import HoldAlert
+from flowledger.services.outbox import HoldAlert
 from tests.support.builders import T0
 
 WORKFLOW = Path(__file__).parents[2] / "examples" / "n8n" / "alerts.json"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger.domain.projection import EventRow, Projection
+from flowledger.domain.projection import EventRow, Projection
 
 AT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 

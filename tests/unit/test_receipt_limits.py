@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.domain import limits
+from flowledger.domain import limits
 
 
 @pytest.mark.parametrize(

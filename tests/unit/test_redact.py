@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.config import AlertsConfig
-from ledger.domain.redact import MARK, NO_SECRETS, redact, secrets_of
+from flowledger.config import AlertsConfig
+from flowledger.domain.redact import MARK, NO_SECRETS, redact, secrets_of
 
 KEY = "n8nKey_Q7f3Z9xL2mP4vR8s"
 SECRETS = secrets_of([KEY, "hunter2-Passw0rd", None, "", "abc"])

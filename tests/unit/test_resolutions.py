@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ledger.domain import (
+from flowledger.domain import (
     BLOCKING_REASONS,
     DECISIONS,
     Change,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ledger.config import Settings
+from flowledger.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"(?<![A-Z0-9_])FLOWLEDGER_[A-Z0-9_]*[A-Z0-9]")  # not REPLACE_WITH_FLOWLEDGER_…
@@ -33,7 +33,7 @@ def documented() -> set[str]:
 
 def named_in_code() -> set[str]:
     names: set[str] = set()
-    for folder in ("ledger", "tui", "connectors", "bench", "e2e", "tests"):
+    for folder in ("flowledger", "bench", "e2e", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             names.update(NAME.findall(path.read_text()))
     # A prefix matched as a whole (startswith("FLOWLEDGER_CRASH")) is not a variable.

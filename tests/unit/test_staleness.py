@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ledger.domain import NewHold, Reason
-from ledger.domain.staleness import (
+from flowledger.domain import NewHold, Reason
+from flowledger.domain.staleness import (
     cutoff,
     execution_failed_detail,
     execution_stuck_hold,

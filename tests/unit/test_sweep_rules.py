@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from ledger.domain import Reason, staleness
-from ledger.writer.outbox import HoldAlert, delivery_id, rows_for, target_of
+from flowledger.domain import Reason, staleness
+from flowledger.services.outbox import HoldAlert, delivery_id, rows_for, target_of
 from tests.support.builders import T0
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from connectors.base import (
+from flowledger.connectors.base import (
     AuthFailed,
     ConnectorError,
     ConnectTimedOut,
@@ -16,7 +16,7 @@ from connectors.base import (
     RateLimited,
     ServerError,
 )
-from ledger.sync.retry import Backoff, retry_after_seconds
+from flowledger.sync.retry import Backoff, retry_after_seconds
 
 NOW = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 

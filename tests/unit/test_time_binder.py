@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ledger.storage.models import UTCDateTime, from_db_time, time_binder
+from flowledger.storage.models import UTCDateTime, from_db_time, time_binder
 
 TIMES = [
     datetime(2026, 11, 1, tzinfo=UTC),

@@ -1,5 +1,5 @@
 """The terminal UI holds no business rules and writes nothing itself: every change goes through
-``ledger.writer.services.Ledger``, every read through ``ledger.reads.queries``."""
+``flowledger.services.ledger.Ledger``, every read through ``flowledger.queries.records``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-TUI = Path(__file__).resolve().parents[2] / "tui"
+TUI = Path(__file__).resolve().parents[2] / "flowledger" / "tui"
 # Table writes (``HOLDS.update(``), write transactions, the models, and chain appends.
 WRITES = re.compile(
     r"\b[A-Z_]+\.(insert|update|delete)\(|engine\.begin|ledger\.models|chain\.append"
@@ -24,6 +24,8 @@ def test_tui_modules_write_nothing_directly(module: str) -> None:
 
 
 def test_the_cli_loads_the_ui_library_only_for_the_tui_command() -> None:
-    code = "import sys, ledger.cli; print(any(m.split('.')[0] == 'textual' for m in sys.modules))"
+    code = (
+        "import sys, flowledger.cli; print(any(m.split('.')[0] == 'textual' for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tui.format import future_deadline, parse_deadline
+from flowledger.tui.format import future_deadline, parse_deadline
 
 NOW = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from ledger.config import ReceiverConfig
-from ledger.receiver import create_app
-from ledger.writer.services import Ledger
+from flowledger.config import ReceiverConfig
+from flowledger.receiver import create_app
+from flowledger.services.ledger import Ledger
 from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
 
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ledger.cli import app as _app  # noqa: F401  (registers the commands)
-from ledger.cli.common import app
-from ledger.domain.hashing import token_digest
-from ledger.receiver import create_app
-from ledger.receiver.tokens import list_tokens, revoke_token
-from ledger.writer.services import Ledger
+from flowledger.cli import app as _app  # noqa: F401  (registers the commands)
+from flowledger.cli.common import app
+from flowledger.domain.hashing import token_digest
+from flowledger.receiver import create_app
+from flowledger.receiver.tokens import list_tokens, revoke_token
+from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import SECRET, Api, make_signing_token, make_token, running, signature
@@ -181,7 +181,7 @@ def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) ->
     assert row.split()[:3] == ["n8n-prod", "write", "yes"] and row.split()[-1] == "active"
     assert token not in listed.output and secret not in listed.output
 
-    from ledger.storage.engine import open_store
+    from flowledger.storage.engine import open_store
 
     store = open_store(db_url)
     try:
@@ -240,7 +240,7 @@ def _last_used(ledger: Ledger) -> dict[str, Any]:
 
 def _cached_app(ledger: Ledger, tokens: dict[str, str]) -> Any:
     """Tokens cached for an hour: only a miss can make the receiver look again."""
-    from ledger.config import ReceiverConfig
+    from flowledger.config import ReceiverConfig
 
     return create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=3600.0)
 
@@ -250,7 +250,7 @@ def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
 ) -> None:
     """`token create` then the first call at once (what `flowledger n8n setup` and a person
     pasting the token do): the miss reloads the cache instead of answering unknown_token."""
-    import ledger.receiver.tokens as tokens_module
+    import flowledger.receiver.tokens as tokens_module
 
     monkeypatch.setattr(tokens_module, "MISS_RELOAD", 0.0)
     tokens = {"write": make_token(ledger, "write")}
@@ -264,7 +264,7 @@ def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
 def test_unknown_tokens_in_a_loop_do_not_reload_the_cache_each_time(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ledger.receiver.tokens as tokens_module
+    import flowledger.receiver.tokens as tokens_module
 
     monkeypatch.setattr(tokens_module, "MISS_RELOAD", 3600.0)
     reloads: list[None] = []

@@ -15,9 +15,9 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from ledger.config import ReceiverConfig
-from ledger.receiver import create_app
-from ledger.writer.services import Ledger
+from flowledger.config import ReceiverConfig
+from flowledger.receiver import create_app
+from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import BODY_LIMIT, Api, auth, make_token

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ledger.writer.services import InvalidInput
+from flowledger.services.ledger import InvalidInput
 from tests.functional.receiver.conftest import Api
 
 OP = "/v1/operations/invoice:INV-7:send"

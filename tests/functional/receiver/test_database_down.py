@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.reads import queries
-from ledger.receiver import errors
+from flowledger.queries import records as queries
+from flowledger.receiver import errors
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import Api

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from ledger.domain.hashing import input_hash
-from ledger.storage.models import Hold, table
+from flowledger.domain.hashing import input_hash
+from flowledger.storage.models import Hold, table
 from tests.support.builders import FakeClock, dispatch_body
 from tests.support.receiver import Api
 

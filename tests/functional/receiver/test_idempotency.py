@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from ledger.storage.models import IdempotencyKey, table
+from flowledger.storage.models import IdempotencyKey, table
 from tests.support.builders import FakeClock, dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import Api, make_token

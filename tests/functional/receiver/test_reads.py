@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from ledger.metrics import REGISTRY
-from ledger.storage.models import Execution, table
+from flowledger.metrics import REGISTRY
+from flowledger.storage.models import Execution, table
 from tests.support.builders import T0, dispatch_body
 from tests.support.receiver import BODY_LIMIT, Api
 

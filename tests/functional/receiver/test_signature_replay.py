@@ -12,17 +12,17 @@ from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
-from ledger.config import ReceiverConfig
-from ledger.domain import IllegalTransition
-from ledger.receiver import create_app
-from ledger.receiver.auth import Once
-from ledger.receiver.errors import ApiError
-from ledger.receiver.tokens import create_token
-from ledger.scheduled.housekeeping import expire_signatures
-from ledger.storage.engine import open_store
-from ledger.storage.models import Operation, SeenSignature, table
-from ledger.writer.services import Ledger, Tx
-from ledger.writer.signatures import record
+from flowledger.config import ReceiverConfig
+from flowledger.domain import IllegalTransition
+from flowledger.receiver import create_app
+from flowledger.receiver.auth import Once
+from flowledger.receiver.errors import ApiError
+from flowledger.receiver.tokens import create_token
+from flowledger.scheduled.housekeeping import expire_signatures
+from flowledger.services.ledger import Ledger, Tx
+from flowledger.services.signatures import record
+from flowledger.storage.engine import open_store
+from flowledger.storage.models import Operation, SeenSignature, table
 from tests.support.builders import FakeClock, dispatch_body, req
 from tests.support.receiver import SECRET, make_signing_token, running, signature
 

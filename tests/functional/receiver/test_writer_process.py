@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from ledger.config import ReceiverConfig
-from ledger.metrics import REGISTRY
-from ledger.receiver import create_app
-from ledger.receiver.schemas import DispatchCreate
-from ledger.receiver.tokens import create_token
-from ledger.receiver.writer_process import LaneCall, _frame, _Frames
-from ledger.storage.engine import LedgerError, Store
-from ledger.storage.migrate import init_ledger
-from ledger.storage.models import Operation, table
-from ledger.writer.services import Ledger
+from flowledger.config import ReceiverConfig
+from flowledger.metrics import REGISTRY
+from flowledger.receiver import create_app
+from flowledger.receiver.schemas import DispatchCreate
+from flowledger.receiver.tokens import create_token
+from flowledger.receiver.writer_process import LaneCall, _frame, _Frames
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.migrate import init_ledger
+from flowledger.storage.models import Operation, table
 from tests.support.builders import FakeClock, dispatch_body
 from tests.support.receiver import SECRET, Api, make_token, running, signature
 

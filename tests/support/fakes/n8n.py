@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from connectors.base import Settings
+from flowledger.connectors.base import Settings
 from tests.support.builders import T0
 from tests.support.fakes.tool import FakeTool
 

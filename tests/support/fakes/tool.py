@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from connectors.base import Settings
+from flowledger.connectors.base import Settings
 
 
 class FakeTool:

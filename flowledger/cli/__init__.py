@@ -1,0 +1,18 @@
+"""The ``flowledger`` command: one typer app, commands grouped by module."""
+
+from __future__ import annotations
+
+from flowledger.cli import (  # noqa: F401  (register their commands)
+    database,
+    inspect,
+    n8n,
+    operator,
+    receiver,
+    scheduling,
+    sources,
+)
+from flowledger.cli.common import app
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,178 @@
+"""Creating, migrating and diagnosing a ledger database: ``init``, ``migrate``, ``doctor``."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+import typer
+
+from flowledger.cli.common import DbOption, app, die, one_line_errors, opened
+from flowledger.cli.tables import echo_table
+from flowledger.storage import migrate as migrations
+from flowledger.storage.engine import (
+    CHECKPOINT_EVERY,
+    WAL_RESET_AFFECTED,
+    LedgerError,
+    Store,
+    first_line,
+    hide_password,
+    make_store,
+    read_schema_version,
+    resolve_url,
+    shared_files,
+    sqlite_path,
+)
+from flowledger.storage.models import SCHEMA_VERSION
+
+SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+@app.command()
+@one_line_errors
+def init(db: DbOption = None) -> None:
+    """Create a ledger (the only command that creates a database)."""
+    store, created = migrations.init_ledger(db)
+    where = hide_password(store.url)
+    store.dispose()
+    if created:
+        typer.echo(f"created ledger at {where} (schema version {SCHEMA_VERSION})")
+    else:
+        typer.echo(f"ledger at {where} already exists; nothing to do")
+
+
+@app.command()
+@one_line_errors
+def migrate(db: DbOption = None) -> None:
+    """Upgrade an existing ledger's schema to the version this flowledger knows."""
+    url = resolve_url(db)
+    store = make_store(url)
+    try:
+        try:
+            before = read_schema_version(store.engine)
+        except sa.exc.DBAPIError as exc:
+            raise LedgerError(f"cannot open {hide_password(url)}: {first_line(exc)}") from exc
+        if before is None:
+            die(f"{hide_password(url)} holds no ledger; run `flowledger init` to create one")
+        assert before is not None
+        if before > SCHEMA_VERSION:
+            die(
+                f"schema version {before} is newer than this flowledger ({SCHEMA_VERSION}); "
+                "upgrade flowledger"
+            )
+        migrations.upgrade(store)
+        after = read_schema_version(store.engine)
+    finally:
+        store.dispose()
+    if before == after:
+        typer.echo(f"schema version {after} is current; nothing to do")
+    else:
+        typer.echo(f"migrated schema version {before} -> {after}")
+
+
+@app.command()
+@one_line_errors
+def doctor(db: DbOption = None) -> None:
+    """Report the database, the SQLite build and its known bugs, and the schema."""
+    with opened(db) as store:
+        echo_table(_diagnosis(store))
+
+
+def autovacuum_finding(
+    setting: object, track_counts: object = "on", off_for: Sequence[str] = ()
+) -> str:
+    """``doctor``'s line for PostgreSQL's autovacuum: the ``autovacuum`` setting, the
+    ``track_counts`` it needs to see a table change, and the ledger's tables that turn it off
+    for themselves (``autovacuum_enabled = false``)."""
+    if setting != "on":
+        why = f"{setting}"
+    elif track_counts != "on":
+        why = "on, but track_counts is off, so it never sees a table change"
+    elif off_for:
+        why = f"on, but turned off for {', '.join(off_for)}"
+    else:
+        return "on"
+    return (
+        f"WARNING: {why}: nothing analyzes the tables as they grow, so PostgreSQL plans "
+        "their reads from stale estimates (a sync analyzes the copies it backfills itself); "
+        "turn autovacuum on, or run ANALYZE from cron"
+    )
+
+
+_AUTOVACUUM_OFF_FOR = """
+SELECT relname FROM pg_class
+WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace
+  AND 'autovacuum_enabled=false' = ANY(reloptions)
+ORDER BY relname
+"""
+
+
+def _diagnosis(store: Store) -> list[tuple[str, str]]:
+    """``doctor``'s findings, one (label, value) a line."""
+    found = [
+        ("database:", hide_password(store.url)),
+        ("schema version:", f"{SCHEMA_VERSION} (current)"),
+        (
+            "alembic:",
+            f"{migrations.current_revision(store)} (head {migrations.head_revision()})",
+        ),
+    ]
+    if sqlite_path(store.url) is None:
+        with store.engine.connect() as conn:
+            version = conn.exec_driver_sql("SHOW server_version").scalar()
+            autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
+            track_counts = conn.exec_driver_sql("SHOW track_counts").scalar()
+            off_for = list(conn.exec_driver_sql(_AUTOVACUUM_OFF_FOR).scalars())
+        return [
+            *found,
+            ("postgresql:", str(version)),
+            ("autovacuum:", autovacuum_finding(autovacuum, track_counts, off_for)),
+        ]
+    with store.engine.connect() as conn:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
+        sync = raw.execute("PRAGMA synchronous").fetchone()[0]
+        busy = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+        fks = raw.execute("PRAGMA foreign_keys").fetchone()[0]
+    found.append(("sqlite build:", sqlite3.sqlite_version))
+    if WAL_RESET_AFFECTED:
+        found.append(
+            (
+                "wal-reset bug:",
+                "AFFECTED (3.7.0-3.51.2 but 3.44.6, 3.50.7): a checkpoint racing a commit "
+                "on another connection can corrupt the file",
+            )
+        )
+        found.append(
+            (
+                "  the ledger:",
+                "turns automatic checkpoints off and checkpoints with wal_checkpoint(FULL), "
+                f"which holds the writer lock, every {CHECKPOINT_EVERY} commits and at "
+                "shutdown; upgrade SQLite (3.51.3+) or use PostgreSQL for several writing "
+                "processes",
+            )
+        )
+    else:
+        found.append(("wal-reset bug:", "not affected"))
+    path = sqlite_path(store.url)
+    assert path is not None
+    shared = shared_files(path)
+    if shared:
+        found.append(
+            (
+                "file modes:",
+                f"WARNING: readable by others: {', '.join(shared)}; the ledger holds receipts "
+                "and errors: chmod 600 them",
+            )
+        )
+    else:
+        found.append(("file modes:", "owner only"))
+    return [
+        *found,
+        ("journal mode:", journal),
+        ("synchronous:", SYNCHRONOUS.get(sync, sync)),
+        ("busy timeout:", f"{busy} ms"),
+        ("foreign keys:", "on" if fks else "off"),
+    ]

@@ -1,0 +1,315 @@
+"""Looking at a ledger: ``status``, ``show``, ``verify``, ``export``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from flowledger.cli.common import Command, DbOption, app, die, one_line_errors, opened, parse_since
+from flowledger.cli.tables import echo_table, printable
+from flowledger.clock import utcnow
+from flowledger.domain.chain import head_prefix
+from flowledger.queries import chain
+from flowledger.queries import records as queries
+from flowledger.queries.anchors import AnchorCheck, check_anchors
+from flowledger.queries.deep import DeepResult, deep_verify
+
+# What ``show`` lists of an operation, in this order, when set.
+FIELDS = (
+    "state",
+    "attempt",
+    "max_attempts",
+    "input_hash",
+    "processing_version",
+    "receipt",
+    "execution_id",
+    "workflow_id",
+    "step",
+    "source",
+    "input_ref",
+    "approval_version",
+)
+TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+@app.command()
+@one_line_errors
+def status(db: DbOption = None) -> None:
+    """Operations by state and open holds by reason."""
+    with opened(db) as store:
+        st = queries.status(store, utcnow())
+    typer.echo("operations:")
+    states = ("prepared", "dispatching", "confirmed", "failed", "cancelled")
+    echo_table([(state, st.by_state.get(state, 0)) for state in states], indent=2, right={1})
+    typer.echo(
+        f"open holds: {sum(st.open_holds.values())} "
+        f"(blocking {st.blocking_open}, overdue {st.overdue})"
+    )
+    echo_table(sorted(st.open_holds.items()), indent=2, right={1})
+    typer.echo(f"events: {st.events}  head: {st.head_hash}")
+
+
+@app.command(cls=Command)
+@one_line_errors
+def show(
+    operation_id: Annotated[
+        str,
+        typer.Argument(metavar="OPERATION_ID", help="The operation's id, as the workflow sent it"),
+    ],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """One operation: its record, attempts, receipts, holds and event timeline."""
+    with opened(db) as store:
+        detail = queries.operation_detail(store, operation_id)
+    if detail is None:
+        die(f"no operation {operation_id!r}", code=1)
+    assert detail is not None
+    if as_json:
+        typer.echo(json.dumps(detail.__dict__, default=_json_default, indent=2))
+        return
+    op = detail.operation
+    typer.echo(f"operation  {printable(op['operation_id'])}")
+    echo_table(
+        [(key, op[key]) for key in FIELDS if op.get(key) is not None]
+        + [(key, _when(op[key])) for key in TIMES if op.get(key) is not None],
+        indent=2,
+    )
+    typer.echo("attempts:")
+    echo_table(
+        [
+            (
+                f"#{a['number']}",
+                a["outcome"],
+                f"execution {a['execution_id']}",
+                f"at {_when(a['dispatched_at'])}",
+                a["error"] or "",
+            )
+            for a in detail.attempts
+        ],
+        indent=2,
+    )
+    typer.echo("receipts:")
+    echo_table(
+        [
+            (
+                r["receipt"],
+                r["kind"],
+                f"attempt {r['attempt']}",
+                f"by {r['confirmed_by']}",
+                f"at {_when(r['confirmed_at'])}",
+            )
+            for r in detail.receipts
+        ],
+        indent=2,
+    )
+    typer.echo("holds:")
+    echo_table(
+        [
+            (
+                f"[{h['id']}]",
+                f"{h['reason']}{' (blocking)' if h['blocking'] else ''}",
+                (
+                    f"resolved {h['resolution']} by {h['resolved_by']}"
+                    if h["resolved_at"]
+                    else f"OPEN, due {_when(h['deadline'])}"
+                ),
+                h["detail"],
+            )
+            for h in detail.holds
+        ],
+        indent=2,
+    )
+    if detail.executions:
+        typer.echo("executions:")
+        echo_table(
+            [
+                (
+                    f"{e['source']}/{e['external_id']}",
+                    e["status"],
+                    f"gone {_when(e['gone_at'])}" if e["gone_at"] else "",
+                )
+                for e in detail.executions
+            ],
+            indent=2,
+        )
+    typer.echo("events:")
+    echo_table(
+        [
+            (
+                ev["seq"],
+                _when(ev["at"]),
+                ev["kind"],
+                ev["actor"],
+                json.dumps(ev["data"], sort_keys=True),
+            )
+            for ev in detail.events
+        ],
+        indent=2,
+        right={0},
+    )
+
+
+def _head_prefix(value: str | None) -> str | None:
+    try:
+        return None if value is None else head_prefix(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+@app.command()
+@one_line_errors
+def verify(
+    db: DbOption = None,
+    expect_head: Annotated[
+        str | None,
+        typer.Option(
+            metavar="HASH",
+            callback=_head_prefix,
+            help="A head hash printed earlier (by verify, the handover report or the UI), whole "
+            "or its first 12 or more hex digits; it must be the hash of an event of the chain "
+            "(the head, or an earlier one), so events removed or rewritten up to it are caught",
+        ),
+    ] = None,
+    anchors: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="A file of heads published by `flowledger run` ([anchors] file); catches a "
+            "chain rewritten or cut after any of them",
+        ),
+    ] = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also replay the events and compare operations, attempts, receipts and holds "
+            "with them (reads the whole ledger)",
+        ),
+    ] = False,
+) -> None:
+    """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
+    --anchors or --deep, every published head or table row that disagrees)."""
+    with opened(db) as store, chain.snapshot(store) as conn:
+        result = chain.verify(conn, expect_head=expect_head)
+        _report_chain(result)
+        failed = not result.ok
+        if anchors is not None:
+            failed = _report_anchors(check_anchors(conn, anchors)) or failed
+        if deep:
+            failed = _report_deep(deep_verify(conn)) or failed
+    if failed:
+        raise typer.Exit(1)
+
+
+def _report_chain(result: chain.VerifyResult) -> None:
+    if not result.ok and result.bad_seq is None:
+        events = (
+            "the 1 event itself chains"
+            if result.checked == 1
+            else f"the {result.checked} events themselves chain"
+        )
+        typer.echo(
+            f"head MISMATCH: {result.problem}; {events} correctly up to seq {result.head_seq}"
+        )
+    elif not result.ok:
+        typer.echo(
+            f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
+            f"({result.checked} events good before it)"
+        )
+    else:
+        typer.echo(
+            f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+        )
+    if result.ok and result.expected_seq is not None:
+        since = result.head_seq - result.expected_seq
+        which = (
+            f"the hash of event {result.expected_seq}"
+            if result.expected_seq
+            else "the head of the empty ledger"
+        )
+        typer.echo(
+            "expected head ok: it is the head"
+            if since == 0
+            else f"expected head ok: it is {which}, "
+            f"{since} event{'s' if since != 1 else ''} appended since"
+        )
+
+
+def _report_anchors(found: AnchorCheck) -> bool:
+    """Print the anchor check; whether it failed."""
+    for problem in found.problems:
+        typer.echo(f"anchor MISMATCH: {printable(problem)}")
+    if found.ok:
+        typer.echo(f"anchors ok: {found.checked} published heads found in the chain")
+    else:
+        typer.echo(f"anchors: {len(found.problems)} of {found.checked} published heads disagree")
+    return not found.ok
+
+
+def _shown(value: Any) -> str:
+    """A compared value: a time in ISO 8601, anything else as Python writes it (strings
+    quoted, so that ``'None'`` and ``None`` differ), escaped for the terminal."""
+    return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
+
+
+def _report_deep(found: DeepResult) -> bool:
+    """Print the replay's findings, one a line; whether any differed."""
+    for f in found.findings:
+        if f.column is None:
+            typer.echo(f"table MISMATCH: {printable(f.what)}: {printable(f.note)}")
+        else:
+            typer.echo(
+                f"table MISMATCH: {printable(f.what)}: {f.column} is "
+                f"{_shown(f.stored)}, the events say {_shown(f.expected)}"
+            )
+    if found.more:
+        typer.echo(f"... and {found.more} more differences")
+    summary = (
+        f"{found.events} events replayed against {found.operations} operations and "
+        f"{found.holds} holds"
+    )
+    if found.ok:
+        typer.echo(f"tables ok: {summary}")
+    else:
+        typer.echo(f"tables: {len(found.findings) + found.more} differences ({summary})")
+    return not found.ok
+
+
+@app.command()
+@one_line_errors
+def export(
+    db: DbOption = None,
+    format: Annotated[
+        str, typer.Option("--format", metavar="FORMAT", help="Output format")
+    ] = "jsonl",
+    since: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TIME", help="Only events at or after this time (ISO 8601; UTC when no offset)"
+        ),
+    ] = None,
+) -> None:
+    """Every event as one JSON object a line, in chain order."""
+    if format != "jsonl":
+        die(f"unknown format {format!r}; only jsonl is supported")
+    start = parse_since(since)
+    with opened(db) as store:
+        out = sys.stdout
+        for event in queries.iter_events(store, since=start):
+            out.write(json.dumps(event, default=_json_default, sort_keys=True) + "\n")

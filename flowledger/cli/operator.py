@@ -1,0 +1,147 @@
+"""The person on duty's commands: ``tui``, ``handover`` and ``demo``."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flowledger import demo as demo_data
+from flowledger.cli.common import (
+    DbOption,
+    app,
+    die,
+    ledger_for,
+    one_line_errors,
+    opened,
+    parse_since,
+)
+from flowledger.clock import utcnow
+from flowledger.config import FileConfig, load_config
+from flowledger.queries import handover as report
+from flowledger.storage.engine import LedgerError, open_store
+from flowledger.storage.migrate import init_ledger
+
+
+@app.command()
+@one_line_errors
+def tui(
+    db: DbOption = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Look only: no action is offered")
+    ] = False,
+    operator: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME", help="Name recorded with every action [default: your login name]"
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            metavar="DIR",
+            help="Folder for the handover reports H saves [default: ./var/handover]",
+        ),
+    ] = None,
+) -> None:
+    """The terminal UI: the attention queue, operation detail, actions and handover."""
+    from flowledger.tui import make_app  # the UI library loads only for this command
+
+    # A broken flowledger.toml does not keep the person on shift out: the UI opens on the
+    # defaults and its Sources tab says what is wrong.
+    try:
+        file, problem = load_config(), None
+    except LedgerError as exc:
+        file, problem = FileConfig(), str(exc)
+    with opened(db) as store:
+        make_app(
+            ledger_for(store, file=file),
+            operator=operator or getpass.getuser(),
+            read_only=read_only,
+            report_dir=out.absolute() if out else None,
+            config_error=problem,
+        ).run()
+
+
+@app.command()
+@one_line_errors
+def handover(
+    db: DbOption = None,
+    format: Annotated[str, typer.Option("--format", metavar="FORMAT", help="Output format")] = "md",
+    since: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TIME",
+            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]",
+        ),
+    ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="Who writes the report [default: your login name]"),
+    ] = None,
+    save: Annotated[
+        bool,
+        typer.Option("--save", help="Keep the report as a new file (in --out) and print its path"),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            metavar="DIR",
+            help="Folder for saved reports; implies --save [default: ./var/handover]",
+        ),
+    ] = None,
+) -> None:
+    """The handover report (Markdown): open holds by owner, what the shift resolved, sources
+    in trouble, and the chain's head hash. On stdout, or with --save or --out as a new file
+    named after the time (never overwriting another)."""
+    if format != "md":
+        die(f"unknown format {format!r}; only md is supported")
+    now = utcnow()
+    start = parse_since(since) or now - report.DEFAULT_SHIFT
+    if start > now:
+        die("--since is in the future")
+    with opened(db) as store:
+        text = report.build(store, report.Shift(start, now, operator or getpass.getuser()), now=now)
+    if not (save or out):
+        typer.echo(text, nl=False)
+        return
+    try:
+        path = report.save(text, out or report.DEFAULT_FOLDER, now)
+    except OSError as exc:
+        die(f"cannot save the report in {out or report.DEFAULT_FOLDER}: {exc.strerror or exc}")
+    typer.echo(f"handover report saved to {path}")
+
+
+@app.command()
+@one_line_errors
+def demo(
+    db: Annotated[
+        str,
+        typer.Option("--db", metavar="PATH", help="Where to build the demo ledger (a new file)"),
+    ] = demo_data.DEMO_DEFAULT_DB,
+) -> None:
+    """Build a separate ledger holding a made-up shift, to try the terminal UI."""
+    if "://" in db:
+        raise LedgerError("the demo ledger is a local SQLite file; give a path")
+    path = Path(db)
+    if path.exists():
+        store = open_store(db)
+    else:
+        store, _ = init_ledger(db)
+        demo_data.mark_demo(store)
+    try:
+        demo_data.build_demo(store, db)
+        counts = demo_data.demo_counts(store)
+    finally:
+        store.dispose()
+    typer.echo(
+        f"demo ledger at {db}: {counts['operations']} operations, {counts['open_holds']} open "
+        "holds (made-up data)"
+    )
+    typer.echo(f"try it: flowledger tui --db {db}")

@@ -1,0 +1,134 @@
+"""Running the webhook receiver and managing its tokens: ``serve``, ``token create|list|revoke``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from flowledger.cli.common import (
+    Command,
+    DbOption,
+    HostOption,
+    PortOption,
+    app,
+    ledger_for,
+    one_line_errors,
+    opened,
+    settings,
+)
+from flowledger.cli.tables import echo_table
+from flowledger.config import load_config
+
+token_app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="API tokens for the webhook receiver."
+)
+app.add_typer(token_app, name="token")
+
+
+@app.command()
+@one_line_errors
+def serve(
+    db: DbOption = None,
+    host: HostOption = None,
+    port: PortOption = None,
+    access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
+) -> None:
+    """Run the webhook receiver (HTTP API) until interrupted."""
+    from flowledger.receiver import create_app
+    from flowledger.receiver.server import listen, serve_app, writer_ended
+    from flowledger.receiver.tokens import signing_secrets
+
+    file = load_config()
+    env = settings()
+    host = host or file.receiver.host
+    port = file.receiver.port if port is None else port
+    sock = listen(host, port)  # first: a taken port is one line, before anything starts
+    try:
+        with opened(db) as store:
+            ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
+            application = create_app(
+                ledger, config=file.receiver, secret=env.secret_bytes(), writer_process=True
+            )
+            serve_app(
+                application,
+                sock,
+                access_log=access_log,
+                secrets=lambda: ledger.secrets,
+                limits=file.receiver,
+            )
+            writer_ended(application)
+    finally:
+        sock.close()
+
+
+Scope = Annotated[str, typer.Option("--scope", metavar="SCOPE", help="write | read | operator")]
+
+
+@token_app.command("create")
+@one_line_errors
+def token_create(
+    name: Annotated[
+        str, typer.Option("--name", metavar="NAME", help="A name to list and revoke it by")
+    ],
+    scope: Scope,
+    signing: Annotated[
+        bool, typer.Option("--signing", help="Also require HMAC-signed requests")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Create a token and print it once (with its signing secret when --signing)."""
+    from flowledger.receiver.tokens import create_token
+
+    env = settings()
+    with opened(db) as store:
+        made = create_token(
+            ledger_for(store, env), name, scope, signing=signing, server_secret=env.secret_bytes()
+        )
+    typer.echo(f"token {made.name} ({made.scope}) created; it is shown only this once:")
+    typer.echo(made.token)
+    if made.signing_secret is not None:
+        typer.echo("signing secret (shown only this once):")
+        typer.echo(made.signing_secret)
+
+
+@token_app.command("list")
+@one_line_errors
+def token_list(db: DbOption = None) -> None:
+    """Tokens by name: scope, signing, created, last used (to the minute a running receiver
+    writes it) and revoked; never the token."""
+    from flowledger.receiver.tokens import list_tokens
+
+    with opened(db) as store:
+        rows = list_tokens(store)
+    if not rows:
+        typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
+        return
+    echo_table(
+        (
+            (
+                r["name"],
+                r["scope"],
+                "yes" if r["signing"] else "no",
+                f"{r['created_at']:%Y-%m-%d %H:%M}",
+                f"{r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never",
+                f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active",
+            )
+            for r in rows
+        ),
+        header=("name", "scope", "signing", "created", "last used", "state"),
+    )
+
+
+@token_app.command("revoke", cls=Command)
+@one_line_errors
+def token_revoke(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The name it was created with")],
+    db: DbOption = None,
+) -> None:
+    """Revoke a token by name (a running receiver refuses it within 2 seconds)."""
+    from flowledger.receiver.tokens import revoke_token
+
+    with opened(db) as store:
+        revoke_token(ledger_for(store), name)
+    typer.echo(f"token {name} revoked")

@@ -1,0 +1,154 @@
+"""The long-running process and its jobs one at a time: ``run``, ``sweep``, ``alerts``,
+``housekeeping``, ``anchor`` (the last four with ``--once``, for people who prefer cron)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from flowledger.cli.common import (
+    DbOption,
+    HostOption,
+    PortOption,
+    app,
+    die,
+    ledger_for,
+    one_line_errors,
+    opened,
+    settings,
+)
+from flowledger.cli.tables import echo_table
+from flowledger.config import FileConfig, load_config
+from flowledger.scheduled import housekeeping
+from flowledger.scheduled.alerts import Deliverer
+from flowledger.scheduled.anchors import Publisher
+from flowledger.scheduled.sweep import Sweep
+from flowledger.storage.engine import Store, hide_password
+
+OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now and exit")]
+
+
+def _logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _need_once(once: bool, job: str) -> None:
+    if not once:
+        die(f"`flowledger {job}` runs with --once (e.g. from cron); `flowledger run` schedules it")
+
+
+@app.command()
+@one_line_errors
+def run(
+    db: DbOption = None,
+    host: HostOption = None,
+    port: PortOption = None,
+) -> None:
+    """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
+    from flowledger import runner  # the server stack loads only for this command
+    from flowledger.receiver.logs import redact_handlers
+    from flowledger.receiver.tokens import signing_secrets
+
+    cfg = load_config()
+    env = settings()
+    _logging()
+    with opened(db) as store:
+        where = f" --db {db}" if db else ""
+        ledger = ledger_for(store, env, cfg, signing_secrets(store, env.secret_bytes()))
+        # The jobs log through the root logger (uvicorn's configuration keeps it).
+        redact_handlers(logging.getLogger(), lambda: ledger.secrets)
+        runner.run(
+            store,
+            ledger,
+            cfg,
+            secret=env.secret_bytes(),
+            host=host or cfg.receiver.host,
+            port=cfg.receiver.port if port is None else port,
+            say=typer.echo,
+            hints=[
+                f"  create a token: flowledger token create --name NAME --scope write{where}",
+                f"  open the TUI:   flowledger tui{where}",
+                f"  database:       {hide_password(store.url)}",
+            ],
+        )
+
+
+@app.command()
+@one_line_errors
+def sweep(db: DbOption = None, once: OnceOption = False) -> None:
+    """Open the holds that are due (unknown outcome, failed or stuck executions, stale
+    prepared operations and sources, overdue holds), then deliver pending alerts."""
+    _need_once(once, "sweep")
+    cfg = load_config()
+    with opened(db) as store:
+        result = Sweep(ledger_for(store, file=cfg), cfg.sweep, cfg.sources).run()
+        typer.echo(f"sweep opened {result.total} holds")
+        echo_table(
+            [(reason, count) for reason, count in sorted(result.opened.items()) if count],
+            indent=2,
+            right={1},
+        )
+        if cfg.alerts.urls:
+            _deliver(store, cfg)
+
+
+@app.command()
+@one_line_errors
+def alerts(db: DbOption = None, once: OnceOption = False) -> None:
+    """Deliver the alerts that are due to the [alerts] urls."""
+    _need_once(once, "alerts")
+    cfg = load_config()
+    with opened(db) as store:
+        _deliver(store, cfg)
+
+
+def _deliver(store: Store, cfg: FileConfig) -> None:
+    deliverer = Deliverer(store, cfg.alerts)
+    try:
+        result = deliverer.deliver_due()
+    finally:
+        deliverer.close()
+    typer.echo(
+        f"alerts: {result.sent} delivered, {result.failed} to retry later"
+        + (f", {result.unroutable} for URLs no longer configured" if result.unroutable else "")
+    )
+
+
+@app.command(name="housekeeping")
+@one_line_errors
+def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
+    """Delete expired idempotency keys, signatures past their window and alerts delivered over
+    a week ago."""
+    _need_once(once, "housekeeping")
+    with opened(db) as store:
+        done = housekeeping.clean(store)
+    typer.echo(
+        f"removed {done.idempotency_keys} expired idempotency keys, "
+        f"{done.delivered_alerts} delivered alerts, {done.signatures} expired signatures"
+    )
+
+
+@app.command()
+@one_line_errors
+def anchor(db: DbOption = None, once: OnceOption = False) -> None:
+    """Publish the chain head to the [anchors] file and/or alert URLs (when it moved since
+    the last one published)."""
+    _need_once(once, "anchor")
+    cfg = load_config()
+    if not cfg.anchors.enabled:
+        die("no [anchors] file or alerts configured; see README, 'Anchoring the chain head'")
+    with opened(db) as store:
+        published = Publisher(store, cfg.anchors, cfg.alerts.urls).publish()
+    if published is None:
+        typer.echo("the head has not moved since it was last published; nothing to do")
+    else:
+        typer.echo(f"published head seq {published.seq} hash {published.hash}")

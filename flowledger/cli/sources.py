@@ -1,0 +1,236 @@
+"""Sources and their executions: ``sources``, ``sources check``, ``sync --once``,
+``executions``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from flowledger.cli.common import Command, DbOption, app, die, ledger_for, one_line_errors, opened
+from flowledger.cli.inspect import _json_default, _when
+from flowledger.cli.tables import echo_table, printable
+from flowledger.clock import utcnow
+from flowledger.config import FileConfig, SourceConfig, load_config
+from flowledger.connectors.base import ConnectorError
+from flowledger.queries import records as queries
+from flowledger.services.ledger import Ledger
+from flowledger.sync import SyncReport, check_source, sync_source
+
+sources_app = typer.Typer(
+    rich_markup_mode=None, help="Configured workflow-tool instances and how their sync stands."
+)
+app.add_typer(sources_app, name="sources")
+
+SourceOption = Annotated[
+    str | None, typer.Option("--source", metavar="NAME", help="Only this source")
+]
+
+
+def _age(since: datetime | None, now: datetime) -> str:
+    if since is None:
+        return "never"
+    s = int(max(timedelta(0), now - since).total_seconds())
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60}s"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60}m"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def _selected(file: FileConfig, name: str | None) -> list[SourceConfig]:
+    if name is not None:
+        return [file.source(name)]
+    if not file.sources:
+        die("no sources configured: add a [[sources]] table to flowledger.toml (see README)")
+    return list(file.sources)
+
+
+@sources_app.callback(invoke_without_command=True)
+@one_line_errors
+def sources(ctx: typer.Context, db: DbOption = None) -> None:
+    """Every source: kind, status, its last sync attempt and its last successful sync (with
+    the lag since), and the last error."""
+    if ctx.invoked_subcommand is not None:
+        return
+    file = load_config()
+    with opened(db) as store:
+        stored = {s["name"]: s for s in queries.list_sources(store)}
+    now = utcnow()
+    names = [s.name for s in file.sources] + sorted(set(stored) - {s.name for s in file.sources})
+    if not names:
+        typer.echo("no sources configured (add [[sources]] to flowledger.toml)")
+        return
+    configured = {s.name: s for s in file.sources}
+    rows = []
+    for name in names:
+        row = stored.get(name, {})
+        rows.append(
+            (
+                name,
+                configured[name].kind if name in configured else row.get("kind", "?"),
+                row.get("status", "new") if name in configured else "unconfigured",
+                _when(row.get("last_sync_at")),  # every attempt sets it, failed or not
+                _when(row.get("last_success_at")),
+                _age(row.get("last_success_at"), now),
+                row.get("last_error") or "-",
+            )
+        )
+    echo_table(
+        rows,
+        header=(
+            "NAME",
+            "KIND",
+            "STATUS",
+            "LAST ATTEMPT",
+            "LAST SUCCESS",
+            "LAG",
+            "LAST ERROR",
+        ),
+    )
+
+
+@sources_app.command("check", cls=Command)
+@one_line_errors
+def check(
+    name: Annotated[
+        str, typer.Argument(metavar="NAME", help="The source's name in flowledger.toml")
+    ],
+) -> None:
+    """One live call to the source; says plainly what is wrong, or what answered."""
+    cfg = load_config().source(name)
+    try:
+        answer = check_source(cfg)
+    except ConnectorError as exc:
+        typer.echo(printable(f"{name}: FAILED: {exc}"), err=True)
+        raise typer.Exit(1) from None
+    typer.echo(printable(f"{name}: ok: {answer}"))
+
+
+@app.command()
+@one_line_errors
+def sync(
+    db: DbOption = None,
+    once: Annotated[bool, typer.Option("--once", help="Sync each source once, then exit")] = False,
+    source: SourceOption = None,
+    reconcile: Annotated[
+        bool,
+        typer.Option("--reconcile", help="Also walk the tool's whole list to mark pruned copies"),
+    ] = False,
+) -> None:
+    """Pull execution records from the configured sources into the ledger."""
+    if not once:
+        die("give --once: this command syncs once; the scheduler syncs at each source's interval")
+    file = load_config()
+    chosen = _selected(file, source)
+    failed = 0
+    with opened(db) as store:
+        ledger = ledger_for(store, file=file)
+        for cfg in chosen:
+            report = _run_one(ledger, cfg, True if reconcile else None)
+            failed += not report.ok
+            typer.echo(printable(ledger.redact(_summary(report))))
+    if failed:
+        raise typer.Exit(1)
+
+
+def _run_one(ledger: Ledger, cfg: SourceConfig, reconcile: bool | None) -> SyncReport:
+    """One source's sync, with a progress bar when stderr is a terminal (a long backfill)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return sync_source(ledger, cfg, reconcile=reconcile)
+    name = cfg.name
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        TextColumn("{task.completed} executions, {task.fields[pages]} pages"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(name, total=None, pages=0)
+
+        def advance(report: SyncReport) -> None:
+            bar.update(
+                task,
+                completed=report.new + report.changed,
+                total=report.total,
+                pages=report.pages,
+            )
+
+        return sync_source(ledger, cfg, reconcile=reconcile, progress=advance)
+
+
+def _summary(r: SyncReport) -> str:
+    counts = (
+        f"{r.pages} pages, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
+        f"{r.gone} gone, {r.linked} linked"
+        + (f", reconciled ({r.recovered} recovered)" if r.reconciled else "")
+        + (f", waited {r.waited:.0f}s" if r.waited else "")
+    )
+    notes = "".join(f"; note: {n}" for n in r.notes)
+    if r.ok:
+        return f"{r.source}: ok: {counts}{notes}"
+    return f"{r.source}: {r.status.upper()}: {r.error} (kept what was stored: {counts})"
+
+
+@app.command()
+@one_line_errors
+def executions(
+    db: DbOption = None,
+    source: SourceOption = None,
+    status: Annotated[
+        str | None, typer.Option("--status", metavar="STATUS", help="Only this status")
+    ] = None,
+    gone: Annotated[
+        bool, typer.Option("--gone", help="Only copies the tool no longer has (pruned, deleted)")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=1000, metavar="N", help="How many rows")
+    ] = 50,
+    after: Annotated[
+        int | None,
+        typer.Option("--after", metavar="ROW_ID", help="Continue after this row id (from --json)"),
+    ] = None,
+) -> None:
+    """The ledger's copies of execution records, most recently started first."""
+    with opened(db) as store:
+        found = queries.list_executions(
+            store,
+            source=source,
+            status=status,
+            gone=True if gone else None,
+            after=after,
+            limit=limit,
+        )
+    if as_json:
+        typer.echo(json.dumps(found, default=_json_default, indent=2))
+        return
+    if not found:
+        typer.echo("no executions")
+        return
+    echo_table(
+        [
+            (
+                e["source"],
+                e["external_id"],
+                e["workflow_name"] or e["workflow_id"],
+                e["status"],
+                _when(e["started_at"]),
+                e["retry_of"],
+                _when(e["gone_at"]),
+            )
+            for e in found
+        ],
+        header=("SOURCE", "ID", "WORKFLOW", "STATUS", "STARTED", "RETRY OF", "GONE"),
+    )
+    if len(found) == limit:
+        typer.echo(f"more: --after {found[-1]['id']}", err=True)

@@ -1,0 +1,362 @@
+"""Configuration: secrets and the database from the environment (``FLOWLEDGER_*``), everything
+else from ``flowledger.toml`` (in the working directory, or where ``FLOWLEDGER_CONFIG`` points).
+
+Secrets stay in the environment: a source names the *variable* that holds its API key
+(``api_key_env``), never the key, so the file can be committed and nothing secret reaches the
+database, logs or events.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tomllib
+import typing
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from flowledger import domain
+from flowledger.domain.redact import Secrets, secrets_of
+from flowledger.storage.engine import LedgerError
+
+CONFIG_FILE = "flowledger.toml"
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+MAX_DURATION = timedelta(days=36_500)
+_OUT_OF_RANGE = (
+    f"a duration must be at least 1 microsecond and at most {MAX_DURATION.days}d (100 years)"
+)
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``"90s"``, ``"15m"``, ``"24h"``, ``"2d"``, or a number of seconds: at least a microsecond
+    once rounded (a zero lease or interval would never let a job run) and at most
+    :data:`MAX_DURATION`, so that adding one to a time stays inside the calendar."""
+    if isinstance(value, timedelta):
+        duration = value
+    else:
+        seconds = _seconds(value)
+        # Checked before timedelta() sees it: past its range it raises OverflowError, and NaN
+        # compares false both ways.
+        if not 0 < seconds <= MAX_DURATION.total_seconds():
+            raise ValueError(_OUT_OF_RANGE)
+        duration = timedelta(seconds=seconds)
+    if not timedelta(0) < duration <= MAX_DURATION:
+        raise ValueError(_OUT_OF_RANGE)
+    return duration
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or a string such as '15m'")
+    if isinstance(value, int | float):
+        try:
+            return float(value)
+        except OverflowError:  # an integer past any float
+            return math.inf
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration (use e.g. '90s', '15m', '24h', '2d')")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(_Section):
+    """One workflow-tool instance to sync from."""
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    kind: str = Field(min_length=1, max_length=40)
+    base_url: str = Field(min_length=1, max_length=1000)
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    username_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    password_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    interval: Duration = timedelta(seconds=60)
+    page_size: int = Field(default=250, ge=1, le=1000)
+    # Workflows whose executions are read with their data to find customData links.
+    custom_data_workflows: list[str] = Field(default_factory=list)
+    custom_data_key: str = "ledger.operation_id"
+    # How often a sync walks the tool's whole list to notice pruned and deleted executions.
+    reconcile_interval: Duration = timedelta(hours=1)
+    # How long to wait for the tool to accept a connection, and for each answer once connected.
+    connect_timeout: Duration = timedelta(seconds=5)
+    timeout: Duration = timedelta(seconds=30)
+
+    @field_validator("connect_timeout", "timeout")
+    @classmethod
+    def _short_enough(cls, value: timedelta) -> timedelta:
+        if value > timedelta(minutes=10):
+            raise ValueError("at most 10m: a longer wait holds a sync job for nothing")
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        # Imported here: the registry loads every connector and httpx, which importing the
+        # configuration alone does not need.
+        from flowledger.connectors.registry import KINDS
+
+        if value not in KINDS:
+            raise ValueError(f"unknown source kind {value!r} (known: {', '.join(sorted(KINDS))})")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        # The messages never repeat the URL: it may carry a user and password (urlsplit's own
+        # messages name at most the host).
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        if any(ch.isspace() or not ch.isprintable() for ch in value):
+            raise ValueError("base_url must not contain spaces or control characters")
+        try:
+            parts = urlsplit(value)
+        except ValueError as exc:
+            raise ValueError(f"base_url is not a valid URL ({exc})") from None
+        if not parts.hostname:
+            raise ValueError("base_url names no host")
+        try:
+            bad_port = parts.port == 0
+        except ValueError:  # not a number, or past 65535
+            bad_port = True
+        if bad_port:
+            raise ValueError("base_url's port must be a number from 1 to 65535")
+        if "?" in value or "#" in value:
+            raise ValueError("base_url must not have a query or fragment (paths are appended)")
+        return value.rstrip("/")
+
+    def secret(self, env_name: str | None) -> str | None:
+        return os.environ.get(env_name) if env_name else None
+
+    def secrets(self) -> list[str]:
+        """This source's secret values, for redaction: the API key and the password (a user
+        name is not a secret, and redacting it would blank every text that names it)."""
+        return [v for v in (self.secret(self.api_key_env), self.secret(self.password_env)) if v]
+
+
+class SweepConfig(_Section):
+    """Thresholds of the sweep; an operation's own deadline wins over ``dispatch_deadline``."""
+
+    interval: Duration = timedelta(minutes=1)
+    dispatch_deadline: Duration = domain.DEFAULT_DISPATCH_DEADLINE
+    stale_prepared_after: Duration = timedelta(hours=24)
+    execution_stuck_after: Duration = timedelta(hours=2)
+    source_stale_intervals: int = Field(default=5, ge=1, le=10_000)
+    # How long a person has to act on a new hold before it is overdue (and alerted again).
+    blocking_hold_deadline: Duration = domain.DEFAULT_BLOCKING_HOLD_DEADLINE
+    hold_deadline: Duration = domain.DEFAULT_HOLD_DEADLINE
+
+    @property
+    def hold_deadlines(self) -> domain.HoldDeadlines:
+        return domain.HoldDeadlines(self.blocking_hold_deadline, self.hold_deadline)
+
+
+class AlertsConfig(_Section):
+    """Where new and overdue holds are posted (an n8n Webhook trigger, a chat bridge...)."""
+
+    urls: list[str] = Field(default_factory=list)
+    timeout: Duration = timedelta(seconds=10)
+    max_backoff: Duration = timedelta(minutes=30)
+
+    @field_validator("urls")
+    @classmethod
+    def _http_urls(cls, value: list[str]) -> list[str]:
+        # The message never repeats the URL: a webhook URL often carries a secret.
+        for n, url in enumerate(value):
+            if not url.startswith(("http://", "https://")) or len(url) > 2000:
+                raise ValueError(f"alert URL #{n + 1} must be an http:// or https:// URL")
+        if len(set(value)) != len(value):
+            raise ValueError("alert URLs must be distinct")
+        return value
+
+    def secrets(self) -> list[str]:
+        """What in the alert URLs is a secret, for redaction: a URL's password, its query
+        values of 8 characters or more, and its path segments of 16 or more with a digit (a
+        webhook's id, a chat bridge's token). Not the whole URL: pieces of it such as
+        ``https://`` or the host name would be redacted from every text."""
+        found: list[str] = []
+        for url in self.urls:
+            parts = urlsplit(url)
+            if parts.password:
+                found.append(unquote(parts.password))
+            found.extend(v for _, v in parse_qsl(parts.query) if len(v) >= 8)
+            found.extend(
+                segment
+                for segment in map(unquote, parts.path.split("/"))
+                if len(segment) >= 16 and any(c.isdigit() for c in segment)
+            )
+        return found
+
+
+class AnchorsConfig(_Section):
+    """Where ``flowledger run`` publishes the chain head (``verify --anchors`` checks them):
+    an append-only file outside the database's directory, and/or the alert URLs."""
+
+    file: Path | None = None
+    interval: Duration = timedelta(minutes=15)
+    alerts: bool = False  # also post each new head to [alerts] urls
+
+    @field_validator("file")
+    @classmethod
+    def _a_file(cls, value: Path | None) -> Path | None:
+        if value is not None and (not str(value).strip() or value.is_dir()):
+            raise ValueError("anchors file must name a file, not a directory")
+        return value.expanduser() if value is not None else None
+
+    @property
+    def enabled(self) -> bool:
+        return self.file is not None or self.alerts
+
+
+class SchedulerConfig(_Section):
+    """How ``flowledger run`` paces its own jobs; the lease decides which process runs them."""
+
+    lease: Duration = timedelta(seconds=30)
+    alerts_interval: Duration = timedelta(seconds=10)
+    housekeeping_interval: Duration = timedelta(hours=1)
+
+
+class ReceiverConfig(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=1, le=65535)
+    body_limit: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    # A request's body must arrive whole within this time of the receiver asking for it,
+    # or the answer is 408 and the connection is closed (a slow body holds nothing for long).
+    body_timeout: Duration = Field(default=timedelta(seconds=10), le=timedelta(minutes=10))
+    # uvicorn's own limits, set here rather than left to its defaults: connections at once
+    # (beyond it a request is answered 503 at once) and how long an idle keep-alive
+    # connection is kept.
+    max_connections: int = Field(default=1000, ge=1, le=100_000)
+    keep_alive: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
+    idempotency_ttl: Duration = timedelta(hours=24)
+    signature_window: Duration = timedelta(minutes=5)
+
+
+class FileConfig(_Section):
+    """What ``flowledger.toml`` may hold; unknown keys are errors, not silently ignored."""
+
+    sources: list[SourceConfig] = Field(default_factory=list)
+    sweep: SweepConfig = SweepConfig()
+    alerts: AlertsConfig = AlertsConfig()
+    receiver: ReceiverConfig = ReceiverConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    anchors: AnchorsConfig = AnchorsConfig()
+    max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
+
+    @field_validator("sources")
+    @classmethod
+    def _unique_names(cls, value: list[SourceConfig]) -> list[SourceConfig]:
+        names = [s.name for s in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"source names must be unique: {', '.join(dupes)}")
+        return value
+
+    def source(self, name: str) -> SourceConfig:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.sources) or "none configured"
+        raise LedgerError(f"no source named {name!r} in the configuration ({known})")
+
+
+def config_path() -> Path | None:
+    explicit = os.environ.get("FLOWLEDGER_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise LedgerError(f"FLOWLEDGER_CONFIG points at {path}, which is not a file")
+        return path
+    local = Path.cwd() / CONFIG_FILE
+    return local if local.is_file() else None
+
+
+def load_config(path: Path | None = None) -> FileConfig:
+    """Read and validate the file; a missing file means the defaults. Errors are one line
+    naming the file and the key."""
+    path = path or config_path()
+    if path is None:
+        return FileConfig()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"cannot read {path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise LedgerError(f"{path} is not valid TOML: {exc}") from exc
+    try:
+        return FileConfig.model_validate(raw)
+    except ValueError as exc:
+        errors = getattr(exc, "errors", None)
+        if callable(errors):
+            found = errors()
+            # An unknown key first: a misspelt one also makes the real key "missing".
+            first = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
+            where = ".".join(str(p) for p in first["loc"])
+            if first["type"] == "extra_forbidden":
+                raise LedgerError(f"{path}: {where}: {_unknown_key(first['loc'])}") from exc
+            raise LedgerError(f"{path}: {where}: {first['msg']}") from exc
+        raise LedgerError(f"{path}: {exc}") from exc
+
+
+def _unknown_key(loc: tuple[str | int, ...]) -> str:
+    """ "unknown key; did you mean …?" with the closest key the file's section takes."""
+    model: Any = FileConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # an item of a list of sections: the section's own model
+        field = model.model_fields.get(part)
+        annotation = field.annotation if field is not None else None
+        model = next(
+            (
+                t
+                for t in (annotation, *typing.get_args(annotation))
+                if isinstance(t, type) and issubclass(t, BaseModel)
+            ),
+            None,
+        )
+        if model is None:
+            return "unknown key"
+    known = list(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key; did you mean {close[0]!r}?"
+    return f"unknown key; this section takes {', '.join(known)}"
+
+
+class Settings(BaseSettings):
+    """The environment's part: the database and the secret."""
+
+    model_config = SettingsConfigDict(env_prefix="FLOWLEDGER_", extra="ignore")
+
+    db: str | None = Field(default=None, description="SQLite path or SQLAlchemy URL")
+    secret: SecretStr | None = Field(
+        default=None, description="key for HMAC input hashes (recommended)"
+    )
+    max_attempts: int | None = Field(default=None, ge=1, le=1000)
+    dispatch_deadline_seconds: int | None = Field(default=None, ge=1, le=30 * 86400)
+
+    def secret_bytes(self) -> bytes | None:
+        return self.secret.get_secret_value().encode() if self.secret else None
+
+
+def configured_secrets(env: Settings, file: FileConfig, *more: str) -> Secrets:
+    """Every secret the configuration knows, prepared for the redactor: the ledger's own
+    secret, each source's API key and password, what the alert URLs carry, and ``more``
+    (the receiver adds the tokens' signing secrets)."""
+    values = [env.secret.get_secret_value() if env.secret else None, *more]
+    for source in file.sources:
+        values.extend(source.secrets())
+    values.extend(file.alerts.secrets())
+    return secrets_of(values)

@@ -1,0 +1,179 @@
+"""A person's decisions on a hold: confirm with evidence, release for retry, cancel, dismiss.
+Each needs a note. A decision is recorded as one ``hold_resolved`` event per hold it closes,
+carrying the decision's ``data`` (the receipt, the attempt, the state it left); it has no event
+of its own.
+
+Which decisions a hold allows is decided once, by :func:`refusal`: the decisions below raise
+what it returns, and the UI asks it (through :func:`allowed`) before it offers a key."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from flowledger.domain.model import (
+    OUTCOME_REASONS,
+    Change,
+    IllegalTransition,
+    OpenHold,
+    Operation,
+    Reason,
+    Resolution,
+    State,
+)
+
+# The decisions a person can take on a hold, in the order the UI offers them.
+DECISIONS = ("confirm", "release", "cancel", "dismiss")
+
+# --------------------------------------------------------------------------- which are allowed
+
+
+def refusal(
+    action: str,
+    hold: OpenHold,
+    operation_id: str | None,
+    state: State | None,
+    conflict: bool,
+) -> IllegalTransition | None:
+    """Why ``action`` (one of :data:`DECISIONS`) cannot be taken on ``hold``, or ``None`` when
+    it can. ``operation_id`` and ``state`` are those of the operation the hold concerns (both
+    ``None`` when it concerns none); ``conflict`` says whether that operation has an open
+    ``receipt_conflict`` hold."""
+    if action == "dismiss":
+        if hold.blocking:
+            return IllegalTransition(
+                "a blocking hold is resolved by confirm, release for retry or cancel, "
+                "not dismissed",
+                code="blocking_hold",
+            )
+        return None
+    if action not in DECISIONS:
+        raise ValueError(f"unknown decision {action!r}")
+    if operation_id is None or state is None:
+        return IllegalTransition(
+            f"hold {hold.hold_id} concerns no operation; dismiss it once handled",
+            code="no_operation",
+        )
+    if action == "confirm":
+        if hold.reason is Reason.RECEIPT_CONFLICT or state is State.DISPATCHING:
+            return None
+        return IllegalTransition(
+            f"operation {operation_id} is {state.value}; confirm with evidence applies "
+            "to a dispatched operation"
+        )
+    if action == "release":
+        if state is State.DISPATCHING and hold.reason in OUTCOME_REASONS:
+            return None
+        return IllegalTransition(
+            f"release for retry applies to an unknown outcome of a dispatched operation; "
+            f"{operation_id} is {state.value} with a {hold.reason.value} hold"
+        )
+    return _cancel_refusal(operation_id, state, conflict)
+
+
+def _cancel_refusal(operation_id: str, state: State, conflict: bool) -> IllegalTransition | None:
+    if state is State.CANCELLED:
+        return IllegalTransition(f"operation {operation_id} is already cancelled")
+    if state is State.CONFIRMED and not conflict:
+        return IllegalTransition(f"operation {operation_id} is confirmed; it cannot be cancelled")
+    return None
+
+
+def allowed(
+    hold: OpenHold, operation_id: str | None, state: State | None, conflict: bool
+) -> tuple[str, ...]:
+    """The decisions :func:`refusal` lets a person take on ``hold``, in :data:`DECISIONS`
+    order."""
+    return tuple(a for a in DECISIONS if refusal(a, hold, operation_id, state, conflict) is None)
+
+
+def _check(action: str, hold: OpenHold, op: Operation, holds: list[OpenHold]) -> None:
+    conflict = any(h.reason is Reason.RECEIPT_CONFLICT for h in holds)
+    refused = refusal(action, hold, op.operation_id, op.state, conflict)
+    if refused is not None:
+        raise refused
+
+
+# --------------------------------------------------------------------------- resolutions
+
+
+def _require_note(note: str) -> str:
+    note = note.strip()
+    if not note:
+        raise IllegalTransition("a note is required", code="note_required")
+    return note
+
+
+def confirm_with_evidence(
+    op: Operation, hold: OpenHold, holds: list[OpenHold], receipt: str, note: str
+) -> Change:
+    """A person saw the effect in the target system and records its receipt."""
+    _require_note(note)
+    if not receipt.strip():
+        raise IllegalTransition("a receipt is required", code="receipt_required")
+    _check("confirm", hold, op, holds)
+    if hold.reason is Reason.RECEIPT_CONFLICT:
+        # The person names the receipt that stands; an operation that had failed or been
+        # cancelled is confirmed, since the effect happened.
+        conflict = [h.hold_id for h in holds if h.reason is Reason.RECEIPT_CONFLICT]
+        changed = replace(op, state=State.CONFIRMED, receipt=receipt)
+        return Change(
+            None,
+            changed,
+            None,
+            receipt=receipt,
+            resolve_holds=tuple(conflict),
+            resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
+            data={"receipt": receipt},
+        )
+    outcome = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS) or (hold.hold_id,)
+    return Change(
+        None,
+        replace(op, state=State.CONFIRMED, receipt=receipt),
+        None,
+        receipt=receipt,
+        resolve_holds=outcome,
+        resolution=Resolution.CONFIRMED_WITH_EVIDENCE,
+        data={"receipt": receipt, "attempt": op.attempt},
+    )
+
+
+def release_for_retry(op: Operation, hold: OpenHold, holds: list[OpenHold], note: str) -> Change:
+    """A person has evidence the write did not happen: the operation may be dispatched again."""
+    _require_note(note)
+    _check("release", hold, op, holds)
+    outcome = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
+    return Change(
+        None,
+        replace(op, state=State.PREPARED, execution_id=None, run_index=None, deadline=None),
+        None,
+        resolve_holds=outcome,
+        resolution=Resolution.RELEASED_FOR_RETRY,
+        data={"attempt": op.attempt},
+    )
+
+
+def cancel(op: Operation, holds: list[OpenHold], note: str) -> Change:
+    """A person decides the operation will not happen (or not be retried). Which hold the
+    person acted from does not matter: every open hold of the operation closes."""
+    _require_note(note)
+    conflict = any(h.reason is Reason.RECEIPT_CONFLICT for h in holds)
+    refused = _cancel_refusal(op.operation_id, op.state, conflict)
+    if refused is not None:
+        raise refused
+    return Change(
+        None,
+        replace(op, state=State.CANCELLED),
+        None,
+        resolve_holds=tuple(h.hold_id for h in holds),
+        resolution=Resolution.CANCELLED,
+        data={"from": op.state.value},
+    )
+
+
+def dismiss(hold: OpenHold, note: str) -> Change:
+    """Close an attention item that does not block (a person has seen it)."""
+    _require_note(note)
+    refused = refusal("dismiss", hold, None, None, False)
+    if refused is not None:
+        raise refused
+    return Change(None, None, None, resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED)

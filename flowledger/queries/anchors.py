@@ -1,0 +1,99 @@
+"""``flowledger verify --anchors FILE``: the chain against every head published to FILE.
+
+The chain walk proves the events link up; a forger who rewrites event N and recomputes every
+later hash and the head (or deletes the last events and rolls the head back) leaves a chain
+that links up too. A head published before the forgery does not link up with it: its sequence
+number is gone (truncation) or holds another hash (rewrite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from flowledger.domain.anchors import Anchor, AnchorError, parse_line
+from flowledger.domain.hashing import GENESIS_HASH
+from flowledger.storage.engine import LedgerError
+from flowledger.storage.models import Event, table
+
+EVENTS = table(Event)
+
+
+@dataclass
+class AnchorCheck:
+    checked: int = 0
+    head_seq: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def read_anchors(path: Path) -> Iterator[tuple[int, Anchor]]:
+    """``(line number, anchor)`` for each line of the file, streamed; blank lines are
+    skipped. A line that is not an anchor is a :class:`LedgerError` naming the file and line
+    (nothing is checked against a file that may have been damaged)."""
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise LedgerError(f"cannot read the anchor file {path}: {exc.strerror or exc}") from exc
+    with handle:
+        try:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    yield number, parse_line(text)
+                except AnchorError as exc:
+                    raise LedgerError(f"{path} line {number}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise LedgerError(f"{path} is not UTF-8 text ({exc.reason})") from None
+
+
+def check_anchors(conn: sa.Connection, path: Path, *, batch: int = 500) -> AnchorCheck:
+    """Every anchor in ``path`` against the events: its sequence number must exist (else the
+    chain was cut after it was published) with exactly its hash (else it was rewritten)."""
+    result = AnchorCheck()
+    result.head_seq = int(conn.execute(sa.select(sa.func.max(EVENTS.c.seq))).scalar() or 0)
+    pending: list[tuple[int, Anchor]] = []
+    for item in read_anchors(path):
+        pending.append(item)
+        if len(pending) >= batch:
+            _check(conn, pending, result, path)
+            pending = []
+    _check(conn, pending, result, path)
+    if result.checked == 0:
+        raise LedgerError(f"{path} holds no anchors; nothing to check the chain against")
+    return result
+
+
+def _check(
+    conn: sa.Connection, anchors: list[tuple[int, Anchor]], result: AnchorCheck, path: Path
+) -> None:
+    if not anchors:
+        return
+    seqs = sorted({a.seq for _, a in anchors})
+    found = dict(
+        conn.execute(sa.select(EVENTS.c.seq, EVENTS.c.hash).where(EVENTS.c.seq.in_(seqs))).all()
+    )
+    found[0] = GENESIS_HASH  # the head of an empty chain
+    for number, anchor in anchors:
+        result.checked += 1
+        when = f"{anchor.at:%Y-%m-%d %H:%M:%S} UTC"
+        where = f"{path.name} line {number}: head seq {anchor.seq} published {when}"
+        have = found.get(anchor.seq)
+        if have is None and anchor.seq > result.head_seq:
+            result.problems.append(
+                f"{where} is beyond the chain's end (seq {result.head_seq}): events were removed"
+            )
+        elif have is None:
+            result.problems.append(f"{where}: event {anchor.seq} is missing")
+        elif have != anchor.hash:
+            result.problems.append(
+                f"{where} had hash {anchor.hash}; event {anchor.seq} now has {have}: "
+                "the chain was rewritten"
+            )

@@ -1,0 +1,190 @@
+"""The calls a workflow makes around each write: dispatch, prepare, confirm, fail, and the
+n8n error hook. Each is one row of :data:`CALLS`: the body it accepts and how that body becomes
+one unit of work in the services. The write lane (:mod:`flowledger.receiver.lane`) serves these
+rows; the same rows document them in the OpenAPI (:func:`documented_routes`)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Path
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+
+from flowledger.metrics import dispatch_decision
+from flowledger.receiver.committer import Work
+from flowledger.receiver.errors import documented
+from flowledger.receiver.schemas import (
+    AnswerPublic,
+    ConfirmCreate,
+    DispatchCreate,
+    FailCreate,
+    HookPublic,
+    Id,
+    N8nErrorCreate,
+    PrepareCreate,
+)
+from flowledger.services.ledger import Answer, Ledger
+
+OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
+OPERATION_PATH = "/v1/operations/{operation_id:path}"
+ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One workflow call: where it is posted, what it accepts, what it does."""
+
+    name: str
+    path: str  # the route template, as documented and as labelled in the metrics
+    body: type[BaseModel]
+    work: Callable[[Ledger, str | None, Any], Work]  # (ledger, operation id, body) -> unit
+    doc: str
+    response: type[BaseModel] = AnswerPublic
+    tag: str = "workflow calls"
+    observe: Callable[[Any], None] | None = None  # sees the value a committed unit returned
+
+    @property
+    def has_operation(self) -> bool:
+        return "{operation_id" in self.path
+
+
+def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate) -> Work:
+    assert operation_id is not None
+    return ledger.dispatch(operation_id, body.to_input()).work
+
+
+def _count_decision(value: Any) -> None:
+    if isinstance(value, Answer):
+        dispatch_decision(value.decision or "go", value.reason or "").inc()
+
+
+def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> Work:
+    assert operation_id is not None
+    return ledger.prepare(
+        operation_id,
+        processing_version=body.processing_version,
+        input=body.input,
+        has_input=body.has_input,
+        input_hash=body.input_hash,
+        workflow_id=body.workflow_id,
+        step=body.step,
+        source=body.source,
+        input_ref=body.input_ref,
+    ).work
+
+
+def _confirm(ledger: Ledger, operation_id: str | None, body: ConfirmCreate) -> Work:
+    assert operation_id is not None
+    return ledger.confirm(
+        operation_id, body.receipt, execution_id=body.execution_id, detail=body.detail
+    ).work
+
+
+def _fail(ledger: Ledger, operation_id: str | None, body: FailCreate) -> Work:
+    assert operation_id is not None
+    return ledger.fail(operation_id, body.outcome, body.error, execution_id=body.execution_id).work
+
+
+def _n8n_error(ledger: Ledger, operation_id: str | None, body: N8nErrorCreate) -> Work:
+    execution_id = body.execution.id if body.execution is not None else None
+    opened_by = (
+        ledger.execution_failed(execution_id, body.detail()).work
+        if execution_id is not None
+        else None  # an error in a trigger: no execution to match
+    )
+
+    def work(tx: Any) -> dict[str, Any]:
+        opened = opened_by(tx) if opened_by is not None else []
+        return {
+            "execution_id": execution_id,
+            "matched": len(opened),
+            "holds": [{"operation_id": op, "hold_id": hold} for op, hold in opened],
+        }
+
+    return work
+
+
+CALLS: tuple[Call, ...] = (
+    Call(
+        "dispatch",
+        f"{OPERATION_PATH}/dispatch",
+        DispatchCreate,
+        _dispatch,
+        "May this execution write now? Always 200 with ``decision`` go, skip or hold.",
+        observe=_count_decision,
+    ),
+    Call(
+        "prepare",
+        f"{OPERATION_PATH}/prepare",
+        PrepareCreate,
+        _prepare,
+        "Record the input and processing version without claiming the operation.",
+    ),
+    Call(
+        "confirm",
+        f"{OPERATION_PATH}/confirm",
+        ConfirmCreate,
+        _confirm,
+        "The write succeeded: record the target's receipt.",
+    ),
+    Call(
+        "fail",
+        f"{OPERATION_PATH}/fail",
+        FailCreate,
+        _fail,
+        "The write failed (``rejected``: nothing was written) or nobody can tell "
+        "(``unknown``: a blocking hold is opened for a person).",
+    ),
+    Call(
+        "n8n_error",
+        "/v1/hooks/n8n/error",
+        N8nErrorCreate,
+        _n8n_error,
+        "Point an n8n error workflow's HTTP Request here with what its Error Trigger "
+        "received. Every operation that this execution left ``dispatching`` gets a blocking "
+        "``execution_failed`` hold at once. Only ids, names, ``lastNodeExecuted`` and the "
+        "error's name, message and httpCode are kept; ``error.context`` and the stack are "
+        "dropped.",
+        response=HookPublic,
+        tag="hooks",
+    ),
+)
+
+
+def _served_by_the_lane(**_: Any) -> None:
+    raise RuntimeError("workflow calls are served by the write lane, not the router")
+
+
+@functools.cache
+def documented_route(call: Call) -> APIRoute:
+    """The call as FastAPI documents a route: path parameter, body schema, answers. The route
+    is only described, never mounted; the write lane serves the path (and labels its metrics
+    with this same object)."""
+    kind = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("body", kind, annotation=call.body)]
+    if call.has_operation:
+        params.insert(0, inspect.Parameter("operation_id", kind, annotation=OperationId))
+    endpoint: Any = lambda **kw: _served_by_the_lane(**kw)  # noqa: E731
+    endpoint.__signature__ = inspect.Signature(params)
+    return APIRoute(
+        call.path,
+        endpoint,
+        methods=["POST"],
+        name=call.name,
+        description=call.doc,
+        response_model=call.response,
+        responses=ERRORS,
+        tags=[call.tag],
+    )
+
+
+def documented_routes() -> list[APIRoute]:
+    return [documented_route(call) for call in CALLS]
+
+
+BY_NAME: dict[str, Call] = {call.name: call for call in CALLS}

@@ -1,0 +1,178 @@
+"""``Idempotency-Key``: the same key and body get the stored answer again.
+
+The stored answer is written in the same savepoint as the change it answers, so a crash keeps
+both or neither; nothing marks a key "in flight" in the database (a crash would leave such a
+mark behind and refuse the client's retries until expiry). Instead a key being run is refused
+with 409 by this process's set of running keys, and, on PostgreSQL where several receivers
+share the database, by a transaction-scoped advisory lock on the key. Keys are scoped per
+token and expire after the configured time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+from flowledger.receiver.errors import ApiError, as_api_error
+from flowledger.receiver.reply import Reply, dumps
+from flowledger.receiver.state import ReceiverState
+from flowledger.receiver.tokens import Principal
+from flowledger.services.ledger import Answer, Tx
+from flowledger.services.unit import Guard
+
+HEADER = "Idempotency-Key"
+
+
+def key_of(header: str | None) -> str | None:
+    """The ``Idempotency-Key`` header's value, checked; None when the request has none."""
+    if header is None:
+        return None
+    if not 1 <= len(header) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in header):
+        raise ApiError(422, "invalid_input", "1 to 200 visible ASCII characters", HEADER)
+    return header
+
+
+def request_hash(method: str, path: str, body: bytes) -> str:
+    digest = hashlib.sha256(f"{method} {path}\n".encode())
+    digest.update(body)
+    return digest.hexdigest()
+
+
+def _advisory_key(token_id: int, key: str) -> int:
+    raw = hashlib.sha256(f"idempotency\x00{token_id}\x00{key}".encode()).digest()[:8]
+    return int.from_bytes(raw, "big", signed=True)
+
+
+_STORED = (
+    "SELECT request_hash, status, response_status, response_body, expires_at <= :now AS expired"
+    " FROM idempotency_keys WHERE token_id = :token_id AND key = :key"
+)
+_FORGET = (
+    "DELETE FROM idempotency_keys WHERE token_id = :token_id AND key = :key AND expires_at <= :now"
+)
+_STORE = (
+    "INSERT INTO idempotency_keys (token_id, key, request_hash, status, response_status,"
+    " response_body, created_at, expires_at) VALUES (:token_id, :key, :request_hash,"
+    " 'completed', 200, :response_body, :created_at, :expires_at)"
+)
+_LOCK = "SELECT pg_try_advisory_xact_lock(:lock) AS got"
+
+
+def _render(value: Any) -> Any:
+    return value.as_dict() if isinstance(value, Answer) else value
+
+
+def settled(value: Any, render: Callable[[Any], Any] = _render) -> Reply:
+    """The answer to a unit that returned ``value``: a keyed unit's own, or ``value``'s."""
+    return value if isinstance(value, Reply) else Reply(200, dumps(render(value)), value)
+
+
+def keyed(
+    work: Callable[[Tx], Any],
+    render: Callable[[Any], Any] = _render,
+    *,
+    token_id: int,
+    key: str,
+    fingerprint: str,
+    ttl: timedelta,
+) -> Callable[[Tx], Reply]:
+    """``work`` wrapped so that its answer is stored under the key, or the stored one
+    returned, in the same transaction.
+
+    The stored key is read before anything is written, so a key in use (409) or reused
+    with another request (422) is refused with nothing written: the group commit refuses
+    such a unit alone, where a write ahead of the refusal (the removal of an expired key,
+    then made first whatever the key's age) ran its whole batch again with a savepoint per
+    unit. The statements are the writer's plain SQL (:class:`Tx`), which keeps them in the
+    batch's pipeline on PostgreSQL."""
+    where = {"token_id": token_id, "key": key}
+
+    def unit(tx: Tx) -> Reply:
+        row = tx.one(_STORED, {**where, "now": tx.db_now})
+        if row is not None and row.expired:
+            # An expired key counts as never used: remove it, so that this use can store its
+            # own; read again, in case another receiver stored its own meanwhile.
+            tx.execute(_FORGET, {**where, "now": tx.db_now})
+            row = tx.one(_STORED, {**where, "now": tx.db_now})
+        if row is not None:
+            if row.request_hash != fingerprint:
+                raise ApiError(
+                    422,
+                    "idempotency_key_reused",
+                    "this Idempotency-Key was used with a different request",
+                    HEADER,
+                )
+            if row.status != "completed" or row.response_body is None:
+                raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
+            return Reply(row.response_status, row.response_body.encode(), replayed=True)
+        if tx.dialect == "postgresql":
+            got = tx.one(_LOCK, {"lock": _advisory_key(token_id, key)})
+            if got is None or not got.got:
+                raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
+        value = work(tx)
+        body = dumps(render(value))
+        tx.execute(
+            _STORE,
+            {
+                **where,
+                "request_hash": fingerprint,
+                "response_body": body.decode(),
+                "created_at": tx.db_now,
+                "expires_at": tx.time(tx.now + ttl),
+            },
+        )
+        return Reply(200, body, value)
+
+    return unit
+
+
+@contextlib.contextmanager
+def running_key(st: ReceiverState, principal: Principal, key: str | None) -> Iterator[None]:
+    """While a request with ``key`` runs: another with the same key and token is 409."""
+    if key is None:
+        yield
+        return
+    slot = (principal.token_id, key)
+    if slot in st.in_flight:  # checked and taken with no await in between
+        raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
+    st.in_flight.add(slot)
+    try:
+        yield
+    finally:
+        st.in_flight.discard(slot)
+
+
+async def answer(
+    st: ReceiverState,
+    principal: Principal,
+    work: Callable[[Tx], Any],
+    *,
+    key: str | None,
+    fingerprint: str,
+    render: Callable[[Any], Any] = _render,
+    guard: Guard | None = None,
+    reads: str | None = None,
+) -> Reply:
+    """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
+    :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
+    transaction (the request's signature recorded once), ``reads`` the operation it loads
+    (:meth:`flowledger.receiver.committer.GroupCommitter.commit`); map errors."""
+    with running_key(st, principal, key):
+        unit = work
+        if key is not None:
+            unit = keyed(
+                work,
+                render,
+                token_id=principal.token_id,
+                key=key,
+                fingerprint=fingerprint,
+                ttl=timedelta(seconds=st.idempotency_ttl),
+            )
+        try:
+            value = await st.committer.commit(principal.actor, unit, guard, reads)
+        except Exception as exc:
+            raise as_api_error(exc) from None
+        return settled(value, render)

@@ -1,0 +1,111 @@
+"""Logging for ``serve`` and ``run``: uvicorn's access log prints the path without its query
+string, and no header, body or token is ever logged (the receiver logs nothing of a request but
+its method, path, status and, for a failure, the error's class name). Every line, traceback
+included, goes through the redactor on its way out (:class:`RedactLogs`): a job's error can
+quote what a tool answered."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from flowledger.domain.redact import NO_SECRETS, Secrets, redact
+
+
+class DropQueryString(logging.Filter):
+    """uvicorn's access record is ``(client, method, path?query, http_version, status)``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], args[2].split("?", 1)[0], *args[3:])
+        return True
+
+
+# The secrets to redact, or where to read them as they are now (the ledger's, which grow
+# when a signing token is created while the receiver runs).
+Known = Secrets | Callable[[], Secrets]
+
+
+class RedactLogs(logging.Filter):
+    """Redacts a record's message and traceback (:func:`flowledger.domain.redact.redact` with the
+    configured secrets) before any handler formats it."""
+
+    def __init__(self, secrets: Known = NO_SECRETS) -> None:
+        super().__init__()
+        self.known = secrets
+
+    @property
+    def secrets(self) -> Secrets:
+        return self.known if isinstance(self.known, Secrets) else self.known()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "flowledger_redacted", False):
+            return True  # a record passes each handler's filter: once is enough
+        # Message and arguments each (uvicorn's access formatter reads the arguments apart).
+        record.msg = self._clean(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._clean(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: self._clean(arg) for key, arg in record.args.items()}
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, self.secrets)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info, self.secrets)
+        setattr(record, "flowledger_redacted", True)  # noqa: B010
+        return True
+
+    def _clean(self, value: object) -> object:
+        """A number stays a number (``%d``); anything else is logged as its redacted text."""
+        if value is None or isinstance(value, int | float):
+            return value
+        return redact(str(value), self.secrets)
+
+
+def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
+    """Put :class:`RedactLogs` on every handler of ``logger`` (the root logger of ``run``)."""
+    for handler in logger.handlers:
+        if not any(isinstance(f, RedactLogs) for f in handler.filters):
+            handler.addFilter(RedactLogs(secrets))
+
+
+def log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {
+            "no_query": {"()": DropQueryString},
+            "redact": {"()": RedactLogs, "secrets": secrets},
+        },
+        "formatters": {
+            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+            "access": {
+                "()": "uvicorn.logging.AccessFormatter",
+                "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',
+                "use_colors": False,
+            },
+        },
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "plain",
+                "filters": ["redact"],
+                "stream": "ext://sys.stderr",
+            },
+            "access": {
+                "class": "logging.StreamHandler",
+                "formatter": "access",
+                "filters": ["no_query", "redact"],
+                "stream": "ext://sys.stdout",
+            },
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"level": level.upper()},
+            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+            "flowledger": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+        },
+    }

@@ -1,0 +1,140 @@
+"""Read routes: one operation with its events, operations by state and hold, and the kept
+copies of executions. Every list is keyset-paged (``after`` + ``limit``), never loaded whole."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Depends, Query, Request
+
+from flowledger.domain import Reason, State
+from flowledger.queries import records as queries
+from flowledger.receiver.auth import require
+from flowledger.receiver.calls import OperationId
+from flowledger.receiver.errors import ApiError, documented
+from flowledger.receiver.lane import check_raw_path
+from flowledger.receiver.schemas import (
+    ExecutionPage,
+    Id,
+    OperationDetailPublic,
+    OperationPage,
+    TokenPublic,
+)
+from flowledger.receiver.state import ReceiverState, state_of
+from flowledger.receiver.tokens import Principal
+
+OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
+
+router = APIRouter(prefix="/v1", tags=["reads"])
+Reader = Annotated[Principal, Depends(require("read"))]
+Caller = Annotated[Principal, Depends(require("any"))]
+St = Annotated[ReceiverState, Depends(state_of)]
+Limit = Annotated[int, Query(ge=1, le=500)]
+HoldFilter = Literal["open", "blocking", "none"] | Reason
+Text200 = Annotated[Id, Query()]
+
+
+READ_ERRORS = (401, 403, 408, 413, 422, 503)
+
+
+@router.get(
+    "/operations/{operation_id:path}",
+    response_model=OperationDetailPublic,
+    responses=documented(*READ_ERRORS, 404, 405),
+)
+def get_operation(
+    operation_id: OperationId, principal: Reader, st: St, request: Request
+) -> dict[str, Any]:
+    """The operation with its attempts, receipts, holds and events (oldest first, up to 500).
+    An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
+    here: those paths are the workflow calls, and GET on them is 405."""
+    check_raw_path(request.scope)  # ``a%ffb`` is refused, never read as ``a\ufffdb``
+    detail = queries.operation_detail(st.store, operation_id)
+    if detail is None:
+        raise ApiError(404, "not_found", f"no operation {operation_id!r}")
+    return {
+        "operation": detail.operation,
+        "attempts": detail.attempts,
+        "receipts": detail.receipts,
+        "holds": detail.holds,
+        "events": detail.events,
+    }
+
+
+@router.get("/operations", response_model=OperationPage, responses=documented(*READ_ERRORS))
+def list_operations(
+    principal: Reader,
+    st: St,
+    state: State | None = None,
+    hold: Annotated[
+        HoldFilter | None,
+        Query(description="open, blocking, none, or a hold reason (open holds only)"),
+    ] = None,
+    after: Text200 | None = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Operations by id, ``limit`` at a time after the id ``after``."""
+    stmt = sa.select(OPS).order_by(OPS.c.operation_id).limit(limit)
+    if state is not None:
+        stmt = stmt.where(OPS.c.state == state.value)
+    if after is not None:
+        stmt = stmt.where(OPS.c.operation_id > after)
+    if hold is not None:
+        open_hold = sa.select(HOLDS.c.id).where(
+            HOLDS.c.operation_id == OPS.c.operation_id, HOLDS.c.resolved_at.is_(None)
+        )
+        if hold == "none":
+            stmt = stmt.where(~open_hold.exists())
+        elif hold == "open":
+            stmt = stmt.where(open_hold.exists())
+        elif hold == "blocking":
+            stmt = stmt.where(open_hold.where(HOLDS.c.blocking.is_(True)).exists())
+        else:
+            stmt = stmt.where(open_hold.where(HOLDS.c.reason == str(hold)).exists())
+    with st.store.reader.connect() as conn:
+        rows = [queries.row_dict(r) for r in conn.execute(stmt)]
+    more = len(rows) == limit
+    return {"items": rows, "next_after": rows[-1]["operation_id"] if more else None}
+
+
+@router.get("/executions", response_model=ExecutionPage, responses=documented(*READ_ERRORS))
+def list_executions(
+    principal: Reader,
+    st: St,
+    source: Text200 | None = None,
+    status: Text200 | None = None,
+    gone: Annotated[bool | None, Query(description="only pruned (true) or present (false)")] = None,
+    after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """The ledger's copies of execution records, pruned ones (``gone_at`` set) included."""
+    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id).limit(limit)
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    if status is not None:
+        stmt = stmt.where(EXECUTIONS.c.status == status)
+    if gone is not None:
+        stmt = stmt.where(
+            EXECUTIONS.c.gone_at.is_not(None) if gone else EXECUTIONS.c.gone_at.is_(None)
+        )
+    if after is not None:
+        stmt = stmt.where(EXECUTIONS.c.id > after)
+    with st.store.reader.connect() as conn:
+        rows = [queries.row_dict(r) for r in conn.execute(stmt)]
+    more = len(rows) == limit
+    return {"items": rows, "next_after": rows[-1]["id"] if more else None}
+
+
+@router.get(
+    "/token", response_model=TokenPublic, tags=["tokens"], responses=documented(401, 408, 413, 503)
+)
+def calling_token(principal: Caller) -> dict[str, Any]:
+    """The token that sent this request: its name, scope and whether it signs. Any valid
+    token may ask; a client's connection test calls it to tell a bad token (401) from one
+    with the wrong scope."""
+    return {
+        "name": principal.name,
+        "scope": principal.scope,
+        "signing": principal.signing_salt is not None,
+    }

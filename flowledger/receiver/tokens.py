@@ -1,0 +1,233 @@
+"""API tokens: created by the CLI, shown once, stored only as SHA-256 hashes.
+
+A token with request signing also gets a signing secret. The ledger must be able to recompute
+it to check signatures, yet the database must not hold it: the column keeps only a random salt
+and the secret is ``HMAC(FLOWLEDGER_SECRET, salt)``. Someone with the database but not the
+environment's secret can neither use the tokens nor forge signatures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowledger.domain.hashing import token_digest
+from flowledger.services.ledger import Ledger, Tx
+from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.models import ApiToken, table
+
+TOKENS = table(ApiToken)
+SCOPES = ("write", "read", "operator")
+TOKEN_PREFIX = "flt_"
+_SALT_PREFIX = "kdf1:"
+_NAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the token's id (idempotency keys are scoped by it), name and scope."""
+
+    token_id: int
+    name: str
+    scope: str
+    signing_salt: str | None
+
+    @property
+    def actor(self) -> str:
+        return f"token:{self.name}"
+
+    def may(self, needed: str) -> bool:
+        """``needed`` is a scope, or ``any`` for a route every valid token may call."""
+        return needed == "any" or self.scope == "operator" or self.scope == needed
+
+
+@dataclass(frozen=True)
+class NewToken:
+    name: str
+    scope: str
+    token: str
+    signing_secret: str | None
+
+
+def signing_key(server_secret: bytes, salt: str) -> bytes:
+    return hmac.new(
+        server_secret, b"flowledger-signing\x00" + salt.encode(), hashlib.sha256
+    ).digest()
+
+
+def signing_secrets(store: Store, server_secret: bytes | None) -> list[str]:
+    """The active tokens' signing secrets as their holders know them, for the redactor (a
+    workflow that echoes its own in an error message)."""
+    if not server_secret:
+        return []
+    with store.reader.connect() as conn:
+        salts = conn.execute(
+            sa.select(TOKENS.c.signing_secret).where(
+                TOKENS.c.signing_secret.is_not(None), TOKENS.c.revoked_at.is_(None)
+            )
+        ).scalars()
+        return [signing_key(server_secret, salt).hex() for salt in salts]
+
+
+def create_token(
+    ledger: Ledger, name: str, scope: str, *, signing: bool, server_secret: bytes | None
+) -> NewToken:
+    if not _NAME.match(name):
+        raise LedgerError("a token name is 1 to 200 letters, digits or _.:@-")
+    if scope not in SCOPES:
+        raise LedgerError(f"scope must be one of {', '.join(SCOPES)}")
+    if signing and not server_secret:
+        raise LedgerError(
+            "request signing needs FLOWLEDGER_SECRET (the signing secret is derived from it "
+            "and never stored); set it here and for `flowledger serve`"
+        )
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    salt = _SALT_PREFIX + secrets.token_hex(16) if signing else None
+
+    def work(tx: Tx) -> None:
+        taken = tx.conn.execute(sa.select(TOKENS.c.id).where(TOKENS.c.name == name)).first()
+        if taken is not None:
+            raise LedgerError(f"a token named {name!r} exists; revoke it or choose another name")
+        tx.conn.execute(
+            TOKENS.insert().values(
+                name=name,
+                scope=scope,
+                token_hash=token_digest(token),
+                signing_secret=salt,
+                created_at=tx.now,
+            )
+        )
+        tx.event("token_created", None, {"name": name, "scope": scope, "signing": signing})
+
+    ledger.run("cli", work)
+    secret = signing_key(server_secret, salt).hex() if salt and server_secret else None
+    return NewToken(name, scope, token, secret)
+
+
+def list_tokens(store: Store) -> list[dict[str, Any]]:
+    cols = [TOKENS.c[c] for c in ("name", "scope", "created_at", "last_used_at", "revoked_at")]
+    with store.reader.connect() as conn:
+        rows = conn.execute(
+            sa.select(*cols, TOKENS.c.signing_secret.is_not(None).label("signing")).order_by(
+                TOKENS.c.name
+            )
+        ).all()
+    return [dict(r._mapping) for r in rows]
+
+
+def revoke_token(ledger: Ledger, name: str) -> None:
+    def work(tx: Tx) -> None:
+        done = tx.conn.execute(
+            TOKENS.update()
+            .where(TOKENS.c.name == name, TOKENS.c.revoked_at.is_(None))
+            .values(revoked_at=tx.now)
+        )
+        if done.rowcount != 1:
+            raise LedgerError(f"no active token named {name!r}")
+        tx.event("token_revoked", None, {"name": name})
+
+    ledger.run("cli", work)
+
+
+def record_use(used: dict[int, datetime]) -> Callable[[Tx], int]:
+    """A unit that moves each token's ``last_used_at`` forward to when it was last seen (never
+    back: several receivers may share the database). Not an event: when a token was last used
+    is for finding unused tokens, not part of the ledger's history."""
+
+    def work(tx: Tx) -> int:
+        for token_id, at in used.items():
+            tx.conn.execute(
+                TOKENS.update()
+                .where(
+                    TOKENS.c.id == token_id,
+                    sa.or_(TOKENS.c.last_used_at.is_(None), TOKENS.c.last_used_at < at),
+                )
+                .values(last_used_at=at)
+            )
+        return len(used)
+
+    return work
+
+
+MISS_RELOAD = 0.25  # seconds between reloads caused by unknown tokens
+
+
+class TokenCache:
+    """The active tokens, reloaded at most every ``ttl`` seconds, so that checking a request
+    costs no database round trip. A revocation takes effect within ``ttl``. Every lookup
+    compares the presented token's hash with each active hash by ``hmac.compare_digest``.
+
+    When each token was last used is kept here too, and written now and then
+    (:meth:`take_used` + :func:`record_use`) rather than by every request."""
+
+    def __init__(
+        self,
+        store: Store,
+        ttl: float = 2.0,
+        on_signing: Callable[[list[str]], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.ttl = ttl
+        # Told the signing salts a reload finds for the first time (a token created while the
+        # receiver runs), before any request can use that token.
+        self.on_signing = on_signing
+        self._salts: set[str] = set()
+        self._tokens: list[tuple[str, Principal]] = []
+        self._loaded_at = -1e9
+        self._lock = threading.Lock()
+        self._used: dict[int, float] = {}  # token id -> time.time() of its last request
+
+    @property
+    def stale(self) -> bool:
+        return time.monotonic() - self._loaded_at > self.ttl
+
+    @property
+    def worth_a_reload(self) -> bool:
+        """After a miss: a token created a moment ago is found at once, not after ``ttl``;
+        unknown tokens sent in a loop reload at most every ``MISS_RELOAD`` seconds."""
+        return time.monotonic() - self._loaded_at > MISS_RELOAD
+
+    def reload(self) -> None:
+        with self.store.reader.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    TOKENS.c.id,
+                    TOKENS.c.name,
+                    TOKENS.c.scope,
+                    TOKENS.c.token_hash,
+                    TOKENS.c.signing_secret,
+                ).where(TOKENS.c.revoked_at.is_(None))
+            ).all()
+        tokens = [(r.token_hash, Principal(r.id, r.name, r.scope, r.signing_secret)) for r in rows]
+        salts = {r.signing_secret for r in rows if r.signing_secret} - self._salts
+        if salts and self.on_signing is not None:
+            self.on_signing(sorted(salts))
+        self._salts |= salts
+        with self._lock:
+            self._tokens = tokens
+            self._loaded_at = time.monotonic()
+
+    def find(self, token: str) -> Principal | None:
+        digest = token_digest(token)
+        found = None
+        for stored, principal in self._tokens:
+            if hmac.compare_digest(stored, digest):
+                found = principal
+        if found is not None:
+            self._used[found.token_id] = time.time()
+        return found
+
+    def take_used(self) -> dict[int, datetime]:
+        """The tokens used since the last call, with when each was last used."""
+        used, self._used = self._used, {}
+        return {token_id: datetime.fromtimestamp(t, UTC) for token_id, t in used.items()}

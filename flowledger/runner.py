@@ -1,0 +1,128 @@
+"""``flowledger run``: one long-running process with the scheduler and the webhook receiver.
+
+The scheduler starts and stops with the receiver app's lifespan, and its gauges and job
+counters join the receiver's registry, so one ``/metrics`` scrape sees the whole process.
+One sync job runs per configured source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from flowledger import metrics
+from flowledger.config import FileConfig
+from flowledger.queries import observability
+from flowledger.receiver import create_app
+from flowledger.receiver.server import listen, serve_app, url, writer_ended
+from flowledger.scheduled import housekeeping
+from flowledger.scheduled.alerts import Deliverer
+from flowledger.scheduled.anchors import Publisher
+from flowledger.scheduled.lease import Lease
+from flowledger.scheduled.scheduler import Job, Scheduler
+from flowledger.scheduled.sweep import Sweep
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import Store
+from flowledger.sync import sync_source
+
+log = logging.getLogger(__name__)
+
+
+class Runner:
+    """Everything the scheduled side of the ledger needs, built from the configuration."""
+
+    def __init__(
+        self,
+        store: Store,
+        ledger: Ledger,
+        cfg: FileConfig,
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.registry = registry or CollectorRegistry()
+        self.metrics = observability.register(self.registry, store, ledger.clock)
+        self.lease = Lease(store, cfg.scheduler.lease, clock=ledger.clock)
+        self.sweep = Sweep(ledger, cfg.sweep, cfg.sources, actor=f"scheduler:{self.lease.holder}")
+        self.deliverer = Deliverer(store, cfg.alerts, clock=ledger.clock)
+        jobs = [
+            Job("sweep", cfg.sweep.interval, self.sweep.run),
+            Job("alerts", cfg.scheduler.alerts_interval, self.deliverer.deliver_due),
+            Job(
+                "housekeeping",
+                cfg.scheduler.housekeeping_interval,
+                functools.partial(housekeeping.clean, store, ledger.clock),
+            ),
+            *sync_jobs(ledger, cfg),
+        ]
+        self.anchors: Publisher | None = None
+        if cfg.anchors.enabled:
+            self.anchors = Publisher(store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock)
+            jobs.append(Job("anchors", cfg.anchors.interval, self.anchors.publish))
+        self.scheduler = Scheduler(jobs, lease=self.lease, metrics=self.metrics)
+
+    def close(self) -> None:
+        self.scheduler.shutdown()
+        self.deliverer.close()
+
+
+def sync_jobs(ledger: Ledger, cfg: FileConfig) -> list[Job]:
+    """One job per configured source, at its interval."""
+    return [
+        Job(f"sync:{src.name}", src.interval, functools.partial(sync_source, ledger, src))
+        for src in cfg.sources
+    ]
+
+
+def attach(app: Any, scheduler: Scheduler) -> None:
+    """Start ``scheduler`` when the ASGI ``app`` starts and stop it when it stops, around
+    whatever lifespan the app already has."""
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with inner(a) as state:
+            scheduler.start()
+            try:
+                yield state
+            finally:
+                scheduler.shutdown()
+
+    app.router.lifespan_context = lifespan
+
+
+def run(
+    store: Store,
+    ledger: Ledger,
+    cfg: FileConfig,
+    *,
+    host: str,
+    port: int,
+    secret: bytes | None = None,
+    say: Callable[[str], None] = print,
+    hints: Sequence[str] = (),
+) -> None:
+    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed before serving.
+    The port is bound first: when it cannot be, :class:`CannotListen` is raised before
+    anything is printed or scheduled."""
+    sock = listen(host, port)
+    try:
+        runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
+        app = create_app(ledger, config=cfg.receiver, secret=secret, writer_process=True)
+        attach(app, runner.scheduler)
+        say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
+        for hint in hints:
+            say(hint)
+        try:
+            serve_app(app, sock, secrets=lambda: ledger.secrets, limits=cfg.receiver)
+            writer_ended(app)
+        finally:
+            runner.deliverer.close()
+    finally:
+        sock.close()

@@ -1,0 +1,113 @@
+"""The periodic jobs: APScheduler 3's ``BackgroundScheduler`` with the ledger's rules.
+
+A job never overlaps itself (``max_instances=1``; a start while the previous run goes on is
+skipped and counted) and late starts collapse into one (``coalesce``). A job that raises is
+logged and counted, and runs again at its next time. With a :class:`Lease`, only the process
+holding it runs the jobs; the lease is renewed by a job of its own every third of its time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobExecutionEvent
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from flowledger.queries.observability import JobMetrics
+from flowledger.scheduled.lease import Lease
+
+log = logging.getLogger(__name__)
+LEASE_JOB = "lease"
+JOB_THREADS = 10  # APScheduler's default pool size, for every job but the lease's
+
+
+@dataclass(frozen=True)
+class Job:
+    """Run ``func`` every ``interval``; ``needs_lease`` jobs run only on the lease holder."""
+
+    id: str
+    interval: timedelta
+    func: Callable[[], object]
+    needs_lease: bool = True
+
+
+class Scheduler:
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        *,
+        lease: Lease | None = None,
+        metrics: JobMetrics | None = None,
+    ) -> None:
+        self.jobs = {job.id: job for job in jobs}
+        self.lease = lease
+        self.metrics = metrics
+        self.aps = BackgroundScheduler(
+            timezone=UTC,
+            job_defaults={"max_instances": 1, "coalesce": True, "misfire_grace_time": None},
+            # The lease is renewed on a thread of its own: ten slow jobs (sources waiting out
+            # timeouts, say) filling the shared pool must not let it lapse under them.
+            executors={
+                "default": ThreadPoolExecutor(JOB_THREADS),
+                LEASE_JOB: ThreadPoolExecutor(1),
+            },
+        )
+        self.aps.add_listener(self._skipped, EVENT_JOB_MAX_INSTANCES)
+        if lease is not None:
+            every = max(lease.ttl / 3, timedelta(milliseconds=100))
+            self._add(Job(LEASE_JOB, every, lease.renew, needs_lease=False))
+        for job in jobs:
+            self._add(job)
+
+    def _add(self, job: Job) -> None:
+        self.aps.add_job(
+            self.run_job,
+            IntervalTrigger(seconds=job.interval.total_seconds(), timezone=UTC),
+            args=[job],
+            id=job.id,
+            name=job.id,
+            next_run_time=datetime.now(UTC),
+            executor=LEASE_JOB if job.id == LEASE_JOB else "default",
+        )
+
+    def start(self) -> None:
+        if self.lease is not None:
+            self.run_job(Job(LEASE_JOB, self.lease.ttl, self.lease.renew, needs_lease=False))
+        self.aps.start()
+        log.info("scheduler started: %s", ", ".join(sorted(self.jobs)) or "no jobs")
+
+    def shutdown(self, wait: bool = True) -> None:
+        if self.aps.running:
+            self.aps.shutdown(wait=wait)
+        if self.lease is not None:
+            self.lease.release()
+
+    def run_job(self, job: Job) -> bool:
+        """Run ``job`` once here and now, unless another process holds the lease. Returns
+        whether it ran without raising; an exception is logged and counted, never raised."""
+        if job.needs_lease and self.lease is not None and not self.lease.held():
+            return False
+        started = time.perf_counter()
+        try:
+            job.func()
+            return True
+        except Exception:
+            log.exception("job %s failed; it runs again in %s", job.id, job.interval)
+            if self.metrics is not None:
+                self.metrics.failures.labels(job.id).inc()
+            return False
+        finally:
+            if self.metrics is not None:
+                self.metrics.runs.labels(job.id).inc()
+                self.metrics.duration.labels(job.id).observe(time.perf_counter() - started)
+
+    def _skipped(self, event: JobExecutionEvent) -> None:
+        log.warning("job %s still running at its next start; that start is skipped", event.job_id)
+        if self.metrics is not None:
+            self.metrics.skipped.labels(event.job_id).inc()

@@ -1,0 +1,238 @@
+"""Holds in the writer's transaction: the one place they are opened, their closing when a rule
+resolves them, and a person's decisions on them (resolve, assign, extend, note).
+
+Each function takes the caller's :class:`~flowledger.services.tx.Tx`;
+:class:`flowledger.services.ledger.Ledger` runs them and is still the only way in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from flowledger import domain
+from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
+from flowledger.domain.chain import data_time
+from flowledger.services import outbox, records
+from flowledger.services.tx import Row, Tx
+from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
+from flowledger.storage.models import Outbox, from_db_time, table
+
+OUTBOX = table(Outbox)
+ACTIONS = ("confirm", "release", "cancel", "dismiss")
+
+
+def open_holds(
+    tx: Tx,
+    targets: Sequence[HoldTarget],
+    deadlines: domain.HoldDeadlines,
+    alert_targets: Sequence[str],
+    *,
+    locked: bool = False,
+) -> list[int | None]:
+    """Open each hold whose cause key has none yet: the one place holds are opened. Each
+    opening is an event and, when alert URLs are configured, one outbox row per URL in the
+    same transaction. The operations the holds concern are locked until the commit first,
+    unless the caller says it holds them already (``locked``), so that a writer reading one
+    meanwhile waits and then sees the hold (:func:`records.lock_operations`). Returns the
+    new ids (``None`` where the cause already had a hold). Works a batch at a time so the
+    sweep stays cheap."""
+    if not targets:
+        return []
+    concerned = [t.operation_id for t in targets if t.operation_id]
+    if not locked:
+        records.lock_operations(tx, concerned)
+    records.read_again(tx, concerned)
+    unique: dict[str, HoldTarget] = {}
+    for t in targets:
+        unique.setdefault(t.hold.cause_key, t)
+    # The holds share their opening time: a reason's deadline, and that deadline as the
+    # event writes it, are worked out once per reason rather than once per hold.
+    due: dict[Reason, tuple[datetime, str | None]] = {}
+    for t in unique.values():
+        if t.hold.reason not in due:
+            deadline = deadlines.of(tx.now, t.hold.reason)
+            due[t.hold.reason] = (deadline, data_time(deadline))
+    rows: list[dict[str, Any]] = [
+        {
+            "cause_key": key,
+            "reason": t.hold.reason.value,
+            "blocking": t.hold.blocking,
+            "operation_id": t.operation_id,
+            "execution_id": t.execution_id,
+            "source": t.source,
+            "detail": tx.redact(t.hold.detail)[: limits.MAX_HOLD_DETAIL_LENGTH],
+            "opened_at": tx.now,
+            "deadline": due[t.hold.reason][0],
+        }
+        for key, t in unique.items()
+    ]
+    ids = records.insert_new_holds(tx, rows)
+    if not ids:
+        return [None] * len(targets)
+    fresh = unique
+    if len(ids) < len(unique):  # some causes had their hold already
+        fresh = {k: t for k, t in unique.items() if k in ids}
+        rows = [r for r in rows if r["cause_key"] in ids]
+    alerts: list[dict[str, Any]] = []
+    for t, row in zip(fresh.values(), rows, strict=True):
+        hold_id = ids[t.hold.cause_key]
+        data = {
+            "reason": row["reason"],
+            "blocking": t.hold.blocking,
+            "detail": row["detail"],
+            "execution_id": t.execution_id,
+            "source": t.source,
+            "cause_key": t.hold.cause_key,
+            "deadline": due[t.hold.reason][1],
+        }
+        if t.refers_to is not None:
+            data["refers_to"] = t.refers_to
+        tx.event("hold_opened", t.operation_id, data, hold_id=hold_id)
+        if alert_targets:
+            alert = outbox.HoldAlert(
+                hold_id, row["reason"], t.hold.blocking, t.operation_id, t.execution_id,
+                t.source, row["detail"], tx.now, row["deadline"], t.refers_to,
+            )  # fmt: skip
+            alerts.extend(outbox.rows_for(alert, alert_targets, tx.now))
+    if alerts:
+        tx.conn.execute(OUTBOX.insert(), alerts)
+    first: dict[str, int | None] = {k: ids[k] for k in fresh}
+    return [first.pop(t.hold.cause_key, None) for t in targets]
+
+
+def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
+    """Close the holds a rule resolved, each with a ``hold_resolved`` event that carries the
+    rule's data, and with each the ``overdue`` holds about it (resolution ``cause_resolved``,
+    the event naming the hold and how it was resolved): nothing is left to dismiss about a
+    hold that no longer exists."""
+    resolution = change.resolution.value if change.resolution else None
+    if change.resolve_holds and operation_id is not None:
+        records.read_again(tx, [operation_id])
+    for hold_id in change.resolve_holds:
+        if records.close_hold(tx, hold_id, resolution, note):
+            data: dict[str, Any] = {"resolution": resolution, "note": note, **change.data}
+            if change.receipt:
+                data["receipt"] = change.receipt
+            tx.event("hold_resolved", operation_id, data, hold_id=hold_id)
+            _close_overdue_about(tx, hold_id, resolution, operation_id)
+
+
+def _close_overdue_about(
+    tx: Tx, hold_id: int, resolution: str | None, operation_id: str | None
+) -> None:
+    settled = Resolution.CAUSE_RESOLVED.value
+    for overdue_id in records.open_overdue_about(tx, hold_id):
+        note = f"hold {hold_id} was resolved ({resolution or 'closed'})"
+        if records.close_hold(tx, overdue_id, settled, note):
+            data = {
+                "resolution": settled,
+                "note": note,
+                "cause_hold_id": hold_id,
+                "cause_resolution": resolution,
+            }
+            tx.event("hold_resolved", operation_id, data, hold_id=overdue_id)
+
+
+def require_operation(tx: Tx, operation_id: str) -> tuple[domain.Operation, Row]:
+    row = records.load_operation(tx, operation_id)
+    if row is None:
+        raise NotFound(f"no operation {operation_id!r}")
+    return records.to_domain(row), row
+
+
+def _open_hold_row(tx: Tx, hold_id: int) -> Row:
+    row = records.load_hold(tx, hold_id)
+    if row is None:
+        raise NotFound(f"no hold {hold_id}")
+    if row.resolved_at is not None:
+        when = from_db_time(row.resolved_at)
+        assert when is not None
+        raise IllegalTransition(
+            f"hold {hold_id} was already resolved by {row.resolved_by} "
+            f"({row.resolution}) at {when:%Y-%m-%d %H:%M:%S} UTC",
+            code="already_resolved",
+        )
+    return row
+
+
+def resolution_work(
+    hold_id: int, action: str, note: str, receipt: str | None
+) -> Callable[[Tx], Answer | None]:
+    """A person's decision on a hold (one of :data:`ACTIONS`) as a unit of work."""
+    if action not in ACTIONS:
+        raise InvalidInput(f"unknown action {action!r}", "action")
+
+    def work(tx: Tx) -> Answer | None:
+        row = _open_hold_row(tx, hold_id)
+        hold = OpenHold(row.id, Reason(row.reason), bool(row.blocking), row.cause_key)
+        if action == "dismiss":
+            close_holds(tx, domain.dismiss(hold, note), row.operation_id, note.strip())
+            return None
+        if row.operation_id is None:
+            refused = domain.refusal(action, hold, None, None, False)
+            assert refused is not None
+            raise refused
+        op, op_row = require_operation(tx, row.operation_id)
+        holds = records.holds_of(tx, op.operation_id)
+        if action == "confirm":
+            change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
+        elif action == "release":
+            change = domain.release_for_retry(op, hold, holds, note)
+        else:
+            change = domain.cancel(op, holds, note)
+        if change.operation is not None:
+            records.save_operation(tx, op_row, change.operation)
+        if action in ("confirm", "release") and op.state is State.DISPATCHING:
+            outcome = "confirmed" if action == "confirm" else "released"
+            records.end_attempt(tx, op.operation_id, op.attempt, outcome)
+        if action == "confirm":
+            records.insert_receipt(
+                tx, op.operation_id, op.attempt, receipt or "", kind="evidence", detail=note.strip()
+            )
+        close_holds(tx, change, op.operation_id, note.strip())
+        final = change.operation or op
+        return Answer(
+            op.operation_id, final.state.value, attempt=final.attempt, receipt=final.receipt
+        )
+
+    return work
+
+
+def update_work(
+    hold_id: int,
+    note: str,
+    *,
+    owner: str | None,
+    deadline: datetime | None,
+    next_action: str | None,
+) -> Callable[[Tx], None]:
+    """Assign, extend the deadline, set the next action, or just add a note."""
+
+    def work(tx: Tx) -> None:
+        row = _open_hold_row(tx, hold_id)
+        values: dict[str, Any] = {}
+        data: dict[str, Any] = {"note": note}
+        if owner is not None:
+            values["owner"] = data["owner"] = owner
+        if deadline is not None:
+            if deadline <= tx.now:
+                raise InvalidInput("the new deadline is in the past", "deadline")
+            values["deadline"] = tx.time(deadline)
+            data["deadline"] = data_time(deadline)
+        if next_action is not None:
+            values["next_action"] = data["next_action"] = next_action[
+                : limits.MAX_NEXT_ACTION_LENGTH
+            ]
+        records.change_hold(tx, hold_id, row.version, values)
+        kind = (
+            "hold_assigned"
+            if owner is not None
+            else "hold_extended"
+            if deadline is not None
+            else "hold_noted"
+        )
+        tx.event(kind, row.operation_id, data, hold_id=hold_id)
+
+    return work

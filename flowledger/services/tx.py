@@ -1,0 +1,601 @@
+"""One write transaction, and the plain SQL it runs.
+
+The hot path (dispatch, confirm, fail) runs a handful of short statements per call; through
+SQLAlchemy's statement compiler each costs far more than the database work itself, so the
+writer speaks SQL to the driver's cursor inside the transaction SQLAlchemy opened. Statements
+are written once with ``:name`` placeholders (sqlite3's named style) and rewritten to
+``%(name)s`` for psycopg.
+
+Measured with ``python -m bench.transitions --pairs 1000`` (dispatch+confirm pairs, one
+transaction each, SQLite with ``synchronous=FULL``) on the commit that made this change and on
+its parent, in one sitting on a busy 2-core machine: SQLAlchemy Core statements 135-148
+transitions/s, these statements 603-634/s (about 4.3 times), the bare ``sqlite3`` loop of the
+same run 1,190-2,538 rows/s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from functools import cache
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+
+from flowledger.domain.chain import event_time, sealed_prefix, sealed_tail
+from flowledger.domain.hashing import canonical_json, seal
+from flowledger.domain.redact import NO_SECRETS, Secrets, redact
+from flowledger.metrics import DB_ROUND_TRIPS
+from flowledger.storage.engine import ChainHint
+from flowledger.storage.models import time_binder
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+@cache
+def _pyformat(sql: str, binary: bool = False) -> str:
+    return _NAMED.sub(r"%(\1)b" if binary else r"%(\1)s", sql.replace("%", "%%"))
+
+
+@cache
+def _together(statements: tuple[str, ...], main: int) -> str:
+    """The statements as one: each but ``main`` a ``WITH`` clause of it, the parameters of
+    statement ``i`` renamed ``w{i}_name``."""
+    renamed = [_NAMED.sub(rf":w{i}_\1", sql) for i, sql in enumerate(statements)]
+    clauses = [f"w{i} AS ({sql})" for i, sql in enumerate(renamed) if i != main]
+    return f"WITH {', '.join(clauses)} {renamed[main]}" if clauses else renamed[main]
+
+
+def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``IN (:name0, :name1, …)`` and its parameters, for SQL written by hand."""
+    params = {f"{name}{i}": v for i, v in enumerate(values)}
+    return f"IN ({', '.join(':' + key for key in params)})", params
+
+
+_ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
+# SQLite: an event's values by position, in a tuple (:class:`SealedEvent`). Bound by name,
+# each parameter of each row was a name made into a string and looked up in the row's dict.
+_INSERT_EVENT = (
+    "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+# PostgreSQL appends a transaction's events in ONE statement, sent with the COMMIT: it locks
+# the head row, chains the batch after it (sha256 over the previous hash and the event's
+# canonical form, whose last field, the sequence number, only the database knows by then),
+# inserts the events and moves the head. The head is locked from this statement to the end
+# of the commit and never across a wait for the client: before, a writer updated the head
+# (a compare-and-set on the head it last wrote, or a read FOR UPDATE when another receiver
+# had written since), inserted the events and committed, three or four round trips with the
+# row locked, while other receivers' batches queued on it.
+_APPEND_EVENTS_PG = """
+WITH RECURSIVE head AS (
+    SELECT seq, hash FROM chain_head WHERE id = 1 FOR UPDATE
+), forms AS (
+    SELECT :form::bytea[] AS form
+), chain (n, seq, prev_hash, hash) AS (
+    SELECT 0::bigint, seq, NULL::text, hash::text FROM head
+    UNION ALL
+    SELECT c.n + 1, c.seq + 1, c.hash, encode(sha256(
+        convert_to(c.hash, 'UTF8') || f.form[c.n + 1]
+        || convert_to((c.seq + 1)::text || '}', 'UTF8')
+    ), 'hex')
+    FROM chain AS c, forms AS f
+    WHERE c.n < cardinality(f.form)
+), appended AS (
+    INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)
+    SELECT c.seq, b.at, b.actor, b.kind, b.operation_id, b.hold_id, b.data, c.prev_hash, c.hash
+    FROM chain AS c JOIN unnest(
+        :at::timestamptz[], :actor::text[], :kind::text[], :operation_id::text[],
+        :hold_id::bigint[], :data::text[]
+    ) WITH ORDINALITY AS b (at, actor, kind, operation_id, hold_id, data, n) USING (n)
+)
+UPDATE chain_head SET seq = last.seq, hash = last.hash
+FROM (SELECT seq, hash FROM chain ORDER BY n DESC LIMIT 1) AS last
+WHERE chain_head.id = 1
+"""
+
+
+class SealedEvent(NamedTuple):
+    """An event as SQLite's append inserts it (:data:`_INSERT_EVENT`'s columns, in order)."""
+
+    seq: int
+    at: Any
+    actor: str
+    kind: str
+    operation_id: str | None
+    hold_id: int | None
+    data: str
+    prev_hash: str
+    hash: str
+
+
+class PendingEvent(NamedTuple):
+    """An event recorded in a transaction, sealed into the chain just before its commit (a
+    named tuple: 0.3 µs to make against 0.9 µs as a frozen dataclass, one an event)."""
+
+    at: datetime
+    actor: str
+    kind: str
+    operation_id: str | None
+    hold_id: int | None
+    data: dict[str, Any]
+
+
+class Row(dict[str, Any]):
+    """A result row with attribute access."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+@cache
+def _row_type(names: tuple[str, ...]) -> type[Row]:
+    """A :class:`Row` whose columns ``names`` are properties: ``row.state`` then costs 0.11 µs
+    instead of 0.88 µs through ``__getattr__`` (after a failed lookup), and a confirm reads
+    about 15 columns so (its operation for the rules, the compare-and-set's version and
+    state). A name that is already an attribute of a dict (``items``, ``values``…) stays
+    that attribute, as on :class:`Row`."""
+    columns = {n: property(itemgetter(n)) for n in names if not hasattr(Row, n)}
+    return type("Row", (Row,), {"__slots__": (), **columns})
+
+
+class Tx:
+    """One write transaction: the connection, the time it runs at, who acts, and the events
+    to append just before commit."""
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        pooled: Any,
+        now: datetime,
+        actor: str,
+        chain_hint: ChainHint | None = None,
+        secrets: Secrets = NO_SECRETS,
+    ) -> None:
+        self.engine = engine
+        self.secrets = secrets
+        self.chain_hint = chain_hint or ChainHint()
+        self.now = now
+        self.actor = actor
+        self.dialect = engine.dialect.name
+        self._pooled = pooled
+        self._cursor = pooled.driver_connection.cursor()
+        self._conn: sa.Connection | None = None
+        self.events: list[PendingEvent] = []
+        self._bind_time = time_binder(engine.dialect)
+        self._times: dict[tuple[datetime, Any], Any] = {}
+        self.db_now = self._bind_time(now)  # ``now`` as bound to a statement
+        self._pipeline: Any = None  # psycopg's pipeline while statements are queued
+        self._pipe: Any = None  # the pipeline itself (what entering ``_pipeline`` gave)
+        self._expected: list[tuple[Any, type[Exception]]] = []
+        self.round_trips = 0  # PostgreSQL only: exchanges this transaction waited for
+        self.savepoint_held = False  # a unit of run_many left its savepoint for the next
+        # Statements that may have changed something (all but a plain SELECT; any use of
+        # :attr:`conn`): a unit of run_many that raised before any is refused alone.
+        self.writes = 0
+        # A guard's verdict to read before the next write goes out (:meth:`gate`), and how
+        # many waits the transaction had made when it was set.
+        self._gate: Callable[[], None] | None = None
+        self._gate_waits = 0
+        # Operations read for the units of a batch ahead of them, with their open holds
+        # (:func:`flowledger.services.records.read_ahead`).
+        self.read_ahead: dict[str, list[Row]] = {}
+        self._together: list[tuple[str, dict[str, Any], type[Exception] | None]] | None = None
+
+    @property
+    def conn(self) -> sa.Connection:
+        """SQLAlchemy's view of this same transaction, for statements built with Core (which
+        reads each result as soon as it runs: the pipeline, if any, is left first)."""
+        self._before_write()
+        self.writes += 1  # what it runs is not seen here: count it as a write
+        self.settle()
+        if self._conn is None:
+            self._conn = sa.Connection(self.engine, connection=self._pooled).execution_options(
+                flowledger_begun=True
+            )
+        return self._conn
+
+    def begin(self) -> None:
+        if self.dialect == "sqlite":
+            # Take the write lock now, so a read-then-write never fails half-way with BUSY.
+            self._cursor.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        if self._pipeline is not None and self._expected:
+            # A compare-and-set still to be checked is checked first: a lost one must roll
+            # the transaction back, not be found after its COMMIT.
+            self.settle()
+        if self._pipeline is not None:
+            # The COMMIT goes out with what is queued (the events' append): one round trip.
+            self.execute("COMMIT")
+            self.settle()
+            return
+        self.round_trips += 1
+        self._pooled.commit()
+
+    # ------------------------------------------------------------------ gate
+
+    def gate(self, verdict: Callable[[], None] | None) -> None:
+        """Read ``verdict`` (a guard's, which raises to refuse) before the next write goes
+        out, so that a refused unit has written nothing and can be refused alone, with no
+        savepoint to roll back to. On PostgreSQL the guard's statement is waited for by then
+        when a read came in between (as a dispatch's or a confirm's read of its operation
+        does), else the pipeline is synced for it (a round trip)."""
+        self._gate, self._gate_waits = verdict, self.round_trips
+
+    def open_gate(self) -> bool:
+        """Read the verdict left by :meth:`gate` now, if it is still to be read (raising its
+        refusal); whether there was one."""
+        verdict, self._gate = self._gate, None
+        if verdict is None:
+            return False
+        if self._pipeline is not None and self.round_trips == self._gate_waits:
+            self.round_trips += 1
+            self._pipe.sync()  # the guard's statement not yet waited for
+        verdict()
+        return True
+
+    def gate_pending(self) -> bool:
+        """A verdict left by :meth:`gate` is still to be read."""
+        return self._gate is not None
+
+    def _before_write(self) -> None:
+        if self._gate is not None:
+            self.open_gate()
+
+    # ------------------------------------------------------------------ pipeline
+
+    def pipeline(self) -> None:
+        """PostgreSQL: queue the statements that follow instead of waiting for each, until a
+        result is read or :meth:`settle` (psycopg's pipeline mode). A no-op on SQLite, where
+        a statement is a call into the process, not a round trip."""
+        if self.dialect != "sqlite" and self._pipeline is None:
+            self._pipeline = self._pooled.driver_connection.pipeline()
+            self._pipe = self._pipeline.__enter__()
+
+    def settle(self) -> None:
+        """Wait for every queued statement (one round trip), raising the first one's error,
+        then make the checks :meth:`expect_one` deferred. Leaves the pipeline."""
+        pipe, self._pipeline = self._pipeline, None
+        if pipe is not None:
+            self.round_trips += 1
+            pipe.__exit__(None, None, None)
+        expected, self._expected = self._expected, []
+        missed = [error for cursor, error in expected if cursor.rowcount != 1]
+        for cursor, _ in expected:
+            cursor.close()
+        if missed:
+            raise missed[0]()
+
+    def abandon(self) -> None:
+        """Leave the pipeline after an error, dropping what it still had to say: the caller
+        rolls back what the statements did."""
+        expected, self._expected = self._expected, []
+        pipe, self._pipeline = self._pipeline, None
+        if pipe is not None:
+            # The error is the caller's already, or one it caused: it rolls back.
+            with contextlib.suppress(Exception):
+                pipe.__exit__(None, None, None)
+        for cursor, _ in expected:
+            cursor.close()
+
+    def rollback(self) -> None:
+        self.chain_hint.seq = None  # whatever this transaction appended is not there
+        self.abandon()
+        try:
+            self._pooled.rollback()
+        except Exception:  # the connection died with the transaction: never reuse it
+            if self._pooled.dbapi_connection is not None:  # SQLAlchemy may have dropped it
+                self._pooled.invalidate()
+
+    def close(self) -> None:
+        """Return the connection to the pool (the SQLAlchemy view is dropped, not closed:
+        the transaction is already ended on the driver)."""
+        self._conn = None
+        if self.round_trips:
+            DB_ROUND_TRIPS.inc(self.round_trips)
+        with contextlib.suppress(Exception):  # a cursor of a connection that was dropped
+            self._cursor.close()
+        self._pooled.close()
+
+    # ------------------------------------------------------------------ SQL
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """PostgreSQL: the writes made in the block go out as ONE statement when it ends,
+        each but one as a data-modifying ``WITH`` clause of the one that is a compare-and-set
+        (:meth:`expect_one`, at most one), or else of the last. Only for writes no other
+        write of the block depends on, each on rows none of the others touches (the clauses
+        of one statement see the same snapshot, not each other's changes; the foreign keys
+        are checked at its end); no reads in the block. A no-op on SQLite.
+
+        Every statement in a pipeline is a send of its own (psycopg flushes each) and a
+        wake-up of the server: a confirm's three writes (the operation's compare-and-set,
+        the attempt's end, the receipt) and a dispatch's two (the operation, its attempt) as
+        one statement each took the writer's CPU from 303-359 µs (median 338) to 262-273 µs
+        (median 268) a transition, in process (``bench.pipeline``'s pairs, 2,048 in batches
+        of 64, four runs each taking turns with the tree before, load average 2-3 on 2
+        cores)."""
+        if self.dialect == "sqlite" or self._together is not None:
+            yield
+            return
+        self._together = []
+        try:
+            yield
+            group = self._together
+        finally:
+            self._together = None
+        if group:
+            self._send_together(group)
+
+    def _send_together(
+        self, group: list[tuple[str, dict[str, Any], type[Exception] | None]]
+    ) -> None:
+        checked = [i for i, (_, _, error) in enumerate(group) if error is not None]
+        assert len(checked) <= 1, "one compare-and-set a statement"
+        main = checked[0] if checked else len(group) - 1
+        sql = _together(tuple(sql for sql, _, _ in group), main)
+        params = {
+            f"w{i}_{k}": v for i, (_, values, _) in enumerate(group) for k, v in values.items()
+        }
+        error = group[main][2]
+        if error is None:
+            self.execute(sql, params, prepare=True)
+        else:
+            self.expect_one(sql, params, error, prepare=True)
+
+    def execute(
+        self,
+        sql: str,
+        params: dict[str, Any] | Sequence[Any] | None = None,
+        cursor: Any = None,
+        *,
+        binary: bool = False,
+        prepare: bool = False,
+    ) -> Any:
+        """Run a statement (queue it, in a pipeline); returns the cursor it ran on.
+
+        ``binary``: PostgreSQL receives the parameters in binary form. Worth it for arrays
+        (one value per row of a batch): psycopg writes a text array by quoting each element
+        with a regular expression, about 26 µs a row for the events' append, against 2 µs in
+        binary (500 events of the sweep's kind, loopback, the machine busy).
+
+        ``prepare``: PostgreSQL keeps the statement prepared on the connection, so a later
+        run is neither parsed nor planned again: for the receiver's statements of every
+        batch (a unit's writes together, the read ahead, the events' append), each by
+        primary key or over arrays, whose plan does not change with the data. The server
+        shares the receiver's 2 cores in ``bench.ingest``: with them prepared, 1,189-2,250
+        against 834-2,013 transitions/s with one receiver and 1,225-2,210 against
+        1,275-1,986 with two, the receiver's CPU a transition about 20 µs lower with two
+        (three rounds each taking turns, load average 1.7-9.5; the rates moved with the
+        load more than between the trees)."""
+        if self._together is not None:
+            assert cursor is None and not binary, "a write whose result nobody reads"
+            assert not sql.lstrip().startswith("SELECT"), "no reads in together()"
+            assert not isinstance(params, Sequence), "together() joins statements by name"
+            self._together.append((sql, params or {}, None))
+            return None
+        cur = self._cursor if cursor is None else cursor
+        if not sql.lstrip().startswith("SELECT"):
+            self._before_write()
+            self.writes += 1
+        if self.dialect == "sqlite":
+            cur.execute(sql, params or {})
+            return cur
+        sql = _pyformat(sql, binary)
+        if self._pipeline is None:
+            self.round_trips += 1
+        cur.execute(sql, params or {}, prepare=prepare or None)
+        return cur
+
+    def all(
+        self,
+        sql: str,
+        params: dict[str, Any] | None = None,
+        *,
+        binary: bool = False,
+        prepare: bool = False,
+    ) -> list[Row]:
+        cur = self.execute(sql, params, binary=binary, prepare=prepare)
+        found = self._fetch(cur.fetchall)
+        names = self._names(cur)
+        row = _row_type(names)
+        return [row(zip(names, r, strict=True)) for r in found]
+
+    def one(self, sql: str, params: dict[str, Any] | None = None) -> Row | None:
+        cur = self.execute(sql, params)
+        found = self._fetch(cur.fetchone)
+        if found is None:
+            return None
+        names = self._names(cur)
+        return _row_type(names)(zip(names, found, strict=True))
+
+    def _names(self, cur: Any) -> tuple[str, ...]:
+        """The result's column names. psycopg's ``description`` builds a column object per
+        column, with its type looked up, on every call: 16.7 µs for the 15 columns of the
+        hot path's read, against 1.4 µs for the names from the result itself."""
+        if self.dialect == "sqlite":
+            return tuple(d[0] for d in cur.description)
+        result = cur.pgresult
+        return tuple(result.fname(i).decode() for i in range(result.nfields))
+
+    def _fetch(self, fetch: Any) -> Any:
+        if self._pipeline is not None:
+            self.round_trips += 1  # the read flushes what is queued and waits for it
+        return fetch()
+
+    def update(self, sql: str, params: dict[str, Any]) -> int:
+        """Run an UPDATE/DELETE and return how many rows it changed (waiting for it, in a
+        pipeline)."""
+        assert self._together is None, "a count is read at once: not in together()"
+        cur = self.execute(sql, params)
+        if self._pipeline is not None:
+            self.round_trips += 1
+            self._pipe.sync()
+        return int(cur.rowcount)
+
+    def expect_one(
+        self, sql: str, params: dict[str, Any], error: type[Exception], *, prepare: bool = False
+    ) -> None:
+        """Run an UPDATE that must change exactly one row, else ``error`` is raised: at once,
+        or in a pipeline by :meth:`settle`, so a compare-and-set costs no round trip of its
+        own (its own cursor keeps its row count apart from the statements queued after it)."""
+        if self._together is not None:
+            self._together.append((sql, params, error))
+            return
+        if self._pipeline is None:
+            if self.update(sql, params) != 1:
+                raise error()
+            return
+        cursor = self.execute(sql, params, self._pooled.driver_connection.cursor(), prepare=prepare)
+        self._expected.append((cursor, error))
+
+    def counted_later(self, sql: str, params: dict[str, Any]) -> Callable[[], int]:
+        """Run a statement whose row count is read later: the function returned gives it
+        once a read or :meth:`settle` has waited for the statement (in a pipeline; at once
+        on SQLite), so the statement costs no round trip of its own. It runs on a cursor of
+        its own, which keeps its row count apart from the statements queued after it."""
+        cursor = self.execute(sql, params, self._pooled.driver_connection.cursor())
+        counted: list[int] = []
+
+        def count() -> int:
+            if not counted:
+                counted.append(int(cursor.rowcount))
+                cursor.close()
+            return counted[0]
+
+        return count
+
+    def redact(self, text: str) -> str:
+        """``text`` from a tool or a target as it may be stored
+        (:func:`flowledger.domain.redact.redact` with the ledger's configured secrets)."""
+        return redact(text, self.secrets)
+
+    def time(self, value: datetime | None) -> Any:
+        """``value`` as bound to a statement. A batch binds the same few times again and
+        again (its dispatches' deadlines are all its time plus the same delay, each bound for
+        the operation and for its attempt): each is bound once, 1.5 µs a time saved. Keyed
+        with the offset too: two times of a zone that differ only by ``fold`` are equal
+        datetimes but different instants."""
+        if value is None:
+            return None
+        key = (value, value.utcoffset())
+        bound = self._times.get(key)
+        if bound is None:
+            bound = self._times[key] = self._bind_time(value)
+        return bound
+
+    # ------------------------------------------------------------------ events
+
+    def event(
+        self,
+        kind: str,
+        operation_id: str | None,
+        data: dict[str, Any],
+        hold_id: int | None = None,
+    ) -> None:
+        self.events.append(PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data))
+
+    def append_events(self) -> None:
+        """Chain the pending events after the head, as the transaction's last statement.
+
+        PostgreSQL: queued with the COMMIT that follows (see ``_APPEND_EVENTS_PG``), so the
+        head row is held only while the server runs that statement and the commit.
+
+        SQLite: ``BEGIN IMMEDIATE`` holds the database, the head with it. The update is a
+        compare-and-set on the sequence number this process last wrote, and only when that is
+        stale is the head read and the events sealed again."""
+        if not self.events:
+            return
+        if self.dialect != "sqlite":
+            self._append_events_pg()
+            return
+        hint = self.chain_hint
+        if hint.seq is not None:
+            rows = self._seal(hint.seq, hint.hash)
+            guess = {**self._head(rows, hint.seq), "old_hash": hint.hash}
+            if self.update(_ADVANCE_HEAD + " AND seq = :old AND hash = :old_hash", guess) == 1:
+                self._insert_events(rows)
+                return
+        head = self.one("SELECT seq, hash FROM chain_head WHERE id = 1")
+        assert head is not None
+        rows = self._seal(int(head.seq), str(head.hash))
+        self.execute(_ADVANCE_HEAD, self._head(rows, int(head.seq)))
+        self._insert_events(rows)
+
+    def _append_events_pg(self) -> None:
+        columns: dict[str, list[Any]] = {
+            k: [] for k in ("form", "at", "actor", "kind", "operation_id", "hold_id", "data")
+        }
+        for ev, data, form, at in self._forms():
+            columns["form"].append(form)
+            columns["at"].append(at)
+            columns["actor"].append(ev.actor)
+            columns["kind"].append(ev.kind)
+            columns["operation_id"].append(ev.operation_id)
+            columns["hold_id"].append(ev.hold_id)
+            columns["data"].append(data)
+        self.pipeline()
+        self.execute(_APPEND_EVENTS_PG, columns, binary=True, prepare=True)
+        self.events.clear()
+
+    def _forms(self) -> Iterator[tuple[PendingEvent, str, bytes, Any]]:
+        """Each pending event with its data's canonical JSON, its sealed form up to the
+        sequence number, and its time as bound to a statement. The transaction's events
+        share its time, written and bound once."""
+        now = event_time(self.now)
+        for ev in self.events:
+            data = canonical_json(ev.data).decode()
+            mine = ev.at is self.now
+            form = sealed_prefix(
+                ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data,
+                at_text=now if mine else None,
+            )  # fmt: skip
+            yield ev, data, form, self.db_now if mine else self.time(ev.at)
+
+    def _seal(self, seq: int, prev: str) -> list[SealedEvent]:
+        rows: list[SealedEvent] = []
+        for ev, data, form, at in self._forms():
+            seq += 1
+            digest = seal(prev, form + sealed_tail(seq))
+            row = SealedEvent(
+                seq, at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data, prev, digest
+            )
+            rows.append(row)
+            prev = digest
+        return rows
+
+    @staticmethod
+    def _head(rows: list[SealedEvent], old: int) -> dict[str, Any]:
+        return {"seq": rows[-1].seq, "hash": rows[-1].hash, "old": old}
+
+    def _insert_events(self, rows: list[SealedEvent]) -> None:
+        if len(rows) == 1:  # the usual case; executemany costs more for a single row
+            self.execute(_INSERT_EVENT, rows[0])
+        else:
+            self.many(_INSERT_EVENT, rows)
+        # A guess until the commit; a rollback leaves it stale, and the next writer's
+        # compare-and-set notices.
+        self.chain_hint.seq, self.chain_hint.hash = rows[-1].seq, rows[-1].hash
+        self.events.clear()
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]] | Sequence[dict[str, Any]]) -> None:
+        """Run a statement once per row (``executemany``): rows of values by name, or (SQLite,
+        ``?`` parameters) by position."""
+        assert self._together is None, "not in together()"
+        self._before_write()
+        self.writes += 1
+        if self.dialect != "sqlite":
+            sql = _pyformat(sql)
+            if self._pipeline is None:
+                self.round_trips += 1  # psycopg sends the rows in one pipeline of its own
+        self._cursor.executemany(sql, rows)

@@ -1,0 +1,187 @@
+"""The Textual application: wiring only. Screens live in ``flowledger.tui.main`` and
+``flowledger.tui.detail``,
+dialogs in ``flowledger.tui.dialogs``; every read is a ``flowledger.queries.records`` call and
+every change a
+``flowledger.services.ledger.Ledger`` call, both in workers."""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from flowledger.clock import utcnow
+from flowledger.domain.display import visible
+from flowledger.queries import duty, handover
+from flowledger.services.ledger import Ledger
+from flowledger.tui.actions import ACTIONS, KEYS, HoldActions, offered
+from flowledger.tui.context import Context
+from flowledger.tui.dialogs import HelpScreen, ReportScreen
+from flowledger.tui.main import MainScreen
+from flowledger.tui.operations import JumpDialog, OperationIds, OperationScreen
+
+CSS = """
+.dialog { width: 80; max-width: 100%; height: auto; max-height: 90%; padding: 1 2;
+          border: thick $accent; background: $surface; }
+.dialog.wide { width: 110; max-width: 100%; }
+ModalScreen { align: center middle; }
+.dialog-title { text-style: bold; margin-bottom: 1; }
+.dialog-subject { color: $text-muted; margin-bottom: 1; }
+.dialog-error { color: $error; }
+.dialog-preview { color: $text-muted; }
+.dialog-buttons { height: auto; margin-top: 1; }
+.form .dialog-buttons { margin-top: 0; }
+.form Input { margin-bottom: 1; }
+.dialog-buttons Button { margin-right: 2; }
+#confirm-message { margin-bottom: 1; }
+.filter { height: 3; }
+.list-status { height: 1; color: $text-muted; padding: 0 1; }
+#chain-status { height: 1; padding: 0 1; }
+#detail Static { margin-bottom: 1; }
+"""
+
+
+class FlowledgerApp(App[None]):
+    TITLE = "flowledger"
+    CSS = CSS
+    COMMANDS = App.COMMANDS | {OperationIds}
+    BINDINGS = [
+        Binding("g", "jump", "Go to op"),
+        Binding("question_mark", "help", "Help"),
+        Binding("H", "handover", "Handover"),
+        Binding("ctrl+r", "refresh_now", "Refresh", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.last_message = ""
+        self.last_report: Path | None = None
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        marks = [f"operator {self.ctx.operator}"]
+        if self.ctx.read_only:
+            marks.append("READ-ONLY")
+        if self.ctx.demo:
+            marks.append("DEMO DATA")
+        if self.ctx.config_error:
+            marks.append("CONFIG BROKEN [3]")  # short: the header has 80 cells at times
+        self.sub_title = " · ".join(marks)
+        if self.ctx.refresh_seconds:
+            self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
+
+    def report(self, message: str, severity: str = "information") -> None:
+        """Tell the person what happened (and keep it for whoever asks)."""
+        self.last_message = message
+        self.notify(visible(message), severity=severity, timeout=8, markup=False)  # type: ignore[arg-type]
+
+    def refresh_lists(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.refresh_lists()
+            elif isinstance(screen, OperationScreen):
+                screen.load()  # an action on one of its holds changes what it shows
+
+    def action_refresh_now(self) -> None:
+        self.refresh_lists()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_jump(self) -> None:
+        """Ask for an operation id, from anywhere, and open that operation."""
+
+        def opened(operation_id: str | None) -> None:
+            if operation_id is not None:
+                self.open_operation(operation_id)
+
+        self.push_screen(JumpDialog(), opened)
+
+    def open_operation(self, operation_id: str) -> None:
+        self.push_screen(OperationScreen(operation_id))
+
+    def action_handover(self) -> None:
+        self._write_handover()
+
+    @work(thread=True, exclusive=True, group="handover")
+    def _write_handover(self) -> None:
+        now = self.ctx.now()
+        shift = handover.Shift(now - handover.DEFAULT_SHIFT, now, self.ctx.operator)
+        text = handover.build(self.ctx.store, shift, now=now)
+        path = handover.save(text, self.ctx.report_dir, now)
+        self.last_report = path
+        self.call_from_thread(self.push_screen, ReportScreen(text, str(path)))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Handover report", "Write the shift's report (Markdown)", self.action_handover
+        )
+        yield SystemCommand("Refresh", "Reload every list now", self.refresh_lists)
+        yield SystemCommand(
+            "Go to operation…", "Open an operation by its id (key g)", self.action_jump
+        )
+        if isinstance(screen, HoldActions) and not self.ctx.read_only:
+            hold = screen.selected_hold()
+            for name in offered(hold) if hold is not None else ():
+                yield SystemCommand(
+                    f"{ACTIONS[name].title} (key {KEYS[name][0]})",
+                    f"On hold {hold['id']}",
+                    partial(screen.action_hold_action, name),
+                )
+        tabs = ("queue", "executions", "sources", "events", "operations")
+        for key, name in enumerate(tabs, start=1):
+            yield SystemCommand(
+                f"Show {name}", f"Switch to the {name} tab (key {key})", _tab(self, name)
+            )
+
+
+def _tab(app: FlowledgerApp, name: str) -> Callable[[], None]:
+    def switch() -> None:
+        for screen in app.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.action_tab(name)
+
+    return switch
+
+
+def make_app(
+    ledger: Ledger,
+    *,
+    operator: str | None = None,
+    read_only: bool = False,
+    clock: Callable[[], datetime] = utcnow,
+    report_dir: Path | None = None,
+    page_size: int = 60,
+    refresh_seconds: float | None = 5.0,
+    config_error: str | None = None,
+) -> FlowledgerApp:
+    """The app over ``ledger``'s services; tests pass a fixed clock and no refresh timer.
+    ``config_error``: why ``flowledger.toml`` could not be read (the ledger was built on the
+    defaults), shown on the Sources tab."""
+    ctx = Context(
+        ledger=ledger,
+        operator=operator or getpass.getuser(),
+        read_only=read_only,
+        clock=clock,
+        report_dir=report_dir or Path.cwd() / handover.DEFAULT_FOLDER,
+        page_size=page_size,
+        refresh_seconds=refresh_seconds,
+        demo=duty.is_demo(ledger.store),
+        config_error=config_error,
+    )
+    return FlowledgerApp(ctx)
+
+
+__all__ = ["FlowledgerApp", "make_app"]

@@ -1,0 +1,139 @@
+"""One hold and the operation behind it: every field, attempts, receipts, linked executions
+(with a link to the tool's own page), other holds, the dispatches it turned away, and the
+event timeline."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from flowledger.domain import is_overdue
+from flowledger.queries import duty, operations
+from flowledger.queries import records as queries
+from flowledger.tui import sections
+from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
+from flowledger.tui.format import age, text, when
+
+if TYPE_CHECKING:
+    from flowledger.tui.app import FlowledgerApp
+
+
+class DetailScreen(HoldActions, Screen[None]):
+    BINDINGS = [
+        *DECISION_BINDINGS,
+        Binding("escape,q", "app.pop_screen", "Back"),
+        HELP_BINDING,
+        *UPDATE_BINDINGS,
+    ]
+    app: FlowledgerApp
+
+    def __init__(self, hold_id: int) -> None:
+        super().__init__()
+        self.hold_id = hold_id
+        self.hold: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="detail"):
+            yield Static("loading…", id="detail-hold")
+            yield Static("", id="detail-operation")
+            yield Static("", id="detail-attempts")
+            yield Static("", id="detail-receipts")
+            yield Static("", id="detail-executions")
+            yield Static("", id="detail-holds")
+            yield Static("", id="detail-turned")
+            yield Static("", id="detail-events")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.load()
+
+    def selected_hold(self) -> dict[str, Any] | None:
+        if self.hold is None or self.hold["resolved_at"] is not None:
+            return None
+        return self.hold
+
+    def after_action(self) -> None:
+        self.load()
+        self.app.refresh_lists()
+
+    @work(thread=True, exclusive=True, group="detail")
+    def load(self) -> None:
+        store = self.app.ctx.store
+        hold = duty.hold(store, self.hold_id)
+        detail = (
+            queries.operation_detail(store, hold["operation_id"])
+            if hold and hold["operation_id"]
+            else None
+        )
+        links = duty.source_urls(store)
+        turned = operations.turned_away(store, hold["operation_id"]) if hold and detail else []
+        if detail is None and hold is not None and hold["execution_id"]:
+            # A hold about an execution alone (stuck, failed): show that execution.
+            executions = duty.executions_by_ref(store, [hold["execution_id"]], hold["source"])
+            self.app.call_from_thread(self._show_executions, executions, links)
+        self.app.call_from_thread(self._show, hold, detail, links, turned)
+
+    def _show(
+        self,
+        hold: dict[str, Any] | None,
+        detail: queries.OperationDetail | None,
+        links: sections.Links,
+        turned: list[dict[str, Any]],
+    ) -> None:
+        self.hold = hold
+        self.refresh_bindings()
+        now = self.app.ctx.now()
+        if hold is None:
+            self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")
+            return
+        self.query_one("#detail-hold", Static).update(self._hold_panel(hold, now))
+        for section in ("operation", "attempts", "receipts", "holds", "turned", "events"):
+            self.query_one(f"#detail-{section}", Static).display = detail is not None
+        # Here only when it has some: the operation's own screen always lists them.
+        self.query_one("#detail-turned", Static).display = bool(turned)
+        if detail is None:
+            return
+        self.query_one("#detail-operation", Static).update(
+            sections.operation_fields(detail.operation)
+        )
+        self.query_one("#detail-attempts", Static).update(sections.attempts(detail.attempts))
+        self.query_one("#detail-receipts", Static).update(sections.receipts(detail.receipts))
+        self._show_executions(detail.executions, links)
+        self.query_one("#detail-holds", Static).update(sections.holds(detail.holds))
+        self.query_one("#detail-turned", Static).update(sections.turned_away(turned))
+        self.query_one("#detail-events", Static).update(sections.timeline(detail.events))
+
+    def _show_executions(self, executions: list[dict[str, Any]], links: sections.Links) -> None:
+        self.query_one("#detail-executions", Static).update(sections.executions(executions, links))
+
+    def _hold_panel(self, h: dict[str, Any], now: datetime) -> Table:
+        status = (
+            text(f"resolved: {h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
+            if h["resolved_at"]
+            else Text("OVERDUE", style="bold red")
+            if is_overdue(h["deadline"], now)
+            else Text("open", style="bold yellow")
+        )
+        table = sections.table(f"Hold {h['id']}", ["field", "value"])
+        table.add_row("status", status)
+        table.add_row("reason", h["reason"] + (" (blocking)" if h["blocking"] else ""))
+        table.add_row("detail", text(h["detail"]))
+        table.add_row("opened", f"{when(h['opened_at'])} UTC ({age(h['opened_at'], now)} ago)")
+        table.add_row("deadline", f"{when(h['deadline'])} UTC")
+        table.add_row("owner", text(h["owner"]))
+        table.add_row("next action", text(h["next_action"]))
+        table.add_row("execution", text(h["execution_id"]))
+        table.add_row("source", text(h["source"]))
+        if h["resolution_note"]:
+            table.add_row("resolution note", text(h["resolution_note"]))
+        return table

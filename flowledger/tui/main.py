@@ -1,0 +1,152 @@
+"""The main screen: the attention queue first, then executions, sources, the event log and
+every operation. Enter opens the selected row in full."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
+
+from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
+from flowledger.tui.detail import DetailScreen
+from flowledger.tui.listing import ListPane
+from flowledger.tui.operations import OperationScreen, OperationsPane
+from flowledger.tui.panes import EventsPane, ExecutionsPane, QueuePane, SourcesPane
+from flowledger.tui.records import EventScreen, ExecutionScreen
+
+if TYPE_CHECKING:
+    from flowledger.tui.app import FlowledgerApp
+
+TABS = {"1": "queue", "2": "executions", "3": "sources", "4": "events", "5": "operations"}
+
+
+class MainScreen(HoldActions, Screen[None]):
+    BINDINGS = [
+        Binding("1", "tab('queue')", "Queue", show=False),
+        Binding("2", "tab('executions')", "Executions", show=False),
+        Binding("3", "tab('sources')", "Sources", show=False),
+        Binding("4", "tab('events')", "Events", show=False),
+        Binding("5", "tab('operations')", "Operations", show=False),
+        *DECISION_BINDINGS,
+        HELP_BINDING,
+        Binding("q", "app.quit", "Quit"),
+        *UPDATE_BINDINGS,
+        Binding("slash", "filter", "Filter"),
+        Binding("s", "sort", "Sort", show=False),
+        Binding("S", "reverse", "Reverse sort", show=False),
+        Binding("v", "verify", "Verify chain"),
+    ]
+    app: FlowledgerApp
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial="tab-queue"):
+            with TabPane("Queue [1]", id="tab-queue"):
+                yield QueuePane(id="queue")
+            with TabPane("Executions [2]", id="tab-executions"):
+                yield ExecutionsPane(id="executions")
+            with TabPane("Sources [3]", id="tab-sources"):
+                yield SourcesPane(id="sources")
+            with TabPane("Events [4]", id="tab-events"):
+                yield EventsPane(id="events")
+            with TabPane("Operations [5]", id="tab-operations"):
+                yield OperationsPane(id="operations")
+        yield Footer(compact=True)
+
+    @property
+    def queue(self) -> QueuePane:
+        return self.query_one(QueuePane)
+
+    def active(self) -> str:
+        return str(self.query_one(TabbedContent).active).removeprefix("tab-")
+
+    def on_mount(self) -> None:
+        self.queue.table.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("hold_action", "refused"):
+            return self.active() == "queue" and super().check_action(action, parameters)
+        if action in ("sort", "reverse"):
+            return self.active() == "queue"
+        if action == "verify":
+            return self.active() == "events"
+        return True
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
+        events = self.query_one(EventsPane)
+        if self.active() == "events" and events.verified is None and not events.verifying:
+            events.verify(announce=False)  # once on first look; `v` walks the chain again
+
+    def action_tab(self, name: str) -> None:
+        self.query_one(TabbedContent).active = f"tab-{name}"
+        pane = self.query_one(f"#{name}")
+        pane.query_one(DataTable).focus()
+
+    def action_filter(self) -> None:
+        pane = self.query_one(f"#{self.active()}")
+        if isinstance(pane, ListPane):
+            pane.focus_filter()
+
+    def action_sort(self) -> None:
+        self.queue.next_sort()
+
+    def action_reverse(self) -> None:
+        self.queue.set_sort(self.queue.sort, not self.queue.descending)
+
+    def action_verify(self) -> None:
+        self.query_one(EventsPane).verify()
+
+    def selected_hold(self) -> dict[str, Any] | None:
+        return self.queue.current() if self.active() == "queue" else None
+
+    def after_action(self) -> None:
+        self.refresh_lists()
+
+    def refresh_lists(self) -> None:
+        for pane in self.query(ListPane):
+            pane.reload()
+        self.query_one(SourcesPane).reload()
+
+    @on(ListPane.FirstShown, "#queue")
+    def _queue_shown(self) -> None:
+        # The queue is what a person looks at first; the other tabs load once it is painted.
+        def load_the_rest() -> None:
+            for pane in self.query(ListPane):
+                pane.load_if_never_loaded()
+            self.query_one(SourcesPane).load_if_never_loaded()
+
+        self.call_after_refresh(load_the_rest)
+
+    @on(DataTable.RowHighlighted, "#queue DataTable")
+    def _selection_moved(self) -> None:
+        self.refresh_bindings()  # the footer offers what the selected hold allows
+
+    @on(DataTable.RowSelected, "#queue DataTable")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        hold = self.queue.current()
+        if hold is not None:
+            self.app.push_screen(DetailScreen(hold["id"]))
+
+    @on(DataTable.RowSelected, "#operations DataTable")
+    def _open_operation(self) -> None:
+        row = self.query_one(OperationsPane).current()
+        if row is not None:
+            self.app.push_screen(OperationScreen(row["operation_id"]))
+
+    @on(DataTable.RowSelected, "#events DataTable")
+    def _open_event(self) -> None:
+        row = self.query_one(EventsPane).current()
+        if row is not None:
+            self.app.push_screen(EventScreen(row))
+
+    @on(DataTable.RowSelected, "#executions DataTable")
+    def _open_execution(self) -> None:
+        row = self.query_one(ExecutionsPane).current()
+        if row is not None:
+            self.app.push_screen(ExecutionScreen(row))

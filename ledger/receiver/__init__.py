@@ -1,5 +1,0 @@
-"""The webhook receiver: the HTTP API that workflows call before and after each write."""
-
-from ledger.receiver.app import create_app
-
-__all__ = ["create_app"]
