@@ -43,18 +43,16 @@ from typing import Any
 
 import httpx
 
+from e2e.local_ledger import LocalLedger
 from e2e.local_n8n import (
-    JsonHandler,
-    LocalLedger,
-    Loopback,
     N8n,
-    Target,
     Unavailable,
     find_n8n,
     install_community_package,
     packed_node_package,
     workdir,
 )
+from e2e.loopback import JsonHandler, Loopback, Target
 from flowledger.n8n_setup import TEMPLATES, fill_template, load_template
 
 WRITE = "Write to target (your API)"

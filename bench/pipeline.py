@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.ingest import fresh_postgres
+from bench.baselines import fresh_postgres
 from flowledger.metrics import DB_ROUND_TRIPS
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.services.tx import Tx

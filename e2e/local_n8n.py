@@ -1,5 +1,6 @@
-"""A real n8n, a real ledger and a write target on loopback, for ``python -m e2e.n8n`` and
-``python -m bench.n8n_guard``. Nothing here runs in ``make test`` or CI.
+"""A real n8n on loopback, for ``python -m e2e.n8n`` and ``python -m bench.n8n_guard`` (the
+ledger beside it is :mod:`e2e.local_ledger`, the write target :mod:`e2e.loopback`). Nothing
+here runs in ``make test`` or CI.
 
 n8n is not installed by this module (about 5 minutes and 2.9 GB). Install it once, outside
 the repository (see :data:`INSTALL`), and point ``FLOWLEDGER_E2E_N8N`` at that folder and, when
@@ -10,20 +11,15 @@ the repository (see :data:`INSTALL`), and point ``FLOWLEDGER_E2E_N8N`` at that f
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -274,187 +270,6 @@ class N8n:
         if status:
             params["status"] = status
         return list(self.api("GET", "/executions", params=params)["data"])
-
-
-class JsonHandler(BaseHTTPRequestHandler):
-    """A quiet HTTP/1.1 handler that reads and answers JSON."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def read_body(self) -> bytes:
-        return self.rfile.read(int(self.headers.get("content-length", 0)))
-
-    def send_json(self, status: int, payload: dict[str, Any]) -> None:
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-
-class Loopback:
-    """``handler`` served on a free loopback port in a thread; ``url`` ends with ``path``."""
-
-    def __init__(self, handler: type[BaseHTTPRequestHandler], path: str = "") -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class Target(Loopback):
-    """The system a workflow writes to: ``POST /invoices`` records the write, then answers
-    ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``busy`` 503 (the
-    write may or may not have happened: the target is not counted as having written it),
-    ``noid`` a 200 without ``id``, ``slow`` is recorded and then answered only after
-    ``slow_seconds``.
-    ``requests`` counts every request by invoice, ``writes`` those the target carried out."""
-
-    def __init__(self, slow_seconds: float = 120.0) -> None:
-        self.writes: Counter[str] = Counter()
-        self.requests: Counter[str] = Counter()
-        self.lock = threading.Lock()
-        self.slow_seconds = slow_seconds
-        target = self
-
-        class Handler(JsonHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.read_body() or b"{}")
-                invoice = str(body.get("invoice_id", "?"))
-                with target.lock:
-                    target.requests[invoice] += 1
-                if invoice.startswith("reject"):
-                    return self.send_json(422, {"error": "no such customer"})
-                if invoice.startswith("busy"):
-                    return self.send_json(503, {"error": "try later"})
-                with target.lock:
-                    target.writes[invoice] += 1
-                    n = sum(target.writes.values())
-                if invoice.startswith("slow"):
-                    time.sleep(target.slow_seconds)
-                if invoice.startswith("noid"):
-                    return self.send_json(200, {"status": "accepted"})
-                return self.send_json(200, {"id": f"T-{n}", "invoice_id": invoice})
-
-        super().__init__(Handler, "/invoices")
-
-
-@dataclass
-class LocalLedger:
-    """``flowledger serve`` on a fresh SQLite ledger, with a flowledger.toml naming the n8n."""
-
-    folder: Path
-    n8n: N8n | None = None
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def db(self) -> str:
-        return str(self.folder / "ledger.db")
-
-    def env(self) -> dict[str, str]:
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "FLOWLEDGER_DB": self.db,
-            # Keys input hashes, and lets tokens that sign their requests be made.
-            "FLOWLEDGER_SECRET": "e2e-" + "7" * 40,
-        }
-        env.pop("FLOWLEDGER_CONFIG", None)
-        if self.n8n is not None:
-            env["E2E_N8N_API_KEY"] = self.n8n.api_key
-        return env
-
-    def cli(self, *args: str, check: bool = True) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "flowledger.cli", *args],
-            cwd=self.folder,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-        )
-        if check and done.returncode != 0:
-            raise RuntimeError(f"flowledger {' '.join(args)} failed: {done.stdout}{done.stderr}")
-        return done.stdout + done.stderr
-
-    def start(self) -> None:
-        n8n_source = (
-            f'[[sources]]\nname = "local-n8n"\nkind = "n8n"\nbase_url = "{self.n8n.url}"\n'
-            'api_key_env = "E2E_N8N_API_KEY"\n\n'
-            if self.n8n is not None
-            else ""
-        )
-        (self.folder / "flowledger.toml").write_text(
-            f"{n8n_source}[receiver]\nport = {self.port}\n", encoding="utf-8"
-        )
-        self.cli("init")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "flowledger.cli",
-                "serve",
-                "--no-access-log",
-                "--port",
-                str(self.port),
-            ],
-            cwd=self.folder,
-            env=self.env(),
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.folder / "serve.log", "ab"),  # noqa: SIM115
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.3)
-        raise RuntimeError("flowledger serve did not become ready")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc = None
-
-    def token(self, name: str, scope: str) -> str:
-        return (
-            self.cli("token", "create", "--name", name, "--scope", scope).strip().splitlines()[-1]
-        )
-
-    def signing_token(self, name: str) -> tuple[str, str]:
-        """A write token that must sign its requests, and its signing secret."""
-        printed = self.cli("token", "create", "--name", name, "--scope", "write", "--signing")
-        lines = printed.splitlines()
-        after = [lines[n + 1] for n, text in enumerate(lines[:-1]) if "only this once" in text]
-        if len(after) != 2:
-            raise RuntimeError(f"flowledger token create --signing printed {printed!r}")
-        return after[0].strip(), after[1].strip()
-
-    def operation(self, token: str, operation_id: str) -> dict[str, Any] | None:
-        from urllib.parse import quote
-
-        answer = httpx.get(
-            f"{self.url}/v1/operations/{quote(operation_id, safe='')}",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=10,
-        )
-        return None if answer.status_code == 404 else dict(answer.json())
 
 
 @contextlib.contextmanager

@@ -26,8 +26,8 @@ def sealed_prefix(
     writer sends this and the database appends the tail once it knows the place.
 
     ``at_text`` is ``at`` as the form writes it (:func:`event_time`), when the caller has it:
-    the events of one transaction share their time, and writing it costs 1.3 µs of the 2.1
-    µs this takes."""
+    the events of one transaction share their time, and writing it is most of this
+    function's cost (``bench/README.md``, "Domain")."""
     stamp = event_time(at) if at_text is None else at_text
     return (
         f'{{"actor":{_js(actor)},"at":"{stamp}",'

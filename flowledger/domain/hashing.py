@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from json import encoder
 from typing import Any
 
 from flowledger.domain.limits import is_valid_hash
@@ -14,30 +13,15 @@ __all__ = ["GENESIS_HASH", "canonical_json", "chain_hash", "input_hash", "is_val
 GENESIS_HASH = "0" * 64
 
 
-# One encoder for every call: ``json.dumps`` with options builds a new one each time, which
-# cost as much as the encoding of an event's data (the sweep encodes one per hold it opens).
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
 _CANONICAL = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-# The C encoder that ``_CANONICAL.encode`` makes for every call, made once, and without the
-# check for circular containers (nothing encoded here can hold itself: data parsed from JSON
-# and the ledger's own dicts; a cycle would end in RecursionError): 2.8 against 4.0 µs for
-# the data of a ``hold_opened`` event. The same encoder, so the same bytes.
-_make = getattr(encoder, "c_make_encoder", None)  # None where the C accelerator is missing
-_C_CANONICAL = (
-    None
-    if _make is None
-    else _make(
-        None, _CANONICAL.default, encoder.encode_basestring, None, ":", ",", True, False, False
-    )
 )
 
 
 def canonical_json(value: Any) -> bytes:
     """Sorted keys, no spaces, UTF-8; NaN and infinities are refused (they have no JSON)."""
-    if _C_CANONICAL is None:
-        return _CANONICAL.encode(value).encode("utf-8")
-    return "".join(_C_CANONICAL(value, 0)).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def input_hash(value: Any, secret: bytes | None = None) -> str:

@@ -94,8 +94,8 @@ def test_equal_instants_in_two_zones_are_sealed_as_each_is_written() -> None:
 def test_the_canonical_form_is_what_json_dumps_writes_with_the_canonical_options(
     value: object,
 ) -> None:
-    """The encoder made once (:data:`flowledger.domain.hashing._C_CANONICAL`) writes exactly what
-    the standard library writes: every chain already stored was sealed over that."""
+    """The encoder made once (:data:`flowledger.domain.hashing._CANONICAL`) writes exactly what
+    ``json.dumps`` writes: every chain already stored was sealed over that."""
     expected = json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
