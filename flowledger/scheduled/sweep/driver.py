@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import RULES
 
-log = logging.getLogger("flowledger.scheduled.sweep")
+log = logging.getLogger(__package__)  # the sweep's logger, as before it was a package
 
 
 @dataclass
