@@ -179,9 +179,7 @@ def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
         (fill_sqlite if store.dialect == "sqlite" else fill_postgres)(store, total, due)
         filled = time.perf_counter() - t
         # The fill's writes reach the disk before the timed sweep, which would pay for them in
-        # its commits otherwise. (A durable commit took 18.8 ms right after a 10x fill on
-        # SQLite, 1.3 ms at 1x, but that was measured while the fill still sat in the WAL;
-        # checkpointed, the one-transaction-per-hold baseline takes 0.95 ms a hold.)
+        # its commits otherwise (bench/README.md, "Sweep").
         os.sync()
         print(
             f"\n== {name}: {total:,} operations, {due:,} due (filled in {filled:.1f} s)",

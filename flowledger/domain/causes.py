@@ -4,7 +4,7 @@ The same cause always gives the same key, so the unique ``holds.cause_key`` make
 rule (a dispatch sent again, the sweep every minute) open nothing twice. Each reason's key is
 its prefix and named parts joined by ``:``, in the order :data:`PARTS` gives; the Python rules
 build keys with :func:`cause_key`, and the sweep's SQL builds the same text from the same table
-(:func:`flowledger.scheduled.sweep.sql_cause_key`), pinned by one property test.
+(:func:`flowledger.storage.due.sql_cause_key`), pinned by one property test.
 
 The prefixes are stored in every ledger's ``holds`` table: changing one would let a cause that
 already has its hold open a second one, so they never change (``approval_version`` keeps the

@@ -311,7 +311,7 @@ def fail(op: Operation, outcome: FailOutcome, error: str, holds: Sequence[OpenHo
 class AttemptOf(Protocol):
     """What a hold about an operation's attempt reads of it: a :class:`Operation`, or
     anything else with these two fields. (The sweep takes each hold's cause key from its own
-    query instead, built by ``flowledger.scheduled.sweep.sql_cause_key``.)"""
+    query instead, built by ``flowledger.storage.due.sql_cause_key``.)"""
 
     @property
     def operation_id(self) -> str: ...

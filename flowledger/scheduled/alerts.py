@@ -18,16 +18,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-import sqlalchemy as sa
 
 from flowledger.clock import Clock, utcnow
 from flowledger.config import AlertsConfig
 from flowledger.faults import crashpoint
 from flowledger.services.outbox import targets_of
+from flowledger.storage import outbox
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Outbox, table
 
-OUTBOX = table(Outbox)
 DELIVERY_HEADER = "X-Flowledger-Delivery"
 FIRST_BACKOFF = timedelta(seconds=5)
 
@@ -88,12 +86,7 @@ class Deliverer:
 
     def _due(self, now: datetime) -> Sequence[Any]:
         with self.store.reader.connect() as conn:
-            return conn.execute(
-                sa.select(OUTBOX.c.id, OUTBOX.c.delivery_id, OUTBOX.c.payload, OUTBOX.c.attempts)
-                .where(OUTBOX.c.next_attempt_at <= now, OUTBOX.c.delivered_at.is_(None))
-                .order_by(OUTBOX.c.next_attempt_at, OUTBOX.c.id)
-                .limit(self.batch)
-            ).all()
+            return outbox.due(conn, now, self.batch)
 
     def _deliver(self, row: Any) -> str:
         try:
@@ -121,19 +114,11 @@ class Deliverer:
             return "failed"
         crashpoint("after_alert_sent")
         with self.store.engine.begin() as conn:
-            conn.execute(
-                OUTBOX.update()
-                .where(OUTBOX.c.id == row.id, OUTBOX.c.delivered_at.is_(None))
-                .values(delivered_at=self.clock(), attempts=OUTBOX.c.attempts + 1, last_error=None)
-            )
+            outbox.mark_delivered(conn, row.id, self.clock())
         return "sent"
 
     def _retry(self, row: Any, error: str, *, count: bool = True) -> None:
         attempts = row.attempts + 1 if count else row.attempts
         wait = backoff(attempts, self.cfg.max_backoff) if count else self.cfg.max_backoff
         with self.store.engine.begin() as conn:
-            conn.execute(
-                OUTBOX.update()
-                .where(OUTBOX.c.id == row.id, OUTBOX.c.delivered_at.is_(None))
-                .values(attempts=attempts, next_attempt_at=self.clock() + wait, last_error=error)
-            )
+            outbox.retry_later(conn, row.id, attempts=attempts, at=self.clock() + wait, error=error)

@@ -18,18 +18,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-
 from flowledger.clock import Clock, utcnow
 from flowledger.config import AnchorsConfig
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.faults import crashpoint
 from flowledger.queries import chain
 from flowledger.services.outbox import targets_of
+from flowledger.storage.anchors import queue_new
 from flowledger.storage.engine import LedgerError, Store, sqlite_path
-from flowledger.storage.models import Outbox, table
 
-OUTBOX = table(Outbox)
 ANCHOR_FILE_MODE = 0o600
 KIND = "chain_head"
 _TAIL = 4096  # bytes read back from the end of the file to find the last anchor
@@ -130,16 +127,7 @@ class Publisher:
                 }
             )
         with self.store.engine.begin() as conn:
-            taken = set(
-                conn.execute(
-                    sa.select(OUTBOX.c.delivery_id).where(
-                        OUTBOX.c.delivery_id.in_([r["delivery_id"] for r in rows])
-                    )
-                ).scalars()
-            )
-            fresh = [r for r in rows if r["delivery_id"] not in taken]
-            if fresh:
-                conn.execute(OUTBOX.insert(), fresh)
+            queue_new(conn, rows)
 
     def _last_in_file(self) -> tuple[int, str] | None:
         """The head the file last recorded, so that a restart does not publish it again."""

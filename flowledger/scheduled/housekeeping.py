@@ -14,9 +14,8 @@ from datetime import timedelta
 from flowledger.clock import Clock, utcnow
 from flowledger.services import keys, signatures
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Outbox, table
+from flowledger.storage.housekeeping import delete_delivered_alerts
 
-OUTBOX = table(Outbox)
 KEEP_DELIVERED = timedelta(days=7)
 BATCH = 1000
 
@@ -52,13 +51,7 @@ def expire_signatures(store: Store, clock: Clock = utcnow, batch: int = BATCH) -
 
 def purge_delivered_alerts(store: Store, clock: Clock = utcnow) -> int:
     with store.engine.begin() as conn:
-        done = conn.execute(
-            OUTBOX.delete().where(
-                OUTBOX.c.delivered_at.is_not(None),
-                OUTBOX.c.delivered_at <= clock() - KEEP_DELIVERED,
-            )
-        )
-    return int(done.rowcount)
+        return delete_delivered_alerts(conn, clock() - KEEP_DELIVERED)
 
 
 def clean(store: Store, clock: Clock = utcnow) -> Cleaned:

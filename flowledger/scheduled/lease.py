@@ -17,14 +17,10 @@ import socket
 import uuid
 from datetime import datetime, timedelta
 
-import sqlalchemy as sa
-
 from flowledger.clock import Clock, utcnow
+from flowledger.storage import lease as leases
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Lease as LeaseRow
-from flowledger.storage.models import table
 
-LEASES = table(LeaseRow)
 log = logging.getLogger(__name__)
 
 
@@ -58,45 +54,19 @@ class Lease:
         """Take the lease if it is free or expired, extend it if ours; report whether held."""
         now = self.clock()
         until = now + self.ttl
-        try:
-            with self.store.engine.begin() as conn:
-                taken = conn.execute(
-                    LEASES.update()
-                    .where(
-                        LEASES.c.name == self.name,
-                        sa.or_(LEASES.c.holder == self.holder, LEASES.c.expires_at <= now),
-                    )
-                    .values(holder=self.holder, expires_at=until)
-                ).rowcount
-                if taken == 0:
-                    exists = conn.execute(
-                        sa.select(LEASES.c.holder).where(LEASES.c.name == self.name)
-                    ).first()
-                    if exists is None:
-                        conn.execute(
-                            LEASES.insert().values(
-                                name=self.name, holder=self.holder, expires_at=until
-                            )
-                        )
-                        taken = 1
-        except sa.exc.IntegrityError:
-            taken = 0  # another process inserted the row first
+        taken = leases.take(self.store, self.name, self.holder, now, until)
         was = self.held()
         self._until = until if taken else None
         if taken and not was:
             log.info("lease %s taken by %s until %s", self.name, self.holder, until.isoformat())
         elif was and not taken:
             log.warning("lease %s lost by %s", self.name, self.holder)
-        return bool(taken)
+        return taken
 
     def release(self) -> None:
         """Let another process take over at once (on a clean shutdown)."""
         if self._until is None:
             return
         with self.store.engine.begin() as conn:
-            conn.execute(
-                LEASES.update()
-                .where(LEASES.c.name == self.name, LEASES.c.holder == self.holder)
-                .values(expires_at=self.clock())
-            )
+            leases.expire(conn, self.name, self.holder, self.clock())
         self._until = None

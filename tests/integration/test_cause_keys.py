@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from flowledger.domain import Reason
 from flowledger.domain.causes import PARTS, cause_key
-from flowledger.scheduled.sweep import sql_cause_key
+from flowledger.storage.due import sql_cause_key
 from flowledger.storage.engine import Store
 
 TEXT = st.text(

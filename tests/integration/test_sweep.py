@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from flowledger.config import SourceConfig, SweepConfig
 from flowledger.domain import FailOutcome, Reason, causes
-from flowledger.scheduled import sweep as sweep_module
-from flowledger.scheduled.sweep import Sweep
+from flowledger.scheduled.sweep import RULES, Sweep
+from flowledger.scheduled.sweep.rules import execution_failed
 from flowledger.services import records
 from flowledger.services.ledger import Ledger
 from flowledger.storage.models import Event, Execution, Hold, Operation, Source, table
@@ -82,6 +82,14 @@ def set_execution(ledger: Ledger, external_id: str, **values: Any) -> None:
         conn.execute(
             EXECUTIONS.update().where(EXECUTIONS.c.external_id == external_id).values(**values)
         )
+
+
+def test_a_sweep_reports_every_registered_rules_reason_in_order_even_when_nothing_is_due(
+    ledger: Ledger,
+) -> None:
+    result = sweep(ledger, ()).run()
+    assert list(result.opened) == list(dict.fromkeys(r.reason.value for r in RULES))
+    assert result.total == 0 and set(result.seconds) == set(result.opened)
 
 
 # --------------------------------------------------------------------------- unknown_outcome
@@ -228,7 +236,7 @@ def test_an_execution_that_vanished_unfinished_counts_as_failed(
     assert "vanished" in holds(ledger, "execution_failed")[0].detail
 
 
-@pytest.mark.parametrize("candidates", [sweep_module.CANDIDATES, 3])
+@pytest.mark.parametrize("candidates", [execution_failed.CANDIDATES, 3])
 def test_the_failed_execution_walk_reaches_every_operation_across_batches(
     ledger: Ledger, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, candidates: int
 ) -> None:
@@ -236,7 +244,7 @@ def test_the_failed_execution_walk_reaches_every_operation_across_batches(
     time: failed executions whose operations are done, and one with three operations in
     flight, are all passed, and every operation in flight of a failed execution gets its
     hold, once, a batch whose commit was lost included."""
-    monkeypatch.setattr(sweep_module, "CANDIDATES", candidates)
+    monkeypatch.setattr(execution_failed, "CANDIDATES", candidates)
     for n in range(5):
         add_execution(ledger, external_id=f"exec-{n}", status="error")
     ledger.dispatch("op:done", req("exec-0")).run("wf")
@@ -267,14 +275,14 @@ def test_an_operation_confirmed_after_the_failed_execution_rule_read_its_id_is_n
     ledger.dispatch(OP, req()).run("wf")
     ledger.dispatch("op:other", req()).run("wf")
     add_execution(ledger, external_id="exec-1", status="error")
-    listed = sweep_module.Listed
+    listed = execution_failed.Listed
 
     def confirmed_meanwhile(ids: list[str], size: int) -> Any:
         assert sorted(ids) == sorted([OP, "op:other"])
         assert ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf").state == "confirmed"
         return listed(ids, size)
 
-    monkeypatch.setattr(sweep_module, "Listed", confirmed_meanwhile)
+    monkeypatch.setattr(execution_failed, "Listed", confirmed_meanwhile)
     assert sweep(ledger).run().opened["execution_failed"] == 1
     assert [h.operation_id for h in holds(ledger, "execution_failed")] == ["op:other"]
 

@@ -6,7 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from flowledger.domain import Reason, staleness
+from flowledger.domain import Reason, causes, staleness
+from flowledger.scheduled.sweep import RULES
+from flowledger.scheduled.sweep.registry import rule
 from flowledger.services.outbox import HoldAlert, delivery_id, rows_for, target_of
 from tests.support.builders import T0
 
@@ -61,3 +63,16 @@ def test_outbox_rows_name_a_target_not_the_url() -> None:
     assert "SECRET" not in row["payload"] and "hooks.example" not in row["payload"]
     assert row["delivery_id"] == delivery_id(3, target_of(url))
     assert row["kind"] == "hold_overdue" and row["next_attempt_at"] == T0
+
+
+def test_the_overdue_rule_runs_last_and_every_swept_reason_has_its_cause_key_parts() -> None:
+    assert RULES[-1].reason is Reason.OVERDUE
+    assert [r.order for r in RULES] == sorted({r.order for r in RULES})
+    assert {r.reason for r in RULES} <= set(causes.PARTS)
+
+
+def test_two_rules_cannot_share_a_place_in_the_sweep() -> None:
+    taken = RULES[0]
+    with pytest.raises(ValueError, match=f"order {taken.order} is taken by {taken.name}"):
+        rule(Reason.STALE_PREPARED, order=taken.order)(lambda sweep: 0)
+    assert len({r.order for r in RULES}) == len(RULES)
