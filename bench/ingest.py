@@ -45,7 +45,7 @@ from pathlib import Path
 import httpx
 import sqlalchemy as sa
 
-from flowledger.receiver.tokens import create_token
+from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 

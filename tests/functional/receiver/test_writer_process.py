@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from flowledger.config import ReceiverConfig
 from flowledger.metrics import REGISTRY
 from flowledger.receiver import create_app
-from flowledger.receiver.schemas import DispatchCreate
-from flowledger.receiver.tokens import create_token
-from flowledger.receiver.writer_process import LaneCall, _frame, _Frames
+from flowledger.receiver.api.schemas import DispatchCreate
+from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.engine.writer_process import LaneCall, _frame, _Frames
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger

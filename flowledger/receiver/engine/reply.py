@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.types import Send
 
-from flowledger.receiver.errors import ApiError, error_body
+from flowledger.receiver.api.errors import ApiError, error_body
 
 REPLAYED = b"idempotent-replayed"
 JSON = b"application/json"

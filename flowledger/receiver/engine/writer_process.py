@@ -10,9 +10,9 @@ never sent before its commit is durable, as with the thread.
 
 What crosses the socket between the two is a :class:`LaneCall` (the call's name, the operation
 id, the validated body, the actor, the ``Idempotency-Key`` and the signature guard) one way,
-and a :class:`~flowledger.receiver.reply.Reply` the other, in length-prefixed pickles: both ends are
-this program. One frame carries a whole turn of the event loop, and one answer frame a whole
-batch.
+and a :class:`~flowledger.receiver.engine.reply.Reply` the other, in length-prefixed pickles:
+both ends are this program. One frame carries a whole turn of the event loop, and one answer
+frame a whole batch.
 
 If the child ends (killed, out of memory), every call it had not answered is answered 503
 ``unavailable``: its commit may or may not have happened, as after a failed commit, and the
@@ -50,12 +50,12 @@ from pydantic import BaseModel
 
 from flowledger.clock import utcnow
 from flowledger.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS, REGISTRY
-from flowledger.receiver.auth import Once
-from flowledger.receiver.calls import BY_NAME
-from flowledger.receiver.errors import as_api_error, unavailable
-from flowledger.receiver.idempotency import keyed, settled
+from flowledger.receiver.api.auth import Once
+from flowledger.receiver.api.errors import as_api_error, unavailable
+from flowledger.receiver.api.routes.calls import BY_NAME
+from flowledger.receiver.engine.idempotency import keyed, settled
+from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.logs import log_config
-from flowledger.receiver.reply import Reply
 from flowledger.services.ledger import Ledger
 from flowledger.services.unit import Guard, Work
 from flowledger.storage.engine import LedgerError, make_store
@@ -69,10 +69,10 @@ _ROUND_TRIPS = "flowledger_db_round_trips_total"
 # be a second copy of it beside the one the package imports), then :func:`main`. ``-P`` keeps
 # the working directory off ``sys.path`` (``-c`` puts it first, so a ``pickle.py`` there would
 # run in the child); the directory this package was imported from goes first instead.
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(Path(__file__).resolve().parents[3])
 _ENTRY = (
     f"import sys; sys.path.insert(0, {_ROOT!r}); "
-    "from flowledger.receiver.writer_process import main; main()"
+    "from flowledger.receiver.engine.writer_process import main; main()"
 )
 
 
@@ -84,7 +84,7 @@ class WriterEnded(LedgerError):
 class LaneCall:
     """One workflow call as the writer process needs it to build and run its unit."""
 
-    call: str  # a name in :data:`~flowledger.receiver.calls.CALLS`
+    call: str  # a name in :data:`~flowledger.receiver.api.routes.calls.CALLS`
     operation_id: str | None
     body: BaseModel
     actor: str

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from fastapi import Request
 
-from flowledger.receiver.committer import GroupCommitter
-from flowledger.receiver.tokens import TokenCache
+from flowledger.receiver.api.tokens import TokenCache
+from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 
 if TYPE_CHECKING:
-    from flowledger.receiver.writer_process import WriterProcess
+    from flowledger.receiver.engine.writer_process import WriterProcess
 
 
 @dataclass
@@ -29,9 +29,9 @@ class ReceiverState:
     idempotency_ttl: float  # seconds
     signature_window: float  # seconds
     # The write lane's calls go to this process's writer child when it has one
-    # (:mod:`flowledger.receiver.writer_process`), else to ``committer``.
+    # (:mod:`flowledger.receiver.engine.writer_process`), else to ``committer``.
     writer: WriterProcess | None = None
-    # Ends serving gracefully (set by :func:`flowledger.receiver.server.serve_app`).
+    # Ends serving gracefully (set by :func:`flowledger.receiver.engine.server.serve_app`).
     stop: Callable[[], None] | None = None
     # (token id, key) of the Idempotency-Key requests this process is running now.
     in_flight: set[tuple[int, str]] = field(default_factory=set)

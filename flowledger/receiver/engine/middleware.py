@@ -2,7 +2,7 @@
 by route.
 
 The body guard reads nothing itself: the app reads the body when it wants it, after the
-token was checked on the headers alone (:func:`flowledger.receiver.auth.admit`), so a request
+token was checked on the headers alone (:func:`flowledger.receiver.api.auth.admit`), so a request
 without a valid token is answered without its body being read or held. What the app does
 read is capped while it streams in, never by trusting ``Content-Length``: past the limit the
 read fails with 413, and a body that has not arrived whole within the timeout of the first
@@ -20,8 +20,8 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowledger.metrics import request_latency
-from flowledger.receiver.errors import ApiError
-from flowledger.receiver.reply import Reply
+from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.engine.reply import Reply
 
 _CLOSE = (b"connection", b"close")
 

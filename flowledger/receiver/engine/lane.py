@@ -1,5 +1,6 @@
-"""The write lane: the workflow calls (:data:`~flowledger.receiver.calls.CALLS`) served straight
-from ASGI, inside the body guard and the latency timer, in front of FastAPI's router.
+"""The write lane: the workflow calls (:data:`~flowledger.receiver.api.routes.calls.CALLS`)
+served straight from ASGI, inside the body guard and the latency timer, in front of FastAPI's
+router.
 
 Why not FastAPI routes: on two cores the receiver is bound by the interpreter lock, and a
 FastAPI route spent about 0.2 ms of CPU per request on routing, dependency solving and request
@@ -9,7 +10,7 @@ a byte of the body is read), body (413, 408), signature over the body (401), Con
 (415), operation id (422), JSON (400), body (422), one unit of work through the writer,
 ``Idempotency-Key``; a signature is recorded once in that unit's transaction. Validation is
 pydantic's, on the same models FastAPI documents; errors have the one shape
-(:mod:`flowledger.receiver.errors`). Everything else passes to FastAPI.
+(:mod:`flowledger.receiver.api.errors`). Everything else passes to FastAPI.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from flowledger.receiver.auth import Once, admit, check_body, target
-from flowledger.receiver.calls import CALLS, Call, documented_route
-from flowledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
-from flowledger.receiver.idempotency import answer, key_of, request_hash, running_key
-from flowledger.receiver.reply import Reply
-from flowledger.receiver.schemas import Id
-from flowledger.receiver.state import ReceiverState
-from flowledger.receiver.tokens import Principal
-from flowledger.receiver.writer_process import LaneCall
+from flowledger.receiver.api.auth import Once, admit, check_body, target
+from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
+from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
+from flowledger.receiver.api.schemas import Id
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key
+from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.writer_process import LaneCall
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})

@@ -30,9 +30,9 @@ import anyio
 from fastapi import Request
 from starlette.types import Scope
 
-from flowledger.receiver.errors import ApiError, as_api_error
-from flowledger.receiver.state import ReceiverState, current
-from flowledger.receiver.tokens import Principal, signing_key
+from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.state import ReceiverState, current
+from flowledger.receiver.api.tokens import Principal, signing_key
 from flowledger.services import signatures
 from flowledger.services.tx import Tx
 from flowledger.services.unit import Verdict

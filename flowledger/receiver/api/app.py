@@ -13,13 +13,14 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import Receive, Scope, Send
 
 from flowledger.config import ReceiverConfig
-from flowledger.receiver import calls, errors, health, reads
-from flowledger.receiver.committer import GroupCommitter
-from flowledger.receiver.lane import WriteLane
-from flowledger.receiver.middleware import BodyGuard
-from flowledger.receiver.state import ReceiverState
-from flowledger.receiver.tokens import TokenCache, record_use, signing_key
-from flowledger.receiver.writer_process import WriterProcess
+from flowledger.receiver.api import errors
+from flowledger.receiver.api.routes import calls, health, reads
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
+from flowledger.receiver.engine.committer import GroupCommitter
+from flowledger.receiver.engine.lane import WriteLane
+from flowledger.receiver.engine.middleware import BodyGuard
+from flowledger.receiver.engine.writer_process import WriterProcess
 from flowledger.services.ledger import Ledger
 from flowledger.services.unit import Work
 
@@ -79,7 +80,7 @@ def create_app(
     writer_process: bool = False,
 ) -> FastAPI:
     """The receiver over ``ledger``; with ``writer_process`` the write lane's calls are
-    committed by a child process (:mod:`flowledger.receiver.writer_process`), which needs the
+    committed by a child process (:mod:`flowledger.receiver.engine.writer_process`), which needs the
     ledger's own clock and a database the child can open by its URL."""
     config = config or ReceiverConfig()
     state = ReceiverState(

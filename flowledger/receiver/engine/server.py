@@ -9,7 +9,7 @@ rather than left to uvicorn's defaults (``[receiver]`` in ``flowledger.toml``, R
   httptools parser has neither bound (it accepts headers of any size, and waits for them
   forever), so :class:`BoundedHead` adds both; its h11 parser is bounded by
   ``h11_max_incomplete_event_size``, set to the same size;
-- the body's limit and timeout are the app's (:mod:`flowledger.receiver.middleware`).
+- the body's limit and timeout are the app's (:mod:`flowledger.receiver.engine.middleware`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.redact import NO_SECRETS
-from flowledger.receiver.errors import error_body
+from flowledger.receiver.api.errors import error_body
+from flowledger.receiver.engine.middleware import sweep_period
+from flowledger.receiver.engine.reply import dumps
+from flowledger.receiver.engine.writer_process import WriterEnded
 from flowledger.receiver.logs import Known, log_config
-from flowledger.receiver.middleware import sweep_period
-from flowledger.receiver.reply import dumps
-from flowledger.receiver.writer_process import WriterEnded
 from flowledger.storage.engine import LedgerError
 
 # Everything imported and built before serving (frameworks, models, the app: about a million

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from flowledger.receiver.errors import ApiError, as_api_error
-from flowledger.receiver.reply import Reply, dumps
-from flowledger.receiver.state import ReceiverState
-from flowledger.receiver.tokens import Principal
+from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.receiver.engine.reply import Reply, dumps
 from flowledger.services.ledger import Answer, Tx
 from flowledger.services.unit import Guard
 from flowledger.storage import idempotency as stored_keys
@@ -136,7 +136,7 @@ async def answer(
     """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
     :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
     transaction (the request's signature recorded once), ``reads`` the operation it loads
-    (:meth:`flowledger.receiver.committer.GroupCommitter.commit`); map errors."""
+    (:meth:`flowledger.receiver.engine.committer.GroupCommitter.commit`); map errors."""
     with running_key(st, principal, key):
         unit = work
         if key is not None:

@@ -9,9 +9,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from flowledger.metrics import REGISTRY
-from flowledger.receiver.errors import RETRY_AFTER, documented, error_response
-from flowledger.receiver.schemas import ErrorPublic
-from flowledger.receiver.state import ReceiverState, state_of
+from flowledger.receiver.api.errors import RETRY_AFTER, documented, error_response
+from flowledger.receiver.api.schemas import ErrorPublic
+from flowledger.receiver.api.state import ReceiverState, state_of
 from flowledger.storage.engine import LedgerError, check_schema
 
 router = APIRouter(tags=["health"], responses=documented(413))
