@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flowledger.domain import IllegalTransition
-from flowledger.receiver.api.schemas import ErrorPublic
+from flowledger.receiver.api.schemas.errors import ErrorPublic
 from flowledger.services.ledger import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from flowledger.receiver.api.auth import Once, admit, check_body, target
 from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
-from flowledger.receiver.api.schemas import Id
+from flowledger.receiver.api.schemas.fields import Id
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key

@@ -17,18 +17,17 @@ from pydantic import BaseModel
 
 from flowledger.metrics import dispatch_decision
 from flowledger.receiver.api.errors import documented
-from flowledger.receiver.api.schemas import (
+from flowledger.receiver.api.schemas.fields import Id
+from flowledger.receiver.api.schemas.hooks import HookPublic, N8nErrorCreate
+from flowledger.receiver.api.schemas.operations import (
     AnswerPublic,
     ConfirmCreate,
     DispatchCreate,
     FailCreate,
-    HookPublic,
-    Id,
-    N8nErrorCreate,
     PrepareCreate,
 )
-from flowledger.receiver.engine.committer import Work
 from flowledger.services.ledger import Answer, Ledger
+from flowledger.services.unit import Work
 
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
 OPERATION_PATH = "/v1/operations/{operation_id:path}"

@@ -10,7 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from flowledger.metrics import REGISTRY
 from flowledger.receiver.api.errors import RETRY_AFTER, documented, error_response
-from flowledger.receiver.api.schemas import ErrorPublic
+from flowledger.receiver.api.schemas.errors import ErrorPublic
 from flowledger.receiver.api.state import ReceiverState, state_of
 from flowledger.storage.engine import LedgerError, check_schema
 
