@@ -34,7 +34,7 @@ from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key
 from flowledger.receiver.engine.reply import Reply
-from flowledger.receiver.engine.writer_process import LaneCall
+from flowledger.receiver.engine.wire import LaneCall
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
