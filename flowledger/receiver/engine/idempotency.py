@@ -19,6 +19,7 @@ from typing import Any
 from flowledger.receiver.api.errors import ApiError, as_api_error
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
+from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.reply import Reply, dumps
 from flowledger.services.ledger import Answer, Tx
 from flowledger.services.unit import Guard
@@ -124,6 +125,7 @@ def running_key(st: ReceiverState, principal: Principal, key: str | None) -> Ite
 
 async def answer(
     st: ReceiverState,
+    committer: GroupCommitter,
     principal: Principal,
     work: Callable[[Tx], Any],
     *,
@@ -149,7 +151,7 @@ async def answer(
                 ttl=timedelta(seconds=st.idempotency_ttl),
             )
         try:
-            value = await st.committer.commit(principal.actor, unit, guard, reads)
+            value = await committer.commit(principal.actor, unit, guard, reads)
         except Exception as exc:
             raise as_api_error(exc) from None
         return settled(value, render)

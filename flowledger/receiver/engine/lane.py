@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from re import Pattern
 from typing import Any
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import quote
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
@@ -28,13 +28,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flowledger.receiver.api.auth import Once, admit, check_body, target
 from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
+from flowledger.receiver.api.paths import check_raw_path
 from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
 from flowledger.receiver.api.schemas.fields import Id
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key
 from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.runtime import Engine
 from flowledger.receiver.engine.wire import LaneCall
+from flowledger.receiver.engine.writer_process import WriterProcess
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
@@ -42,12 +45,6 @@ LINE_BREAK = ApiError(
     422, "invalid_id", "must not contain control or bidi characters", "operation_id"
 )
 OPERATIONS = "/v1/operations/"
-NOT_UTF8 = ApiError(
-    422,
-    "invalid_id",
-    "the operation id must be valid UTF-8 once percent-decoded",
-    "operation_id",
-)
 _WANTED = {
     b"authorization": "authorization",
     b"x-flowledger-signature": "signature",
@@ -91,9 +88,10 @@ def _parse(call: Call, body: bytes) -> Any:
 class WriteLane:
     """ASGI middleware serving POSTs to the workflow calls' paths; the rest goes on."""
 
-    def __init__(self, app: ASGIApp, state: ReceiverState) -> None:
+    def __init__(self, app: ASGIApp, state: ReceiverState, engine: Engine) -> None:
         self.app = app
         self.state = state
+        self.engine = engine  # its writer process, when it runs one, else its group commit
         # DOTALL: an id holding a line break is matched, and refused as an id (422), instead
         # of falling through to a bare 404.
         self.routes: list[tuple[Pattern[str], Call, Any]] = [
@@ -154,11 +152,12 @@ class WriteLane:
                 raise ApiError(415, "unsupported_media_type", message)
             operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
-            if st.writer is not None:
+            writer = self.engine.writer
+            if writer is not None:
                 header = headers.get("key")
                 fingerprint = request_hash("POST", scope["path"], body) if header else ""
                 reply = await _in_writer(
-                    st, call, operation_id, model, principal, header, fingerprint, guard
+                    st, writer, call, operation_id, model, principal, header, fingerprint, guard
                 )
             else:
                 work = _work(st, call, operation_id, model)
@@ -166,6 +165,7 @@ class WriteLane:
                 fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
                 reply = await answer(
                     st,
+                    self.engine.committer,
                     principal,
                     work,
                     key=key,
@@ -192,6 +192,7 @@ def _work(st: ReceiverState, call: Call, operation_id: str | None, model: Any) -
 
 async def _in_writer(
     st: ReceiverState,
+    writer: WriterProcess,
     call: Call,
     operation_id: str | None,
     model: Any,
@@ -204,7 +205,6 @@ async def _in_writer(
     services' checks of the call run there, so where the lane would refuse the request before
     them (a bad ``Idempotency-Key``, or one in use) the unit is built here first, as the lane
     does without a writer process: its refusal comes first, whichever process writes."""
-    assert st.writer is not None
     try:
         key = key_of(header)
     except ApiError:
@@ -225,24 +225,11 @@ async def _in_writer(
         call.observe is not None,
     )
     with running_key(st, principal, key):
-        return await st.writer.write(lane_call)
+        return await writer.write(lane_call)
 
 
 def _pattern(path: str) -> Pattern[str]:
     return re.compile(compile_path(path)[0].pattern, re.DOTALL)
-
-
-def check_raw_path(scope: Scope) -> None:
-    """Refuse a path that is not UTF-8 once percent-decoded (422 ``invalid_id``). The server
-    decodes the path's percent escapes replacing bytes that are not UTF-8, so ``a%ffb``,
-    ``a%feb`` and ``a%EF%BF%BDb`` would all name the operation ``a\ufffdb``; the path as sent
-    is checked instead."""
-    raw = scope.get("raw_path")
-    if raw is not None:
-        try:
-            unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
-        except UnicodeDecodeError:
-            raise NOT_UTF8 from None
 
 
 def _operation_id(scope: Scope, params: Mapping[str, str]) -> str:

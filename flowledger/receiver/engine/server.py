@@ -283,16 +283,16 @@ def serve_app(
     server = uvicorn.Server(config)
     receiver = getattr(getattr(app, "state", None), "receiver", None)
     if receiver is not None:  # a writer process that ends stops serving, as SIGTERM would
-        receiver.stop = lambda: setattr(server, "should_exit", True)
+        receiver.engine.stop = lambda: setattr(server, "should_exit", True)
     server.run(sockets=[sock])
 
 
 def writer_ended(app: Any) -> None:
     """After serving: raise :class:`WriterEnded` (a one-line error, exit status 2) when the
     receiver stopped because its writer process ended, for a supervisor to start it again."""
-    writer = app.state.receiver.writer
-    if writer is not None and writer.ended is not None:
-        raise WriterEnded(f"stopped: the writer process ended ({writer.ended})")
+    ended = app.state.receiver.engine.ended
+    if ended is not None:
+        raise WriterEnded(f"stopped: the writer process ended ({ended})")
 
 
 def protocol(limits: ReceiverConfig) -> Any:

@@ -199,7 +199,7 @@ def test_a_call_that_cannot_be_handed_over_is_answered_alone(wall_ledger: Ledger
     good = LaneCall("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
     bad = dataclasses.replace(good, operation_id="op-q", body=_Unpicklable())  # type: ignore[arg-type]
     with running(app, wall_ledger, {}) as api:
-        writer = app.state.receiver.writer
+        writer = app.state.receiver.engine.writer
 
         async def one_turn() -> list[Any]:
             return list(await asyncio.gather(writer.write(good), writer.write(bad)))

@@ -11,7 +11,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from flowledger.domain import Reason, State
 from flowledger.queries import records as queries
 from flowledger.receiver.api.auth import require
+from flowledger.receiver.api.deps import state_of
 from flowledger.receiver.api.errors import ApiError, documented
+from flowledger.receiver.api.paths import check_raw_path
 from flowledger.receiver.api.routes.calls import OperationId
 from flowledger.receiver.api.schemas import (
     ExecutionPage,
@@ -20,9 +22,8 @@ from flowledger.receiver.api.schemas import (
     OperationPage,
     TokenPublic,
 )
-from flowledger.receiver.api.state import ReceiverState, state_of
+from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
-from flowledger.receiver.engine.lane import check_raw_path
 
 OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
 
