@@ -2,9 +2,9 @@
 served straight from ASGI, inside the body guard and the latency timer, in front of FastAPI's
 router.
 
-Why not FastAPI routes: on two cores the receiver is bound by the interpreter lock, and a
-FastAPI route spent about 0.2 ms of CPU per request on routing, dependency solving and request
-objects, as much again as the writer spends on the transition itself. The lane does the same
+Why not FastAPI routes: the receiver is bound by the interpreter lock, and a FastAPI route's
+routing, dependency solving and request objects cost as much CPU per request as the writer
+spends on the transition itself (bench/README.md, "Receiver engine"). The lane does the same
 steps by hand, in the same order for every call: token and signature header (401/403, before
 a byte of the body is read), body (413, 408), signature over the body (401), Content-Type
 (415), operation id (422), JSON (400), body (422), one unit of work through the writer,

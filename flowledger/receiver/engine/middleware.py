@@ -142,8 +142,7 @@ class BodyGuard:
 
     The latency is observed here rather than by a layer of its own around the guard: that
     layer was one more coroutine on every request and one more wrapper on each of its two
-    sends, 1.7 % of the receiver's samples holding the interpreter lock in ``bench.ingest``
-    (own time, a py-spy profile)."""
+    sends, which showed in the receiver's profile (bench/README.md, "Receiver engine")."""
 
     def __init__(self, app: ASGIApp, limit: int, timeout: float, *, timed: bool = False) -> None:
         self.app = app
