@@ -8,10 +8,10 @@ with other work its rates move by more than the few per cent the checks could ta
 measures the checks themselves, each against the same work without it, by CPU time (what a
 loaded machine moves least), the best of ``--rounds``:
 
-- the request head's bounds (:func:`flowledger.receiver.server.bounded_head_protocol`) against
-  uvicorn's own httptools protocol, requests fed on one connection to a minimal app;
-- the body guard (:class:`flowledger.receiver.middleware.BodyGuard`) around that app against the
-  app alone;
+- the request head's bounds (:func:`flowledger.receiver.engine.server.bounded_head_protocol`)
+  against uvicorn's own httptools protocol, requests fed on one connection to a minimal app;
+- the body guard (:class:`flowledger.receiver.engine.middleware.BodyGuard`) around that app
+  against the app alone;
 - the id checks a dispatch+confirm pair makes (control and bidi characters, the raw path's
   UTF-8) and the redaction of its texts (the receipt) with two configured secrets.
 
@@ -53,10 +53,11 @@ from uvicorn.server import ServerState
 from flowledger.domain import limits
 from flowledger.domain.display import has_unsafe
 from flowledger.domain.redact import redact, secrets_of
-from flowledger.receiver import create_app, lane
-from flowledger.receiver.middleware import BodyGuard
-from flowledger.receiver.server import bounded_head_protocol
-from flowledger.receiver.tokens import create_token
+from flowledger.receiver import create_app
+from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.engine import lane
+from flowledger.receiver.engine.middleware import BodyGuard
+from flowledger.receiver.engine.server import bounded_head_protocol
 from flowledger.services import tx, unit
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger

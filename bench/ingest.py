@@ -36,7 +36,7 @@ from bench.baselines import bare_postgres_rate, bare_sqlite_rate, fresh_postgres
 from bench.load import drive
 from bench.receivers import BENCH_SECRET, cpu_seconds, receivers, round_trips
 from bench.sampling import sampled
-from flowledger.receiver.tokens import create_token
+from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 

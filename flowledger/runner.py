@@ -19,7 +19,7 @@ from flowledger import metrics
 from flowledger.config import FileConfig
 from flowledger.queries import observability
 from flowledger.receiver import create_app
-from flowledger.receiver.server import listen, serve_app, url, writer_ended
+from flowledger.receiver.engine.server import listen, serve_app, url, writer_ended
 from flowledger.scheduled import housekeeping
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher

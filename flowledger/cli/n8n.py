@@ -61,7 +61,7 @@ def n8n_setup(
 ) -> None:
     """Create a write token, the n8n credential and the error workflow in that n8n (each only
     when one of that name is not there yet); print what was made, with ids and links."""
-    from flowledger.receiver.tokens import create_token, list_tokens, revoke_token
+    from flowledger.receiver.api.tokens import create_token, list_tokens, revoke_token
 
     file = load_config()
     cfg = file.source(source)

@@ -36,8 +36,8 @@ def serve(
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from flowledger.receiver import create_app
-    from flowledger.receiver.server import listen, serve_app, writer_ended
-    from flowledger.receiver.tokens import signing_secrets
+    from flowledger.receiver.api.tokens import signing_secrets
+    from flowledger.receiver.engine.server import listen, serve_app, writer_ended
 
     file = load_config()
     env = settings()
@@ -78,7 +78,7 @@ def token_create(
     db: DbOption = None,
 ) -> None:
     """Create a token and print it once (with its signing secret when --signing)."""
-    from flowledger.receiver.tokens import create_token
+    from flowledger.receiver.api.tokens import create_token
 
     env = settings()
     with opened(db) as store:
@@ -97,7 +97,7 @@ def token_create(
 def token_list(db: DbOption = None) -> None:
     """Tokens by name: scope, signing, created, last used (to the minute a running receiver
     writes it) and revoked; never the token."""
-    from flowledger.receiver.tokens import list_tokens
+    from flowledger.receiver.api.tokens import list_tokens
 
     with opened(db) as store:
         rows = list_tokens(store)
@@ -127,7 +127,7 @@ def token_revoke(
     db: DbOption = None,
 ) -> None:
     """Revoke a token by name (a running receiver refuses it within 2 seconds)."""
-    from flowledger.receiver.tokens import revoke_token
+    from flowledger.receiver.api.tokens import revoke_token
 
     with opened(db) as store:
         revoke_token(ledger_for(store), name)

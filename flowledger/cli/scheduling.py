@@ -55,8 +55,8 @@ def run(
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
     from flowledger import runner  # the server stack loads only for this command
+    from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.logs import redact_handlers
-    from flowledger.receiver.tokens import signing_secrets
 
     cfg = load_config()
     env = settings()

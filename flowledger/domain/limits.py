@@ -1,6 +1,6 @@
 """What the ledger accepts: the limits on ids, texts and numbers, and the input hash's form.
 
-Each limit is written once, here. The API's schemas (:mod:`flowledger.receiver.schemas`) declare
+Each limit is written once, here. The API's schemas (:mod:`flowledger.receiver.api.schemas`) declare
 them so that the OpenAPI document states them; the writer (:mod:`flowledger.services.values`) checks
 them for every other caller (CLI, terminal UI, sync, demo); the tables
 (:mod:`flowledger.storage.models`) size their columns by them. The checks return the problem as a

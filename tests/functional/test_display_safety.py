@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from flowledger.cli.common import app
 from flowledger.domain import FailOutcome
 from flowledger.queries import duty, handover
-from flowledger.receiver.schemas import N8nErrorCreate
+from flowledger.receiver.api.schemas import N8nErrorCreate
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.tui import FlowledgerApp

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from flowledger.cli import n8n as n8n_cli
 from flowledger.cli.common import app
 from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
-from flowledger.receiver.tokens import list_tokens
+from flowledger.receiver.api.tokens import list_tokens
 from flowledger.storage.engine import open_store
 from tests.support.cli import cli_workdir
 

@@ -23,8 +23,8 @@ from flowledger.config import ReceiverConfig, Settings, load_config
 from flowledger.domain import FailOutcome
 from flowledger.domain.redact import MARK, secrets_of
 from flowledger.receiver import create_app
+from flowledger.receiver.api.tokens import signing_secrets
 from flowledger.receiver.logs import log_config, redact_handlers
-from flowledger.receiver.tokens import signing_secrets
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.services.ledger import Ledger

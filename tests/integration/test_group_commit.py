@@ -16,11 +16,11 @@ import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome, IllegalTransition
 from flowledger.queries import chain
-from flowledger.receiver.auth import Once
-from flowledger.receiver.auth import _nothing as auth_nothing
-from flowledger.receiver.committer import GroupCommitter
-from flowledger.receiver.errors import ApiError
-from flowledger.receiver.idempotency import keyed
+from flowledger.receiver.api.auth import Once
+from flowledger.receiver.api.auth import _nothing as auth_nothing
+from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.engine.committer import GroupCommitter
+from flowledger.receiver.engine.idempotency import keyed
 from flowledger.services import records
 from flowledger.services.ledger import Ledger, NotFound, Tx
 from flowledger.storage.models import Event, Operation, table

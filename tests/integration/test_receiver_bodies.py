@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from flowledger.config import ReceiverConfig
 from flowledger.receiver import create_app
-from flowledger.receiver.server import HEAD_LIMIT, bounded_head_protocol
+from flowledger.receiver.engine.server import HEAD_LIMIT, bounded_head_protocol
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger

@@ -24,7 +24,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from flowledger.receiver.tokens import create_token
+from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
 
 SECRET = b"test-server-secret"

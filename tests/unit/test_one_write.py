@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowledger.receiver.server import OneWrite
+from flowledger.receiver.engine.server import OneWrite
 
 
 class Wire:

@@ -17,7 +17,7 @@ from flowledger.cli import app as _app  # noqa: F401  (registers the commands)
 from flowledger.cli.common import app
 from flowledger.domain.hashing import token_digest
 from flowledger.receiver import create_app
-from flowledger.receiver.tokens import list_tokens, revoke_token
+from flowledger.receiver.api.tokens import list_tokens, revoke_token
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
@@ -250,7 +250,7 @@ def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
 ) -> None:
     """`token create` then the first call at once (what `flowledger n8n setup` and a person
     pasting the token do): the miss reloads the cache instead of answering unknown_token."""
-    import flowledger.receiver.tokens as tokens_module
+    import flowledger.receiver.api.tokens as tokens_module
 
     monkeypatch.setattr(tokens_module, "MISS_RELOAD", 0.0)
     tokens = {"write": make_token(ledger, "write")}
@@ -264,7 +264,7 @@ def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
 def test_unknown_tokens_in_a_loop_do_not_reload_the_cache_each_time(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flowledger.receiver.tokens as tokens_module
+    import flowledger.receiver.api.tokens as tokens_module
 
     monkeypatch.setattr(tokens_module, "MISS_RELOAD", 3600.0)
     reloads: list[None] = []

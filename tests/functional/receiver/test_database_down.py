@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.queries import records as queries
-from flowledger.receiver import errors
+from flowledger.receiver.api import errors
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import Api

@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from flowledger.config import ReceiverConfig
 from flowledger.metrics import REGISTRY
 from flowledger.receiver import create_app
-from flowledger.receiver.schemas import DispatchCreate
-from flowledger.receiver.tokens import create_token
-from flowledger.receiver.writer_process import LaneCall, _frame, _Frames
+from flowledger.receiver.api.schemas import DispatchCreate
+from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.engine.wire import Frames, LaneCall, pack
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
@@ -163,14 +163,14 @@ def test_a_ledger_with_its_own_clock_cannot_have_a_writer_process(store: Store) 
 
 def test_frames_split_anywhere_are_read_whole() -> None:
     messages = [("write", [(1, "a" * 300)]), ("secrets", ["s"]), ("done", [], 0, 0.0)]
-    stream = b"".join(_frame(m) for m in messages)
+    stream = b"".join(pack(m) for m in messages)
     for cut in range(1, len(stream)):
-        frames = _Frames()
+        frames = Frames()
         got = [*frames.feed(stream[:cut]), *frames.feed(stream[cut:])]
         assert got == messages
-    one_by_one = _Frames()
+    one_by_one = Frames()
     assert [m for byte in stream for m in one_by_one.feed(bytes([byte]))] == messages
-    assert pickle.loads(_frame(messages[0])[4:]) == messages[0]
+    assert pickle.loads(pack(messages[0])[4:]) == messages[0]
 
 
 def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
@@ -199,7 +199,7 @@ def test_a_call_that_cannot_be_handed_over_is_answered_alone(wall_ledger: Ledger
     good = LaneCall("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
     bad = dataclasses.replace(good, operation_id="op-q", body=_Unpicklable())  # type: ignore[arg-type]
     with running(app, wall_ledger, {}) as api:
-        writer = app.state.receiver.writer
+        writer = app.state.receiver.engine.writer
 
         async def one_turn() -> list[Any]:
             return list(await asyncio.gather(writer.write(good), writer.write(bad)))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,13 +12,11 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import Receive, Scope, Send
 
 from flowledger.config import ReceiverConfig
-from flowledger.receiver import calls, errors, health, reads
-from flowledger.receiver.committer import GroupCommitter
-from flowledger.receiver.lane import WriteLane
-from flowledger.receiver.middleware import BodyGuard
-from flowledger.receiver.state import ReceiverState
-from flowledger.receiver.tokens import TokenCache, record_use, signing_key
-from flowledger.receiver.writer_process import WriterProcess
+from flowledger.receiver.api import errors
+from flowledger.receiver.api.routes import calls, health, reads
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
+from flowledger.receiver.engine import Engine, front
 from flowledger.services.ledger import Ledger
 from flowledger.services.unit import Work
 
@@ -33,17 +30,17 @@ so an n8n IF node can branch on it. Authenticate with `Authorization: Bearer <to
 
 
 class Receiver(FastAPI):
-    """FastAPI behind the write lane: every HTTP request passes the latency timer and the body
-    guard (limit and timeout, applied as the body is read), then the lane serves the workflow
-    calls and hands the rest to FastAPI. The lane sits in front of FastAPI's own middleware
-    (error pages, telemetry checks) because those cost CPU on every call and the lane answers
-    every error itself."""
+    """FastAPI behind the engine's front (:func:`flowledger.receiver.engine.front`): every
+    HTTP request passes the latency timer and the body guard, then the write lane serves the
+    workflow calls and hands the rest to FastAPI. The lane sits in front of FastAPI's own
+    middleware (error pages, telemetry checks) because those cost CPU on every call and the
+    lane answers every error itself."""
 
-    def __init__(self, state: ReceiverState, config: ReceiverConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, state: ReceiverState, engine: Engine, config: ReceiverConfig, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        lane = WriteLane(super().__call__, state)
-        timeout = config.body_timeout.total_seconds()
-        self.front = BodyGuard(lane, limit=config.body_limit, timeout=timeout, timed=True)
+        self.front = front(super().__call__, engine, state, config)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -64,8 +61,7 @@ def _redacting(state: ReceiverState) -> Callable[[list[str]], None] | None:
     def redact(salts: list[str]) -> None:
         keys = [signing_key(secret, salt).hex() for salt in salts]
         state.ledger.add_secrets(keys)
-        if state.writer is not None:
-            state.writer.add_secrets(keys)
+        state.engine.add_secrets(keys)
 
     return redact
 
@@ -79,13 +75,14 @@ def create_app(
     writer_process: bool = False,
 ) -> FastAPI:
     """The receiver over ``ledger``; with ``writer_process`` the write lane's calls are
-    committed by a child process (:mod:`flowledger.receiver.writer_process`), which needs the
+    committed by a child process (:mod:`flowledger.receiver.engine.writer_process`), which needs the
     ledger's own clock and a database the child can open by its URL."""
     config = config or ReceiverConfig()
+    engine = Engine(ledger, writer_process=writer_process)
     state = ReceiverState(
         store=ledger.store,
         ledger=ledger,
-        committer=GroupCommitter(ledger),
+        engine=engine,
         tokens=TokenCache(ledger.store, ttl=token_ttl),
         secret=secret,
         body_limit=config.body_limit,
@@ -96,14 +93,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state.committer.start()
-        if writer_process:
-            state.writer = WriterProcess(ledger, on_end=functools.partial(_stop, state))
-            try:
-                await state.writer.start()
-            except BaseException:
-                state.committer.close()
-                raise
+        await engine.start()
         chore = asyncio.create_task(_every(TOKEN_USE_EVERY, lambda: _record_token_use(state)))
         try:
             yield
@@ -112,12 +102,11 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await chore
             await _record_token_use(state)  # what the last minute saw
-            if state.writer is not None:
-                await state.writer.close()
-            state.committer.close()
+            await engine.close()
 
     app = Receiver(
         state,
+        engine,
         config,
         title="flowledger",
         version="1",
@@ -146,14 +135,6 @@ def create_app(
     return app
 
 
-def _stop(state: ReceiverState) -> None:
-    """Stop serving, through the server when it said how (``serve_app``). An app served
-    otherwise (a test's client, another ASGI server) keeps serving, each workflow call
-    answered 503, rather than signal a process that is not only the receiver."""
-    if state.stop is not None:
-        state.stop()
-
-
 async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:
     while True:
         await asyncio.sleep(seconds)
@@ -163,7 +144,7 @@ async def _every(seconds: float, chore: Callable[[], Awaitable[None]]) -> None:
 async def _quietly(state: ReceiverState, work: Work[Any]) -> None:
     """Housekeeping through the writer; a failure waits for the next turn."""
     with contextlib.suppress(Exception):
-        await state.committer.commit("receiver", work)
+        await state.engine.commit("receiver", work)
 
 
 async def _record_token_use(state: ReceiverState) -> None:

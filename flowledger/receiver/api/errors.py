@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flowledger.domain import IllegalTransition
-from flowledger.receiver.schemas import ErrorPublic
+from flowledger.receiver.api.schemas.errors import ErrorPublic
 from flowledger.services.ledger import InvalidInput, NotFound
 
 log = logging.getLogger("flowledger.receiver")
@@ -129,7 +129,7 @@ _MEANINGS = {
 
 def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI ``responses`` of a route that can answer ``statuses``: each with the one
-    error shape (:class:`~flowledger.receiver.schemas.ErrorPublic`) and what it means."""
+    error shape (:class:`~flowledger.receiver.api.schemas.ErrorPublic`) and what it means."""
     return {status: {"model": ErrorPublic, "description": _MEANINGS[status]} for status in statuses}
 
 

@@ -8,8 +8,8 @@ for the disk, the next batch gathers.
 On SQLite, where there is one writer at a time and ``synchronous=FULL`` makes every commit an
 fsync, one commit per request would cap throughput at the disk's fsync rate. On PostgreSQL
 every transaction that appends events takes the hash chain's head row for its commit, so
-one transaction per request queues them all on that row lock (a pool of 16 threads managed
-about 320 transitions/s in ``bench.ingest``; batches, about 800). Several receiver processes
+one transaction per request queues them all on that row lock (bench/README.md, "Receiver
+engine"). Several receiver processes
 may share one PostgreSQL database: each has its own writer, and the compare-and-set in the
 services keeps them correct.
 """
@@ -68,9 +68,7 @@ class GroupCommitter:
         end of that turn (:meth:`_hand_over`), not each as it comes: a request handed over
         alone woke the writer thread, which then took the interpreter lock back and forth
         with the loop still serving the rest of the turn, and started its batch with only the
-        first few. Measured with ``bench.ingest``'s plain round (6,000 pairs, six runs taking
-        turns with the tree before, load average 2.1-2.7): the receiver's CPU 240 -> 209 us a
-        transition (median), 3,929 -> 4,592 transitions/s, p99 24.5 -> 22.8 ms."""
+        first few (figures: bench/README.md, "Receiver engine")."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         item = _Item(actor, work, future, guard, reads)

@@ -16,12 +16,14 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
-from flowledger.receiver.errors import ApiError, as_api_error
-from flowledger.receiver.reply import Reply, dumps
-from flowledger.receiver.state import ReceiverState
-from flowledger.receiver.tokens import Principal
+from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.receiver.engine.committer import GroupCommitter
+from flowledger.receiver.engine.reply import Reply, dumps
 from flowledger.services.ledger import Answer, Tx
 from flowledger.services.unit import Guard
+from flowledger.storage import idempotency as stored_keys
 
 HEADER = "Idempotency-Key"
 
@@ -39,26 +41,6 @@ def request_hash(method: str, path: str, body: bytes) -> str:
     digest = hashlib.sha256(f"{method} {path}\n".encode())
     digest.update(body)
     return digest.hexdigest()
-
-
-def _advisory_key(token_id: int, key: str) -> int:
-    raw = hashlib.sha256(f"idempotency\x00{token_id}\x00{key}".encode()).digest()[:8]
-    return int.from_bytes(raw, "big", signed=True)
-
-
-_STORED = (
-    "SELECT request_hash, status, response_status, response_body, expires_at <= :now AS expired"
-    " FROM idempotency_keys WHERE token_id = :token_id AND key = :key"
-)
-_FORGET = (
-    "DELETE FROM idempotency_keys WHERE token_id = :token_id AND key = :key AND expires_at <= :now"
-)
-_STORE = (
-    "INSERT INTO idempotency_keys (token_id, key, request_hash, status, response_status,"
-    " response_body, created_at, expires_at) VALUES (:token_id, :key, :request_hash,"
-    " 'completed', 200, :response_body, :created_at, :expires_at)"
-)
-_LOCK = "SELECT pg_try_advisory_xact_lock(:lock) AS got"
 
 
 def _render(value: Any) -> Any:
@@ -86,17 +68,16 @@ def keyed(
     with another request (422) is refused with nothing written: the group commit refuses
     such a unit alone, where a write ahead of the refusal (the removal of an expired key,
     then made first whatever the key's age) ran its whole batch again with a savepoint per
-    unit. The statements are the writer's plain SQL (:class:`Tx`), which keeps them in the
-    batch's pipeline on PostgreSQL."""
-    where = {"token_id": token_id, "key": key}
+    unit. The statements (:mod:`flowledger.storage.idempotency`) are the writer's plain SQL,
+    which keeps them in the batch's pipeline on PostgreSQL."""
 
     def unit(tx: Tx) -> Reply:
-        row = tx.one(_STORED, {**where, "now": tx.db_now})
+        row = stored_keys.find(tx, token_id, key, tx.db_now)
         if row is not None and row.expired:
             # An expired key counts as never used: remove it, so that this use can store its
             # own; read again, in case another receiver stored its own meanwhile.
-            tx.execute(_FORGET, {**where, "now": tx.db_now})
-            row = tx.one(_STORED, {**where, "now": tx.db_now})
+            stored_keys.forget_expired(tx, token_id, key, tx.db_now)
+            row = stored_keys.find(tx, token_id, key, tx.db_now)
         if row is not None:
             if row.request_hash != fingerprint:
                 raise ApiError(
@@ -108,21 +89,18 @@ def keyed(
             if row.status != "completed" or row.response_body is None:
                 raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
             return Reply(row.response_status, row.response_body.encode(), replayed=True)
-        if tx.dialect == "postgresql":
-            got = tx.one(_LOCK, {"lock": _advisory_key(token_id, key)})
-            if got is None or not got.got:
-                raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
+        if not stored_keys.lock(tx, token_id, key):
+            raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
         value = work(tx)
         body = dumps(render(value))
-        tx.execute(
-            _STORE,
-            {
-                **where,
-                "request_hash": fingerprint,
-                "response_body": body.decode(),
-                "created_at": tx.db_now,
-                "expires_at": tx.time(tx.now + ttl),
-            },
+        stored_keys.store(
+            tx,
+            token_id,
+            key,
+            request_hash=fingerprint,
+            response_body=body.decode(),
+            created_at=tx.db_now,
+            expires_at=tx.time(tx.now + ttl),
         )
         return Reply(200, body, value)
 
@@ -147,6 +125,7 @@ def running_key(st: ReceiverState, principal: Principal, key: str | None) -> Ite
 
 async def answer(
     st: ReceiverState,
+    committer: GroupCommitter,
     principal: Principal,
     work: Callable[[Tx], Any],
     *,
@@ -159,7 +138,7 @@ async def answer(
     """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
     :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
     transaction (the request's signature recorded once), ``reads`` the operation it loads
-    (:meth:`flowledger.receiver.committer.GroupCommitter.commit`); map errors."""
+    (:meth:`flowledger.receiver.engine.committer.GroupCommitter.commit`); map errors."""
     with running_key(st, principal, key):
         unit = work
         if key is not None:
@@ -172,7 +151,7 @@ async def answer(
                 ttl=timedelta(seconds=st.idempotency_ttl),
             )
         try:
-            value = await st.committer.commit(principal.actor, unit, guard, reads)
+            value = await committer.commit(principal.actor, unit, guard, reads)
         except Exception as exc:
             raise as_api_error(exc) from None
         return settled(value, render)

@@ -1,7 +1,7 @@
 """The calls a workflow makes around each write: dispatch, prepare, confirm, fail, and the
 n8n error hook. Each is one row of :data:`CALLS`: the body it accepts and how that body becomes
-one unit of work in the services. The write lane (:mod:`flowledger.receiver.lane`) serves these
-rows; the same rows document them in the OpenAPI (:func:`documented_routes`)."""
+one unit of work in the services. The write lane (:mod:`flowledger.receiver.engine.lane`) serves
+these rows; the same rows document them in the OpenAPI (:func:`documented_routes`)."""
 
 from __future__ import annotations
 
@@ -16,19 +16,18 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from flowledger.metrics import dispatch_decision
-from flowledger.receiver.committer import Work
-from flowledger.receiver.errors import documented
-from flowledger.receiver.schemas import (
+from flowledger.receiver.api.errors import documented
+from flowledger.receiver.api.schemas.fields import Id
+from flowledger.receiver.api.schemas.hooks import HookPublic, N8nErrorCreate
+from flowledger.receiver.api.schemas.operations import (
     AnswerPublic,
     ConfirmCreate,
     DispatchCreate,
     FailCreate,
-    HookPublic,
-    Id,
-    N8nErrorCreate,
     PrepareCreate,
 )
 from flowledger.services.ledger import Answer, Ledger
+from flowledger.services.unit import Work
 
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
 OPERATION_PATH = "/v1/operations/{operation_id:path}"

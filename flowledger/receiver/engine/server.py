@@ -9,7 +9,7 @@ rather than left to uvicorn's defaults (``[receiver]`` in ``flowledger.toml``, R
   httptools parser has neither bound (it accepts headers of any size, and waits for them
   forever), so :class:`BoundedHead` adds both; its h11 parser is bounded by
   ``h11_max_incomplete_event_size``, set to the same size;
-- the body's limit and timeout are the app's (:mod:`flowledger.receiver.middleware`).
+- the body's limit and timeout are the app's (:mod:`flowledger.receiver.engine.middleware`).
 """
 
 from __future__ import annotations
@@ -23,33 +23,24 @@ from typing import Any
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.redact import NO_SECRETS
-from flowledger.receiver.errors import error_body
+from flowledger.receiver.api.errors import error_body
+from flowledger.receiver.engine.middleware import sweep_period
+from flowledger.receiver.engine.reply import dumps
+from flowledger.receiver.engine.writer_process import WriterEnded
 from flowledger.receiver.logs import Known, log_config
-from flowledger.receiver.middleware import sweep_period
-from flowledger.receiver.reply import dumps
-from flowledger.receiver.writer_process import WriterEnded
 from flowledger.storage.engine import LedgerError
 
-# Everything imported and built before serving (frameworks, models, the app: about a million
-# objects) is moved out of the collector's sight. Otherwise each full collection walks all of
-# it, finds nothing to free, and stalls every request in flight for about 70 ms, which set
-# the receiver's p99 latency. Objects made while serving are collected as usual.
+# Measurements behind these settings: bench/README.md, "Receiver engine".
 #
-# The writer thread releases the GIL on every SQLite call; with the default 5 ms switch
-# interval each re-acquisition can wait that long behind the busy event loop (a convoy that
-# made group commit CPU-idle). A short interval hands the GIL back promptly.
-# A longer one costs more: 2 ms took the SQLite receiver's CPU to 301-336 us a transition
-# against 238-275 us at 0.5 ms (bench.ingest's plain round, three runs each taking turns,
-# load average 2-2.5); 0.2 ms gave 236-384 against 290-344 us, which says nothing either way.
+# Everything built before serving is frozen out of the collector's sight (``serve_app``): a
+# full collection walking it found nothing to free and stalled every request in flight.
+#
+# The writer thread releases the GIL on every SQLite call; at the default interval each
+# re-acquisition can wait that long behind the busy event loop. A short one hands it back.
 SWITCH_INTERVAL = 0.0005  # seconds
 
-# The collector's youngest generation runs after 50,000 new container objects instead of 700:
-# a request makes a few hundred (dicts, models, frames) that reference counting frees, so at
-# the default the collector ran every few requests and found almost nothing. Measured with
-# ``python -m bench.ingest`` taking turns with the default, two runs each on 2 cores: the
-# SQLite receiver's CPU 510/511 -> 450/404 us a transition, its rate 2,088/2,090 ->
-# 2,291/2,637 transitions/s, p99 56-60 -> 34-49 ms; PostgreSQL, one receiver, 452-546 ->
-# 426-439 us. What is left for the collector (true cycles) waits a little longer.
+# The youngest generation waits for 50,000 new containers, not 700: a request makes a few
+# hundred that reference counting frees, so the default ran it every few requests for nothing.
 GC_THRESHOLD = (50_000, 20, 100)
 HEAD_LIMIT = 16 * 1024  # bytes of request line and headers (h11's own default)
 
@@ -283,16 +274,16 @@ def serve_app(
     server = uvicorn.Server(config)
     receiver = getattr(getattr(app, "state", None), "receiver", None)
     if receiver is not None:  # a writer process that ends stops serving, as SIGTERM would
-        receiver.stop = lambda: setattr(server, "should_exit", True)
+        receiver.engine.stop = lambda: setattr(server, "should_exit", True)
     server.run(sockets=[sock])
 
 
 def writer_ended(app: Any) -> None:
     """After serving: raise :class:`WriterEnded` (a one-line error, exit status 2) when the
     receiver stopped because its writer process ended, for a supervisor to start it again."""
-    writer = app.state.receiver.writer
-    if writer is not None and writer.ended is not None:
-        raise WriterEnded(f"stopped: the writer process ended ({writer.ended})")
+    ended = app.state.receiver.engine.ended
+    if ended is not None:
+        raise WriterEnded(f"stopped: the writer process ended ({ended})")
 
 
 def protocol(limits: ReceiverConfig) -> Any:

@@ -2,7 +2,7 @@
 by route.
 
 The body guard reads nothing itself: the app reads the body when it wants it, after the
-token was checked on the headers alone (:func:`flowledger.receiver.auth.admit`), so a request
+token was checked on the headers alone (:func:`flowledger.receiver.api.auth.admit`), so a request
 without a valid token is answered without its body being read or held. What the app does
 read is capped while it streams in, never by trusting ``Content-Length``: past the limit the
 read fails with 413, and a body that has not arrived whole within the timeout of the first
@@ -20,8 +20,8 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowledger.metrics import request_latency
-from flowledger.receiver.errors import ApiError
-from flowledger.receiver.reply import Reply
+from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.engine.reply import Reply
 
 _CLOSE = (b"connection", b"close")
 
@@ -142,8 +142,7 @@ class BodyGuard:
 
     The latency is observed here rather than by a layer of its own around the guard: that
     layer was one more coroutine on every request and one more wrapper on each of its two
-    sends, 1.7 % of the receiver's samples holding the interpreter lock in ``bench.ingest``
-    (own time, a py-spy profile)."""
+    sends, which showed in the receiver's profile (bench/README.md, "Receiver engine")."""
 
     def __init__(self, app: ASGIApp, limit: int, timeout: float, *, timed: bool = False) -> None:
         self.app = app

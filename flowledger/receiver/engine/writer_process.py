@@ -8,11 +8,13 @@ of work from it, runs every call waiting in one transaction (:meth:`Ledger.run_m
 once and sends back each call's finished answer (status, headers, exact body). A ``go`` is
 never sent before its commit is durable, as with the thread.
 
-What crosses the socket between the two is a :class:`LaneCall` (the call's name, the operation
-id, the validated body, the actor, the ``Idempotency-Key`` and the signature guard) one way,
-and a :class:`~flowledger.receiver.reply.Reply` the other, in length-prefixed pickles: both ends are
-this program. One frame carries a whole turn of the event loop, and one answer frame a whole
-batch.
+What crosses the socket between the two (:mod:`~flowledger.receiver.engine.wire`) is a
+:class:`LaneCall` (the call's name, the operation id, the validated body, the actor, the
+``Idempotency-Key`` and the signature guard) one way, and a
+:class:`~flowledger.receiver.engine.reply.Reply` the other, in length-prefixed pickles: both
+ends are this program. One frame carries a whole turn of the event loop, and one answer frame a
+whole batch. This module is the receiver's end; the child's is
+:mod:`~flowledger.receiver.engine.writer_child`.
 
 If the child ends (killed, out of memory), every call it had not answered is answered 503
 ``unavailable``: its commit may or may not have happened, as after a failed commit, and the
@@ -29,102 +31,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import itertools
 import logging
-import logging.config
 import os
 import pickle
 import signal
 import socket
-import struct
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from flowledger.clock import utcnow
-from flowledger.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS, REGISTRY
-from flowledger.receiver.auth import Once
-from flowledger.receiver.calls import BY_NAME
-from flowledger.receiver.errors import as_api_error, unavailable
-from flowledger.receiver.idempotency import keyed, settled
-from flowledger.receiver.logs import log_config
-from flowledger.receiver.reply import Reply
+from flowledger.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
+from flowledger.receiver.api.errors import as_api_error, unavailable
+from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.wire import Frames, LaneCall, pack
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Guard, Work
-from flowledger.storage.engine import LedgerError, make_store
+from flowledger.storage.engine import LedgerError
 
 log = logging.getLogger("flowledger.writer")
-_LENGTH = struct.Struct("!I")
-_READ = 1 << 20
 STARTUP_TIMEOUT = 60.0  # seconds for the child to import and open the ledger
-_ROUND_TRIPS = "flowledger_db_round_trips_total"
-# The child's command: this module imported by its name (not run as ``__main__``, which would
-# be a second copy of it beside the one the package imports), then :func:`main`. ``-P`` keeps
+# The child's command: :mod:`~flowledger.receiver.engine.writer_child` imported by its name (not
+# run as ``__main__``, which would be a second copy of it beside the one the package imports),
+# then its ``main``. ``-P`` keeps
 # the working directory off ``sys.path`` (``-c`` puts it first, so a ``pickle.py`` there would
 # run in the child); the directory this package was imported from goes first instead.
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(Path(__file__).resolve().parents[3])
 _ENTRY = (
     f"import sys; sys.path.insert(0, {_ROOT!r}); "
-    "from flowledger.receiver.writer_process import main; main()"
+    "from flowledger.receiver.engine.writer_child import main; main()"
 )
 
 
 class WriterEnded(LedgerError):
     """The writer process ended while the receiver was serving."""
-
-
-@dataclass(frozen=True)
-class LaneCall:
-    """One workflow call as the writer process needs it to build and run its unit."""
-
-    call: str  # a name in :data:`~flowledger.receiver.calls.CALLS`
-    operation_id: str | None
-    body: BaseModel
-    actor: str
-    token_id: int
-    key: str | None  # the Idempotency-Key, checked
-    fingerprint: str  # the request's hash, for a key
-    ttl: float  # seconds an Idempotency-Key's answer is kept
-    guard: Once | None  # the signature, recorded once
-    observe: bool  # the answer's value is wanted back (the call has an ``observe``)
-
-
-def _frame(message: Any) -> bytes:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return _LENGTH.pack(len(data)) + data
-
-
-class _Frames:
-    """Length-prefixed frames out of a byte stream that arrives in pieces."""
-
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-
-    def feed(self, data: bytes) -> list[Any]:
-        """The messages ``data`` completes, in order; the rest waits for more."""
-        buffer = self._buffer
-        buffer += data
-        start = 0
-        messages = []
-        while len(buffer) - start >= _LENGTH.size:
-            (length,) = _LENGTH.unpack_from(buffer, start)
-            end = start + _LENGTH.size + length
-            if len(buffer) < end:
-                break
-            messages.append(pickle.loads(memoryview(buffer)[start + _LENGTH.size : end]))
-            start = end
-        del buffer[:start]
-        return messages
-
-
-# ------------------------------------------------------------------------------ the receiver
 
 
 def _ledger_args(ledger: Ledger) -> dict[str, Any]:
@@ -179,7 +121,7 @@ class WriterProcess:
         self._ready = ready = loop.create_future()
         try:
             self._transport, _ = await loop.create_unix_connection(lambda: _Link(self), sock=ours)
-            self._transport.write(_frame(args))
+            self._transport.write(pack(args))
             await asyncio.wait_for(asyncio.shield(ready), STARTUP_TIMEOUT)
         except BaseException:
             self._closing = True
@@ -216,7 +158,7 @@ class WriterProcess:
         if not turn:
             return
         try:
-            frame = _frame(("write", turn))
+            frame = pack(("write", turn))
         except Exception:
             kept = []
             for seq, call in turn:
@@ -226,7 +168,7 @@ class WriterProcess:
                     self._answer(seq, Reply.error(as_api_error(exc)))
                 else:
                     kept.append((seq, call))
-            frame = _frame(("write", kept))
+            frame = pack(("write", kept))
         self._send(frame)
 
     def _answer(self, seq: int, reply: Reply) -> None:
@@ -239,7 +181,7 @@ class WriterProcess:
         the token cache's reload, in a worker thread: sent from the loop, ahead of the calls
         that the reload let in."""
         if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._send, _frame(("secrets", values)))
+            self._loop.call_soon_threadsafe(self._send, pack(("secrets", values)))
 
     def _send(self, frame: bytes) -> None:
         if self._transport is not None and not self._transport.is_closing():
@@ -322,7 +264,7 @@ def _ending(status: int | None) -> str:
 class _Link(asyncio.Protocol):
     def __init__(self, writer: WriterProcess) -> None:
         self.writer = writer
-        self.frames = _Frames()
+        self.frames = Frames()
 
     def data_received(self, data: bytes) -> None:
         for message in self.frames.feed(data):
@@ -333,179 +275,3 @@ class _Link(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.writer.lost()
-
-
-# ------------------------------------------------------------------------------ the child
-
-
-def _die_with(parent: int) -> None:
-    """SIGKILL when the receiver dies, however it dies (Linux); elsewhere the end of the
-    socket ends the child after its batch."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it died before the request was made
-        os._exit(0)
-
-
-def unit_of(ledger: Ledger, call: LaneCall) -> Work[Any]:
-    """The unit of work ``call`` stands for, as the write lane builds it in process."""
-    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body)
-    if call.key is None:
-        return work
-    return keyed(
-        work,
-        token_id=call.token_id,
-        key=call.key,
-        fingerprint=call.fingerprint,
-        ttl=timedelta(seconds=call.ttl),
-    )
-
-
-def run_batch(
-    ledger: Ledger, batch: list[tuple[int, LaneCall]]
-) -> tuple[list[tuple[int, Reply]], int]:
-    """Every call of ``batch`` in one transaction: each call's answer, and how many units
-    shared the commit (the calls the services refused before it are not among them)."""
-    replies: list[tuple[int, Reply]] = []
-    units: list[tuple[str, Work[Any]]] = []
-    guards: list[Guard | None] = []
-    reads: list[str | None] = []
-    ran: list[tuple[int, LaneCall]] = []
-    for seq, call in batch:
-        try:
-            units.append((call.actor, unit_of(ledger, call)))
-        except Exception as exc:  # the services refused the call before any transaction
-            replies.append((seq, Reply.error(as_api_error(exc))))
-            continue
-        guards.append(call.guard)
-        reads.append(call.operation_id)
-        ran.append((seq, call))
-    if not units:
-        return replies, 0
-    try:
-        outcomes = ledger.run_many(units, guards, reads)
-        results: list[tuple[Any, BaseException | None]] = [(o.value, o.error) for o in outcomes]
-    except Exception as exc:
-        results = [(None, exc)] * len(units)
-    for (seq, call), (value, error) in zip(ran, results, strict=True):
-        try:
-            reply = _reply(call, value, error)
-        except Exception as exc:  # one answer that cannot be made fails alone, as in process
-            reply = Reply.error(as_api_error(exc))
-        replies.append((seq, reply))
-    return replies, len(units)
-
-
-def _reply(call: LaneCall, value: Any, error: BaseException | None) -> Reply:
-    if error is not None:
-        return Reply.error(as_api_error(error))
-    reply = settled(value)
-    # Nobody reads the value: not sent back.
-    return reply if call.observe or reply.value is None else _without_value(reply)
-
-
-def _without_value(reply: Reply) -> Reply:
-    # A new Reply: dataclasses.replace took 2 % of the writer process's samples.
-    return Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
-
-
-def _round_trips() -> float:
-    return REGISTRY.get_sample_value(_ROUND_TRIPS) or 0.0
-
-
-def serve_child(
-    sock: socket.socket, frames: _Frames, ledger: Ledger, max_batch: int, early: list[Any]
-) -> None:
-    """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
-    answer them, and again; until the socket ends and nothing is left. ``frames`` holds what
-    was read after the first message, ``early`` the messages that came with it."""
-    waiting: list[tuple[int, LaneCall]] = []
-    ended = False
-    counted = _round_trips()
-
-    def handle(messages: list[Any]) -> None:
-        for kind, payload in messages:
-            if kind == "write":
-                waiting.extend(payload)
-            elif kind == "secrets":
-                ledger.add_secrets(payload)
-
-    def take(data: bytes) -> None:
-        nonlocal ended
-        if not data:
-            ended = True
-        handle(frames.feed(data))
-
-    handle(early)
-
-    while True:
-        if not waiting:
-            if ended:
-                return
-            take(sock.recv(_READ))  # wait for the next calls
-        while not ended:  # and every other already sent: they share this commit
-            try:
-                take(sock.recv(_READ, socket.MSG_DONTWAIT))
-            except BlockingIOError:
-                break
-        if not waiting:
-            continue
-        batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
-        replies, units = run_batch(ledger, batch)
-        now = _round_trips()
-        try:
-            frame = _frame(("done", replies, units, now - counted))
-        except Exception:  # a value that cannot be pickled: the answers without their values
-            bare = [(seq, _without_value(r)) for seq, r in replies]
-            frame = _frame(("done", bare, units, now - counted))
-        with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
-            sock.sendall(frame)
-        counted = now
-
-
-def _child(fd: int) -> int:
-    sock = socket.socket(fileno=fd)
-    frames = _Frames()
-    messages: list[Any] = []
-    while not messages:
-        data = sock.recv(_READ)
-        if not data:
-            return 0
-        messages = frames.feed(data)
-    args: dict[str, Any] = messages.pop(0)
-    _die_with(args.pop("parent"))
-    secrets = args["secrets"]
-    ledger: Ledger | None = None
-
-    def known() -> Any:
-        return ledger.secrets if ledger is not None else secrets
-
-    # First, and for every logger (the writer's own log through the root logger): redacted.
-    config = log_config(secrets=known)
-    config["root"] = {"handlers": ["default"], "level": "WARNING"}
-    logging.config.dictConfig(config)
-    max_batch = args.pop("max_batch")
-    targets = args.pop("alert_targets")
-    try:
-        store = make_store(args.pop("url"))
-    except Exception as exc:
-        sock.sendall(_frame(("failed", f"the writer process cannot open the ledger: {exc}")))
-        return 1
-    ledger = Ledger(store, **args)
-    ledger.alert_targets = targets
-    sock.sendall(_frame(("ready",)))
-    try:
-        serve_child(sock, frames, ledger, max_batch, messages)
-    finally:
-        store.dispose()
-    return 0
-
-
-def main() -> None:
-    # The receiver decides when the child ends (the end of its socket), not a signal to the
-    # whole process group: Ctrl+C in a terminal, or a service manager's SIGTERM, stop the
-    # receiver, which lets the child finish its batch and close. SIGKILL still kills it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    sys.exit(_child(int(sys.argv[1])))

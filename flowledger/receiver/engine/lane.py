@@ -1,15 +1,16 @@
-"""The write lane: the workflow calls (:data:`~flowledger.receiver.calls.CALLS`) served straight
-from ASGI, inside the body guard and the latency timer, in front of FastAPI's router.
+"""The write lane: the workflow calls (:data:`~flowledger.receiver.api.routes.calls.CALLS`)
+served straight from ASGI, inside the body guard and the latency timer, in front of FastAPI's
+router.
 
-Why not FastAPI routes: on two cores the receiver is bound by the interpreter lock, and a
-FastAPI route spent about 0.2 ms of CPU per request on routing, dependency solving and request
-objects, as much again as the writer spends on the transition itself. The lane does the same
+Why not FastAPI routes: the receiver is bound by the interpreter lock, and a FastAPI route's
+routing, dependency solving and request objects cost as much CPU per request as the writer
+spends on the transition itself (bench/README.md, "Receiver engine"). The lane does the same
 steps by hand, in the same order for every call: token and signature header (401/403, before
 a byte of the body is read), body (413, 408), signature over the body (401), Content-Type
 (415), operation id (422), JSON (400), body (422), one unit of work through the writer,
 ``Idempotency-Key``; a signature is recorded once in that unit's transaction. Validation is
 pydantic's, on the same models FastAPI documents; errors have the one shape
-(:mod:`flowledger.receiver.errors`). Everything else passes to FastAPI.
+(:mod:`flowledger.receiver.api.errors`). Everything else passes to FastAPI.
 """
 
 from __future__ import annotations
@@ -19,21 +20,24 @@ import re
 from collections.abc import Mapping
 from re import Pattern
 from typing import Any
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import quote
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from flowledger.receiver.auth import Once, admit, check_body, target
-from flowledger.receiver.calls import CALLS, Call, documented_route
-from flowledger.receiver.errors import INVALID_JSON, ApiError, as_api_error, validation_error
-from flowledger.receiver.idempotency import answer, key_of, request_hash, running_key
-from flowledger.receiver.reply import Reply
-from flowledger.receiver.schemas import Id
-from flowledger.receiver.state import ReceiverState
-from flowledger.receiver.tokens import Principal
-from flowledger.receiver.writer_process import LaneCall
+from flowledger.receiver.api.auth import Once, admit, check_body, target
+from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
+from flowledger.receiver.api.paths import check_raw_path
+from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
+from flowledger.receiver.api.schemas.fields import Id
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key
+from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.runtime import Engine
+from flowledger.receiver.engine.wire import LaneCall
+from flowledger.receiver.engine.writer_process import WriterProcess
 
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
@@ -41,12 +45,6 @@ LINE_BREAK = ApiError(
     422, "invalid_id", "must not contain control or bidi characters", "operation_id"
 )
 OPERATIONS = "/v1/operations/"
-NOT_UTF8 = ApiError(
-    422,
-    "invalid_id",
-    "the operation id must be valid UTF-8 once percent-decoded",
-    "operation_id",
-)
 _WANTED = {
     b"authorization": "authorization",
     b"x-flowledger-signature": "signature",
@@ -90,9 +88,10 @@ def _parse(call: Call, body: bytes) -> Any:
 class WriteLane:
     """ASGI middleware serving POSTs to the workflow calls' paths; the rest goes on."""
 
-    def __init__(self, app: ASGIApp, state: ReceiverState) -> None:
+    def __init__(self, app: ASGIApp, state: ReceiverState, engine: Engine) -> None:
         self.app = app
         self.state = state
+        self.engine = engine  # its writer process, when it runs one, else its group commit
         # DOTALL: an id holding a line break is matched, and refused as an id (422), instead
         # of falling through to a bare 404.
         self.routes: list[tuple[Pattern[str], Call, Any]] = [
@@ -153,11 +152,12 @@ class WriteLane:
                 raise ApiError(415, "unsupported_media_type", message)
             operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
-            if st.writer is not None:
+            writer = self.engine.writer
+            if writer is not None:
                 header = headers.get("key")
                 fingerprint = request_hash("POST", scope["path"], body) if header else ""
                 reply = await _in_writer(
-                    st, call, operation_id, model, principal, header, fingerprint, guard
+                    st, writer, call, operation_id, model, principal, header, fingerprint, guard
                 )
             else:
                 work = _work(st, call, operation_id, model)
@@ -165,6 +165,7 @@ class WriteLane:
                 fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
                 reply = await answer(
                     st,
+                    self.engine.committer,
                     principal,
                     work,
                     key=key,
@@ -191,6 +192,7 @@ def _work(st: ReceiverState, call: Call, operation_id: str | None, model: Any) -
 
 async def _in_writer(
     st: ReceiverState,
+    writer: WriterProcess,
     call: Call,
     operation_id: str | None,
     model: Any,
@@ -203,7 +205,6 @@ async def _in_writer(
     services' checks of the call run there, so where the lane would refuse the request before
     them (a bad ``Idempotency-Key``, or one in use) the unit is built here first, as the lane
     does without a writer process: its refusal comes first, whichever process writes."""
-    assert st.writer is not None
     try:
         key = key_of(header)
     except ApiError:
@@ -224,24 +225,11 @@ async def _in_writer(
         call.observe is not None,
     )
     with running_key(st, principal, key):
-        return await st.writer.write(lane_call)
+        return await writer.write(lane_call)
 
 
 def _pattern(path: str) -> Pattern[str]:
     return re.compile(compile_path(path)[0].pattern, re.DOTALL)
-
-
-def check_raw_path(scope: Scope) -> None:
-    """Refuse a path that is not UTF-8 once percent-decoded (422 ``invalid_id``). The server
-    decodes the path's percent escapes replacing bytes that are not UTF-8, so ``a%ffb``,
-    ``a%feb`` and ``a%EF%BF%BDb`` would all name the operation ``a\ufffdb``; the path as sent
-    is checked instead."""
-    raw = scope.get("raw_path")
-    if raw is not None:
-        try:
-            unquote_to_bytes(raw.partition(b"?")[0]).decode("utf-8")
-        except UnicodeDecodeError:
-            raise NOT_UTF8 from None
 
 
 def _operation_id(scope: Scope, params: Mapping[str, str]) -> str:

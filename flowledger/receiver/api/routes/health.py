@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from flowledger.metrics import REGISTRY
-from flowledger.receiver.errors import RETRY_AFTER, documented, error_response
-from flowledger.receiver.schemas import ErrorPublic
-from flowledger.receiver.state import ReceiverState, state_of
+from flowledger.receiver.api.deps import StateDep
+from flowledger.receiver.api.errors import RETRY_AFTER, documented, error_response
+from flowledger.receiver.api.schemas.errors import ErrorPublic
 from flowledger.storage.engine import LedgerError, check_schema
 
 router = APIRouter(tags=["health"], responses=documented(413))
@@ -30,7 +30,7 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", responses=NOT_READY)
-def readyz(st: ReceiverState = Depends(state_of)) -> JSONResponse:
+def readyz(st: StateDep) -> JSONResponse:
     """The database answers and its schema is the one this flowledger knows; else 503 with
     ``Retry-After``, as the workflow calls answer while the database is down."""
     try:

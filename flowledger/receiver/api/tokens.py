@@ -19,14 +19,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from flowledger.domain.hashing import token_digest
 from flowledger.services.ledger import Ledger, Tx
+from flowledger.storage import tokens as stored_tokens
 from flowledger.storage.engine import LedgerError, Store
-from flowledger.storage.models import ApiToken, table
 
-TOKENS = table(ApiToken)
 SCOPES = ("write", "read", "operator")
 TOKEN_PREFIX = "flt_"
 _SALT_PREFIX = "kdf1:"
@@ -71,12 +68,8 @@ def signing_secrets(store: Store, server_secret: bytes | None) -> list[str]:
     if not server_secret:
         return []
     with store.reader.connect() as conn:
-        salts = conn.execute(
-            sa.select(TOKENS.c.signing_secret).where(
-                TOKENS.c.signing_secret.is_not(None), TOKENS.c.revoked_at.is_(None)
-            )
-        ).scalars()
-        return [signing_key(server_secret, salt).hex() for salt in salts]
+        salts = stored_tokens.signing_salts(conn)
+    return [signing_key(server_secret, salt).hex() for salt in salts]
 
 
 def create_token(
@@ -95,17 +88,15 @@ def create_token(
     salt = _SALT_PREFIX + secrets.token_hex(16) if signing else None
 
     def work(tx: Tx) -> None:
-        taken = tx.conn.execute(sa.select(TOKENS.c.id).where(TOKENS.c.name == name)).first()
-        if taken is not None:
+        if stored_tokens.name_taken(tx.conn, name):
             raise LedgerError(f"a token named {name!r} exists; revoke it or choose another name")
-        tx.conn.execute(
-            TOKENS.insert().values(
-                name=name,
-                scope=scope,
-                token_hash=token_digest(token),
-                signing_secret=salt,
-                created_at=tx.now,
-            )
+        stored_tokens.insert(
+            tx.conn,
+            name=name,
+            scope=scope,
+            token_hash=token_digest(token),
+            signing_salt=salt,
+            created_at=tx.now,
         )
         tx.event("token_created", None, {"name": name, "scope": scope, "signing": signing})
 
@@ -115,24 +106,13 @@ def create_token(
 
 
 def list_tokens(store: Store) -> list[dict[str, Any]]:
-    cols = [TOKENS.c[c] for c in ("name", "scope", "created_at", "last_used_at", "revoked_at")]
     with store.reader.connect() as conn:
-        rows = conn.execute(
-            sa.select(*cols, TOKENS.c.signing_secret.is_not(None).label("signing")).order_by(
-                TOKENS.c.name
-            )
-        ).all()
-    return [dict(r._mapping) for r in rows]
+        return stored_tokens.listed(conn)
 
 
 def revoke_token(ledger: Ledger, name: str) -> None:
     def work(tx: Tx) -> None:
-        done = tx.conn.execute(
-            TOKENS.update()
-            .where(TOKENS.c.name == name, TOKENS.c.revoked_at.is_(None))
-            .values(revoked_at=tx.now)
-        )
-        if done.rowcount != 1:
+        if not stored_tokens.revoke(tx.conn, name, tx.now):
             raise LedgerError(f"no active token named {name!r}")
         tx.event("token_revoked", None, {"name": name})
 
@@ -146,14 +126,7 @@ def record_use(used: dict[int, datetime]) -> Callable[[Tx], int]:
 
     def work(tx: Tx) -> int:
         for token_id, at in used.items():
-            tx.conn.execute(
-                TOKENS.update()
-                .where(
-                    TOKENS.c.id == token_id,
-                    sa.or_(TOKENS.c.last_used_at.is_(None), TOKENS.c.last_used_at < at),
-                )
-                .values(last_used_at=at)
-            )
+            stored_tokens.record_use(tx.conn, token_id, at)
         return len(used)
 
     return work
@@ -199,15 +172,7 @@ class TokenCache:
 
     def reload(self) -> None:
         with self.store.reader.connect() as conn:
-            rows = conn.execute(
-                sa.select(
-                    TOKENS.c.id,
-                    TOKENS.c.name,
-                    TOKENS.c.scope,
-                    TOKENS.c.token_hash,
-                    TOKENS.c.signing_secret,
-                ).where(TOKENS.c.revoked_at.is_(None))
-            ).all()
+            rows = stored_tokens.active(conn)
         tokens = [(r.token_hash, Principal(r.id, r.name, r.scope, r.signing_secret)) for r in rows]
         salts = {r.signing_secret for r in rows if r.signing_secret} - self._salts
         if salts and self.on_signing is not None:

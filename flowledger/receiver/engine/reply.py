@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.types import Send
 
-from flowledger.receiver.errors import ApiError, error_body
+from flowledger.receiver.api.errors import ApiError, error_body
 
 REPLAYED = b"idempotent-replayed"
 JSON = b"application/json"
@@ -51,8 +51,7 @@ class Reply:
         await send({"type": "http.response.body", "body": self.body})
 
 
-# One encoder for every answer: ``json.dumps`` with options builds one a call (4.4 µs an
-# answer against 3.4 µs, the same text).
+# One encoder for every answer: ``json.dumps`` with options builds a new one on every call.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
 
 

@@ -10,19 +10,20 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from flowledger.domain import Reason, State
 from flowledger.queries import records as queries
-from flowledger.receiver.auth import require
-from flowledger.receiver.calls import OperationId
-from flowledger.receiver.errors import ApiError, documented
-from flowledger.receiver.lane import check_raw_path
-from flowledger.receiver.schemas import (
+from flowledger.receiver.api.auth import require
+from flowledger.receiver.api.deps import state_of
+from flowledger.receiver.api.errors import ApiError, documented
+from flowledger.receiver.api.paths import check_raw_path
+from flowledger.receiver.api.routes.calls import OperationId
+from flowledger.receiver.api.schemas import (
     ExecutionPage,
     Id,
     OperationDetailPublic,
     OperationPage,
     TokenPublic,
 )
-from flowledger.receiver.state import ReceiverState, state_of
-from flowledger.receiver.tokens import Principal
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
 
 OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
 

@@ -30,9 +30,10 @@ import anyio
 from fastapi import Request
 from starlette.types import Scope
 
-from flowledger.receiver.errors import ApiError, as_api_error
-from flowledger.receiver.state import ReceiverState, current
-from flowledger.receiver.tokens import Principal, signing_key
+from flowledger.receiver.api.deps import current
+from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal, signing_key
 from flowledger.services import signatures
 from flowledger.services.tx import Tx
 from flowledger.services.unit import Verdict
@@ -195,7 +196,7 @@ def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
         st = current(request)
         principal, guard = check_body(st, admission, target(request.scope), body)
         try:
-            await st.committer.commit(principal.actor, _nothing, guard)
+            await st.engine.commit(principal.actor, _nothing, guard)
         except Exception as exc:
             raise as_api_error(exc) from None
         return principal

@@ -1,0 +1,136 @@
+"""The field types every family of models shares (ids, text, receipts, times), each with
+the check that decides and the pattern the OpenAPI states for it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
+
+from flowledger.domain import limits
+from flowledger.domain.display import BIDI, CONTROLS
+
+MAX_INPUT_DEPTH = 64
+
+
+def _escaped(chars: str) -> str:
+    """A regex character class body (as :mod:`flowledger.domain.display` writes it) with every
+    character as a ``\\uXXXX`` escape, which JSON Schema's and Python's regexes both read."""
+    return "".join(c if c == "-" else f"\\u{ord(c):04x}" for c in chars)
+
+
+def _storable(value: str) -> str:
+    problem = limits.storable_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _printable(value: str) -> str:
+    problem = limits.printable_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _receipt(value: str) -> str:
+    problem = limits.receipt_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+
+
+def _encodable(value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text") from None
+
+
+def json_depth(value: Any) -> Any:
+    """Refuse inputs nested deeper than :data:`MAX_INPUT_DEPTH` (hashing recurses), or holding
+    a lone surrogate (no UTF-8 for it to hash). Any other text is fine, NUL included: the input
+    is hashed and discarded, never stored."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_INPUT_DEPTH:
+            raise ValueError(f"is nested deeper than {MAX_INPUT_DEPTH} levels")
+        if isinstance(item, dict):
+            for k, v in item.items():
+                _encodable(k)
+                stack.append((v, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str):
+            _encodable(item)
+    return value
+
+
+# What the validators check, stated in the OpenAPI schema as patterns (the validators stay
+# the ones that decide, with their clearer messages).
+ID_PATTERN = f"^[^{_escaped(CONTROLS + BIDI)}]+$"
+TEXT_PATTERN = "^[^\\u0000]*$"  # no NUL
+_COERCED = "|".join(
+    v.replace("[", "\\[").replace("]", "\\]") for v in sorted(limits.COERCED_RECEIPTS)
+)
+RECEIPT_PATTERN = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"  # not blank, no NUL
+COERCED_PATTERN = f"^\\s*(?:{_COERCED})\\s*$"  # what a receipt must not be
+
+Id = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=limits.MAX_ID_LENGTH),
+    AfterValidator(_printable),
+    Field(json_schema_extra={"pattern": ID_PATTERN}),
+]
+Text = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": TEXT_PATTERN})]
+Receipt = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=limits.MAX_RECEIPT_LENGTH),
+    AfterValidator(_receipt),
+    Field(json_schema_extra={"pattern": RECEIPT_PATTERN, "not": {"pattern": COERCED_PATTERN}}),
+]
+
+
+def _time_text(value: Any) -> Any:
+    """A time is sent as RFC 3339 text, as the schema says; pydantic would also take a number
+    of seconds, which no client means."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an RFC 3339 date-time with an offset")
+    return value
+
+
+When = Annotated[AwareDatetime, BeforeValidator(_time_text), AfterValidator(_utc)]
+
+
+def _not_bool(value: Any) -> Any:
+    """JSON's ``true`` is not the integer 1 (pydantic would take it as 1); ``1250.0`` is."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number")
+    return value
+
+
+RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_not_bool)]
+InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
+
+
+class Accepts(BaseModel):
+    """What a client may send: an unknown field is an error."""
+
+    model_config = ConfigDict(extra="forbid")

@@ -1,0 +1,84 @@
+"""What the read routes show: operations with their events, executions, and the calling
+token."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class EventPublic(BaseModel):
+    seq: int
+    at: datetime
+    actor: str
+    kind: str
+    hold_id: int | None
+    data: dict[str, Any]
+
+
+class OperationPublic(BaseModel):
+    operation_id: str
+    state: str
+    input_hash: str
+    processing_version: str
+    attempt: int
+    max_attempts: int
+    execution_id: str | None
+    run_index: int | None
+    workflow_id: str | None
+    step: str | None
+    source: str | None
+    input_ref: str | None
+    approval_version: str | None
+    approval_expires_at: datetime | None
+    receipt: str | None
+    deadline: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class OperationDetailPublic(BaseModel):
+    operation: OperationPublic
+    attempts: list[dict[str, Any]]
+    receipts: list[dict[str, Any]]
+    holds: list[dict[str, Any]]
+    events: list[EventPublic]
+
+
+class OperationPage(BaseModel):
+    items: list[OperationPublic]
+    next_after: str | None = Field(description="Pass as `after` for the next page")
+
+
+class ExecutionPublic(BaseModel):
+    id: int
+    source: str
+    external_id: str
+    workflow_id: str | None
+    workflow_name: str | None
+    status: str
+    mode: str | None
+    final: bool
+    started_at: datetime | None
+    stopped_at: datetime | None
+    retry_of: str | None
+    retry_success_id: str | None
+    wait_till: datetime | None
+    first_seen_at: datetime
+    last_seen_at: datetime
+    gone_at: datetime | None
+
+
+class ExecutionPage(BaseModel):
+    items: list[ExecutionPublic]
+    next_after: int | None = Field(description="Pass as `after` for the next page")
+
+
+class TokenPublic(BaseModel):
+    """The token that called: what a client's connection test shows (never the token)."""
+
+    name: str
+    scope: str = Field(description="write, read or operator")
+    signing: bool = Field(description="whether its requests must be signed")

@@ -1,0 +1,43 @@
+"""What a running receiver holds: its store, services, engine, token cache and limits."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flowledger.receiver.api.tokens import TokenCache
+from flowledger.services.ledger import Ledger
+from flowledger.services.unit import Guard, Work
+from flowledger.storage.engine import Store
+
+
+class Engine(Protocol):
+    """What the API asks of the engine that serves and writes the workflow calls
+    (:class:`flowledger.receiver.engine.Engine`): to start and stop with the app, to write
+    what the API writes itself (the tokens' last use, a signed read's signature) through its
+    group commit, and to redact a new signing token's secret in every process it runs."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any: ...
+
+    def add_secrets(self, values: list[str]) -> None: ...
+
+
+@dataclass
+class ReceiverState:
+    store: Store
+    ledger: Ledger
+    engine: Engine
+    tokens: TokenCache
+    secret: bytes | None
+    body_limit: int
+    idempotency_ttl: float  # seconds
+    signature_window: float  # seconds
+    # (token id, key) of the Idempotency-Key requests this process is running now.
+    in_flight: set[tuple[int, str]] = field(default_factory=set)
+    # One token-cache reload at a time, however many requests find it stale together.
+    token_reload: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -1,0 +1,65 @@
+"""Where the receiver's writes go: the group commit in a thread and, when asked for, the
+writer process beside it, which then writes the workflow calls (the thread keeps the
+receiver's other writes: they are rare, and SQLite's write lock serialises the two writers).
+Started and closed with the app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flowledger.receiver.engine.committer import GroupCommitter
+from flowledger.receiver.engine.writer_process import WriterProcess
+from flowledger.services.ledger import Ledger
+from flowledger.services.unit import Guard, Work
+
+
+class Engine:
+    """The receiver's engine, as the API sees it (:class:`flowledger.receiver.api.state.Engine`);
+    the write lane (:func:`flowledger.receiver.engine.front`) sends each call to its
+    :attr:`writer` when it runs one, else to its :attr:`committer`."""
+
+    def __init__(self, ledger: Ledger, *, writer_process: bool = False) -> None:
+        self.ledger = ledger
+        self.committer = GroupCommitter(ledger)
+        self.writer_process = writer_process
+        self.writer: WriterProcess | None = None
+        # Ends serving gracefully (set by :func:`flowledger.receiver.engine.server.serve_app`).
+        self.stop: Callable[[], None] | None = None
+
+    async def start(self) -> None:
+        self.committer.start()
+        if self.writer_process:
+            self.writer = WriterProcess(self.ledger, on_end=self._writer_ended)
+            try:
+                await self.writer.start()
+            except BaseException:
+                self.committer.close()
+                raise
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            await self.writer.close()
+        self.committer.close()
+
+    async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any:
+        """``work`` through the group commit (:meth:`GroupCommitter.commit`)."""
+        return await self.committer.commit(actor, work, guard)
+
+    def add_secrets(self, values: list[str]) -> None:
+        """Secrets the writer process must redact from now on too (the ledger here is the
+        caller's to tell)."""
+        if self.writer is not None:
+            self.writer.add_secrets(values)
+
+    @property
+    def ended(self) -> str | None:
+        """Why the writer process ended while serving, once it has."""
+        return self.writer.ended if self.writer is not None else None
+
+    def _writer_ended(self) -> None:
+        """Stop serving, through the server when it said how (``serve_app``). An app served
+        otherwise (a test's client, another ASGI server) keeps serving, each workflow call
+        answered 503, rather than signal a process that is not only the receiver."""
+        if self.stop is not None:
+            self.stop()

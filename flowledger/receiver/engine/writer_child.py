@@ -1,0 +1,203 @@
+"""The writer process itself: it opens the ledger the receiver names, then takes every call
+handed over so far, runs them in one transaction (:meth:`Ledger.run_many`), commits once and
+sends back each call's finished answer; again, until its socket ends
+(:mod:`flowledger.receiver.engine.writer_process` is the receiver's end)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import logging.config
+import os
+import signal
+import socket
+import sys
+from datetime import timedelta
+from typing import Any
+
+from flowledger.metrics import REGISTRY
+from flowledger.receiver.api.errors import as_api_error
+from flowledger.receiver.api.routes.calls import BY_NAME
+from flowledger.receiver.engine.idempotency import keyed, settled
+from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.wire import READ_SIZE, Frames, LaneCall, pack
+from flowledger.receiver.logs import log_config
+from flowledger.services.ledger import Ledger
+from flowledger.services.unit import Guard, Work
+from flowledger.storage.engine import make_store
+
+_ROUND_TRIPS = "flowledger_db_round_trips_total"
+
+
+def _die_with(parent: int) -> None:
+    """SIGKILL when the receiver dies, however it dies (Linux); elsewhere the end of the
+    socket ends the child after its batch."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(0)
+
+
+def unit_of(ledger: Ledger, call: LaneCall) -> Work[Any]:
+    """The unit of work ``call`` stands for, as the write lane builds it in process."""
+    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body)
+    if call.key is None:
+        return work
+    return keyed(
+        work,
+        token_id=call.token_id,
+        key=call.key,
+        fingerprint=call.fingerprint,
+        ttl=timedelta(seconds=call.ttl),
+    )
+
+
+def run_batch(
+    ledger: Ledger, batch: list[tuple[int, LaneCall]]
+) -> tuple[list[tuple[int, Reply]], int]:
+    """Every call of ``batch`` in one transaction: each call's answer, and how many units
+    shared the commit (the calls the services refused before it are not among them)."""
+    replies: list[tuple[int, Reply]] = []
+    units: list[tuple[str, Work[Any]]] = []
+    guards: list[Guard | None] = []
+    reads: list[str | None] = []
+    ran: list[tuple[int, LaneCall]] = []
+    for seq, call in batch:
+        try:
+            units.append((call.actor, unit_of(ledger, call)))
+        except Exception as exc:  # the services refused the call before any transaction
+            replies.append((seq, Reply.error(as_api_error(exc))))
+            continue
+        guards.append(call.guard)
+        reads.append(call.operation_id)
+        ran.append((seq, call))
+    if not units:
+        return replies, 0
+    try:
+        outcomes = ledger.run_many(units, guards, reads)
+        results: list[tuple[Any, BaseException | None]] = [(o.value, o.error) for o in outcomes]
+    except Exception as exc:
+        results = [(None, exc)] * len(units)
+    for (seq, call), (value, error) in zip(ran, results, strict=True):
+        try:
+            reply = _reply(call, value, error)
+        except Exception as exc:  # one answer that cannot be made fails alone, as in process
+            reply = Reply.error(as_api_error(exc))
+        replies.append((seq, reply))
+    return replies, len(units)
+
+
+def _reply(call: LaneCall, value: Any, error: BaseException | None) -> Reply:
+    if error is not None:
+        return Reply.error(as_api_error(error))
+    reply = settled(value)
+    # Nobody reads the value: not sent back.
+    return reply if call.observe or reply.value is None else _without_value(reply)
+
+
+def _without_value(reply: Reply) -> Reply:
+    # A new Reply: ``dataclasses.replace`` is slow enough to show in this process's profile.
+    return Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
+
+
+def _round_trips() -> float:
+    return REGISTRY.get_sample_value(_ROUND_TRIPS) or 0.0
+
+
+def serve_child(
+    sock: socket.socket, frames: Frames, ledger: Ledger, max_batch: int, early: list[Any]
+) -> None:
+    """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
+    answer them, and again; until the socket ends and nothing is left. ``frames`` holds what
+    was read after the first message, ``early`` the messages that came with it."""
+    waiting: list[tuple[int, LaneCall]] = []
+    ended = False
+    counted = _round_trips()
+
+    def handle(messages: list[Any]) -> None:
+        for kind, payload in messages:
+            if kind == "write":
+                waiting.extend(payload)
+            elif kind == "secrets":
+                ledger.add_secrets(payload)
+
+    def take(data: bytes) -> None:
+        nonlocal ended
+        if not data:
+            ended = True
+        handle(frames.feed(data))
+
+    handle(early)
+
+    while True:
+        if not waiting:
+            if ended:
+                return
+            take(sock.recv(READ_SIZE))  # wait for the next calls
+        while not ended:  # and every other already sent: they share this commit
+            try:
+                take(sock.recv(READ_SIZE, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                break
+        if not waiting:
+            continue
+        batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
+        replies, units = run_batch(ledger, batch)
+        now = _round_trips()
+        try:
+            frame = pack(("done", replies, units, now - counted))
+        except Exception:  # a value that cannot be pickled: the answers without their values
+            bare = [(seq, _without_value(r)) for seq, r in replies]
+            frame = pack(("done", bare, units, now - counted))
+        with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
+            sock.sendall(frame)
+        counted = now
+
+
+def _child(fd: int) -> int:
+    sock = socket.socket(fileno=fd)
+    frames = Frames()
+    messages: list[Any] = []
+    while not messages:
+        data = sock.recv(READ_SIZE)
+        if not data:
+            return 0
+        messages = frames.feed(data)
+    args: dict[str, Any] = messages.pop(0)
+    _die_with(args.pop("parent"))
+    secrets = args["secrets"]
+    ledger: Ledger | None = None
+
+    def known() -> Any:
+        return ledger.secrets if ledger is not None else secrets
+
+    # First, and for every logger (the writer's own log through the root logger): redacted.
+    config = log_config(secrets=known)
+    config["root"] = {"handlers": ["default"], "level": "WARNING"}
+    logging.config.dictConfig(config)
+    max_batch = args.pop("max_batch")
+    targets = args.pop("alert_targets")
+    try:
+        store = make_store(args.pop("url"))
+    except Exception as exc:
+        sock.sendall(pack(("failed", f"the writer process cannot open the ledger: {exc}")))
+        return 1
+    ledger = Ledger(store, **args)
+    ledger.alert_targets = targets
+    sock.sendall(pack(("ready",)))
+    try:
+        serve_child(sock, frames, ledger, max_batch, messages)
+    finally:
+        store.dispose()
+    return 0
+
+
+def main() -> None:
+    # The receiver decides when the child ends (the end of its socket), not a signal to the
+    # whole process group: Ctrl+C in a terminal, or a service manager's SIGTERM, stop the
+    # receiver, which lets the child finish its batch and close. SIGKILL still kills it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(_child(int(sys.argv[1])))
