@@ -45,7 +45,7 @@ from flowledger.domain import NewHold, Reason, State, causes, staleness
 from flowledger.services.ledger import HoldTarget, Ledger
 from flowledger.services.tx import Tx
 from flowledger.storage.models import Execution, Hold, Operation, Source, table
-from flowledger.sync.copies import ensure_source
+from flowledger.storage.sources import ensure_source
 
 OPS = table(Operation)
 # What the operation rules read of a due row: its hold's detail and target, and the walk's
