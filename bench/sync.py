@@ -40,6 +40,7 @@ from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.views.executions import EXECUTIONS
 from flowledger.sync import sync_source
 from flowledger.sync.connect import connector_settings
 
@@ -122,9 +123,7 @@ def listing(store: Store, count: int) -> None:
     first_ms = (time.perf_counter() - t) * 1000
     with store.reader.connect() as conn:
         middle = conn.execute(
-            sa.select(queries.EXECUTIONS.c.id).where(
-                queries.EXECUTIONS.c.external_id == str(count // 2)
-            )
+            sa.select(EXECUTIONS.c.id).where(EXECUTIONS.c.external_id == str(count // 2))
         ).scalar_one()
     t = time.perf_counter()
     deep = queries.list_executions(store, after=middle, limit=100)

@@ -11,15 +11,17 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
 from flowledger import domain
 from flowledger.domain import FailOutcome, Reason
 from flowledger.domain.causes import new_hold
-from flowledger.queries import duty
+from flowledger.queries import records
+from flowledger.queries.chain import chain_head
+from flowledger.queries.holds import HoldFilter, hold, hold_queue
 from flowledger.services.ledger import DispatchInput, Ledger
+from flowledger.storage import executions, sources
+from flowledger.storage import meta as ledger_meta
 from flowledger.storage.engine import LedgerError, Store
-from flowledger.storage.models import Execution, LedgerMeta, Source, table
+from flowledger.storage.views import holds, operations
 
 DEMO_DEFAULT_DB = "./var/demo.db"
 WORKFLOW = "workflow:prod-n8n"
@@ -45,19 +47,17 @@ class _ShiftClock:
 
 
 def mark_demo(store: Store) -> None:
-    meta = table(LedgerMeta)
-    with store.engine.begin() as conn:
-        conn.execute(meta.insert().values(key="demo", value="sample data, not real"))
+    ledger_meta.mark_demo(store)
 
 
 def check_fresh_demo(store: Store, where: str) -> None:
     """Demo data goes only into a ledger marked as a demo that holds nothing yet."""
-    if not duty.is_demo(store):
+    if not records.is_demo(store):
         raise LedgerError(
             f"{where} is not a demo ledger; demo data is written only into a new file "
             "(give another --db)"
         )
-    seq, _ = duty.chain_head(store)
+    seq, _ = chain_head(store)
     if seq:
         raise LedgerError(
             f"{where} already holds demo data; open it with `flowledger tui --db {where}`, "
@@ -325,7 +325,7 @@ class _Script:
             source="staging-n8n",
         ).run("sweep")
         self.ago(minutes=50)
-        late = duty.hold(ld.store, self.overdue_hold)
+        late = hold(ld.store, self.overdue_hold)
         assert late is not None
         ld.open_hold(
             new_hold(
@@ -345,8 +345,8 @@ class _Script:
         ).run()
         self._unknown("demo:invoice:INV-1102:send", "7413", "wf-invoices", 0.5, "502 Bad Gateway")
         self.ago(minutes=25)
-        mismatch = duty.hold_queue(
-            self.store, self.end, flt=duty.HoldFilter(fields=(("reason", "version_mis"),))
+        mismatch = hold_queue(
+            self.store, self.end, flt=HoldFilter(fields=(("reason", "version_mis"),))
         )[0]["id"]
         ld.resolve(
             mismatch, "dismiss", note="v4 rollout is expected; v3 record kept", operator="alice"
@@ -355,9 +355,9 @@ class _Script:
     def _rows(self) -> None:
         """The kept executions and the sources, as a sync would have left them."""
         with self.store.engine.begin() as conn:
-            conn.execute(table(Execution).insert(), list(self.executions.values()))
-            conn.execute(
-                table(Source).insert(),
+            executions.insert_rows(conn, list(self.executions.values()))
+            sources.insert_rows(
+                conn,
                 [
                     {
                         "name": "prod-n8n",
@@ -391,8 +391,6 @@ def build_demo(store: Store, where: str, *, now: datetime | None = None) -> None
 
 def demo_counts(store: Store) -> dict[str, int]:
     with store.reader.connect() as conn:
-        ops = conn.execute(sa.text("SELECT count(*) FROM operations")).scalar_one()
-        holds = conn.execute(
-            sa.text("SELECT count(*) FROM holds WHERE resolved_at IS NULL")
-        ).scalar_one()
-    return {"operations": int(ops), "open_holds": int(holds)}
+        ops = operations.count(conn)
+        held = holds.count_open(conn)
+    return {"operations": ops, "open_holds": held}

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 import typer
 
 from flowledger.cli.common import DbOption, app, die, one_line_errors, opened
@@ -24,7 +22,9 @@ from flowledger.storage.engine import (
     shared_files,
     sqlite_path,
 )
+from flowledger.storage.errors import DatabaseError
 from flowledger.storage.models import SCHEMA_VERSION
+from flowledger.storage.views import database as settings
 
 SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -51,7 +51,7 @@ def migrate(db: DbOption = None) -> None:
     try:
         try:
             before = read_schema_version(store.engine)
-        except sa.exc.DBAPIError as exc:
+        except DatabaseError as exc:
             raise LedgerError(f"cannot open {hide_password(url)}: {first_line(exc)}") from exc
         if before is None:
             die(f"{hide_password(url)} holds no ledger; run `flowledger init` to create one")
@@ -100,14 +100,6 @@ def autovacuum_finding(
     )
 
 
-_AUTOVACUUM_OFF_FOR = """
-SELECT relname FROM pg_class
-WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace
-  AND 'autovacuum_enabled=false' = ANY(reloptions)
-ORDER BY relname
-"""
-
-
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
     """``doctor``'s findings, one (label, value) a line."""
     found = [
@@ -119,24 +111,17 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         ),
     ]
     if sqlite_path(store.url) is None:
-        with store.engine.connect() as conn:
-            version = conn.exec_driver_sql("SHOW server_version").scalar()
-            autovacuum = conn.exec_driver_sql("SHOW autovacuum").scalar()
-            track_counts = conn.exec_driver_sql("SHOW track_counts").scalar()
-            off_for = list(conn.exec_driver_sql(_AUTOVACUUM_OFF_FOR).scalars())
+        pg = settings.postgres_settings(store)
         return [
             *found,
-            ("postgresql:", str(version)),
-            ("autovacuum:", autovacuum_finding(autovacuum, track_counts, off_for)),
+            ("postgresql:", str(pg.version)),
+            (
+                "autovacuum:",
+                autovacuum_finding(pg.autovacuum, pg.track_counts, pg.autovacuum_off_for),
+            ),
         ]
-    with store.engine.connect() as conn:
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        journal = raw.execute("PRAGMA journal_mode").fetchone()[0]
-        sync = raw.execute("PRAGMA synchronous").fetchone()[0]
-        busy = raw.execute("PRAGMA busy_timeout").fetchone()[0]
-        fks = raw.execute("PRAGMA foreign_keys").fetchone()[0]
-    found.append(("sqlite build:", sqlite3.sqlite_version))
+    pragmas = settings.sqlite_pragmas(store)
+    found.append(("sqlite build:", settings.SQLITE_VERSION))
     if WAL_RESET_AFFECTED:
         found.append(
             (
@@ -171,8 +156,8 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         found.append(("file modes:", "owner only"))
     return [
         *found,
-        ("journal mode:", journal),
-        ("synchronous:", SYNCHRONOUS.get(sync, sync)),
-        ("busy timeout:", f"{busy} ms"),
-        ("foreign keys:", "on" if fks else "off"),
+        ("journal mode:", pragmas.journal_mode),
+        ("synchronous:", SYNCHRONOUS.get(pragmas.synchronous, pragmas.synchronous)),
+        ("busy timeout:", f"{pragmas.busy_timeout} ms"),
+        ("foreign keys:", "on" if pragmas.foreign_keys else "off"),
     ]

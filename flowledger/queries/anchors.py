@@ -12,14 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sqlalchemy as sa
-
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.hashing import GENESIS_HASH
 from flowledger.storage.engine import LedgerError
-from flowledger.storage.models import Event, table
-
-EVENTS = table(Event)
+from flowledger.storage.views import Connection
+from flowledger.storage.views import events as event_rows
 
 
 @dataclass
@@ -54,11 +51,11 @@ def read_anchors(path: Path) -> Iterator[tuple[int, Anchor]]:
             raise LedgerError(f"{path} is not UTF-8 text ({exc.reason})") from None
 
 
-def check_anchors(conn: sa.Connection, path: Path, *, batch: int = 500) -> AnchorCheck:
+def check_anchors(conn: Connection, path: Path, *, batch: int = 500) -> AnchorCheck:
     """Every anchor in ``path`` against the events: its sequence number must exist (else the
     chain was cut after it was published) with exactly its hash (else it was rewritten)."""
     result = AnchorCheck()
-    result.head_seq = int(conn.execute(sa.select(sa.func.max(EVENTS.c.seq))).scalar() or 0)
+    result.head_seq = event_rows.last_seq(conn)
     pending: list[tuple[int, Anchor]] = []
     for item in read_anchors(path):
         pending.append(item)
@@ -72,14 +69,12 @@ def check_anchors(conn: sa.Connection, path: Path, *, batch: int = 500) -> Ancho
 
 
 def _check(
-    conn: sa.Connection, anchors: list[tuple[int, Anchor]], result: AnchorCheck, path: Path
+    conn: Connection, anchors: list[tuple[int, Anchor]], result: AnchorCheck, path: Path
 ) -> None:
     if not anchors:
         return
     seqs = sorted({a.seq for _, a in anchors})
-    found = dict(
-        conn.execute(sa.select(EVENTS.c.seq, EVENTS.c.hash).where(EVENTS.c.seq.in_(seqs))).all()
-    )
+    found = event_rows.hashes(conn, seqs)
     found[0] = GENESIS_HASH  # the head of an empty chain
     for number, anchor in anchors:
         result.checked += 1

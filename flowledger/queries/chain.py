@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
-
-import sqlalchemy as sa
 
 from flowledger.domain.chain import event_body, head_prefix
 from flowledger.domain.hashing import GENESIS_HASH, chain_hash
 from flowledger.storage.engine import Store
-from flowledger.storage.models import ChainHead, Event, table
+from flowledger.storage.views import Connection
+from flowledger.storage.views.chain import head, snapshot, walk
 
-EVENTS = table(Event)
-HEAD = table(ChainHead)
+__all__ = ["VerifyResult", "chain_head", "head", "snapshot", "verify"]
 
 
 @dataclass(frozen=True)
@@ -30,9 +25,7 @@ class VerifyResult:
     expected_seq: int | None = None  # the event whose hash the expected head is (0: none yet)
 
 
-def verify(
-    conn: sa.Connection, *, expect_head: str | None = None, batch: int = 5000
-) -> VerifyResult:
+def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 5000) -> VerifyResult:
     """Walk every event in order: sequence numbers without gaps, each ``prev_hash`` the hash
     before it, each hash recomputed from the row; then the recorded head, and ``expect_head``
     when given: a head printed earlier and kept elsewhere, whole or its first 12 or more hex
@@ -44,7 +37,7 @@ def verify(
     named = [0] if prefix is not None and GENESIS_HASH.startswith(prefix) else []
     prev, expected_seq, checked = GENESIS_HASH, 1, 0
     last_seq = 0
-    for row in _walk(conn, batch):
+    for row in walk(conn, batch):
         if row.seq != expected_seq:
             return _bad(
                 checked,
@@ -65,9 +58,7 @@ def verify(
         if prefix is not None and row.hash.startswith(prefix):
             named.append(row.seq)
         prev, last_seq, expected_seq, checked = row.hash, row.seq, row.seq + 1, checked + 1
-    head_seq, head_hash = conn.execute(
-        sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)
-    ).one()
+    head_seq, head_hash = head(conn)
     if head_seq != last_seq or head_hash != prev:
         return _bad(
             checked,
@@ -104,32 +95,6 @@ def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) ->
     return VerifyResult(False, checked, head_seq, head_hash, bad_seq=seq, problem=problem)
 
 
-def _walk(conn: sa.Connection, batch: int) -> Iterator[Any]:
-    after = 0
-    while True:
-        rows = conn.execute(
-            sa.select(EVENTS).where(EVENTS.c.seq > after).order_by(EVENTS.c.seq).limit(batch)
-        ).all()
-        if not rows:
-            return
-        yield from rows
-        after = rows[-1].seq
-
-
-@contextmanager
-def snapshot(store: Store) -> Iterator[sa.Connection]:
-    """A read connection that sees the ledger as of one moment for all its statements, so
-    that a check made of many reads (the chain walk and its head, a replay and the tables it
-    is compared with) never mistakes a write committed half-way through for a difference.
-    SQLite's reader runs in one transaction already (``BEGIN``, a WAL snapshot from its first
-    read); PostgreSQL reads each statement afresh under its default READ COMMITTED, so the
-    connection asks for REPEATABLE READ (one snapshot per transaction), read only."""
+def chain_head(store: Store) -> tuple[int, str]:
     with store.reader.connect() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-        yield conn
-
-
-def head(conn: sa.Connection) -> tuple[int, str]:
-    seq, digest = conn.execute(sa.select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)).one()
-    return int(seq), str(digest)
+        return head(conn)

@@ -15,20 +15,13 @@ last pass. What a replay cannot rebuild is listed in :mod:`flowledger.domain.pro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
 from flowledger.domain.projection import EventRow, Projected, Projection
-from flowledger.storage.models import Attempt, Event, Hold, Operation, Receipt, table
-
-EVENTS = table(Event)
-OPS = table(Operation)
-ATTEMPTS = table(Attempt)
-RECEIPTS = table(Receipt)
-HOLDS = table(Hold)
+from flowledger.storage.views import Connection
+from flowledger.storage.views import deep as tables
 
 
 @dataclass(frozen=True)
@@ -68,52 +61,31 @@ class _Collector:
             self.result.more += 1
 
 
-def deep_verify(conn: sa.Connection, *, batch: int = 500, limit: int = 1000) -> DeepResult:
+def deep_verify(conn: Connection, *, batch: int = 500, limit: int = 1000) -> DeepResult:
     """Replay the chain into a fresh projection and compare it with the tables; at most
     ``limit`` findings are kept (the rest counted)."""
     result = DeepResult()
     out = _Collector(result, limit)
     for low, high in _ranges(conn, batch):
         projection = Projection()
-        in_range = _between(EVENTS.c.operation_id, low, high)
-        result.events += _replay(conn, projection, in_range, out)
+        result.events += _replay(projection, tables.events_between(conn, low, high), out)
         result.operations += _compare_operations(conn, projection, low, high, out)
         _compare_attempts(conn, projection, low, high, out)
         _compare_receipts(conn, projection, low, high, out)
-        result.holds += _compare_holds(
-            conn, projection, _between(HOLDS.c.operation_id, low, high), out
-        )
+        result.holds += _compare_holds(conn, projection, tables.holds_between(conn, low, high), out)
     projection = Projection()
-    result.events += _replay(
-        conn,
-        projection,
-        sa.and_(EVENTS.c.operation_id.is_(None), EVENTS.c.hold_id.is_not(None)),
-        out,
-    )
-    result.holds += _compare_holds(conn, projection, HOLDS.c.operation_id.is_(None), out)
+    result.events += _replay(projection, tables.events_of_unowned_holds(conn), out)
+    result.holds += _compare_holds(conn, projection, tables.holds_of_no_operation(conn), out)
     return result
 
 
-def _between(column: Any, low: str | None, high: str | None) -> sa.ColumnElement[bool]:
-    """``low < column <= high``; ``None`` leaves that end open (but never lets NULL in)."""
-    conds = [column.is_not(None)]
-    if low is not None:
-        conds.append(column > low)
-    if high is not None:
-        conds.append(column <= high)
-    return sa.and_(*conds)
-
-
-def _ranges(conn: sa.Connection, batch: int) -> Iterator[tuple[str | None, str | None]]:
+def _ranges(conn: Connection, batch: int) -> Iterator[tuple[str | None, str | None]]:
     """Ranges of operation ids, each holding at most ``batch`` ids of the events and at most
     ``batch`` of the operations table: a merge of the two sorted lists, so an id on one side
     only (a row without events, events without a row) falls in a range like any other."""
     low: str | None = None
     while True:
-        ids = []
-        for column in (EVENTS.c.operation_id, OPS.c.operation_id):
-            stmt = sa.select(column).where(_between(column, low, None)).distinct()
-            ids.append(conn.execute(stmt.order_by(column).limit(batch)).scalars().all())
+        ids = [tables.event_operation_ids(conn, low, batch), tables.operation_ids(conn, low, batch)]
         if not ids[0] and not ids[1]:
             return
         full = [found[-1] for found in ids if len(found) == batch]
@@ -125,11 +97,9 @@ def _ranges(conn: sa.Connection, batch: int) -> Iterator[tuple[str | None, str |
         low = high
 
 
-def _replay(
-    conn: sa.Connection, projection: Projection, where: sa.ColumnElement[bool], out: _Collector
-) -> int:
+def _replay(projection: Projection, events: Iterable[Any], out: _Collector) -> int:
     count = 0
-    for row in conn.execute(sa.select(EVENTS).where(where).order_by(EVENTS.c.seq)):
+    for row in events:
         try:
             data = json.loads(row.data)
         except ValueError:
@@ -160,9 +130,9 @@ def _compare(
 
 
 def _compare_operations(
-    conn: sa.Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
+    conn: Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
 ) -> int:
-    rows = conn.execute(sa.select(OPS).where(_between(OPS.c.operation_id, low, high))).all()
+    rows = tables.operations_between(conn, low, high)
     seen = set()
     for row in rows:
         seen.add(row.operation_id)
@@ -175,11 +145,10 @@ def _compare_operations(
 
 
 def _compare_attempts(
-    conn: sa.Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
+    conn: Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
 ) -> None:
-    where = _between(ATTEMPTS.c.operation_id, low, high)
     seen = set()
-    for row in conn.execute(sa.select(ATTEMPTS).where(where)):
+    for row in tables.attempts_between(conn, low, high):
         key = (row.operation_id, row.number)
         seen.add(key)
         what = f"attempt {row.number} of {row.operation_id}"
@@ -190,16 +159,15 @@ def _compare_attempts(
 
 
 def _compare_receipts(
-    conn: sa.Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
+    conn: Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
 ) -> None:
     """Receipts have no key of their own. Per operation, each receipt the events record is
     matched with a stored row equal in every compared column; what is left on both sides is
     then paired in time order (then id, then sequence) and compared column by column. Matching
     by order alone would report a difference where two writers' receipts of one operation
     committed in the other order than their rows were numbered (PostgreSQL)."""
-    where = _between(RECEIPTS.c.operation_id, low, high)
     stored: dict[str, list[Any]] = {}
-    for row in conn.execute(sa.select(RECEIPTS).where(where).order_by(RECEIPTS.c.id)):
+    for row in tables.receipts_between(conn, low, high):
         stored.setdefault(row.operation_id, []).append(row)
     for op_id in sorted(set(stored) | set(projection.receipts)):
         have = sorted(stored.get(op_id, []), key=lambda r: (r.confirmed_at, r.id))
@@ -232,12 +200,11 @@ def _differences(stored: Any, expected: Projected) -> list[tuple[str, Any, Any]]
 
 
 def _compare_holds(
-    conn: sa.Connection, projection: Projection, where: sa.ColumnElement[bool], out: _Collector
+    conn: Connection, projection: Projection, rows: list[Any], out: _Collector
 ) -> int:
     """The holds of a range of operations (or of none) against the events about them. A hold
     the events open here but the table files under another operation is compared where it
     is, so the finding names its ``operation_id``."""
-    rows = conn.execute(sa.select(HOLDS).where(where)).all()
     seen = set()
     for row in rows:
         seen.add(row.id)
@@ -250,8 +217,7 @@ def _compare_holds(
     missing = sorted(set(projection.holds) - seen)
     elsewhere = {}
     if missing:
-        found = conn.execute(sa.select(HOLDS).where(HOLDS.c.id.in_(missing))).all()
-        elsewhere = {row.id: row for row in found}
+        elsewhere = {row.id: row for row in tables.holds_by_id(conn, missing)}
     for hold_id in missing:
         stored = elsewhere.get(hold_id)
         _compare(f"hold {hold_id}", stored, projection.holds[hold_id], out, kind="hold")

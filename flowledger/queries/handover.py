@@ -19,8 +19,9 @@ from typing import Any
 
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
-from flowledger.queries import duty
 from flowledger.queries import records as queries
+from flowledger.queries.chain import chain_head
+from flowledger.queries.holds import hold_queue, resolved_holds
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
 
 DEFAULT_SHIFT = timedelta(hours=12)
@@ -70,7 +71,7 @@ def _cell(value: Any) -> str:
 def _open_holds(store: Store, now: datetime) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:
-        page = duty.hold_queue(store, now, limit=_PAGE, after=rows[-1] if rows else None)
+        page = hold_queue(store, now, limit=_PAGE, after=rows[-1] if rows else None)
         rows.extend(page)
         if len(page) < _PAGE:
             return rows
@@ -80,7 +81,7 @@ def _resolved(store: Store, shift: Shift) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:
         after = rows[-1]["id"] if rows else 0
-        page = duty.resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
+        page = resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
         rows.extend(page)
         if len(page) < _PAGE:
             return sorted(rows, key=lambda r: (r["resolved_at"], r["id"]))
@@ -125,12 +126,12 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     holds = _open_holds(store, now)
     resolved = _resolved(store, shift)
     trouble = sources_in_trouble(store, now)
-    seq, head_hash = duty.chain_head(store)
+    seq, head_hash = chain_head(store)
     overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
 
     out: list[str] = ["# Handover report", ""]
-    if duty.is_demo(store):
+    if queries.is_demo(store):
         out += ["> **Demo ledger: every record here is made-up sample data.**", ""]
     out += [
         f"- Shift: {when(shift.since)} to {when(shift.until)}",

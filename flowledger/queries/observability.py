@@ -12,7 +12,6 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -21,10 +20,7 @@ from flowledger.clock import Clock, utcnow
 from flowledger.domain import State
 from flowledger.queries import records as queries
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Outbox, Source, table
-
-SOURCES = table(Source)
-OUTBOX = table(Outbox)
+from flowledger.storage.views import metrics, sources
 
 
 class JobMetrics:
@@ -63,10 +59,8 @@ class LedgerCollector(Collector):
         st = queries.status(self.store, now)
         by_state, by_reason, overdue = st.by_state, st.open_holds, st.overdue
         with self.store.reader.connect() as conn:
-            sources = conn.execute(sa.select(SOURCES).order_by(SOURCES.c.name)).all()
-            pending = conn.execute(
-                sa.select(sa.func.count()).where(OUTBOX.c.delivered_at.is_(None))
-            ).scalar_one()
+            synced = sources.by_name(conn)
+            pending = metrics.alerts_pending(conn)
         yield _labelled(
             "flowledger_operations",
             "Operations by state",
@@ -80,7 +74,7 @@ class LedgerCollector(Collector):
         yield GaugeMetricFamily(
             "flowledger_alerts_pending", "Alerts not yet delivered", value=pending
         )
-        yield from _source_metrics(sources, now)
+        yield from _source_metrics(synced, now)
 
 
 def _labelled(name: str, doc: str, label: str, values: dict[str, int]) -> GaugeMetricFamily:

@@ -10,32 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-
-from flowledger.queries.chain import head
 from flowledger.storage.engine import Store
-from flowledger.storage.models import (
-    Attempt,
-    Event,
-    Execution,
-    Hold,
-    Operation,
-    Receipt,
-    Source,
-    table,
-)
-
-OPS = table(Operation)
-ATTEMPTS = table(Attempt)
-RECEIPTS = table(Receipt)
-HOLDS = table(Hold)
-EVENTS = table(Event)
-EXECUTIONS = table(Execution)
-SOURCES = table(Source)
-
-
-def row_dict(row: Any) -> dict[str, Any]:
-    return dict(row._mapping)
+from flowledger.storage.views import attempts, events, executions, holds, meta, operations
+from flowledger.storage.views import row_dict as row_dict
+from flowledger.storage.views import sources as source_rows
+from flowledger.storage.views.chain import head
 
 
 @dataclass(frozen=True)
@@ -52,49 +31,23 @@ def operation_detail(
     store: Store, operation_id: str, *, event_limit: int = 500
 ) -> OperationDetail | None:
     with store.reader.connect() as conn:
-        op = conn.execute(sa.select(OPS).where(OPS.c.operation_id == operation_id)).first()
+        op = operations.operation(conn, operation_id)
         if op is None:
             return None
-        attempts = conn.execute(
-            sa.select(ATTEMPTS)
-            .where(ATTEMPTS.c.operation_id == operation_id)
-            .order_by(ATTEMPTS.c.number)
-        ).all()
-        receipts = conn.execute(
-            sa.select(RECEIPTS)
-            .where(RECEIPTS.c.operation_id == operation_id)
-            .order_by(RECEIPTS.c.id)
-        ).all()
-        holds = conn.execute(
-            sa.select(HOLDS).where(HOLDS.c.operation_id == operation_id).order_by(HOLDS.c.id)
-        ).all()
-        events = conn.execute(
-            sa.select(EVENTS)
-            .where(EVENTS.c.operation_id == operation_id)
-            .order_by(EVENTS.c.seq)
-            .limit(event_limit)
-        ).all()
+        tried = attempts.of_operation(conn, operation_id)
+        receipts = attempts.receipts_of(conn, operation_id)
+        held = holds.of_operation(conn, operation_id)
+        logged = events.of_operation(conn, operation_id, limit=event_limit)
         # An attempt that names its source matches only that source's copy: two tools can
         # both have an execution "42".
-        refs = {(a.source, a.execution_id) for a in attempts}
-        matches = [
-            sa.and_(EXECUTIONS.c.external_id == e, *([EXECUTIONS.c.source == s] if s else []))
-            for s, e in sorted(refs, key=lambda r: (r[0] or "", r[1]))
-        ]
-        executions = (
-            conn.execute(
-                sa.select(EXECUTIONS).where(sa.or_(*matches)).order_by(EXECUTIONS.c.id)
-            ).all()
-            if matches
-            else []
-        )
+        copies = executions.of_attempts(conn, {(a.source, a.execution_id) for a in tried})
     return OperationDetail(
         operation=row_dict(op),
-        attempts=[row_dict(r) for r in attempts],
+        attempts=[row_dict(r) for r in tried],
         receipts=[row_dict(r) for r in receipts],
-        holds=[row_dict(r) for r in holds],
-        events=[event_dict(r) for r in events],
-        executions=[row_dict(r) for r in executions],
+        holds=[row_dict(r) for r in held],
+        events=[event_dict(r) for r in logged],
+        executions=[row_dict(r) for r in copies],
     )
 
 
@@ -108,20 +61,8 @@ def list_open_holds(
     store: Store, *, limit: int = 100, offset: int = 0, reason: str | None = None
 ) -> list[dict[str, Any]]:
     """Open holds, soonest deadline first, with their operation's state and workflow."""
-    stmt = (
-        sa.select(
-            HOLDS, OPS.c.state.label("operation_state"), OPS.c.workflow_id.label("workflow_id")
-        )
-        .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
-        .where(HOLDS.c.resolved_at.is_(None))
-        .order_by(HOLDS.c.deadline, HOLDS.c.id)
-        .limit(limit)
-        .offset(offset)
-    )
-    if reason is not None:
-        stmt = stmt.where(HOLDS.c.reason == reason)
     with store.reader.connect() as conn:
-        return [row_dict(r) for r in conn.execute(stmt)]
+        return holds.open_by_deadline(conn, limit=limit, offset=offset, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -136,23 +77,10 @@ class Status:
 
 def status(store: Store, now: datetime) -> Status:
     with store.reader.connect() as conn:
-        by_state: dict[str, int] = dict(
-            conn.execute(sa.select(OPS.c.state, sa.func.count()).group_by(OPS.c.state)).all()
-        )
-        open_q = HOLDS.c.resolved_at.is_(None)
-        holds: dict[str, int] = dict(
-            conn.execute(
-                sa.select(HOLDS.c.reason, sa.func.count()).where(open_q).group_by(HOLDS.c.reason)
-            ).all()
-        )
-        blocking = conn.execute(
-            sa.select(sa.func.count()).where(open_q, HOLDS.c.blocking.is_(True))
-        ).scalar_one()
-        overdue = conn.execute(
-            sa.select(sa.func.count()).where(open_q, HOLDS.c.deadline <= now)
-        ).scalar_one()
+        by_state = operations.count_by_state(conn)
+        by_reason, blocking, overdue = holds.open_counts(conn, now)
         seq, digest = head(conn)
-    return Status(by_state, holds, blocking, overdue, seq, digest)
+    return Status(by_state, by_reason, blocking, overdue, seq, digest)
 
 
 def iter_events(
@@ -161,22 +89,13 @@ def iter_events(
     """Every event in order (from ``since`` when given), fetched ``batch`` at a time."""
     after = 0
     while True:
-        stmt = sa.select(EVENTS).where(EVENTS.c.seq > after).order_by(EVENTS.c.seq).limit(batch)
-        if since is not None:
-            stmt = stmt.where(EVENTS.c.at >= since)
         with store.reader.connect() as conn:
-            rows = conn.execute(stmt).all()
+            rows = events.batch_after(conn, after, since=since, batch=batch)
         if not rows:
             return
         for r in rows:
             yield event_dict(r)
         after = rows[-1].seq
-
-
-# Executions are listed most recently started first (queued ones by when the ledger first saw
-# them): the order of the index ix_executions_started, read backwards.
-EXECUTION_TIME = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
-EXECUTIONS_ORDER = (EXECUTION_TIME.desc(), EXECUTIONS.c.id.desc())
 
 
 def list_executions(
@@ -192,41 +111,24 @@ def list_executions(
     ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
     ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
     ``False`` only those it still has."""
-    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(max(1, min(limit, 1000)))
-    if source is not None:
-        stmt = stmt.where(EXECUTIONS.c.source == source)
-    if status is not None:
-        stmt = stmt.where(EXECUTIONS.c.status == status)
-    if gone is True:
-        stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
-    elif gone is False:
-        stmt = stmt.where(EXECUTIONS.c.gone_at.is_(None))
     with store.reader.connect() as conn:
-        if after is not None:
-            paged = executions_after(conn, stmt, after)
-            if paged is None:
-                return []
-            stmt = paged
-        return [row_dict(r) for r in conn.execute(stmt)]
-
-
-def executions_after(
-    conn: sa.Connection, stmt: sa.Select[Any], after: int
-) -> sa.Select[Any] | None:
-    """``stmt`` (in :data:`EXECUTIONS_ORDER`) from the execution after ``after`` on; None
-    when ``after`` is not there. The time's own bound lets SQLite start the page inside the
-    index (it reads a row value over an expression index as no range at all: it scanned
-    from the newest, so a page from the middle of 1,000,000 read 500,000 rows)."""
-    anchor = conn.execute(sa.select(EXECUTION_TIME).where(EXECUTIONS.c.id == after)).first()
-    if anchor is None:
-        return None
-    return stmt.where(
-        anchor[0] >= EXECUTION_TIME,
-        sa.tuple_(EXECUTION_TIME, EXECUTIONS.c.id) < sa.tuple_(anchor[0], after),
-    )
+        return executions.newest(
+            conn,
+            source=source,
+            status=status,
+            gone=gone,
+            after=after,
+            limit=max(1, min(limit, 1000)),
+        )
 
 
 def list_sources(store: Store) -> list[dict[str, Any]]:
     """Every source the ledger has synced (a handful), with where its sync stands."""
     with store.reader.connect() as conn:
-        return [row_dict(r) for r in conn.execute(sa.select(SOURCES).order_by(SOURCES.c.name))]
+        return [row_dict(r) for r in source_rows.by_name(conn)]
+
+
+def is_demo(store: Store) -> bool:
+    """Whether this ledger was built by ``flowledger demo`` (its data is made up)."""
+    with store.reader.connect() as conn:
+        return meta.is_demo(conn)

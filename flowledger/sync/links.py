@@ -14,7 +14,7 @@ from typing import Any
 
 from flowledger.connectors.base import ExecutionRecord
 from flowledger.services.ledger import Tx
-from flowledger.services.tx import in_list
+from flowledger.storage import executions
 
 MAX_CHAIN = 20
 
@@ -28,13 +28,7 @@ def link(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> int:
         found.append((op, record, {"via": "retry_of", "origin": origin}))
     declared = {r.operation_id for r in records if r.operation_id}
     if declared:
-        where, params = in_list("o", sorted(declared))
-        known = {
-            row.operation_id
-            for row in tx.all(
-                f"SELECT operation_id FROM operations WHERE operation_id {where}", params
-            )
-        }
+        known = executions.known_operations(tx, sorted(declared))
         for record in records:
             if record.operation_id is not None and record.operation_id in known:
                 found.append((record.operation_id, record, {"via": "custom_data"}))
@@ -73,12 +67,7 @@ def _matches(row: Any, source: str, workflow_id: str | None) -> bool:
 def _attempts(tx: Tx, execution_ids: set[str]) -> list[Any]:
     if not execution_ids:
         return []
-    where, params = in_list("e", sorted(execution_ids))
-    return tx.all(
-        "SELECT operation_id, execution_id, source, workflow_id FROM attempts"
-        f" WHERE execution_id {where}",
-        params,
-    )
+    return executions.attempts_of(tx, sorted(execution_ids))
 
 
 def _by_attempt(
@@ -108,11 +97,7 @@ def _by_retry(
             if upper is not None:
                 parent = upper.retry_of
                 continue
-            row = tx.one(
-                "SELECT retry_of FROM executions WHERE source = :source AND external_id = :id",
-                {"source": source, "id": parent},
-            )
-            parent = row.retry_of if row is not None else None
+            parent = executions.retry_of(tx, source, parent)
         for row in _attempts(tx, set(chain)):
             if _matches(row, source, record.workflow_id):
                 out.append((row.operation_id, record, row.execution_id))
@@ -120,14 +105,8 @@ def _by_retry(
 
 
 def _linked(tx: Tx, operation_ids: set[str]) -> set[tuple[str, str, str]]:
-    where, params = in_list("o", sorted(operation_ids))
-    rows = tx.all(
-        "SELECT operation_id, data FROM events WHERE kind = 'execution_linked'"
-        f" AND operation_id {where}",
-        params,
-    )
     done = set()
-    for row in rows:
+    for row in executions.links_of(tx, sorted(operation_ids)):
         d = json.loads(row.data)
         done.add((row.operation_id, d.get("source"), d.get("execution_id")))
     return done

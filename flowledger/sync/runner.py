@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
-import sqlalchemy as sa
 
 from flowledger.config import SourceConfig
 from flowledger.connectors.base import Connector, ConnectorError, ExecutionRecord, Page
 from flowledger.connectors.http import public_url
 from flowledger.faults import crashpoint
 from flowledger.services.ledger import Ledger, Tx
+from flowledger.storage import executions, sources
 from flowledger.sync import connect, copies
 from flowledger.sync.retry import Backoff, Clock, Sleep
 
@@ -37,12 +37,8 @@ GONE_BATCH = 1000
 GONE_CHECK_LIMIT = 500  # copies the walk did not see, asked for by id in one run
 RECOVER_LIMIT = 500
 # On PostgreSQL a run analyzes the copies once it has stored this many new ones, and again
-# each time its count doubles: each page looks its copies up by ``source = … AND external_id
-# IN (…)``, and a table without statistics (autovacuum off, or not yet come round while a
-# backfill writes) had that planned as a scan of every copy of the source: 94 ms a page at
-# 700,000 copies against 3 ms analyzed, and 1,000,000 executions took 356 s to backfill
-# (``python -m bench.sync --scale 10 --db postgresql://…``, autovacuum off). An ANALYZE of
-# 1,000,000 copies took 175 ms; a backfill of 1,000,000 runs seven.
+# each time its count doubles: without statistics each page's lookup of its copies was
+# planned as a scan of every copy of the source (bench/README.md, "Reads and sync").
 ANALYZE_AFTER = 10_000
 
 
@@ -126,7 +122,7 @@ class _Run:
     def go(self, client: httpx.Client, reconcile: bool | None) -> None:
         started = self.clock()
         with self.ledger.transaction(self.actor) as tx:
-            row = copies.ensure_source(
+            row = sources.ensure_source(
                 tx, self.cfg.name, self.cfg.kind, public_url(self.cfg.base_url)
             )
         self.stored = row.position
@@ -154,13 +150,13 @@ class _Run:
             self.report.error = connect.scrub(str(exc), self.cfg)
             self.report.status = "stopped" if exc.stops_source else "error"
         with self.ledger.transaction(self.actor) as tx:
-            copies.record_outcome(
+            sources.record_outcome(
                 tx, self.cfg.name, status=self.report.status, error=self.report.error
             )
 
     def _move(self, tx: Tx) -> None:
         new = json.dumps(self.envelope)
-        if not copies.save_position(tx, self.cfg.name, new, self.stored):
+        if not sources.save_position(tx, self.cfg.name, new, self.stored):
             raise Superseded(
                 f"another sync of {self.cfg.name} moved its position meanwhile; this run "
                 "stopped and left the rest to it"
@@ -239,28 +235,14 @@ class _Run:
                 self.report.total = page.total
                 if self.report.new >= self.analyze_at:
                     self.analyze_at = 2 * self.report.new
-                    copies.analyze(self.ledger.store)
+                    executions.analyze(self.ledger.store)
                 if self.progress:
                     self.progress(self.report)
 
     def _refresh(self, connector: Connector, started: datetime) -> None:
         """Ask again for every copy that was not final, until the tool says it is (those
         this run already stored are fresh enough)."""
-        t = copies.EXECUTIONS
-        with self.ledger.store.reader.connect() as conn:
-            ids = list(
-                conn.execute(
-                    sa.select(t.c.external_id)
-                    .where(
-                        t.c.source == self.cfg.name,
-                        t.c.final.is_(False),
-                        t.c.gone_at.is_(None),
-                        t.c.last_seen_at < started,
-                    )
-                    .order_by(t.c.last_seen_at, t.c.id)
-                    .limit(REFRESH_LIMIT)
-                ).scalars()
-            )
+        ids = executions.unfinished(self.ledger.store, self.cfg.name, started, REFRESH_LIMIT)
         self._store_fetched(connector, ids)
         self.report.refreshed += len(ids)
 
@@ -278,7 +260,7 @@ class _Run:
                     found.append(record)
             with self.ledger.transaction(self.actor) as tx:
                 written = copies.store_records(tx, self.cfg.name, found)
-                self.report.gone += copies.mark_gone_by_id(tx, self.cfg.name, missing)
+                self.report.gone += executions.mark_gone_by_id(tx, self.cfg.name, missing)
             self.report.new += written.new
             self.report.changed += written.changed
             self.report.linked += written.linked
@@ -334,24 +316,13 @@ class _Run:
         """How many final copies (not gone, not first seen during this run) ``present`` leaves
         out, and the :data:`GONE_CHECK_LIMIT` of them seen longest ago as (last seen, row id,
         external id); ``None`` when ``present`` is empty and there is such a copy."""
-        t = copies.EXECUTIONS
         count = 0
         oldest: list[tuple[datetime, int, str]] = []
         after = 0
         while True:
-            with self.ledger.store.reader.connect() as conn:
-                rows = conn.execute(
-                    sa.select(t.c.id, t.c.external_id, t.c.last_seen_at)
-                    .where(
-                        t.c.source == self.cfg.name,
-                        t.c.final.is_(True),
-                        t.c.gone_at.is_(None),
-                        t.c.first_seen_at < started,
-                        t.c.id > after,
-                    )
-                    .order_by(t.c.id)
-                    .limit(GONE_BATCH)
-                ).all()
+            rows = executions.final_after(
+                self.ledger.store, self.cfg.name, started, after, GONE_BATCH
+            )
             if not rows:
                 return count, oldest
             if not present:
@@ -369,21 +340,11 @@ class _Run:
         position that incremental reads start from. A copy marked gone that the tool lists
         again (a 404 that passed, a restore) is fetched too, which clears its ``gone_at``:
         left gone, an unfinished one would count as vanished and hold its operation."""
-        t = copies.EXECUTIONS
         ids = sorted(present)
         unknown: list[str] = []
         for start in range(0, len(ids), GONE_BATCH):
             chunk = ids[start : start + GONE_BATCH]
-            with self.ledger.store.reader.connect() as conn:
-                known = set(
-                    conn.execute(
-                        sa.select(t.c.external_id).where(
-                            t.c.source == self.cfg.name,
-                            t.c.external_id.in_(chunk),
-                            t.c.gone_at.is_(None),
-                        )
-                    ).scalars()
-                )
+            known = executions.kept(self.ledger.store, self.cfg.name, chunk)
             unknown.extend(i for i in chunk if i not in known)
             if len(unknown) >= RECOVER_LIMIT:
                 break

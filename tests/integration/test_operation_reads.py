@@ -11,6 +11,7 @@ from flowledger.queries import duty, operations
 from flowledger.queries.operations import After, OperationFilter
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.views import operations as operation_rows
 from tests.support.builders import FakeClock, req
 
 
@@ -148,7 +149,10 @@ def test_a_page_of_operations_reads_the_state_and_change_index(sqlite_url: str) 
     after = After(datetime(2026, 11, 2, tzinfo=UTC), "op:1")
     try:
         for flt in (OperationFilter(), OperationFilter.parse("state:failed")):
-            stmt = operations.page_statement(flt, after, 100)
+            key = (after.updated_at, after.operation_id)
+            stmt = operation_rows.page_statement(
+                flt.states or operations.STATES, flt.words, key, 100
+            )
             with store.reader.connect() as conn:
                 sql = str(stmt.compile(conn, compile_kwargs={"literal_binds": True}))
                 plan = [str(r[-1]) for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")]

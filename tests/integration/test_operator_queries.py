@@ -12,6 +12,7 @@ from flowledger.queries import duty
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.views.holds import HOLDS
 from tests.support.builders import FakeClock, req
 
 
@@ -224,9 +225,9 @@ def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
     store, _ = init_ledger(sqlite_url)
     try:
         stmt = (
-            queries.HOLDS.select()
-            .where(queries.HOLDS.c.resolved_at.is_(None))
-            .order_by(queries.HOLDS.c.deadline, queries.HOLDS.c.id)
+            HOLDS.select()
+            .where(HOLDS.c.resolved_at.is_(None))
+            .order_by(HOLDS.c.deadline, HOLDS.c.id)
             .limit(100)
         )
         with store.reader.connect() as conn:

@@ -19,6 +19,7 @@ from flowledger.services.ledger import InvalidInput, Ledger, NotFound
 from flowledger.services.tx import Row, Tx
 from flowledger.storage.engine import Store, read_schema_version
 from flowledger.storage.models import SCHEMA_VERSION
+from flowledger.storage.views.executions import EXECUTIONS
 from tests.support.builders import FakeClock, req
 from tests.support.database import lock_waits
 from tests.support.processes import wait_until
@@ -316,7 +317,7 @@ def test_detail_shows_only_the_attempts_own_sources_execution(ledger: Ledger, st
     ledger.dispatch(OP, replace(req("42"), source="prod-n8n")).run("t")
     with store.engine.begin() as conn:
         conn.execute(
-            sa.insert(queries.EXECUTIONS),
+            sa.insert(EXECUTIONS),
             [execution_row("42", source="prod-n8n"), execution_row("42", source="staging-n8n")],
         )
     detail = queries.operation_detail(store, OP)

@@ -14,8 +14,9 @@ from flowledger.config import SourceConfig
 from flowledger.queries import chain
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
+from flowledger.storage import executions
 from flowledger.storage.engine import Store
-from flowledger.sync import Backoff, copies, runner, sync_source
+from flowledger.sync import Backoff, runner, sync_source
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
 
@@ -87,7 +88,7 @@ def test_a_backfill_on_postgresql_analyzes_the_copies_as_their_count_doubles(
     if store.dialect != "postgresql":
         pytest.skip("SQLite plans the lookup from its indexes alone")
     monkeypatch.setattr(runner, "ANALYZE_AFTER", 500)
-    analyze = copies.analyze
+    analyze = executions.analyze
     counted: list[float] = []
 
     def analyze_and_read_the_count(store: Store) -> None:
@@ -99,7 +100,7 @@ def test_a_backfill_on_postgresql_analyzes_the_copies_as_their_count_doubles(
                 ).scalar_one()
             )
 
-    monkeypatch.setattr(copies, "analyze", analyze_and_read_the_count)
+    monkeypatch.setattr(executions, "analyze", analyze_and_read_the_count)
     n8n.add(1200)
     assert sync(ledger, n8n).new == 1200  # pages of 250
     assert counted == [500, 1000]
@@ -117,7 +118,7 @@ def test_analyze_passes_over_a_table_another_holds_and_says_so(
     holder = sa.create_engine(store.url)
     with holder.connect() as conn:
         conn.exec_driver_sql("LOCK TABLE executions IN SHARE UPDATE EXCLUSIVE MODE")
-        analyzing = threading.Thread(target=copies.analyze, args=(store,))
+        analyzing = threading.Thread(target=executions.analyze, args=(store,))
         analyzing.start()
         analyzing.join(60)  # only a bound on a failure: without SKIP_LOCKED it waits
         waited = analyzing.is_alive()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query, Request
 
 from flowledger.domain import Reason, State
@@ -24,8 +23,7 @@ from flowledger.receiver.api.schemas import (
 )
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
-
-OPS, HOLDS, EXECUTIONS = queries.OPS, queries.HOLDS, queries.EXECUTIONS
+from flowledger.storage.views import executions, operations
 
 router = APIRouter(prefix="/v1", tags=["reads"])
 Reader = Annotated[Principal, Depends(require("read"))]
@@ -76,25 +74,14 @@ def list_operations(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Operations by id, ``limit`` at a time after the id ``after``."""
-    stmt = sa.select(OPS).order_by(OPS.c.operation_id).limit(limit)
-    if state is not None:
-        stmt = stmt.where(OPS.c.state == state.value)
-    if after is not None:
-        stmt = stmt.where(OPS.c.operation_id > after)
-    if hold is not None:
-        open_hold = sa.select(HOLDS.c.id).where(
-            HOLDS.c.operation_id == OPS.c.operation_id, HOLDS.c.resolved_at.is_(None)
-        )
-        if hold == "none":
-            stmt = stmt.where(~open_hold.exists())
-        elif hold == "open":
-            stmt = stmt.where(open_hold.exists())
-        elif hold == "blocking":
-            stmt = stmt.where(open_hold.where(HOLDS.c.blocking.is_(True)).exists())
-        else:
-            stmt = stmt.where(open_hold.where(HOLDS.c.reason == str(hold)).exists())
     with st.store.reader.connect() as conn:
-        rows = [queries.row_dict(r) for r in conn.execute(stmt)]
+        rows = operations.by_id(
+            conn,
+            state=state.value if state is not None else None,
+            hold=str(hold) if hold is not None else None,
+            after=after,
+            limit=limit,
+        )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["operation_id"] if more else None}
 
@@ -110,19 +97,10 @@ def list_executions(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """The ledger's copies of execution records, pruned ones (``gone_at`` set) included."""
-    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id).limit(limit)
-    if source is not None:
-        stmt = stmt.where(EXECUTIONS.c.source == source)
-    if status is not None:
-        stmt = stmt.where(EXECUTIONS.c.status == status)
-    if gone is not None:
-        stmt = stmt.where(
-            EXECUTIONS.c.gone_at.is_not(None) if gone else EXECUTIONS.c.gone_at.is_(None)
-        )
-    if after is not None:
-        stmt = stmt.where(EXECUTIONS.c.id > after)
     with st.store.reader.connect() as conn:
-        rows = [queries.row_dict(r) for r in conn.execute(stmt)]
+        rows = executions.by_id(
+            conn, source=source, status=status, gone=gone, after=after, limit=limit
+        )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["id"] if more else None}
 

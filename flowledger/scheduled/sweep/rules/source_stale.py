@@ -12,7 +12,7 @@ from flowledger.scheduled.sweep.registry import rule
 from flowledger.services.ledger import HoldTarget
 from flowledger.services.tx import Tx
 from flowledger.storage import due
-from flowledger.sync.copies import ensure_source
+from flowledger.storage.sources import ensure_source
 
 
 @rule(Reason.SOURCE_STALE, order=60)

@@ -1,0 +1,136 @@
+"""Reads of the kept execution copies: pages most recently started first (keyset paged),
+searches by words, copies named by reference, and pages by id for the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowledger.storage.models import Execution, table
+from flowledger.storage.views import Connection, contains, row_dict
+
+EXECUTIONS = table(Execution)
+_WORD_COLUMNS = (
+    EXECUTIONS.c.external_id,
+    EXECUTIONS.c.workflow_id,
+    EXECUTIONS.c.workflow_name,
+    EXECUTIONS.c.status,
+    EXECUTIONS.c.source,
+)
+
+# Executions are listed most recently started first (queued ones by when the ledger first saw
+# them): the order of the index ix_executions_started, read backwards.
+EXECUTION_TIME = sa.func.coalesce(EXECUTIONS.c.started_at, EXECUTIONS.c.first_seen_at)
+EXECUTIONS_ORDER = (EXECUTION_TIME.desc(), EXECUTIONS.c.id.desc())
+
+
+def _after(conn: Connection, stmt: Any, after: int) -> Any:
+    """``stmt`` (in :data:`EXECUTIONS_ORDER`) from the execution after ``after`` on; None
+    when ``after`` is not there. The time's own bound lets SQLite start the page inside the
+    index: it reads a row value over an expression index as no range at all."""
+    anchor = conn.execute(sa.select(EXECUTION_TIME).where(EXECUTIONS.c.id == after)).first()
+    if anchor is None:
+        return None
+    return stmt.where(
+        anchor[0] >= EXECUTION_TIME,
+        sa.tuple_(EXECUTION_TIME, EXECUTIONS.c.id) < sa.tuple_(anchor[0], after),
+    )
+
+
+def _rows(conn: Connection, stmt: Any, after: int | None) -> list[dict[str, Any]]:
+    if after is not None:
+        stmt = _after(conn, stmt, after)
+        if stmt is None:
+            return []
+    return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def _gone(stmt: Any, gone: bool | None) -> Any:
+    if gone is True:
+        return stmt.where(EXECUTIONS.c.gone_at.is_not(None))
+    if gone is False:
+        return stmt.where(EXECUTIONS.c.gone_at.is_(None))
+    return stmt
+
+
+def newest(
+    conn: Connection,
+    *,
+    source: str | None = None,
+    status: str | None = None,
+    gone: bool | None = None,
+    after: int | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Copies most recently started first, ``limit`` after the row ``after``."""
+    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    if status is not None:
+        stmt = stmt.where(EXECUTIONS.c.status == status)
+    return _rows(conn, _gone(stmt, gone), after)
+
+
+def search(
+    conn: Connection,
+    words: Sequence[str],
+    *,
+    gone: bool = False,
+    after: int | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Copies in :func:`newest`'s order with every word in their id, workflow, status or
+    source; only gone ones when ``gone``."""
+    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
+    if gone:
+        stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
+    for word in words:
+        stmt = stmt.where(sa.or_(*(contains(col, word) for col in _WORD_COLUMNS)))
+    return _rows(conn, stmt, after)
+
+
+def by_refs(
+    conn: Connection, external_ids: Sequence[str], source: str | None = None
+) -> list[dict[str, Any]]:
+    """The copies of the executions named, only ``source``'s when it is given."""
+    stmt = sa.select(EXECUTIONS).where(EXECUTIONS.c.external_id.in_(list(external_ids)))
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    return [row_dict(r) for r in conn.execute(stmt.order_by(EXECUTIONS.c.id))]
+
+
+def of_attempts(conn: Connection, refs: Iterable[tuple[str | None, str]]) -> list[Any]:
+    """The copies that ``(source, execution_id)`` pairs name: a pair without a source
+    matches that id from any source."""
+    matches = [
+        sa.and_(EXECUTIONS.c.external_id == e, *([EXECUTIONS.c.source == s] if s else []))
+        for s, e in sorted(refs, key=lambda r: (r[0] or "", r[1]))
+    ]
+    if not matches:
+        return []
+    return list(
+        conn.execute(sa.select(EXECUTIONS).where(sa.or_(*matches)).order_by(EXECUTIONS.c.id))
+    )
+
+
+def by_id(
+    conn: Connection,
+    *,
+    source: str | None = None,
+    status: str | None = None,
+    gone: bool | None = None,
+    after: int | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Copies by row id, ``limit`` after the id ``after`` (the API's order)."""
+    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id).limit(limit)
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    if status is not None:
+        stmt = stmt.where(EXECUTIONS.c.status == status)
+    stmt = _gone(stmt, gone)
+    if after is not None:
+        stmt = stmt.where(EXECUTIONS.c.id > after)
+    return [row_dict(r) for r in conn.execute(stmt)]

@@ -1,0 +1,16 @@
+"""Reads of ``ledger_meta``: facts about the ledger itself."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from flowledger.storage.models import LedgerMeta, table
+from flowledger.storage.views import Connection
+
+META = table(LedgerMeta)
+
+
+def is_demo(conn: Connection) -> bool:
+    """Whether ``flowledger demo`` built this ledger (its data is made up)."""
+    value = conn.execute(sa.select(META.c.value).where(META.c.key == "demo")).scalar_one_or_none()
+    return value is not None

@@ -1,0 +1,163 @@
+"""Reads of the operations table: one operation, pages by change time (keyset on
+``(updated_at, operation_id)`` through the ``(state, updated_at)`` index, one ordered range
+per state, merged), pages by id for the API, ids by prefix, and counts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from flowledger.storage.models import Hold, Operation, table
+from flowledger.storage.views import Connection, contains, row_dict
+
+OPS = table(Operation)
+HOLDS = table(Hold)
+_WORD_COLUMNS = (OPS.c.operation_id, OPS.c.execution_id, OPS.c.workflow_id, OPS.c.receipt)
+
+# Where a page ends: its last row's (updated_at, operation_id).
+Key = tuple[Any, str]
+
+
+def operation(conn: Connection, operation_id: str) -> Any:
+    """The operation's row, or None."""
+    return conn.execute(sa.select(OPS).where(OPS.c.operation_id == operation_id)).first()
+
+
+def _branch(
+    state: str, words: Sequence[str], after: Key | None, limit: int, through: Key | None = None
+) -> Any:
+    """One state's operations, newest change first: a range of its ``(state, updated_at)``
+    index (down to ``through``, included, when a windowed search gives one)."""
+    stmt = sa.select(OPS.c.operation_id, OPS.c.updated_at).where(OPS.c.state == state)
+    for word in words:
+        stmt = stmt.where(sa.or_(*(contains(col, word) for col in _WORD_COLUMNS)))
+    if through is not None:
+        stmt = stmt.where(
+            OPS.c.updated_at >= through[0],
+            sa.or_(OPS.c.updated_at > through[0], OPS.c.operation_id >= through[1]),
+        )
+    if after is not None:
+        # "<=" first, so that the index range starts where the last page ended.
+        stmt = stmt.where(
+            OPS.c.updated_at <= after[0],
+            sa.or_(OPS.c.updated_at < after[0], OPS.c.operation_id < after[1]),
+        )
+    return stmt.order_by(OPS.c.updated_at.desc(), OPS.c.operation_id.desc()).limit(limit)
+
+
+def page_statement(
+    states: Sequence[str],
+    words: Sequence[str],
+    after: Key | None,
+    limit: int,
+    through: Key | None = None,
+) -> Any:
+    """A page of the operations in ``states``, most recently changed first, each with its
+    count of open holds (its plan is checked by a test)."""
+    branches = [_branch(s, words, after, limit, through).subquery() for s in states]
+    page = (
+        sa.union_all(*(sa.select(b) for b in branches)).subquery()
+        if len(branches) > 1
+        else branches[0]
+    )
+    ids = (
+        sa.select(page.c.operation_id)
+        .order_by(page.c.updated_at.desc(), page.c.operation_id.desc())
+        .limit(limit)
+        .subquery()
+    )
+    open_holds = (
+        sa.select(sa.func.count())
+        .where(HOLDS.c.operation_id == OPS.c.operation_id, HOLDS.c.resolved_at.is_(None))
+        .scalar_subquery()
+    )
+    return (
+        sa.select(OPS, open_holds.label("open_holds"))
+        .join(ids, ids.c.operation_id == OPS.c.operation_id)
+        .order_by(OPS.c.updated_at.desc(), OPS.c.operation_id.desc())
+    )
+
+
+def page(
+    conn: Connection,
+    states: Sequence[str],
+    words: Sequence[str],
+    after: Key | None,
+    limit: int,
+    through: Key | None = None,
+) -> list[dict[str, Any]]:
+    stmt = page_statement(states, words, after, limit, through)
+    return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def edge(conn: Connection, state: str, after: Key | None, window: int) -> Key | None:
+    """The ``window``-th of one state's operations after ``after`` (from its index alone)."""
+    row = conn.execute(_branch(state, (), after, 1).offset(window - 1)).first()
+    return (row.updated_at, row.operation_id) if row is not None else None
+
+
+def count(conn: Connection, states: Sequence[str] = ()) -> int:
+    stmt = sa.select(sa.func.count()).select_from(OPS)
+    if states:
+        stmt = stmt.where(OPS.c.state.in_(states))
+    return int(conn.execute(stmt).scalar_one())
+
+
+def count_by_state(conn: Connection) -> dict[str, int]:
+    rows = conn.execute(sa.select(OPS.c.state, sa.func.count()).group_by(OPS.c.state)).all()
+    return {state: int(n) for state, n in rows}
+
+
+def ids_for(conn: Connection, typed: str, limit: int) -> list[str]:
+    """The exact id first, then ids starting with ``typed`` (a range of the primary key, so
+    as fast on ten million operations as on ten)."""
+    exact = conn.execute(
+        sa.select(OPS.c.operation_id).where(OPS.c.operation_id == typed)
+    ).scalar_one_or_none()
+    # ">= typed" and "< typed + the highest character" walk the index; the LIKE keeps
+    # only ids that really start so where a collation orders text by other rules.
+    escaped = typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    prefixed = conn.execute(
+        sa.select(OPS.c.operation_id)
+        .where(
+            OPS.c.operation_id >= typed,
+            OPS.c.operation_id < typed + "\U0010ffff",
+            OPS.c.operation_id.like(escaped + "%", escape="\\"),
+        )
+        .order_by(OPS.c.operation_id)
+        .limit(limit)
+    ).scalars()
+    found = [exact] if exact is not None else []
+    return found + [i for i in prefixed if i != exact]
+
+
+def by_id(
+    conn: Connection,
+    *,
+    state: str | None = None,
+    hold: str | None = None,
+    after: str | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Operations by id, ``limit`` after the id ``after``. ``hold``: ``open``, ``blocking``,
+    ``none`` or a reason, over open holds only."""
+    stmt = sa.select(OPS).order_by(OPS.c.operation_id).limit(limit)
+    if state is not None:
+        stmt = stmt.where(OPS.c.state == state)
+    if after is not None:
+        stmt = stmt.where(OPS.c.operation_id > after)
+    if hold is not None:
+        open_hold = sa.select(HOLDS.c.id).where(
+            HOLDS.c.operation_id == OPS.c.operation_id, HOLDS.c.resolved_at.is_(None)
+        )
+        if hold == "none":
+            stmt = stmt.where(~open_hold.exists())
+        elif hold == "open":
+            stmt = stmt.where(open_hold.exists())
+        elif hold == "blocking":
+            stmt = stmt.where(open_hold.where(HOLDS.c.blocking.is_(True)).exists())
+        else:
+            stmt = stmt.where(open_hold.where(HOLDS.c.reason == hold).exists())
+    return [row_dict(r) for r in conn.execute(stmt)]
