@@ -33,9 +33,9 @@ from starlette.types import Scope
 from flowledger.receiver.errors import ApiError, as_api_error
 from flowledger.receiver.state import ReceiverState, current
 from flowledger.receiver.tokens import Principal, signing_key
-from flowledger.services import signatures
-from flowledger.services.tx import Tx
-from flowledger.services.unit import Verdict
+from flowledger.storage import signatures
+from flowledger.storage.tx import Tx
+from flowledger.storage.unit_of_work import Verdict
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 

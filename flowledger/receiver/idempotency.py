@@ -21,7 +21,7 @@ from flowledger.receiver.reply import Reply, dumps
 from flowledger.receiver.state import ReceiverState
 from flowledger.receiver.tokens import Principal
 from flowledger.services.ledger import Answer, Tx
-from flowledger.services.unit import Guard
+from flowledger.storage.unit_of_work import Guard
 
 HEADER = "Idempotency-Key"
 

@@ -57,8 +57,8 @@ from flowledger.receiver.idempotency import keyed, settled
 from flowledger.receiver.logs import log_config
 from flowledger.receiver.reply import Reply
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Guard, Work
 from flowledger.storage.engine import LedgerError, make_store
+from flowledger.storage.unit_of_work import Guard, Work
 
 log = logging.getLogger("flowledger.writer")
 _LENGTH = struct.Struct("!I")

@@ -43,8 +43,8 @@ from flowledger import domain
 from flowledger.config import SourceConfig, SweepConfig
 from flowledger.domain import NewHold, Reason, State, causes, staleness
 from flowledger.services.ledger import HoldTarget, Ledger
-from flowledger.services.tx import Tx
 from flowledger.storage.models import Execution, Hold, Operation, Source, table
+from flowledger.storage.tx import Tx
 from flowledger.sync.copies import ensure_source
 
 OPS = table(Operation)

@@ -1,7 +1,7 @@
 """Holds in the writer's transaction: the one place they are opened, their closing when a rule
 resolves them, and a person's decisions on them (resolve, assign, extend, note).
 
-Each function takes the caller's :class:`~flowledger.services.tx.Tx`;
+Each function takes the caller's :class:`~flowledger.storage.tx.Tx`;
 :class:`flowledger.services.ledger.Ledger` runs them and is still the only way in.
 """
 
@@ -14,10 +14,11 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
 from flowledger.domain.chain import data_time
-from flowledger.services import outbox, records
-from flowledger.services.tx import Row, Tx
+from flowledger.services import outbox
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
+from flowledger.storage import operations as records
 from flowledger.storage.models import Outbox, from_db_time, table
+from flowledger.storage.tx import Row, Tx
 
 OUTBOX = table(Outbox)
 ACTIONS = ("confirm", "release", "cancel", "dismiss")

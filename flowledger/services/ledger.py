@@ -2,10 +2,10 @@
 with its event, in one transaction.
 
 Each service checks its input at once (a bad value is refused before any transaction) and
-returns a :class:`~flowledger.services.unit.Call`: its work reads the rows the rule needs, asks
+returns a :class:`~flowledger.storage.unit_of_work.Call`: its work reads the rows the rule needs, asks
 ``flowledger.domain``, writes the outcome with a compare-and-set on the operation's ``version``
 column and records the events. ``call.run(actor)`` runs it in a transaction of its own; the
-receiver's group commit runs many ``call.work`` in one (:mod:`flowledger.services.unit`). A lost
+receiver's group commit runs many ``call.work`` in one (:mod:`flowledger.storage.unit_of_work`). A lost
 compare-and-set (another writer got there first) or a unique-key race on PostgreSQL runs the
 work again against the fresh rows, so two concurrent dispatches of one operation produce
 exactly one ``go``.
@@ -36,18 +36,15 @@ from flowledger.domain.limits import (
 )
 from flowledger.domain.redact import NO_SECRETS, Secrets
 from flowledger.faults import crashpoint
-from flowledger.services import outbox, records
+from flowledger.services import outbox
 from flowledger.services.holds import close_holds, resolution_work, update_work
 from flowledger.services.holds import open_holds as open_hold_rows
-from flowledger.services.tx import Tx
-from flowledger.services.unit import Call, UnitOfWork
 from flowledger.services.values import (
     Answer,
     DispatchInput,
     HoldTarget,
     InvalidInput,
     NotFound,
-    Outcome,
     check_detail,
     check_id,
     check_note,
@@ -56,7 +53,10 @@ from flowledger.services.values import (
     check_run_index,
     operator_actor,
 )
+from flowledger.storage import operations as records
 from flowledger.storage.engine import Store
+from flowledger.storage.tx import Tx
+from flowledger.storage.unit_of_work import Call, Outcome, UnitOfWork
 
 __all__ = [
     "Answer",
@@ -75,7 +75,7 @@ __all__ = [
 
 class Ledger(UnitOfWork):
     """The ledger's services over one store. Each service checks its input and returns a
-    :class:`~flowledger.services.unit.Call`; ``clock`` is injectable for tests.
+    :class:`~flowledger.storage.unit_of_work.Call`; ``clock`` is injectable for tests.
 
     Text that came from a workflow, a tool or a target (receipts, details, errors,
     ``input_ref``, notes) is checked as sent, then redacted (:meth:`redact`, ``secrets`` the

@@ -21,8 +21,8 @@ from flowledger.receiver.auth import _nothing as auth_nothing
 from flowledger.receiver.committer import GroupCommitter
 from flowledger.receiver.errors import ApiError
 from flowledger.receiver.idempotency import keyed
-from flowledger.services import records
 from flowledger.services.ledger import Ledger, NotFound, Tx
+from flowledger.storage import operations as records
 from flowledger.storage.models import Event, Operation, table
 from tests.support.builders import req
 

@@ -187,7 +187,7 @@ class Tx:
         self._gate: Callable[[], None] | None = None
         self._gate_waits = 0
         # Operations read for the units of a batch ahead of them, with their open holds
-        # (:func:`flowledger.services.records.read_ahead`).
+        # (:func:`flowledger.storage.operations.read_ahead`).
         self.read_ahead: dict[str, list[Row]] = {}
         self._together: list[tuple[str, dict[str, Any], type[Exception] | None]] | None = None
 

@@ -1,6 +1,6 @@
 """The unit of work: one write transaction, run again from the start when it lost a race.
 
-Every change to the ledger is a function of a :class:`~flowledger.services.tx.Tx` (a *work*). The
+Every change to the ledger is a function of a :class:`~flowledger.storage.tx.Tx` (a *work*). The
 :class:`UnitOfWork` runs one work in its own transaction (:meth:`UnitOfWork.run`) or many
 works in one transaction, one commit and one fsync (:meth:`UnitOfWork.run_many`, the receiver's
 group commit), appends their events to the chain just before the commit, and retries what lost
@@ -23,10 +23,9 @@ import sqlalchemy as sa
 from flowledger.clock import Clock, utcnow
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from flowledger.faults import crashpoint
-from flowledger.services import records
-from flowledger.services.tx import Tx
-from flowledger.services.values import Outcome
+from flowledger.storage import operations as records
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
+from flowledger.storage.tx import Tx
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,6 +36,14 @@ Verdict = Callable[[], None]
 # stays when the unit fails. It answers with its verdict, given once its statements have been
 # waited for (with the unit's own, in a pipeline): a refusal refuses the unit alone.
 Guard = Callable[[Tx], Verdict]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one unit of a :meth:`UnitOfWork.run_many` batch returned, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
 
 
 class _BatchAborted(Exception):

@@ -11,8 +11,8 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import OpenHold, Reason, State, causes
 from flowledger.domain.chain import data_time
-from flowledger.services.tx import Row, Tx
 from flowledger.storage.models import from_db_time
+from flowledger.storage.tx import Row, Tx
 
 
 class Conflict(Exception):
