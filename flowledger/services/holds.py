@@ -18,7 +18,8 @@ from flowledger.services import outbox
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
 from flowledger.storage import operations as records
 from flowledger.storage.models import Outbox, from_db_time, table
-from flowledger.storage.tx import Row, Tx
+from flowledger.storage.sql import Row
+from flowledger.storage.tx import Tx
 
 OUTBOX = table(Outbox)
 ACTIONS = ("confirm", "release", "cancel", "dismiss")

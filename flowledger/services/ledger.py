@@ -2,17 +2,17 @@
 with its event, in one transaction.
 
 Each service checks its input at once (a bad value is refused before any transaction) and
-returns a :class:`~flowledger.storage.unit_of_work.Call`: its work reads the rows the rule needs, asks
-``flowledger.domain``, writes the outcome with a compare-and-set on the operation's ``version``
-column and records the events. ``call.run(actor)`` runs it in a transaction of its own; the
-receiver's group commit runs many ``call.work`` in one (:mod:`flowledger.storage.unit_of_work`). A lost
-compare-and-set (another writer got there first) or a unique-key race on PostgreSQL runs the
-work again against the fresh rows, so two concurrent dispatches of one operation produce
-exactly one ``go``.
+returns a :class:`~flowledger.storage.unit_of_work.Call`: its work reads the rows the rule
+needs, asks ``flowledger.domain``, writes the outcome with a compare-and-set on the
+operation's ``version`` column and records the events. ``call.run(actor)`` runs it in a
+transaction of its own; the receiver's group commit runs many ``call.work`` in one
+(:mod:`flowledger.storage.unit_of_work`). A lost compare-and-set (another writer got there
+first) or a unique-key race on PostgreSQL runs the work again against the fresh rows, so two
+concurrent dispatches of one operation produce exactly one ``go``.
 
-The values it takes and answers are in :mod:`flowledger.services.values`; holds are opened, closed
-and
-decided on by :mod:`flowledger.services.holds`, always inside a transaction run here.
+The values it takes and answers are in :mod:`flowledger.services.values`; holds are opened,
+closed and decided on by :mod:`flowledger.services.holds`, always inside a transaction run
+here.
 """
 
 from __future__ import annotations

@@ -12,12 +12,8 @@ from flowledger import domain
 from flowledger.domain import OpenHold, Reason, State, causes
 from flowledger.domain.chain import data_time
 from flowledger.storage.models import from_db_time
-from flowledger.storage.tx import Row, Tx
-
-
-class Conflict(Exception):
-    """Another writer changed the row between our read and our write: run again."""
-
+from flowledger.storage.sql import Row
+from flowledger.storage.tx import Conflict, Tx
 
 _OP_COLUMNS = (
     "operation_id, state, input_hash, processing_version, attempt, max_attempts, "

@@ -23,9 +23,9 @@ import sqlalchemy as sa
 from flowledger.clock import Clock, utcnow
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from flowledger.faults import crashpoint
-from flowledger.storage import operations as records
+from flowledger.storage import chain, operations
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
-from flowledger.storage.tx import Tx
+from flowledger.storage.tx import Conflict, Tx
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -96,7 +96,7 @@ class UnitOfWork:
         try:
             tx.begin()
             yield tx
-            tx.append_events()
+            chain.append_events(tx)
             crashpoint("before_commit")
             tx.commit()
         except BaseException:
@@ -128,7 +128,7 @@ class UnitOfWork:
             try:
                 with self.transaction(actor) as tx:
                     return work(tx)
-            except records.Conflict:
+            except Conflict:
                 if last:
                     raise
             except Exception as exc:
@@ -169,7 +169,7 @@ class UnitOfWork:
 
         ``reads`` (by position, None where it is not known) names the operation each unit
         loads first: on PostgreSQL a batch run without savepoints reads them all ahead of
-        its units, in one statement (:func:`records.read_ahead`).
+        its units, in one statement (:func:`operations.read_ahead`).
 
         A batch is first run without savepoints (:meth:`_run_shared`), and only when a unit
         fails after it wrote, loses a race or is refused by its guard is it rolled back and
@@ -197,7 +197,7 @@ class UnitOfWork:
                         for actor, work, guard in guarded:
                             outcomes.append(self._run_unit(tx, actor, work, guard))
                     else:
-                        records.read_ahead(tx, [op for op in reads if op is not None])
+                        operations.read_ahead(tx, [op for op in reads if op is not None])
                         outcomes = self._run_shared(tx, guarded)
                     crashpoint("batch_before_commit")
             except _Isolate:
@@ -273,7 +273,7 @@ class UnitOfWork:
     def _from_database(self, exc: BaseException) -> bool:
         """An error the database (or the driver) raised, or a lost compare-and-set: it may
         belong to an earlier unit whose statement failed in the pipeline."""
-        if isinstance(exc, records.Conflict | sa.exc.SQLAlchemyError):
+        if isinstance(exc, Conflict | sa.exc.SQLAlchemyError):
             return True
         dbapi = self._dbapi
         return dbapi is not None and isinstance(getattr(exc, "orig", exc), dbapi.Error)
@@ -337,7 +337,7 @@ class UnitOfWork:
                         verdict()
                     except Exception as refused:
                         return Outcome(error=refused)
-                lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
+                lost = isinstance(exc, Conflict) or self._lost_race(exc)
                 if lost and attempt + 1 < self.retries:
                     continue
                 return Outcome(error=exc)

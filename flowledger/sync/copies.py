@@ -15,7 +15,7 @@ from flowledger.connectors.base import ExecutionRecord
 from flowledger.services.ledger import Tx
 from flowledger.storage.engine import Store, first_line
 from flowledger.storage.models import Execution, Source, table
-from flowledger.storage.tx import in_list
+from flowledger.storage.sql import in_list
 from flowledger.sync import links
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from typing import Any
 
 from flowledger.connectors.base import ExecutionRecord
 from flowledger.services.ledger import Tx
-from flowledger.storage.tx import in_list
+from flowledger.storage.sql import in_list
 
 MAX_CHAIN = 20
 

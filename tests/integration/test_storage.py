@@ -18,7 +18,8 @@ from flowledger.services.ledger import InvalidInput, Ledger, NotFound
 from flowledger.storage import operations as records
 from flowledger.storage.engine import Store, read_schema_version
 from flowledger.storage.models import SCHEMA_VERSION
-from flowledger.storage.tx import Row, Tx
+from flowledger.storage.sql import Row
+from flowledger.storage.tx import Tx
 from tests.support.builders import FakeClock, req
 from tests.support.database import lock_waits
 from tests.support.processes import wait_until
