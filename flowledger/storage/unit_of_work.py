@@ -6,7 +6,8 @@ works in one transaction, one commit and one fsync (:meth:`UnitOfWork.run_many`,
 group commit), appends their events to the chain just before the commit, and retries what lost
 a race: a compare-and-set another writer won, a unique key another writer took first, or
 (PostgreSQL) a serialization failure or deadlock. A service hands out its work as a
-:class:`Call`, so a call is checked before any transaction and run one way.
+:class:`flowledger.services.call.Call`, so a call is checked before any transaction and run one
+way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
@@ -77,7 +78,7 @@ class UnitOfWork:
         self.secrets = secrets
         self.clock = clock
         self.retries = retries
-        self._commits = 0
+        self.commits = 0  # transactions committed, for the WAL checkpoints and the tests
         self._dbapi = store.engine.dialect.dbapi
 
     @contextmanager
@@ -104,8 +105,8 @@ class UnitOfWork:
             raise
         finally:
             tx.close()
-        self._commits += 1
-        if WAL_RESET_AFFECTED and self._commits % CHECKPOINT_EVERY == 0:
+        self.commits += 1
+        if WAL_RESET_AFFECTED and self.commits % CHECKPOINT_EVERY == 0:
             try:
                 self.store.checkpoint()
             except Exception:  # committed already; a busy checkpoint is tried again later
@@ -173,17 +174,11 @@ class UnitOfWork:
 
         A batch is first run without savepoints (:meth:`_run_shared`), and only when a unit
         fails after it wrote, loses a race or is refused by its guard is it rolled back and
-        run again with a savepoint per unit (:meth:`_run_unit`). On PostgreSQL every
+        run again with a savepoint per unit (:meth:`_run_unit`): on PostgreSQL every
         statement in a pipeline is a send (and a wake-up of the server) of its own, and a
-        savepoint costs two statements and a sync per unit: without them a dispatch sends 3
-        statements instead of 5 and waits once (its read) instead of twice, a confirm 4
-        instead of 6 (2 each with their writes together, :meth:`Tx.together`). Measured
-        with ``python -m bench.ingest --only postgres`` (one receiver, 4,000 pairs), taking
-        turns with the tree before (load average 5-10 on 2 cores): the receiver's CPU
-        852-929 → 551-646 µs a transition, round trips 2.03 → 1.06 (two receivers 2.06 →
-        1.13); in process, ``bench.pipeline``'s pairs in batches of 64 (load average 3): the
-        writer's 530-600 → 350-420 µs. A batch run again costs it once more, which only a
-        lost race, a refused guard or a failure after writing brings about."""
+        savepoint costs two statements and a sync per unit (figures in ``bench/README.md``).
+        A batch run again costs it once more, which only a lost race, a refused guard or a
+        failure after writing brings about."""
         guarded = [
             (actor, work, guards[i] if i < len(guards) else None)
             for i, (actor, work) in enumerate(units)
@@ -286,10 +281,7 @@ class UnitOfWork:
         that succeeded keeps its savepoint until the next unit's first statements release it
         (the commit releases the last): releasing it before the settle would leave nothing to
         roll back to when the settle finds a lost compare-and-set. A dispatch then waits for
-        the server twice instead of five times, a confirm twice instead of six: measured with
-        ``python -m bench.pipeline`` (PostgreSQL 15 on loopback, the machine busy, load
-        average 10 on 2 cores), 2.05 round trips a transition against 5.53, and 92 against 66
-        transitions/s (median of six alternating rounds each, ratio 1.39).
+        the server twice instead of five times, a confirm twice instead of six.
 
         A ``guard`` runs once, after the previous unit's savepoint is released and before
         this unit's (so no rollback to a savepoint undoes it); its verdict is read after the
@@ -343,21 +335,3 @@ class UnitOfWork:
                 return Outcome(error=exc)
             return Outcome(value=value)
         raise RuntimeError("unreachable")
-
-
-@dataclass(frozen=True)
-class Call(Generic[T]):
-    """One service call, its input already checked: ``work`` runs it inside a transaction.
-    :meth:`run` gives it a transaction of its own; the receiver passes ``work`` to
-    :meth:`UnitOfWork.run_many` with others instead. A person's decision names its actor
-    (``operator:<name>``) when it is made; a workflow call is told its actor when run."""
-
-    unit: UnitOfWork
-    work: Work[T]
-    actor: str | None = None
-
-    def run(self, actor: str | None = None) -> T:
-        who = actor if actor is not None else self.actor
-        if who is None:
-            raise TypeError("run() needs the actor: who makes this call")
-        return self.unit.run(who, self.work)
