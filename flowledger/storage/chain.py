@@ -25,7 +25,7 @@ _INSERT_EVENT = (
 # the head row, chains the batch after it (the last field of an event's canonical form, the
 # sequence number, only the database knows by then), inserts the events and moves the head.
 # The head is locked from this statement to the end of the commit, never across a wait for the
-# client, so other receivers' batches do not queue on it (docs/decisions/A01-*).
+# client, so other receivers' batches do not queue on it (bench/README.md, "Write path").
 _APPEND_EVENTS_PG = """
 WITH RECURSIVE head AS (
     SELECT seq, hash FROM chain_head WHERE id = 1 FOR UPDATE

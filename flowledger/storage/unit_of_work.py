@@ -217,8 +217,7 @@ class UnitOfWork:
         move, an ``Idempotency-Key`` in use); anything else raises :class:`_Isolate`.
 
         A guard's verdict is read before its unit's first write (:meth:`Tx.gate`): a refused
-        signature is refused alone, its unit having written nothing, where reading it at the
-        batch's end ran the batch again with a savepoint per unit. What the guard wrote
+        signature is refused alone, its unit having written nothing. What the guard wrote
         stays when its unit fails before writing, as under a savepoint of the unit's own. A
         unit that wrote nothing before its end has its verdict read at the batch's end."""
         outcomes: list[Outcome] = []
@@ -280,8 +279,7 @@ class UnitOfWork:
         error of its statements is raised, so it is still this unit's to roll back. A unit
         that succeeded keeps its savepoint until the next unit's first statements release it
         (the commit releases the last): releasing it before the settle would leave nothing to
-        roll back to when the settle finds a lost compare-and-set. A dispatch then waits for
-        the server twice instead of five times, a confirm twice instead of six.
+        roll back to when the settle finds a lost compare-and-set.
 
         A ``guard`` runs once, after the previous unit's savepoint is released and before
         this unit's (so no rollback to a savepoint undoes it); its verdict is read after the
