@@ -99,7 +99,6 @@ class Ledger:
     ) -> None:
         self.unit = UnitOfWork(store, clock=clock, retries=retries, secrets=secrets)
         self.store = store
-        self.clock = clock
         self.secret = secret
         self.max_attempts = max_attempts
         self.dispatch_deadline = dispatch_deadline
@@ -107,6 +106,15 @@ class Ledger:
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
 
     # ------------------------------------------------------------------ the unit of work
+
+    @property
+    def clock(self) -> Clock:
+        """What the unit of work reads the time from (replaceable, for tests)."""
+        return self.unit.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.unit.clock = clock
 
     @property
     def secrets(self) -> Secrets:
