@@ -58,8 +58,9 @@ from flowledger.receiver.api.tokens import create_token
 from flowledger.receiver.engine import lane
 from flowledger.receiver.engine.middleware import BodyGuard
 from flowledger.receiver.engine.server import bounded_head_protocol
-from flowledger.services import tx, unit
 from flowledger.services.ledger import Ledger
+from flowledger.storage import tx
+from flowledger.storage import unit_of_work as unit
 from flowledger.storage.migrate import init_ledger
 
 SECRETS = secrets_of(["bench-server-secret", "n8nKey_Q7f3Z9xL2mP4vR8sT1uW"])

@@ -21,8 +21,8 @@ from typing import Any
 from bench.baselines import fresh_postgres
 from flowledger.metrics import DB_ROUND_TRIPS
 from flowledger.services.ledger import DispatchInput, Ledger
-from flowledger.services.tx import Tx
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.tx import Tx
 
 
 def _trips() -> float:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from flowledger.clock import Clock, utcnow
-from flowledger.services import keys, signatures
+from flowledger.storage import keys, signatures
 from flowledger.storage.engine import Store
 from flowledger.storage.housekeeping import delete_delivered_alerts
 

@@ -1,7 +1,8 @@
 """Holds in the writer's transaction: the one place they are opened, their closing when a rule
 resolves them, and a person's decisions on them (resolve, assign, extend, note).
 
-Each function takes the caller's :class:`~flowledger.services.tx.Tx`;
+Each function takes the caller's :class:`~flowledger.storage.tx.Tx` and leaves the statements to
+the repositories (:mod:`flowledger.storage.holds`, :mod:`flowledger.storage.operations`);
 :class:`flowledger.services.ledger.Ledger` runs them and is still the only way in.
 """
 
@@ -14,12 +15,14 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
 from flowledger.domain.chain import data_time
-from flowledger.services import outbox, records
-from flowledger.services.tx import Row, Tx
+from flowledger.services import outbox
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
-from flowledger.storage.models import Outbox, from_db_time, table
+from flowledger.storage import holds as hold_rows
+from flowledger.storage import operations
+from flowledger.storage.models import from_db_time
+from flowledger.storage.sql import Row
+from flowledger.storage.tx import Tx
 
-OUTBOX = table(Outbox)
 ACTIONS = ("confirm", "release", "cancel", "dismiss")
 
 
@@ -35,15 +38,15 @@ def open_holds(
     opening is an event and, when alert URLs are configured, one outbox row per URL in the
     same transaction. The operations the holds concern are locked until the commit first,
     unless the caller says it holds them already (``locked``), so that a writer reading one
-    meanwhile waits and then sees the hold (:func:`records.lock_operations`). Returns the
+    meanwhile waits and then sees the hold (:func:`operations.lock_operations`). Returns the
     new ids (``None`` where the cause already had a hold). Works a batch at a time so the
     sweep stays cheap."""
     if not targets:
         return []
     concerned = [t.operation_id for t in targets if t.operation_id]
     if not locked:
-        records.lock_operations(tx, concerned)
-    records.read_again(tx, concerned)
+        operations.lock_operations(tx, concerned)
+    operations.read_again(tx, concerned)
     unique: dict[str, HoldTarget] = {}
     for t in targets:
         unique.setdefault(t.hold.cause_key, t)
@@ -68,7 +71,7 @@ def open_holds(
         }
         for key, t in unique.items()
     ]
-    ids = records.insert_new_holds(tx, rows)
+    ids = hold_rows.insert_new_holds(tx, rows)
     if not ids:
         return [None] * len(targets)
     fresh = unique
@@ -97,7 +100,7 @@ def open_holds(
             )  # fmt: skip
             alerts.extend(outbox.rows_for(alert, alert_targets, tx.now))
     if alerts:
-        tx.conn.execute(OUTBOX.insert(), alerts)
+        hold_rows.insert_alerts(tx, alerts)
     first: dict[str, int | None] = {k: ids[k] for k in fresh}
     return [first.pop(t.hold.cause_key, None) for t in targets]
 
@@ -109,9 +112,9 @@ def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> 
     hold that no longer exists."""
     resolution = change.resolution.value if change.resolution else None
     if change.resolve_holds and operation_id is not None:
-        records.read_again(tx, [operation_id])
+        operations.read_again(tx, [operation_id])
     for hold_id in change.resolve_holds:
-        if records.close_hold(tx, hold_id, resolution, note):
+        if hold_rows.close_hold(tx, hold_id, resolution, note):
             data: dict[str, Any] = {"resolution": resolution, "note": note, **change.data}
             if change.receipt:
                 data["receipt"] = change.receipt
@@ -123,9 +126,9 @@ def _close_overdue_about(
     tx: Tx, hold_id: int, resolution: str | None, operation_id: str | None
 ) -> None:
     settled = Resolution.CAUSE_RESOLVED.value
-    for overdue_id in records.open_overdue_about(tx, hold_id):
+    for overdue_id in hold_rows.open_overdue_about(tx, hold_id):
         note = f"hold {hold_id} was resolved ({resolution or 'closed'})"
-        if records.close_hold(tx, overdue_id, settled, note):
+        if hold_rows.close_hold(tx, overdue_id, settled, note):
             data = {
                 "resolution": settled,
                 "note": note,
@@ -136,14 +139,14 @@ def _close_overdue_about(
 
 
 def require_operation(tx: Tx, operation_id: str) -> tuple[domain.Operation, Row]:
-    row = records.load_operation(tx, operation_id)
+    row = operations.load_operation(tx, operation_id)
     if row is None:
         raise NotFound(f"no operation {operation_id!r}")
-    return records.to_domain(row), row
+    return operations.to_domain(row), row
 
 
 def _open_hold_row(tx: Tx, hold_id: int) -> Row:
-    row = records.load_hold(tx, hold_id)
+    row = hold_rows.load_hold(tx, hold_id)
     if row is None:
         raise NotFound(f"no hold {hold_id}")
     if row.resolved_at is not None:
@@ -175,7 +178,7 @@ def resolution_work(
             assert refused is not None
             raise refused
         op, op_row = require_operation(tx, row.operation_id)
-        holds = records.holds_of(tx, op.operation_id)
+        holds = hold_rows.holds_of(tx, op.operation_id)
         if action == "confirm":
             change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
         elif action == "release":
@@ -183,12 +186,12 @@ def resolution_work(
         else:
             change = domain.cancel(op, holds, note)
         if change.operation is not None:
-            records.save_operation(tx, op_row, change.operation)
+            operations.save_operation(tx, op_row, change.operation)
         if action in ("confirm", "release") and op.state is State.DISPATCHING:
             outcome = "confirmed" if action == "confirm" else "released"
-            records.end_attempt(tx, op.operation_id, op.attempt, outcome)
+            operations.end_attempt(tx, op.operation_id, op.attempt, outcome)
         if action == "confirm":
-            records.insert_receipt(
+            operations.insert_receipt(
                 tx, op.operation_id, op.attempt, receipt or "", kind="evidence", detail=note.strip()
             )
         close_holds(tx, change, op.operation_id, note.strip())
@@ -225,7 +228,7 @@ def update_work(
             values["next_action"] = data["next_action"] = next_action[
                 : limits.MAX_NEXT_ACTION_LENGTH
             ]
-        records.change_hold(tx, hold_id, row.version, values)
+        hold_rows.change_hold(tx, hold_id, row.version, values)
         kind = (
             "hold_assigned"
             if owner is not None

@@ -2,28 +2,28 @@
 with its event, in one transaction.
 
 Each service checks its input at once (a bad value is refused before any transaction) and
-returns a :class:`~flowledger.services.unit.Call`: its work reads the rows the rule needs, asks
-``flowledger.domain``, writes the outcome with a compare-and-set on the operation's ``version``
-column and records the events. ``call.run(actor)`` runs it in a transaction of its own; the
-receiver's group commit runs many ``call.work`` in one (:mod:`flowledger.services.unit`). A lost
+returns a :class:`~flowledger.services.call.Call` of its work on the ledger's unit of work
+(:class:`~flowledger.storage.unit_of_work.UnitOfWork`): the workflow calls' works are in
+:mod:`flowledger.services.operations`, a person's decisions on holds in
+:mod:`flowledger.services.holds`. ``call.run(actor)`` runs it in a transaction of its own; the
+receiver's group commit runs many ``call.work`` in one (:meth:`Ledger.run_many`). A lost
 compare-and-set (another writer got there first) or a unique-key race on PostgreSQL runs the
 work again against the fresh rows, so two concurrent dispatches of one operation produce
 exactly one ``go``.
 
-The values it takes and answers are in :mod:`flowledger.services.values`; holds are opened, closed
-and
-decided on by :mod:`flowledger.services.holds`, always inside a transaction run here.
+The values it takes and answers are in :mod:`flowledger.services.values`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from flowledger import domain
 from flowledger.clock import Clock, utcnow
-from flowledger.domain import FailOutcome, IllegalTransition, NewHold, Reason
+from flowledger.domain import FailOutcome, IllegalTransition, NewHold
 from flowledger.domain.hashing import input_hash as hash_input
 from flowledger.domain.hashing import is_valid_hash
 from flowledger.domain.limits import (
@@ -35,19 +35,16 @@ from flowledger.domain.limits import (
     MAX_RECEIPT_LENGTH,
 )
 from flowledger.domain.redact import NO_SECRETS, Secrets
-from flowledger.faults import crashpoint
-from flowledger.services import outbox, records
-from flowledger.services.holds import close_holds, resolution_work, update_work
+from flowledger.services import operations, outbox
+from flowledger.services.call import Call
 from flowledger.services.holds import open_holds as open_hold_rows
-from flowledger.services.tx import Tx
-from flowledger.services.unit import Call, UnitOfWork
+from flowledger.services.holds import resolution_work, update_work
 from flowledger.services.values import (
     Answer,
     DispatchInput,
     HoldTarget,
     InvalidInput,
     NotFound,
-    Outcome,
     check_detail,
     check_id,
     check_note,
@@ -57,6 +54,8 @@ from flowledger.services.values import (
     operator_actor,
 )
 from flowledger.storage.engine import Store
+from flowledger.storage.tx import Tx
+from flowledger.storage.unit_of_work import Guard, Outcome, UnitOfWork, Work
 
 __all__ = [
     "Answer",
@@ -72,10 +71,13 @@ __all__ = [
     "utcnow",
 ]
 
+T = TypeVar("T")
 
-class Ledger(UnitOfWork):
-    """The ledger's services over one store. Each service checks its input and returns a
-    :class:`~flowledger.services.unit.Call`; ``clock`` is injectable for tests.
+
+class Ledger:
+    """The ledger's services over one store, on the unit of work it holds (:attr:`unit`).
+    Each service checks its input and returns a :class:`~flowledger.services.call.Call`;
+    ``clock`` is injectable for tests.
 
     Text that came from a workflow, a tool or a target (receipts, details, errors,
     ``input_ref``, notes) is checked as sent, then redacted (:meth:`redact`, ``secrets`` the
@@ -95,14 +97,57 @@ class Ledger(UnitOfWork):
         alert_urls: Sequence[str] = (),
         secrets: Secrets = NO_SECRETS,
     ) -> None:
-        super().__init__(store, clock=clock, retries=retries, secrets=secrets)
+        self.unit = UnitOfWork(store, clock=clock, retries=retries, secrets=secrets)
+        self.store = store
         self.secret = secret
         self.max_attempts = max_attempts
         self.dispatch_deadline = dispatch_deadline
         self.hold_deadlines = hold_deadlines
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
 
-    # ------------------------------------------------------------------ workflow calls
+    # ------------------------------------------------------------------ the unit of work
+
+    @property
+    def clock(self) -> Clock:
+        """What the unit of work reads the time from (replaceable, for tests)."""
+        return self.unit.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.unit.clock = clock
+
+    @property
+    def secrets(self) -> Secrets:
+        """The secrets redacted from outside text (:meth:`add_secrets` adds to them)."""
+        return self.unit.secrets
+
+    @property
+    def retries(self) -> int:
+        return self.unit.retries
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        self.unit.add_secrets(values)
+
+    def redact(self, text: str) -> str:
+        return self.unit.redact(text)
+
+    def transaction(self, actor: str) -> AbstractContextManager[Tx]:
+        """One write transaction of its own (:meth:`UnitOfWork.transaction`)."""
+        return self.unit.transaction(actor)
+
+    def run(self, actor: str, work: Work[T]) -> T:
+        return self.unit.run(actor, work)
+
+    def run_many(
+        self,
+        units: Sequence[tuple[str, Work[Any]]],
+        guards: Sequence[Guard | None] = (),
+        reads: Sequence[str | None] = (),
+    ) -> list[Outcome]:
+        """Several works in one transaction, one commit (:meth:`UnitOfWork.run_many`)."""
+        return self.unit.run_many(units, guards, reads)
+
+    # ------------------------------------------------------------------ checks
 
     def input_hash_of(self, value: Any) -> str:
         try:
@@ -128,12 +173,12 @@ class Ledger(UnitOfWork):
     def _redacted(self, text: str | None, longest: int) -> str | None:
         """``text`` redacted, and cut to the limit it was checked against (``[redacted]`` is
         longer than a short secret)."""
-        return None if text is None else self.redact(text)[:longest]
+        return None if text is None else self.unit.redact(text)[:longest]
 
     def _redact_receipt(self, receipt: str) -> str:
         """A receipt is the target's reference and stays exact, unless it holds a secret (a
         receipt that *is* a configured secret is still one)."""
-        return self.redact(receipt)[:MAX_RECEIPT_LENGTH]
+        return self.unit.redact(receipt)[:MAX_RECEIPT_LENGTH]
 
     # ------------------------------------------------------------------ workflow calls
 
@@ -162,56 +207,7 @@ class Ledger(UnitOfWork):
             approval=req.approval,
         )
         extra = {**names, "approval_expires_at": req.approval.expires_at if req.approval else None}
-
-        def work(tx: Tx) -> Answer:
-            row, holds = records.load_with_holds(tx, operation_id)
-            op = records.to_domain(row) if row is not None else None
-            change = domain.dispatch(
-                op,
-                request,
-                holds,
-                tx.now,
-                operation_id=operation_id,
-                max_attempts=self.max_attempts,
-                default_deadline=self.dispatch_deadline,
-            )
-            crashpoint("before_dispatch_write")
-            with tx.together():  # one statement on PostgreSQL
-                if change.operation is not None:
-                    records.save_operation(tx, row, change.operation, extra)
-                if change.new_attempt:
-                    assert change.operation is not None
-                    records.insert_attempt(tx, change.operation, extra)
-            hold_ids = self._open(tx, operation_id, change.holds, execution_id=req.execution_id)
-            if change.event is not None:
-                data = {
-                    "decision": change.decision.value if change.decision else None,
-                    "execution_id": req.execution_id,
-                    "run_index": req.run_index,
-                    "input_hash": request.input_hash,
-                    "processing_version": request.processing_version,
-                    **change.data,
-                }
-                if change.reason is not None:
-                    data["reason"] = change.reason.value
-                if change.operation is not None:
-                    data.update(
-                        records.written_with(change.operation, names["input_ref"], row is None)
-                    )
-                tx.event(change.event, operation_id, data)
-            final = change.operation or op
-            assert final is not None and change.decision is not None
-            return Answer(
-                operation_id,
-                final.state.value,
-                change.decision.value,
-                final.attempt,
-                change.reason.value if change.reason else None,
-                change.receipt,
-                hold_ids,
-            )
-
-        return Call(self, work)
+        return Call(self.unit, operations.dispatch_work(self, operation_id, request, names, extra))
 
     def prepare(
         self,
@@ -233,31 +229,8 @@ class Ledger(UnitOfWork):
         extra = {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
         check_optional(extra)
         extra["input_ref"] = self._redacted(input_ref, MAX_INPUT_REF_LENGTH)
-
-        def work(tx: Tx) -> Answer:
-            row = records.load_operation(tx, operation_id)
-            op = records.to_domain(row) if row is not None else None
-            change = domain.prepare(
-                op,
-                digest,
-                processing_version,
-                operation_id=operation_id,
-                max_attempts=self.max_attempts,
-            )
-            if change.operation is not None:
-                records.save_operation(tx, row, change.operation, extra)
-            if change.event is not None:
-                data = {"input_hash": digest, "processing_version": processing_version}
-                if change.operation is not None:
-                    data.update(
-                        records.written_with(change.operation, extra["input_ref"], row is None)
-                    )
-                tx.event(change.event, operation_id, data)
-            final = change.operation or op
-            assert final is not None
-            return Answer(operation_id, final.state.value, attempt=final.attempt)
-
-        return Call(self, work)
+        work = operations.prepare_work(self, operation_id, digest, processing_version, extra)
+        return Call(self.unit, work)
 
     def confirm(
         self,
@@ -274,48 +247,8 @@ class Ledger(UnitOfWork):
         check_detail(detail)
         receipt = self._redact_receipt(receipt)
         detail = self._redacted(detail, MAX_DETAIL_LENGTH)
-
-        def work(tx: Tx) -> Answer:
-            row, holds = records.load_with_holds(tx, operation_id)
-            if row is None:
-                raise NotFound(f"no operation {operation_id!r}")
-            op = records.to_domain(row)
-            change = domain.confirm(op, receipt, holds)
-            hold_ids = self._open(tx, operation_id, change.holds, execution_id=execution_id)
-            with tx.together():  # one statement on PostgreSQL
-                if change.operation is not None:
-                    records.save_operation(tx, row, change.operation)
-                    records.end_attempt(tx, operation_id, op.attempt, "confirmed")
-                if change.event is not None:
-                    records.insert_receipt(
-                        tx,
-                        operation_id,
-                        op.attempt,
-                        receipt,
-                        kind="conflict" if change.holds else "workflow",
-                        execution_id=execution_id,
-                        detail=detail,
-                    )
-            if change.operation is not None:
-                crashpoint("after_confirm_update")
-            if change.event is not None:
-                close_holds(tx, change, operation_id, note="confirmed by the workflow")
-                tx.event(
-                    change.event,
-                    operation_id,
-                    {"receipt": receipt, "execution_id": execution_id, **change.data},
-                )
-            final = change.operation or op
-            return Answer(
-                operation_id,
-                final.state.value,
-                attempt=final.attempt,
-                receipt=final.receipt,
-                reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
-                hold_ids=hold_ids,
-            )
-
-        return Call(self, work)
+        work = operations.confirm_work(self, operation_id, receipt, execution_id, detail)
+        return Call(self.unit, work)
 
     def fail(
         self,
@@ -328,39 +261,9 @@ class Ledger(UnitOfWork):
         """The workflow reports that its write was rejected, or that it cannot tell."""
         check_id(operation_id, "operation_id")
         check_optional({"execution_id": execution_id})
-        error = self.redact(error or "")[:MAX_ERROR_LENGTH]
-
-        def work(tx: Tx) -> Answer:
-            row, holds = records.load_with_holds(tx, operation_id)
-            if row is None:
-                raise NotFound(f"no operation {operation_id!r}")
-            op = records.to_domain(row)
-            reported = error or f"the workflow reported {outcome.value}"
-            change = domain.fail(op, outcome, reported, holds)
-            # Unknown leaves the operation as it is but opens a hold: compare-and-set it
-            # anyway, so a change of the row since it was read ahead for this unit (by an
-            # earlier unit of its batch) makes it run again (and refuse). A confirm
-            # elsewhere waits for the lock our read took, then resolves the hold.
-            records.save_operation(tx, row, change.operation or op)
-            if change.operation is not None:
-                records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
-            hold_ids = self._open(tx, operation_id, change.holds, execution_id=execution_id)
-            close_holds(tx, change, operation_id, note=f"rejected by the target: {reported}")
-            tx.event(
-                change.event or "failed",
-                operation_id,
-                {"execution_id": execution_id, "error": error, **change.data},
-            )
-            final = change.operation or op
-            return Answer(
-                operation_id,
-                final.state.value,
-                attempt=final.attempt,
-                reason=change.holds[0].reason.value if change.holds else None,
-                hold_ids=hold_ids,
-            )
-
-        return Call(self, work)
+        error = self.unit.redact(error or "")[:MAX_ERROR_LENGTH]
+        work = operations.fail_work(self, operation_id, outcome, error, execution_id)
+        return Call(self.unit, work)
 
     def execution_failed(
         self, execution_id: str, detail: str
@@ -369,24 +272,8 @@ class Ledger(UnitOfWork):
         operation it left ``dispatching`` (whose current attempt it made). Answers
         ``(operation_id, hold_id or None when that cause already had one)`` pairs."""
         check_id(execution_id, "execution_id")
-        detail = self.redact(detail)
-
-        def work(tx: Tx) -> list[tuple[str, int | None]]:
-            ops = [
-                records.to_domain(r) for r in records.dispatching_for_execution(tx, execution_id)
-            ]
-            targets = [
-                HoldTarget(
-                    domain.execution_failed_hold(op, execution_id, detail),
-                    op.operation_id,
-                    execution_id=execution_id,
-                )
-                for op in ops
-            ]
-            ids = self.open_holds(tx, targets, locked=True)  # read FOR UPDATE
-            return [(op.operation_id, i) for op, i in zip(ops, ids, strict=True)]
-
-        return Call(self, work)
+        detail = self.unit.redact(detail)
+        return Call(self.unit, operations.execution_failed_work(self, execution_id, detail))
 
     # ------------------------------------------------------------------ holds
 
@@ -401,20 +288,7 @@ class Ledger(UnitOfWork):
         """Open a hold unless one with its cause key exists. Answers its id, or ``None`` when
         the cause already had one."""
         target = HoldTarget(hold, operation_id, execution_id, source)
-        return Call(self, lambda tx: self.open_holds(tx, [target])[0])
-
-    def _open(
-        self,
-        tx: Tx,
-        operation_id: str,
-        holds: Sequence[NewHold],
-        *,
-        execution_id: str | None,
-    ) -> list[int]:
-        """Open a rule's holds on one operation; the ids of those that were new. The unit
-        read the operation with its lock (``records.load_with_holds``) or inserted it."""
-        targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
-        return [i for i in self.open_holds(tx, targets, locked=True) if i is not None]
+        return Call(self.unit, lambda tx: self.open_holds(tx, [target])[0])
 
     def open_holds(
         self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
@@ -438,9 +312,9 @@ class Ledger(UnitOfWork):
         if receipt is not None:
             check_receipt(receipt)
             receipt = self._redact_receipt(receipt)
-        note = self.redact(check_note(note))[:MAX_NOTE_LENGTH]
+        note = self.unit.redact(check_note(note))[:MAX_NOTE_LENGTH]
         work = resolution_work(hold_id, action, note, receipt)
-        return Call(self, work, operator_actor(operator))
+        return Call(self.unit, work, operator_actor(operator))
 
     def update_hold(
         self,
@@ -453,7 +327,7 @@ class Ledger(UnitOfWork):
         next_action: str | None = None,
     ) -> Call[None]:
         """Assign, extend the deadline, set the next action, or just add a note."""
-        note = self.redact(check_note(note).strip())[:MAX_NOTE_LENGTH]
+        note = self.unit.redact(check_note(note).strip())[:MAX_NOTE_LENGTH]
         if not note:
             raise IllegalTransition("a note is required", code="note_required")
         actor = operator_actor(operator)
@@ -461,4 +335,4 @@ class Ledger(UnitOfWork):
             check_id(owner, "owner")
         next_action = self._redacted(next_action, MAX_NEXT_ACTION_LENGTH)
         work = update_work(hold_id, note, owner=owner, deadline=deadline, next_action=next_action)
-        return Call(self, work, actor)
+        return Call(self.unit, work, actor)

@@ -92,14 +92,6 @@ class DispatchInput:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What one unit of a :meth:`Ledger.run_many` batch returned, or the error it raised."""
-
-    value: Any = None
-    error: BaseException | None = None
-
-
-@dataclass(frozen=True)
 class HoldTarget:
     """A hold to open and what it concerns; an overdue hold ``refers_to`` the hold it is
     about."""

@@ -235,7 +235,7 @@ def _sqlite_engine(path: Path, *, create: bool) -> Engine:
         "sqlite://",
         creator=connect,
         hide_parameters=True,
-        # Every transaction ends in an explicit commit or rollback (flowledger.services.tx), so the
+        # Every transaction ends in an explicit commit or rollback (flowledger.storage.tx), so the
         # pool
         # need not roll back again on each return.
         pool_reset_on_return=None,

@@ -15,9 +15,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowledger.services.tx import Row, Tx, in_list
 from flowledger.storage.engine import Store, first_line
 from flowledger.storage.models import Execution, table
+from flowledger.storage.sql import Row, in_list
+from flowledger.storage.tx import Tx
 
 log = logging.getLogger(__name__)
 

@@ -2,24 +2,14 @@
 (the transaction's own cursor), so that they stay in a batch's pipeline on PostgreSQL. What a
 key means (the same request gets its answer again) is
 :mod:`flowledger.receiver.engine.idempotency`'s; removing the expired ones in bulk is
-:mod:`flowledger.services.keys`'s."""
+:mod:`flowledger.storage.keys`'s."""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Protocol
+from typing import Any
 
-
-class Tx(Protocol):
-    """What these statements use of the writer's transaction
-    (:class:`flowledger.services.tx.Tx`)."""
-
-    dialect: str
-
-    def one(self, sql: str, params: dict[str, Any] | None = None) -> Any: ...
-
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> Any: ...
-
+from flowledger.storage.tx import Tx
 
 _STORED = (
     "SELECT request_hash, status, response_status, response_body, expires_at <= :now AS expired"

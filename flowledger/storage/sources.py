@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowledger.services.tx import Tx
 from flowledger.storage.models import Source, table
+from flowledger.storage.tx import Tx
 
 SOURCES = table(Source)
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowledger.connectors.base import ExecutionRecord
-from flowledger.services.ledger import Tx
 from flowledger.storage import executions
 from flowledger.storage.executions import FIELDS, TIMES
+from flowledger.storage.tx import Tx
 from flowledger.sync import links
 
 

@@ -18,9 +18,9 @@ from flowledger.domain.projection import EventRow, Projection
 from flowledger.queries.deep import deep_verify
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
-from flowledger.services.tx import Tx
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import from_db_time
+from flowledger.storage.tx import Tx
 from tests.support.builders import FakeClock, req
 
 runner = CliRunner()

@@ -21,8 +21,8 @@ from flowledger.receiver.api.auth import _nothing as auth_nothing
 from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.idempotency import keyed
-from flowledger.services import records
 from flowledger.services.ledger import Ledger, NotFound, Tx
+from flowledger.storage import operations as records
 from flowledger.storage.models import Event, Operation, table
 from tests.support.builders import req
 
@@ -410,10 +410,10 @@ def _queued_then_run(
 
 def test_requests_waiting_for_the_writer_share_one_commit(ledger: Ledger) -> None:
     units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(20)]
-    commits_before = ledger._commits
+    commits_before = ledger.unit.commits
     answers = _queued_then_run(GroupCommitter(ledger), units)
     assert {a.decision for a in answers} == {"go"}
-    assert ledger._commits - commits_before == 1
+    assert ledger.unit.commits - commits_before == 1
     assert len(_ops(ledger)) == 20
 
 
@@ -421,10 +421,10 @@ def test_requests_handed_over_together_are_split_at_the_batch_limit(ledger: Ledg
     """One turn of the event loop hands every request to the writer at once; a batch still
     holds at most ``max_batch`` of them, and every one is answered."""
     units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(20)]
-    commits_before = ledger._commits
+    commits_before = ledger.unit.commits
     answers = _queued_then_run(GroupCommitter(ledger, max_batch=8), units)
     assert [a.decision for a in answers] == ["go"] * 20
-    assert ledger._commits - commits_before == 3
+    assert ledger.unit.commits - commits_before == 3
     assert len(_ops(ledger)) == 20
 
 
@@ -435,7 +435,7 @@ def test_the_requests_of_one_turn_reach_a_running_writer_as_one_batch(ledger: Le
     writer = GroupCommitter(ledger)
     writer.start()
     units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(10)]
-    commits_before = ledger._commits
+    commits_before = ledger.unit.commits
 
     async def request(unit: Callable[[Tx], Any]) -> Any:
         time.sleep(0.002)
@@ -449,7 +449,7 @@ def test_the_requests_of_one_turn_reach_a_running_writer_as_one_batch(ledger: Le
     finally:
         writer.close()
     assert [a.decision for a in answers] == ["go"] * 10
-    assert ledger._commits - commits_before == 1
+    assert ledger.unit.commits - commits_before == 1
 
 
 def test_a_failed_commit_fails_every_request_of_its_batch(ledger: Ledger) -> None:
@@ -466,11 +466,11 @@ def test_waiters_in_an_event_loop_share_a_commit_and_a_cancelled_one_spoils_noth
     ledger: Ledger,
 ) -> None:
     units = [ledger.dispatch(f"op-{i}", req(f"e-{i}")).work for i in range(10)]
-    commits_before = ledger._commits
+    commits_before = ledger.unit.commits
     answers = _queued_then_run(GroupCommitter(ledger), units, cancel=3)
     assert isinstance(answers[3], asyncio.CancelledError)
     assert {a.decision for n, a in enumerate(answers) if n != 3} == {"go"}
-    assert ledger._commits - commits_before == 1
+    assert ledger.unit.commits - commits_before == 1
     assert len(_ops(ledger)) == 10
 
 

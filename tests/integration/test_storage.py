@@ -14,11 +14,12 @@ import sqlalchemy as sa
 from flowledger.domain import FailOutcome, IllegalTransition
 from flowledger.queries import chain
 from flowledger.queries import records as queries
-from flowledger.services import records
 from flowledger.services.ledger import InvalidInput, Ledger, NotFound
-from flowledger.services.tx import Row, Tx
+from flowledger.storage import operations as records
 from flowledger.storage.engine import Store, read_schema_version
 from flowledger.storage.models import SCHEMA_VERSION
+from flowledger.storage.sql import Row
+from flowledger.storage.tx import Tx
 from flowledger.storage.views.executions import EXECUTIONS
 from tests.support.builders import FakeClock, req
 from tests.support.database import lock_waits
@@ -331,7 +332,7 @@ def test_a_rolled_back_append_leaves_no_gap_in_the_chain(
     """The writer guesses the head from its own last append. A transaction that appended and
     then failed before its commit must not leave a guess that another process's append (to
     the same sequence number) would seem to confirm."""
-    from flowledger.services import unit
+    from flowledger.storage import unit_of_work as unit
     from flowledger.storage.engine import open_store
 
     ledger.dispatch("op-1", req("e-1")).run("t")

@@ -15,8 +15,8 @@ from flowledger.config import SourceConfig, SweepConfig
 from flowledger.domain import FailOutcome, Reason, causes
 from flowledger.scheduled.sweep import RULES, Sweep
 from flowledger.scheduled.sweep.rules import execution_failed
-from flowledger.services import records
 from flowledger.services.ledger import Ledger
+from flowledger.storage import operations as records
 from flowledger.storage.models import Event, Execution, Hold, Operation, Source, table
 from tests.support.builders import T0, FakeClock, execution_row, req
 from tests.support.database import lock_waits
@@ -657,7 +657,7 @@ def lose_the_second_batchs_commit(
     """Record each batch of hold targets (those ``counted``) the sweep opens, and fail the
     commit of the second such batch once, as a lost race would; ``failed`` says it did. The
     batch is known by its thread: on PostgreSQL a batch reads while the one before writes."""
-    from flowledger.services import unit
+    from flowledger.storage import unit_of_work as unit
 
     original = ledger.open_holds
     batches: list[list[Any]] = []

@@ -18,7 +18,7 @@ from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
 from flowledger.receiver.engine import Engine, front
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Work
+from flowledger.storage.unit_of_work import Work
 
 TOKEN_USE_EVERY = 60.0  # seconds between two writes of the tokens' last use
 

@@ -34,9 +34,9 @@ from flowledger.receiver.api.deps import current
 from flowledger.receiver.api.errors import ApiError, as_api_error
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal, signing_key
-from flowledger.services import signatures
-from flowledger.services.tx import Tx
-from flowledger.services.unit import Verdict
+from flowledger.storage import signatures
+from flowledger.storage.tx import Tx
+from flowledger.storage.unit_of_work import Verdict
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from flowledger.receiver.api.tokens import TokenCache
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Guard, Work
 from flowledger.storage.engine import Store
+from flowledger.storage.unit_of_work import Guard, Work
 
 
 class Engine(Protocol):

@@ -25,7 +25,7 @@ from typing import Any
 
 from flowledger.metrics import COMMIT_BATCH_SIZE
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Guard, Work
+from flowledger.storage.unit_of_work import Guard, Work
 
 
 @dataclass

@@ -22,8 +22,8 @@ from flowledger.receiver.api.tokens import Principal
 from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.reply import Reply, dumps
 from flowledger.services.ledger import Answer, Tx
-from flowledger.services.unit import Guard
 from flowledger.storage import idempotency as stored_keys
+from flowledger.storage.unit_of_work import Guard
 
 HEADER = "Idempotency-Key"
 

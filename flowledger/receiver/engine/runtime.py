@@ -11,7 +11,7 @@ from typing import Any
 from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.writer_process import WriterProcess
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Guard, Work
+from flowledger.storage.unit_of_work import Guard, Work
 
 
 class Engine:

@@ -24,8 +24,8 @@ from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.engine.wire import READ_SIZE, Frames, LaneCall, pack
 from flowledger.receiver.logs import log_config
 from flowledger.services.ledger import Ledger
-from flowledger.services.unit import Guard, Work
 from flowledger.storage.engine import make_store
+from flowledger.storage.unit_of_work import Guard, Work
 
 _ROUND_TRIPS = "flowledger_db_round_trips_total"
 

@@ -8,7 +8,7 @@ opens their holds in the same transaction (:mod:`~flowledger.scheduled.sweep.bat
 
 Races with the workflow: the due operations are locked (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` serialises writers anyway) until the hold commits.
-Every writer locks the operation it reads (``flowledger.services.records.lock_operations``), so an
+Every writer locks the operation it reads (``flowledger.storage.operations.lock_operations``), so an
 operation a confirm is deciding on is skipped until a later sweep; a confirm that reads one
 the sweep holds waits for the hold's commit, then sees the hold and resolves it; a confirm
 that committed first moves the operation out of ``dispatching`` and the sweep's query no

@@ -20,8 +20,8 @@ from typing import TypeVar
 
 from flowledger.config import SourceConfig, SweepConfig
 from flowledger.services.ledger import HoldTarget, Ledger
-from flowledger.services.tx import Tx
 from flowledger.storage.paging import Pages
+from flowledger.storage.tx import Tx
 
 # One rule reads at most this many rows per transaction.
 BATCH = 500

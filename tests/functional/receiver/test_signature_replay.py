@@ -20,9 +20,9 @@ from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.api.tokens import create_token
 from flowledger.scheduled.housekeeping import expire_signatures
 from flowledger.services.ledger import Ledger, Tx
-from flowledger.services.signatures import record
 from flowledger.storage.engine import open_store
 from flowledger.storage.models import Operation, SeenSignature, table
+from flowledger.storage.signatures import record
 from tests.support.builders import FakeClock, dispatch_body, req
 from tests.support.receiver import SECRET, make_signing_token, running, signature
 

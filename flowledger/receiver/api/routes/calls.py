@@ -27,7 +27,7 @@ from flowledger.receiver.api.schemas.operations import (
     PrepareCreate,
 )
 from flowledger.services.ledger import Answer, Ledger
-from flowledger.services.unit import Work
+from flowledger.storage.unit_of_work import Work
 
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
 OPERATION_PATH = "/v1/operations/{operation_id:path}"

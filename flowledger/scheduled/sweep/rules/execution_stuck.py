@@ -9,9 +9,9 @@ from flowledger.domain import Reason, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
 from flowledger.services.ledger import HoldTarget
-from flowledger.services.tx import Tx
 from flowledger.storage import due
 from flowledger.storage.paging import Walk
+from flowledger.storage.tx import Tx
 
 
 @rule(Reason.EXECUTION_STUCK, order=50)

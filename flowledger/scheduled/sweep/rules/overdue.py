@@ -11,8 +11,8 @@ from flowledger.domain import Reason, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
 from flowledger.services.ledger import HoldTarget
-from flowledger.services.tx import Tx
 from flowledger.storage import due
+from flowledger.storage.tx import Tx
 
 
 @rule(Reason.OVERDUE, order=1000)

@@ -1,6 +1,7 @@
-"""The writer's statements on operations, attempts, receipts and holds, inside a :class:`Tx`.
+"""The operations repository: the writer's statements on operations, their attempts and
+receipts, inside the caller's :class:`~flowledger.storage.tx.Tx`.
 
-Only ``flowledger.services.ledger`` calls these; each is one short statement.
+The services call these (:mod:`flowledger.services`); each is one short statement.
 """
 
 from __future__ import annotations
@@ -9,15 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowledger import domain
-from flowledger.domain import OpenHold, Reason, State, causes
+from flowledger.domain import OpenHold, Reason, State
 from flowledger.domain.chain import data_time
-from flowledger.services.tx import Row, Tx
 from flowledger.storage.models import from_db_time
-
-
-class Conflict(Exception):
-    """Another writer changed the row between our read and our write: run again."""
-
+from flowledger.storage.sql import Row
+from flowledger.storage.tx import Conflict, Tx
 
 _OP_COLUMNS = (
     "operation_id, state, input_hash, processing_version, attempt, max_attempts, "
@@ -29,13 +26,8 @@ _OP_COLUMNS = (
 # operation's row lock from that read to its commit (PostgreSQL; SQLite's ``BEGIN IMMEDIATE``
 # holds the whole database so). A writer that reads an operation while another has opened a
 # hold about it, not yet committed, waits for that commit, and its next statement (a fresh
-# snapshot under READ COMMITTED) sees the hold; the opener itself never changes the row.
-# Before, the opener bumped each operation's ``version`` so that a writer that had read it
-# lost its compare-and-set: on PostgreSQL a new version of the row and an entry in each of
-# its four indexes for each of the 90,000 operations of a first sweep over 10,000,000
-# (``python -m bench.sweep --scale 10``), whose rules hold their rows' locks already. The
-# same cloned ledger swept by the tree before and this one, taking turns: 5.31-5.90 s
-# against 4.04-5.86 s (medians 5.39 and 4.36).
+# snapshot under READ COMMITTED) sees the hold; the opener itself never changes the row, which
+# spares a new row version and index entries per operation held (bench/README.md).
 _LOCK = "FOR NO KEY UPDATE"
 
 
@@ -159,15 +151,6 @@ def to_domain(row: Any) -> domain.Operation:
         deadline=from_db_time(row.deadline),
         version=row.version,
     )
-
-
-def holds_of(tx: Tx, operation_id: str) -> list[OpenHold]:
-    rows = tx.all(
-        "SELECT id, reason, blocking, cause_key FROM holds "
-        "WHERE operation_id = :id AND resolved_at IS NULL ORDER BY id",
-        {"id": operation_id},
-    )
-    return [OpenHold(r.id, Reason(r.reason), bool(r.blocking), r.cause_key) for r in rows]
 
 
 _SETTABLE = ("workflow_id", "step", "source", "input_ref", "approval_version")
@@ -301,106 +284,3 @@ def insert_receipt(
             "detail": detail,
         },
     )
-
-
-_HOLD_COLUMNS = (
-    "cause_key", "reason", "blocking", "operation_id", "execution_id", "source", "detail",
-    "opened_at", "deadline",
-)  # fmt: skip
-_HOLD_TIMES = ("opened_at", "deadline")
-# Rows whose cause already has a hold are skipped by the unique index itself: before, a lookup
-# of the batch's keys went first, one more round trip and 500 more index probes per batch.
-_PG_HOLDS_INSERT = (
-    f"INSERT INTO holds ({', '.join(_HOLD_COLUMNS)}, version) "
-    "SELECT *, 0 FROM unnest(:cause_key::varchar[], :reason::varchar[], :blocking::boolean[], "
-    ":operation_id::varchar[], :execution_id::varchar[], :source::varchar[], "
-    ":detail::varchar[], :opened_at::timestamptz[], :deadline::timestamptz[]) "
-    "ON CONFLICT (cause_key) DO NOTHING RETURNING cause_key, id"
-)
-# SQLite: each row's values by position (a name bound is a name looked up, per value), its
-# conflicts skipped by the unique index as on PostgreSQL (3.24 has ON CONFLICT).
-_SQLITE_HOLD_INSERT = (
-    f"INSERT INTO holds ({', '.join(_HOLD_COLUMNS)}, version) "
-    f"VALUES ({', '.join('?' * len(_HOLD_COLUMNS))}, 0) ON CONFLICT (cause_key) DO NOTHING"
-)
-
-
-def insert_new_holds(tx: Tx, rows: list[dict[str, Any]]) -> dict[str, int]:
-    """Insert the hold rows whose cause key has no hold yet (``rows`` have distinct keys);
-    returns the new ids by cause key. The unique index skips the others (``ON CONFLICT``).
-    On PostgreSQL one statement over arrays (``unnest``), however many rows, returning the
-    new ids; on SQLite an ``executemany``, then the rows above the largest id before it (an
-    ``INTEGER PRIMARY KEY`` row gets one more than the largest; the write lock is ours):
-    a lookup of the batch's keys before the insert and another after it cost 3.3 ms of the
-    sweep's 500-hold batch. Plain SQL to the driver: through SQLAlchemy, binding each row's
-    values cost the sweep more than the inserts themselves."""
-    # A batch's holds share their opening time and a few deadlines: ``tx.time`` binds each
-    # once a transaction (binding a time costs about 5 µs, as much as the rest of a row's
-    # insert on SQLite).
-    if tx.dialect != "sqlite":
-        arrays = {c: [r[c] for r in rows] for c in _HOLD_COLUMNS}
-        for c in _HOLD_TIMES:
-            arrays[c] = [tx.time(v) for v in arrays[c]]
-        return {r.cause_key: int(r.id) for r in tx.all(_PG_HOLDS_INSERT, arrays, binary=True)}
-    (top,) = tx.execute("SELECT coalesce(max(id), 0) FROM holds").fetchone()
-    tx.many(
-        _SQLITE_HOLD_INSERT,
-        [
-            (r["cause_key"], r["reason"], r["blocking"], r["operation_id"], r["execution_id"],
-             r["source"], r["detail"], tx.time(r["opened_at"]), tx.time(r["deadline"]))
-            for r in rows
-        ],
-    )  # fmt: skip
-    # Pairs straight from the cursor: a named row each cost 2 µs, as much as the lookup.
-    return dict(
-        tx.execute("SELECT cause_key, id FROM holds WHERE id > :top", {"top": top}).fetchall()
-    )
-
-
-def load_hold(tx: Tx, hold_id: int) -> Row | None:
-    return tx.one(
-        "SELECT id, cause_key, reason, blocking, operation_id, resolved_at, resolved_by,"
-        " resolution, version FROM holds WHERE id = :id",
-        {"id": hold_id},
-    )
-
-
-def open_overdue_about(tx: Tx, hold_id: int) -> list[int]:
-    """The open ``overdue`` holds about hold ``hold_id`` (found by their cause key)."""
-    low, high = causes.overdue_key_range(hold_id)
-    rows = tx.all(
-        "SELECT id FROM holds WHERE cause_key >= :low AND cause_key < :high"
-        " AND resolved_at IS NULL ORDER BY id",
-        {"low": low, "high": high},
-    )
-    return [r.id for r in rows]
-
-
-def close_hold(tx: Tx, hold_id: int, resolution: str | None, note: str) -> bool:
-    return (
-        tx.update(
-            "UPDATE holds SET resolved_at = :now, resolved_by = :actor,"
-            " resolution = :resolution, resolution_note = :note, version = version + 1"
-            " WHERE id = :id AND resolved_at IS NULL",
-            {
-                "now": tx.db_now,
-                "actor": tx.actor,
-                "resolution": resolution,
-                "note": note,
-                "id": hold_id,
-            },
-        )
-        == 1
-    )
-
-
-def change_hold(tx: Tx, hold_id: int, version: int, values: dict[str, Any]) -> None:
-    """Compare-and-set an open hold's owner, deadline or next action."""
-    sets = "".join(f", {k} = :{k}" for k in values)
-    changed = tx.update(
-        f"UPDATE holds SET version = version + 1{sets}"
-        " WHERE id = :id AND version = :version AND resolved_at IS NULL",
-        {**values, "id": hold_id, "version": version},
-    )
-    if changed != 1:
-        raise Conflict()

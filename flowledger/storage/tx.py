@@ -1,121 +1,34 @@
-"""One write transaction, and the plain SQL it runs.
+"""One write transaction on the driver's connection, and the plain SQL it runs.
 
-The hot path (dispatch, confirm, fail) runs a handful of short statements per call; through
-SQLAlchemy's statement compiler each costs far more than the database work itself, so the
-writer speaks SQL to the driver's cursor inside the transaction SQLAlchemy opened. Statements
-are written once with ``:name`` placeholders (sqlite3's named style) and rewritten to
-``%(name)s`` for psycopg.
-
-Measured with ``python -m bench.transitions --pairs 1000`` (dispatch+confirm pairs, one
-transaction each, SQLite with ``synchronous=FULL``) on the commit that made this change and on
-its parent, in one sitting on a busy 2-core machine: SQLAlchemy Core statements 135-148
-transitions/s, these statements 603-634/s (about 4.3 times), the bare ``sqlite3`` loop of the
-same run 1,190-2,538 rows/s.
+The hot path (dispatch, confirm, fail) runs a handful of short statements per call, spoken to
+the driver's cursor inside the transaction SQLAlchemy opened (:mod:`flowledger.storage.sql`);
+on PostgreSQL they are queued in psycopg's pipeline and waited for only where a result is read.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from functools import cache
-from operator import itemgetter
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from flowledger.domain.chain import event_time, sealed_prefix, sealed_tail
-from flowledger.domain.hashing import canonical_json, seal
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact
 from flowledger.metrics import DB_ROUND_TRIPS
 from flowledger.storage.engine import ChainHint
 from flowledger.storage.models import time_binder
-
-_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-
-
-@cache
-def _pyformat(sql: str, binary: bool = False) -> str:
-    return _NAMED.sub(r"%(\1)b" if binary else r"%(\1)s", sql.replace("%", "%%"))
+from flowledger.storage.sql import Row, pyformat, row_type
+from flowledger.storage.sql import together as joined
 
 
-@cache
-def _together(statements: tuple[str, ...], main: int) -> str:
-    """The statements as one: each but ``main`` a ``WITH`` clause of it, the parameters of
-    statement ``i`` renamed ``w{i}_name``."""
-    renamed = [_NAMED.sub(rf":w{i}_\1", sql) for i, sql in enumerate(statements)]
-    clauses = [f"w{i} AS ({sql})" for i, sql in enumerate(renamed) if i != main]
-    return f"WITH {', '.join(clauses)} {renamed[main]}" if clauses else renamed[main]
-
-
-def in_list(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    """``IN (:name0, :name1, …)`` and its parameters, for SQL written by hand."""
-    params = {f"{name}{i}": v for i, v in enumerate(values)}
-    return f"IN ({', '.join(':' + key for key in params)})", params
-
-
-_ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
-# SQLite: an event's values by position, in a tuple (:class:`SealedEvent`). Bound by name,
-# each parameter of each row was a name made into a string and looked up in the row's dict.
-_INSERT_EVENT = (
-    "INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-# PostgreSQL appends a transaction's events in ONE statement, sent with the COMMIT: it locks
-# the head row, chains the batch after it (sha256 over the previous hash and the event's
-# canonical form, whose last field, the sequence number, only the database knows by then),
-# inserts the events and moves the head. The head is locked from this statement to the end
-# of the commit and never across a wait for the client: before, a writer updated the head
-# (a compare-and-set on the head it last wrote, or a read FOR UPDATE when another receiver
-# had written since), inserted the events and committed, three or four round trips with the
-# row locked, while other receivers' batches queued on it.
-_APPEND_EVENTS_PG = """
-WITH RECURSIVE head AS (
-    SELECT seq, hash FROM chain_head WHERE id = 1 FOR UPDATE
-), forms AS (
-    SELECT :form::bytea[] AS form
-), chain (n, seq, prev_hash, hash) AS (
-    SELECT 0::bigint, seq, NULL::text, hash::text FROM head
-    UNION ALL
-    SELECT c.n + 1, c.seq + 1, c.hash, encode(sha256(
-        convert_to(c.hash, 'UTF8') || f.form[c.n + 1]
-        || convert_to((c.seq + 1)::text || '}', 'UTF8')
-    ), 'hex')
-    FROM chain AS c, forms AS f
-    WHERE c.n < cardinality(f.form)
-), appended AS (
-    INSERT INTO events (seq, at, actor, kind, operation_id, hold_id, data, prev_hash, hash)
-    SELECT c.seq, b.at, b.actor, b.kind, b.operation_id, b.hold_id, b.data, c.prev_hash, c.hash
-    FROM chain AS c JOIN unnest(
-        :at::timestamptz[], :actor::text[], :kind::text[], :operation_id::text[],
-        :hold_id::bigint[], :data::text[]
-    ) WITH ORDINALITY AS b (at, actor, kind, operation_id, hold_id, data, n) USING (n)
-)
-UPDATE chain_head SET seq = last.seq, hash = last.hash
-FROM (SELECT seq, hash FROM chain ORDER BY n DESC LIMIT 1) AS last
-WHERE chain_head.id = 1
-"""
-
-
-class SealedEvent(NamedTuple):
-    """An event as SQLite's append inserts it (:data:`_INSERT_EVENT`'s columns, in order)."""
-
-    seq: int
-    at: Any
-    actor: str
-    kind: str
-    operation_id: str | None
-    hold_id: int | None
-    data: str
-    prev_hash: str
-    hash: str
+class Conflict(Exception):
+    """Another writer changed the row between our read and our write: run again."""
 
 
 class PendingEvent(NamedTuple):
     """An event recorded in a transaction, sealed into the chain just before its commit (a
-    named tuple: 0.3 µs to make against 0.9 µs as a frozen dataclass, one an event)."""
+    named tuple: one is made per event, and it is the cheapest to make)."""
 
     at: datetime
     actor: str
@@ -123,29 +36,6 @@ class PendingEvent(NamedTuple):
     operation_id: str | None
     hold_id: int | None
     data: dict[str, Any]
-
-
-class Row(dict[str, Any]):
-    """A result row with attribute access."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-@cache
-def _row_type(names: tuple[str, ...]) -> type[Row]:
-    """A :class:`Row` whose columns ``names`` are properties: ``row.state`` then costs 0.11 µs
-    instead of 0.88 µs through ``__getattr__`` (after a failed lookup), and a confirm reads
-    about 15 columns so (its operation for the rules, the compare-and-set's version and
-    state). A name that is already an attribute of a dict (``items``, ``values``…) stays
-    that attribute, as on :class:`Row`."""
-    columns = {n: property(itemgetter(n)) for n in names if not hasattr(Row, n)}
-    return type("Row", (Row,), {"__slots__": (), **columns})
 
 
 class Tx:
@@ -187,7 +77,7 @@ class Tx:
         self._gate: Callable[[], None] | None = None
         self._gate_waits = 0
         # Operations read for the units of a batch ahead of them, with their open holds
-        # (:func:`flowledger.services.records.read_ahead`).
+        # (:func:`flowledger.storage.operations.read_ahead`).
         self.read_ahead: dict[str, list[Row]] = {}
         self._together: list[tuple[str, dict[str, Any], type[Exception] | None]] | None = None
 
@@ -319,12 +209,8 @@ class Tx:
         are checked at its end); no reads in the block. A no-op on SQLite.
 
         Every statement in a pipeline is a send of its own (psycopg flushes each) and a
-        wake-up of the server: a confirm's three writes (the operation's compare-and-set,
-        the attempt's end, the receipt) and a dispatch's two (the operation, its attempt) as
-        one statement each took the writer's CPU from 303-359 µs (median 338) to 262-273 µs
-        (median 268) a transition, in process (``bench.pipeline``'s pairs, 2,048 in batches
-        of 64, four runs each taking turns with the tree before, load average 2-3 on 2
-        cores)."""
+        wake-up of the server: a confirm's three writes and a dispatch's two go out as one
+        statement each (figures in ``bench/README.md``, "Write path")."""
         if self.dialect == "sqlite" or self._together is not None:
             yield
             return
@@ -343,7 +229,7 @@ class Tx:
         checked = [i for i, (_, _, error) in enumerate(group) if error is not None]
         assert len(checked) <= 1, "one compare-and-set a statement"
         main = checked[0] if checked else len(group) - 1
-        sql = _together(tuple(sql for sql, _, _ in group), main)
+        sql = joined(tuple(sql for sql, _, _ in group), main)
         params = {
             f"w{i}_{k}": v for i, (_, values, _) in enumerate(group) for k, v in values.items()
         }
@@ -366,18 +252,12 @@ class Tx:
 
         ``binary``: PostgreSQL receives the parameters in binary form. Worth it for arrays
         (one value per row of a batch): psycopg writes a text array by quoting each element
-        with a regular expression, about 26 µs a row for the events' append, against 2 µs in
-        binary (500 events of the sweep's kind, loopback, the machine busy).
+        with a regular expression.
 
         ``prepare``: PostgreSQL keeps the statement prepared on the connection, so a later
         run is neither parsed nor planned again: for the receiver's statements of every
         batch (a unit's writes together, the read ahead, the events' append), each by
-        primary key or over arrays, whose plan does not change with the data. The server
-        shares the receiver's 2 cores in ``bench.ingest``: with them prepared, 1,189-2,250
-        against 834-2,013 transitions/s with one receiver and 1,225-2,210 against
-        1,275-1,986 with two, the receiver's CPU a transition about 20 µs lower with two
-        (three rounds each taking turns, load average 1.7-9.5; the rates moved with the
-        load more than between the trees)."""
+        primary key or over arrays, whose plan does not change with the data."""
         if self._together is not None:
             assert cursor is None and not binary, "a write whose result nobody reads"
             assert not sql.lstrip().startswith("SELECT"), "no reads in together()"
@@ -391,7 +271,7 @@ class Tx:
         if self.dialect == "sqlite":
             cur.execute(sql, params or {})
             return cur
-        sql = _pyformat(sql, binary)
+        sql = pyformat(sql, binary)
         if self._pipeline is None:
             self.round_trips += 1
         cur.execute(sql, params or {}, prepare=prepare or None)
@@ -408,7 +288,7 @@ class Tx:
         cur = self.execute(sql, params, binary=binary, prepare=prepare)
         found = self._fetch(cur.fetchall)
         names = self._names(cur)
-        row = _row_type(names)
+        row = row_type(names)
         return [row(zip(names, r, strict=True)) for r in found]
 
     def one(self, sql: str, params: dict[str, Any] | None = None) -> Row | None:
@@ -417,12 +297,11 @@ class Tx:
         if found is None:
             return None
         names = self._names(cur)
-        return _row_type(names)(zip(names, found, strict=True))
+        return row_type(names)(zip(names, found, strict=True))
 
     def _names(self, cur: Any) -> tuple[str, ...]:
-        """The result's column names. psycopg's ``description`` builds a column object per
-        column, with its type looked up, on every call: 16.7 µs for the 15 columns of the
-        hot path's read, against 1.4 µs for the names from the result itself."""
+        """The result's column names, from the result itself: psycopg's ``description``
+        builds a column object per column, with its type looked up, on every call."""
         if self.dialect == "sqlite":
             return tuple(d[0] for d in cur.description)
         result = cur.pgresult
@@ -483,7 +362,7 @@ class Tx:
     def time(self, value: datetime | None) -> Any:
         """``value`` as bound to a statement. A batch binds the same few times again and
         again (its dispatches' deadlines are all its time plus the same delay, each bound for
-        the operation and for its attempt): each is bound once, 1.5 µs a time saved. Keyed
+        the operation and for its attempt): each is bound once a transaction. Keyed
         with the offset too: two times of a zone that differ only by ``fold`` are equal
         datetimes but different instants."""
         if value is None:
@@ -503,90 +382,9 @@ class Tx:
         data: dict[str, Any],
         hold_id: int | None = None,
     ) -> None:
+        """Record an event; :func:`flowledger.storage.chain.append_events` chains the
+        transaction's events just before its commit."""
         self.events.append(PendingEvent(self.now, self.actor, kind, operation_id, hold_id, data))
-
-    def append_events(self) -> None:
-        """Chain the pending events after the head, as the transaction's last statement.
-
-        PostgreSQL: queued with the COMMIT that follows (see ``_APPEND_EVENTS_PG``), so the
-        head row is held only while the server runs that statement and the commit.
-
-        SQLite: ``BEGIN IMMEDIATE`` holds the database, the head with it. The update is a
-        compare-and-set on the sequence number this process last wrote, and only when that is
-        stale is the head read and the events sealed again."""
-        if not self.events:
-            return
-        if self.dialect != "sqlite":
-            self._append_events_pg()
-            return
-        hint = self.chain_hint
-        if hint.seq is not None:
-            rows = self._seal(hint.seq, hint.hash)
-            guess = {**self._head(rows, hint.seq), "old_hash": hint.hash}
-            if self.update(_ADVANCE_HEAD + " AND seq = :old AND hash = :old_hash", guess) == 1:
-                self._insert_events(rows)
-                return
-        head = self.one("SELECT seq, hash FROM chain_head WHERE id = 1")
-        assert head is not None
-        rows = self._seal(int(head.seq), str(head.hash))
-        self.execute(_ADVANCE_HEAD, self._head(rows, int(head.seq)))
-        self._insert_events(rows)
-
-    def _append_events_pg(self) -> None:
-        columns: dict[str, list[Any]] = {
-            k: [] for k in ("form", "at", "actor", "kind", "operation_id", "hold_id", "data")
-        }
-        for ev, data, form, at in self._forms():
-            columns["form"].append(form)
-            columns["at"].append(at)
-            columns["actor"].append(ev.actor)
-            columns["kind"].append(ev.kind)
-            columns["operation_id"].append(ev.operation_id)
-            columns["hold_id"].append(ev.hold_id)
-            columns["data"].append(data)
-        self.pipeline()
-        self.execute(_APPEND_EVENTS_PG, columns, binary=True, prepare=True)
-        self.events.clear()
-
-    def _forms(self) -> Iterator[tuple[PendingEvent, str, bytes, Any]]:
-        """Each pending event with its data's canonical JSON, its sealed form up to the
-        sequence number, and its time as bound to a statement. The transaction's events
-        share its time, written and bound once."""
-        now = event_time(self.now)
-        for ev in self.events:
-            data = canonical_json(ev.data).decode()
-            mine = ev.at is self.now
-            form = sealed_prefix(
-                ev.at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data,
-                at_text=now if mine else None,
-            )  # fmt: skip
-            yield ev, data, form, self.db_now if mine else self.time(ev.at)
-
-    def _seal(self, seq: int, prev: str) -> list[SealedEvent]:
-        rows: list[SealedEvent] = []
-        for ev, data, form, at in self._forms():
-            seq += 1
-            digest = seal(prev, form + sealed_tail(seq))
-            row = SealedEvent(
-                seq, at, ev.actor, ev.kind, ev.operation_id, ev.hold_id, data, prev, digest
-            )
-            rows.append(row)
-            prev = digest
-        return rows
-
-    @staticmethod
-    def _head(rows: list[SealedEvent], old: int) -> dict[str, Any]:
-        return {"seq": rows[-1].seq, "hash": rows[-1].hash, "old": old}
-
-    def _insert_events(self, rows: list[SealedEvent]) -> None:
-        if len(rows) == 1:  # the usual case; executemany costs more for a single row
-            self.execute(_INSERT_EVENT, rows[0])
-        else:
-            self.many(_INSERT_EVENT, rows)
-        # A guess until the commit; a rollback leaves it stale, and the next writer's
-        # compare-and-set notices.
-        self.chain_hint.seq, self.chain_hint.hash = rows[-1].seq, rows[-1].hash
-        self.events.clear()
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]] | Sequence[dict[str, Any]]) -> None:
         """Run a statement once per row (``executemany``): rows of values by name, or (SQLite,
@@ -595,7 +393,7 @@ class Tx:
         self._before_write()
         self.writes += 1
         if self.dialect != "sqlite":
-            sql = _pyformat(sql)
+            sql = pyformat(sql)
             if self._pipeline is None:
                 self.round_trips += 1  # psycopg sends the rows in one pipeline of its own
         self._cursor.executemany(sql, rows)

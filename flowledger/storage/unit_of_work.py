@@ -1,12 +1,13 @@
 """The unit of work: one write transaction, run again from the start when it lost a race.
 
-Every change to the ledger is a function of a :class:`~flowledger.services.tx.Tx` (a *work*). The
+Every change to the ledger is a function of a :class:`~flowledger.storage.tx.Tx` (a *work*). The
 :class:`UnitOfWork` runs one work in its own transaction (:meth:`UnitOfWork.run`) or many
 works in one transaction, one commit and one fsync (:meth:`UnitOfWork.run_many`, the receiver's
 group commit), appends their events to the chain just before the commit, and retries what lost
 a race: a compare-and-set another writer won, a unique key another writer took first, or
 (PostgreSQL) a serialization failure or deadlock. A service hands out its work as a
-:class:`Call`, so a call is checked before any transaction and run one way.
+:class:`flowledger.services.call.Call`, so a call is checked before any transaction and run one
+way.
 """
 
 from __future__ import annotations
@@ -16,17 +17,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from flowledger.clock import Clock, utcnow
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from flowledger.faults import crashpoint
-from flowledger.services import records
-from flowledger.services.tx import Tx
-from flowledger.services.values import Outcome
+from flowledger.storage import chain, operations
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
+from flowledger.storage.tx import Conflict, Tx
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,6 +37,14 @@ Verdict = Callable[[], None]
 # stays when the unit fails. It answers with its verdict, given once its statements have been
 # waited for (with the unit's own, in a pipeline): a refusal refuses the unit alone.
 Guard = Callable[[Tx], Verdict]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one unit of a :meth:`UnitOfWork.run_many` batch returned, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
 
 
 class _BatchAborted(Exception):
@@ -70,7 +78,7 @@ class UnitOfWork:
         self.secrets = secrets
         self.clock = clock
         self.retries = retries
-        self._commits = 0
+        self.commits = 0  # transactions committed, for the WAL checkpoints and the tests
         self._dbapi = store.engine.dialect.dbapi
 
     @contextmanager
@@ -89,7 +97,7 @@ class UnitOfWork:
         try:
             tx.begin()
             yield tx
-            tx.append_events()
+            chain.append_events(tx)
             crashpoint("before_commit")
             tx.commit()
         except BaseException:
@@ -97,8 +105,8 @@ class UnitOfWork:
             raise
         finally:
             tx.close()
-        self._commits += 1
-        if WAL_RESET_AFFECTED and self._commits % CHECKPOINT_EVERY == 0:
+        self.commits += 1
+        if WAL_RESET_AFFECTED and self.commits % CHECKPOINT_EVERY == 0:
             try:
                 self.store.checkpoint()
             except Exception:  # committed already; a busy checkpoint is tried again later
@@ -121,7 +129,7 @@ class UnitOfWork:
             try:
                 with self.transaction(actor) as tx:
                     return work(tx)
-            except records.Conflict:
+            except Conflict:
                 if last:
                     raise
             except Exception as exc:
@@ -162,21 +170,15 @@ class UnitOfWork:
 
         ``reads`` (by position, None where it is not known) names the operation each unit
         loads first: on PostgreSQL a batch run without savepoints reads them all ahead of
-        its units, in one statement (:func:`records.read_ahead`).
+        its units, in one statement (:func:`operations.read_ahead`).
 
         A batch is first run without savepoints (:meth:`_run_shared`), and only when a unit
         fails after it wrote, loses a race or is refused by its guard is it rolled back and
-        run again with a savepoint per unit (:meth:`_run_unit`). On PostgreSQL every
+        run again with a savepoint per unit (:meth:`_run_unit`): on PostgreSQL every
         statement in a pipeline is a send (and a wake-up of the server) of its own, and a
-        savepoint costs two statements and a sync per unit: without them a dispatch sends 3
-        statements instead of 5 and waits once (its read) instead of twice, a confirm 4
-        instead of 6 (2 each with their writes together, :meth:`Tx.together`). Measured
-        with ``python -m bench.ingest --only postgres`` (one receiver, 4,000 pairs), taking
-        turns with the tree before (load average 5-10 on 2 cores): the receiver's CPU
-        852-929 → 551-646 µs a transition, round trips 2.03 → 1.06 (two receivers 2.06 →
-        1.13); in process, ``bench.pipeline``'s pairs in batches of 64 (load average 3): the
-        writer's 530-600 → 350-420 µs. A batch run again costs it once more, which only a
-        lost race, a refused guard or a failure after writing brings about."""
+        savepoint costs two statements and a sync per unit (figures in ``bench/README.md``).
+        A batch run again costs it once more, which only a lost race, a refused guard or a
+        failure after writing brings about."""
         guarded = [
             (actor, work, guards[i] if i < len(guards) else None)
             for i, (actor, work) in enumerate(units)
@@ -190,7 +192,7 @@ class UnitOfWork:
                         for actor, work, guard in guarded:
                             outcomes.append(self._run_unit(tx, actor, work, guard))
                     else:
-                        records.read_ahead(tx, [op for op in reads if op is not None])
+                        operations.read_ahead(tx, [op for op in reads if op is not None])
                         outcomes = self._run_shared(tx, guarded)
                     crashpoint("batch_before_commit")
             except _Isolate:
@@ -215,8 +217,7 @@ class UnitOfWork:
         move, an ``Idempotency-Key`` in use); anything else raises :class:`_Isolate`.
 
         A guard's verdict is read before its unit's first write (:meth:`Tx.gate`): a refused
-        signature is refused alone, its unit having written nothing, where reading it at the
-        batch's end ran the batch again with a savepoint per unit. What the guard wrote
+        signature is refused alone, its unit having written nothing. What the guard wrote
         stays when its unit fails before writing, as under a savepoint of the unit's own. A
         unit that wrote nothing before its end has its verdict read at the batch's end."""
         outcomes: list[Outcome] = []
@@ -266,7 +267,7 @@ class UnitOfWork:
     def _from_database(self, exc: BaseException) -> bool:
         """An error the database (or the driver) raised, or a lost compare-and-set: it may
         belong to an earlier unit whose statement failed in the pipeline."""
-        if isinstance(exc, records.Conflict | sa.exc.SQLAlchemyError):
+        if isinstance(exc, Conflict | sa.exc.SQLAlchemyError):
             return True
         dbapi = self._dbapi
         return dbapi is not None and isinstance(getattr(exc, "orig", exc), dbapi.Error)
@@ -278,11 +279,7 @@ class UnitOfWork:
         error of its statements is raised, so it is still this unit's to roll back. A unit
         that succeeded keeps its savepoint until the next unit's first statements release it
         (the commit releases the last): releasing it before the settle would leave nothing to
-        roll back to when the settle finds a lost compare-and-set. A dispatch then waits for
-        the server twice instead of five times, a confirm twice instead of six: measured with
-        ``python -m bench.pipeline`` (PostgreSQL 15 on loopback, the machine busy, load
-        average 10 on 2 cores), 2.05 round trips a transition against 5.53, and 92 against 66
-        transitions/s (median of six alternating rounds each, ratio 1.39).
+        roll back to when the settle finds a lost compare-and-set.
 
         A ``guard`` runs once, after the previous unit's savepoint is released and before
         this unit's (so no rollback to a savepoint undoes it); its verdict is read after the
@@ -330,27 +327,9 @@ class UnitOfWork:
                         verdict()
                     except Exception as refused:
                         return Outcome(error=refused)
-                lost = isinstance(exc, records.Conflict) or self._lost_race(exc)
+                lost = isinstance(exc, Conflict) or self._lost_race(exc)
                 if lost and attempt + 1 < self.retries:
                     continue
                 return Outcome(error=exc)
             return Outcome(value=value)
         raise RuntimeError("unreachable")
-
-
-@dataclass(frozen=True)
-class Call(Generic[T]):
-    """One service call, its input already checked: ``work`` runs it inside a transaction.
-    :meth:`run` gives it a transaction of its own; the receiver passes ``work`` to
-    :meth:`UnitOfWork.run_many` with others instead. A person's decision names its actor
-    (``operator:<name>``) when it is made; a workflow call is told its actor when run."""
-
-    unit: UnitOfWork
-    work: Work[T]
-    actor: str | None = None
-
-    def run(self, actor: str | None = None) -> T:
-        who = actor if actor is not None else self.actor
-        if who is None:
-            raise TypeError("run() needs the actor: who makes this call")
-        return self.unit.run(who, self.work)

@@ -8,9 +8,9 @@ first's transaction and then finds the row.
 
 The receiver records a signature in the transaction of the write it authorises (:func:`record`,
 run by the group commit ahead of that unit, see
-:meth:`~flowledger.services.unit.UnitOfWork.run_many`;
-the outcome is read with the unit's own statements): one commit for both, where a transaction
-of its own per request cut the signed rate to a tenth of the plain one.
+:meth:`~flowledger.storage.unit_of_work.UnitOfWork.run_many`;
+the outcome is read with the unit's own statements): one commit for both, not a transaction of
+its own per request (bench/README.md, "Write path").
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from flowledger.services.tx import Tx
 from flowledger.storage.models import SeenSignature, table
+from flowledger.storage.tx import Tx
 
 SEEN = table(SeenSignature)
 _RECORD = (

@@ -1,0 +1,28 @@
+"""A service call: its input checked, its work ready to run in a transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from flowledger.storage.unit_of_work import UnitOfWork, Work
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One service call, its input already checked: ``work`` runs it inside a transaction.
+    :meth:`run` gives it a transaction of its own; the receiver passes ``work`` to
+    :meth:`UnitOfWork.run_many` with others instead. A person's decision names its actor
+    (``operator:<name>``) when it is made; a workflow call is told its actor when run."""
+
+    unit: UnitOfWork
+    work: Work[T]
+    actor: str | None = None
+
+    def run(self, actor: str | None = None) -> T:
+        who = actor if actor is not None else self.actor
+        if who is None:
+            raise TypeError("run() needs the actor: who makes this call")
+        return self.unit.run(who, self.work)

@@ -1,0 +1,257 @@
+"""The workflow calls on one operation as units of work: dispatch, prepare, confirm, fail, and
+an execution's failure.
+
+Each function is given what its service checked (:class:`~flowledger.services.ledger.Ledger`
+checks, redacts and hashes the request first) and returns the work that reads the rows the
+rule needs (:mod:`flowledger.storage.operations`), asks ``flowledger.domain``, writes the
+outcome with a compare-and-set on the operation's ``version`` column and records the events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, Protocol
+
+from flowledger import domain
+from flowledger.domain import FailOutcome, NewHold, Reason
+from flowledger.faults import crashpoint
+from flowledger.services.holds import close_holds
+from flowledger.services.values import Answer, HoldTarget, NotFound
+from flowledger.storage import operations as records
+from flowledger.storage.tx import Tx
+
+
+class Rules(Protocol):
+    """What the works ask of the ledger they run for: its limits, and how it opens holds."""
+
+    max_attempts: int
+    dispatch_deadline: timedelta
+
+    def open_holds(
+        self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
+    ) -> list[int | None]: ...
+
+
+def open_rule_holds(
+    rules: Rules,
+    tx: Tx,
+    operation_id: str,
+    holds: Sequence[NewHold],
+    *,
+    execution_id: str | None,
+) -> list[int]:
+    """Open a rule's holds on one operation; the ids of those that were new. The unit read the
+    operation with its lock (``records.load_with_holds``) or inserted it."""
+    targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
+    return [i for i in rules.open_holds(tx, targets, locked=True) if i is not None]
+
+
+def dispatch_work(
+    rules: Rules,
+    operation_id: str,
+    request: domain.DispatchRequest,
+    names: dict[str, Any],
+    extra: dict[str, Any],
+) -> Callable[[Tx], Answer]:
+    """May a workflow write now? ``names`` are the request's checked optional names (its
+    ``input_ref`` redacted), ``extra`` what the operation row takes of them."""
+
+    def work(tx: Tx) -> Answer:
+        row, holds = records.load_with_holds(tx, operation_id)
+        op = records.to_domain(row) if row is not None else None
+        change = domain.dispatch(
+            op,
+            request,
+            holds,
+            tx.now,
+            operation_id=operation_id,
+            max_attempts=rules.max_attempts,
+            default_deadline=rules.dispatch_deadline,
+        )
+        crashpoint("before_dispatch_write")
+        with tx.together():  # one statement on PostgreSQL
+            if change.operation is not None:
+                records.save_operation(tx, row, change.operation, extra)
+            if change.new_attempt:
+                assert change.operation is not None
+                records.insert_attempt(tx, change.operation, extra)
+        hold_ids = open_rule_holds(
+            rules, tx, operation_id, change.holds, execution_id=request.execution_id
+        )
+        if change.event is not None:
+            data = {
+                "decision": change.decision.value if change.decision else None,
+                "execution_id": request.execution_id,
+                "run_index": request.run_index,
+                "input_hash": request.input_hash,
+                "processing_version": request.processing_version,
+                **change.data,
+            }
+            if change.reason is not None:
+                data["reason"] = change.reason.value
+            if change.operation is not None:
+                data.update(records.written_with(change.operation, names["input_ref"], row is None))
+            tx.event(change.event, operation_id, data)
+        final = change.operation or op
+        assert final is not None and change.decision is not None
+        return Answer(
+            operation_id,
+            final.state.value,
+            change.decision.value,
+            final.attempt,
+            change.reason.value if change.reason else None,
+            change.receipt,
+            hold_ids,
+        )
+
+    return work
+
+
+def prepare_work(
+    rules: Rules,
+    operation_id: str,
+    digest: str,
+    processing_version: str,
+    extra: dict[str, Any],
+) -> Callable[[Tx], Answer]:
+    """Record the input and version without claiming the operation."""
+
+    def work(tx: Tx) -> Answer:
+        row = records.load_operation(tx, operation_id)
+        op = records.to_domain(row) if row is not None else None
+        change = domain.prepare(
+            op,
+            digest,
+            processing_version,
+            operation_id=operation_id,
+            max_attempts=rules.max_attempts,
+        )
+        if change.operation is not None:
+            records.save_operation(tx, row, change.operation, extra)
+        if change.event is not None:
+            data = {"input_hash": digest, "processing_version": processing_version}
+            if change.operation is not None:
+                data.update(records.written_with(change.operation, extra["input_ref"], row is None))
+            tx.event(change.event, operation_id, data)
+        final = change.operation or op
+        assert final is not None
+        return Answer(operation_id, final.state.value, attempt=final.attempt)
+
+    return work
+
+
+def confirm_work(
+    rules: Rules,
+    operation_id: str,
+    receipt: str,
+    execution_id: str | None,
+    detail: str | None,
+) -> Callable[[Tx], Answer]:
+    """The workflow reports the target's receipt for its write."""
+
+    def work(tx: Tx) -> Answer:
+        row, holds = records.load_with_holds(tx, operation_id)
+        if row is None:
+            raise NotFound(f"no operation {operation_id!r}")
+        op = records.to_domain(row)
+        change = domain.confirm(op, receipt, holds)
+        hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
+        with tx.together():  # one statement on PostgreSQL
+            if change.operation is not None:
+                records.save_operation(tx, row, change.operation)
+                records.end_attempt(tx, operation_id, op.attempt, "confirmed")
+            if change.event is not None:
+                records.insert_receipt(
+                    tx,
+                    operation_id,
+                    op.attempt,
+                    receipt,
+                    kind="conflict" if change.holds else "workflow",
+                    execution_id=execution_id,
+                    detail=detail,
+                )
+        if change.operation is not None:
+            crashpoint("after_confirm_update")
+        if change.event is not None:
+            close_holds(tx, change, operation_id, note="confirmed by the workflow")
+            tx.event(
+                change.event,
+                operation_id,
+                {"receipt": receipt, "execution_id": execution_id, **change.data},
+            )
+        final = change.operation or op
+        return Answer(
+            operation_id,
+            final.state.value,
+            attempt=final.attempt,
+            receipt=final.receipt,
+            reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
+            hold_ids=hold_ids,
+        )
+
+    return work
+
+
+def fail_work(
+    rules: Rules,
+    operation_id: str,
+    outcome: FailOutcome,
+    error: str,
+    execution_id: str | None,
+) -> Callable[[Tx], Answer]:
+    """The workflow reports that its write was rejected, or that it cannot tell."""
+
+    def work(tx: Tx) -> Answer:
+        row, holds = records.load_with_holds(tx, operation_id)
+        if row is None:
+            raise NotFound(f"no operation {operation_id!r}")
+        op = records.to_domain(row)
+        reported = error or f"the workflow reported {outcome.value}"
+        change = domain.fail(op, outcome, reported, holds)
+        # Unknown leaves the operation as it is but opens a hold: compare-and-set it anyway,
+        # so a change of the row since it was read ahead for this unit (by an earlier unit of
+        # its batch) makes it run again (and refuse). A confirm elsewhere waits for the lock
+        # our read took, then resolves the hold.
+        records.save_operation(tx, row, change.operation or op)
+        if change.operation is not None:
+            records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
+        hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
+        close_holds(tx, change, operation_id, note=f"rejected by the target: {reported}")
+        tx.event(
+            change.event or "failed",
+            operation_id,
+            {"execution_id": execution_id, "error": error, **change.data},
+        )
+        final = change.operation or op
+        return Answer(
+            operation_id,
+            final.state.value,
+            attempt=final.attempt,
+            reason=change.holds[0].reason.value if change.holds else None,
+            hold_ids=hold_ids,
+        )
+
+    return work
+
+
+def execution_failed_work(
+    rules: Rules, execution_id: str, detail: str
+) -> Callable[[Tx], list[tuple[str, int | None]]]:
+    """A workflow execution errored: a blocking ``execution_failed`` hold on every operation it
+    left ``dispatching`` (whose current attempt it made)."""
+
+    def work(tx: Tx) -> list[tuple[str, int | None]]:
+        ops = [records.to_domain(r) for r in records.dispatching_for_execution(tx, execution_id)]
+        targets = [
+            HoldTarget(
+                domain.execution_failed_hold(op, execution_id, detail),
+                op.operation_id,
+                execution_id=execution_id,
+            )
+            for op in ops
+        ]
+        ids = rules.open_holds(tx, targets, locked=True)  # read FOR UPDATE
+        return [(op.operation_id, i) for op, i in zip(ops, ids, strict=True)]
+
+    return work
