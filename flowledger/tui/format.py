@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.text import Text
 
+from flowledger.connectors import registry
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
 from flowledger.queries.handover import span
@@ -114,10 +115,7 @@ def future_deadline(value: str, now: datetime) -> datetime:
 
 
 def execution_url(kind: str | None, base_url: str | None, execution: dict[str, Any]) -> str | None:
-    """The tool's own page for an execution, when its source has a base URL."""
-    if not base_url or kind != "n8n" or not execution.get("workflow_id"):
-        return None
-    return (
-        f"{base_url.rstrip('/')}/workflow/{execution['workflow_id']}"
-        f"/executions/{execution['external_id']}"
+    """The tool's own page for an execution, when its kind has one and its source a base URL."""
+    return registry.execution_url(
+        kind, base_url, execution.get("workflow_id"), execution["external_id"]
     )
