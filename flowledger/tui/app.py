@@ -27,30 +27,10 @@ from flowledger.tui.dialogs import HelpScreen, ReportScreen
 from flowledger.tui.main import MainScreen
 from flowledger.tui.operations import JumpDialog, OperationIds, OperationScreen
 
-CSS = """
-.dialog { width: 80; max-width: 100%; height: auto; max-height: 90%; padding: 1 2;
-          border: thick $accent; background: $surface; }
-.dialog.wide { width: 110; max-width: 100%; }
-ModalScreen { align: center middle; }
-.dialog-title { text-style: bold; margin-bottom: 1; }
-.dialog-subject { color: $text-muted; margin-bottom: 1; }
-.dialog-error { color: $error; }
-.dialog-preview { color: $text-muted; }
-.dialog-buttons { height: auto; margin-top: 1; }
-.form .dialog-buttons { margin-top: 0; }
-.form Input { margin-bottom: 1; }
-.dialog-buttons Button { margin-right: 2; }
-#confirm-message { margin-bottom: 1; }
-.filter { height: 3; }
-.list-status { height: 1; color: $text-muted; padding: 0 1; }
-#chain-status { height: 1; padding: 0 1; }
-#detail Static { margin-bottom: 1; }
-"""
-
 
 class FlowledgerApp(App[None]):
     TITLE = "flowledger"
-    CSS = CSS
+    CSS_PATH = "flowledger.tcss"
     COMMANDS = App.COMMANDS | {OperationIds}
     BINDINGS = [
         Binding("g", "jump", "Go to op"),
