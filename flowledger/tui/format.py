@@ -22,6 +22,8 @@ from flowledger.queries.handover import span
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
 _DAY_TIME = re.compile(r"^(today|tomorrow)\s+(\d{1,2}):(\d{2})$", re.IGNORECASE)
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+# An operation's state, where it wants a look.
+STATE_STYLES = {"dispatching": "bold yellow", "failed": "red", "cancelled": "dim"}
 
 
 def short_hash(value: str | None, keep: int = 12) -> str:

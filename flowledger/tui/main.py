@@ -13,9 +13,13 @@ from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
 
 from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.detail import DetailScreen
-from flowledger.tui.listing import ListPane
-from flowledger.tui.operations import OperationScreen, OperationsPane
-from flowledger.tui.panes import EventsPane, ExecutionsPane, QueuePane, SourcesPane
+from flowledger.tui.operations import OperationScreen
+from flowledger.tui.panes.events import EventsPane
+from flowledger.tui.panes.executions import ExecutionsPane
+from flowledger.tui.panes.listing import ListPane
+from flowledger.tui.panes.operations import OperationsPane
+from flowledger.tui.panes.queue import QueuePane
+from flowledger.tui.panes.sources import SourcesPane
 from flowledger.tui.records import EventScreen, ExecutionScreen
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ WRITES = re.compile(
 )
 
 
-@pytest.mark.parametrize("module", sorted(p.name for p in TUI.glob("*.py")))
+@pytest.mark.parametrize("module", sorted(p.relative_to(TUI).as_posix() for p in TUI.rglob("*.py")))
 def test_tui_modules_write_nothing_directly(module: str) -> None:
     source = (TUI / module).read_text(encoding="utf-8")
     assert WRITES.search(source) is None
