@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -23,10 +23,10 @@ from flowledger.domain.display import visible
 from flowledger.queries import duty, operations
 from flowledger.queries import records as queries
 from flowledger.tui import sections
+from flowledger.tui.context import Context
+from flowledger.tui.detail import DetailScreen
 from flowledger.tui.format import STATE_STYLES, age, text
-
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
+from flowledger.tui.messages import Report
 
 
 class OperationScreen(Screen[None]):
@@ -38,10 +38,10 @@ class OperationScreen(Screen[None]):
         Binding("h", "open_hold", "Open hold"),
         Binding("question_mark", "app.help", "Help"),
     ]
-    app: FlowledgerApp
 
-    def __init__(self, operation_id: str) -> None:
+    def __init__(self, ctx: Context, operation_id: str) -> None:
         super().__init__()
+        self.ctx = ctx
         self.operation_id = operation_id
         self.detail: queries.OperationDetail | None = None
 
@@ -68,15 +68,13 @@ class OperationScreen(Screen[None]):
         return True
 
     def action_open_hold(self) -> None:
-        from flowledger.tui.detail import DetailScreen  # the hold's screen opens operations in turn
-
         held = self.open_holds()
         if held:
-            self.app.push_screen(DetailScreen(held[0]["id"]))
+            self.app.push_screen(DetailScreen(self.ctx, held[0]["id"]))
 
     @work(thread=True, exclusive=True, group="operation")
     def load(self) -> None:
-        store = self.app.ctx.store
+        store = self.ctx.store
         detail = queries.operation_detail(store, self.operation_id)
         turned = operations.turned_away(store, self.operation_id) if detail else []
         links = duty.source_urls(store)
@@ -94,7 +92,7 @@ class OperationScreen(Screen[None]):
             self.query_one("#op-summary", Static).update(text(f"No operation {self.operation_id}."))
             return
         parts: dict[str, RenderableType] = {
-            "summary": _summary(detail.operation, self.app.ctx.now()),
+            "summary": _summary(detail.operation, self.ctx.now()),
             "operation": sections.operation_fields(detail.operation),
             "holds": sections.holds(detail.holds),
             "turned": sections.turned_away(turned),
@@ -128,10 +126,10 @@ class JumpDialog(ModalScreen[str | None]):
     opens the exact one, or the only one that starts so."""
 
     BINDINGS = [Binding("escape", "cancel", "Back")]
-    app: FlowledgerApp
 
-    def __init__(self, typed: str = "") -> None:
+    def __init__(self, ctx: Context, typed: str = "") -> None:
         super().__init__()
+        self.ctx = ctx
         self.typed = typed
         self.matches: list[str] = []
 
@@ -154,7 +152,7 @@ class JumpDialog(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="jump")
     def _look_up(self, typed: str) -> None:
-        found = operations.find_operation_ids(self.app.ctx.store, typed)
+        found = operations.find_operation_ids(self.ctx.store, typed)
         self.app.call_from_thread(self._found, typed, found)
 
     def _found(self, typed: str, found: list[str]) -> None:
@@ -184,14 +182,14 @@ class JumpDialog(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="jump")
     def _resolve(self, typed: str) -> None:
-        found = operations.find_operation_ids(self.app.ctx.store, typed)
+        found = operations.find_operation_ids(self.ctx.store, typed)
         if found and (found[0] == typed.strip() or len(found) == 1):
             self.app.call_from_thread(self.dismiss, found[0])
             return
         self.app.call_from_thread(self._found, typed, found)
         if found:
             note = "Several operations start so: type more, or the whole id."
-            self.app.call_from_thread(self.app.report, note, "warning")
+            self.post_message(Report(note, "warning"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

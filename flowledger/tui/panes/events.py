@@ -10,7 +10,9 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from flowledger.queries import chain, duty
+from flowledger.tui.context import Context
 from flowledger.tui.format import clip, clock_time, middle, short_hash, text
+from flowledger.tui.messages import Report
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
 # What a person scans an event's data for, first; the rest follows alphabetically. A
@@ -47,8 +49,8 @@ class EventsPane(ListPane):
     REST = "data"
     DROP = ("hold", "data", "actor")
 
-    def __init__(self, *, id: str) -> None:
-        super().__init__(id=id)
+    def __init__(self, ctx: Context, *, id: str) -> None:
+        super().__init__(ctx, id=id)
         self.head: tuple[int, str] | None = None  # read with the list on screen
         self.verified: chain.VerifyResult | None = None
         self.verifying = False
@@ -137,13 +139,14 @@ class EventsPane(ListPane):
         if not announce and result.ok:
             return
         if result.ok:
-            self.app.report(
+            said = Report(
                 f"Chain OK: {result.checked:,} events, head seq {result.head_seq} "
                 f"hash {result.head_hash}"
             )
         else:
-            self.app.report(
+            said = Report(
                 f"Chain BROKEN at seq {result.bad_seq}: {result.problem} "
                 f"({result.checked:,} events good before it)",
                 "error",
             )
+        self.post_message(said)

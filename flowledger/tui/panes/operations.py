@@ -8,6 +8,7 @@ from typing import Any
 from rich.text import Text
 
 from flowledger.queries import operations
+from flowledger.tui.context import Context
 from flowledger.tui.format import STATE_STYLES, age, middle
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
@@ -43,8 +44,8 @@ class OperationsPane(ListPane):
     FLEX = ("operation", 24, 60)
     DROP = ("changed", "receipt", "age", "execution")
 
-    def __init__(self, *, id: str) -> None:
-        super().__init__(id=id)
+    def __init__(self, ctx: Context, *, id: str) -> None:
+        super().__init__(ctx, id=id)
         self._counted_for: tuple[str, float, int | None] = ("", -COUNT_FOR_SECONDS, None)
 
     def _filter(self) -> operations.OperationFilter:

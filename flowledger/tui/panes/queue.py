@@ -10,6 +10,7 @@ from textual.widgets import DataTable
 
 from flowledger.domain import is_overdue
 from flowledger.queries import duty
+from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, deadline_cell, middle, text
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
@@ -56,8 +57,8 @@ class QueuePane(ListPane):
     FLEX = ("operation", 20, 40)
     DROP = ("execution", "workflow", "owner", "age", "state")
 
-    def __init__(self, *, id: str) -> None:
-        super().__init__(id=id)
+    def __init__(self, ctx: Context, *, id: str) -> None:
+        super().__init__(ctx, id=id)
         self.sort = "deadline"
         self.descending = False
 

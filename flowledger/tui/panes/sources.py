@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from flowledger.domain.display import visible
 from flowledger.queries import records as queries
+from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, clock_time, text
 from flowledger.tui.panes.listing import Cell
 
@@ -28,14 +29,15 @@ class SourcesPane(Vertical):
     OPTIONAL = ("base URL", "kind")
     loaded = False
 
-    def __init__(self, *, id: str) -> None:
+    def __init__(self, ctx: Context, *, id: str) -> None:
         super().__init__(id=id)
+        self.ctx = ctx
         self.rows: list[dict[str, Any]] = []
         self.error_width = 40
         self.shown = set(self.COLUMNS)
 
     def compose(self) -> ComposeResult:
-        problem = self.app.ctx.config_error  # type: ignore[attr-defined]
+        problem = self.ctx.config_error
         if problem:
             yield Static(
                 Text(
@@ -71,7 +73,7 @@ class SourcesPane(Vertical):
             table.clear(columns=True)
             self._add_columns(table)
             if self.loaded:
-                self._show(self.rows, self.app.ctx.now())  # type: ignore[attr-defined]
+                self._show(self.rows, self.ctx.now())
 
     def load_if_never_loaded(self) -> None:
         # Loaded once the queue is painted (see ListPane.EAGER), then with every refresh.
@@ -80,9 +82,8 @@ class SourcesPane(Vertical):
 
     @work(thread=True, exclusive=True, group="sources")
     def reload(self) -> None:
-        ctx = self.app.ctx  # type: ignore[attr-defined]
-        rows = queries.list_sources(ctx.store)
-        self.app.call_from_thread(self._show, rows, ctx.now())
+        rows = queries.list_sources(self.ctx.store)
+        self.app.call_from_thread(self._show, rows, self.ctx.now())
 
     def _show(self, rows: list[dict[str, Any]], now: Any) -> None:
         self.loaded, self.rows = True, rows
