@@ -28,6 +28,7 @@ from flowledger.tui.context import Context
 from flowledger.tui.dialogs import HelpScreen, ReportScreen
 from flowledger.tui.main import MainScreen
 from flowledger.tui.operations import JumpDialog, OperationIds, OperationScreen
+from flowledger.tui.tabs import TABS
 
 
 class FlowledgerApp(App[None]):
@@ -124,10 +125,11 @@ class FlowledgerApp(App[None]):
         )
         if isinstance(screen, HoldActions) and not self.ctx.read_only:
             yield from _hold_commands(screen)
-        tabs = ("queue", "executions", "sources", "events", "operations")
-        for key, name in enumerate(tabs, start=1):
+        for tab in TABS:
             yield SystemCommand(
-                f"Show {name}", f"Switch to the {name} tab (key {key})", _tab(self, name)
+                f"Show {tab.name}",
+                f"Switch to the {tab.name} tab (key {tab.key})",
+                _tab(self, tab.name),
             )
 
 

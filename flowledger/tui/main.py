@@ -20,17 +20,12 @@ from flowledger.tui.panes.operations import OperationsPane
 from flowledger.tui.panes.queue import QueuePane
 from flowledger.tui.panes.sources import SourcesPane
 from flowledger.tui.records import EventScreen, ExecutionScreen
-
-TABS = {"1": "queue", "2": "executions", "3": "sources", "4": "events", "5": "operations"}
+from flowledger.tui.tabs import TABS
 
 
 class MainScreen(HoldActions):
     BINDINGS = [
-        Binding("1", "tab('queue')", "Queue", show=False),
-        Binding("2", "tab('executions')", "Executions", show=False),
-        Binding("3", "tab('sources')", "Sources", show=False),
-        Binding("4", "tab('events')", "Events", show=False),
-        Binding("5", "tab('operations')", "Operations", show=False),
+        *(Binding(tab.key, f"tab('{tab.name}')", tab.title, show=False) for tab in TABS),
         *DECISION_BINDINGS,
         HELP_BINDING,
         Binding("q", "app.quit", "Quit"),
@@ -43,17 +38,10 @@ class MainScreen(HoldActions):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with TabbedContent(initial="tab-queue"):
-            with TabPane("Queue [1]", id="tab-queue"):
-                yield QueuePane(self.ctx, id="queue")
-            with TabPane("Executions [2]", id="tab-executions"):
-                yield ExecutionsPane(self.ctx, id="executions")
-            with TabPane("Sources [3]", id="tab-sources"):
-                yield SourcesPane(self.ctx, id="sources")
-            with TabPane("Events [4]", id="tab-events"):
-                yield EventsPane(self.ctx, id="events")
-            with TabPane("Operations [5]", id="tab-operations"):
-                yield OperationsPane(self.ctx, id="operations")
+        with TabbedContent(initial=f"tab-{TABS[0].name}"):
+            for tab in TABS:
+                with TabPane(f"{tab.title} [{tab.key}]", id=f"tab-{tab.name}"):
+                    yield tab.pane(self.ctx, id=tab.name)
         yield Footer(compact=True)
 
     @property
