@@ -35,6 +35,7 @@ from flowledger.connectors.base import (
     AuthFailed,
     ConnectorError,
     ExecutionRecord,
+    Kind,
     Malformed,
     NoApi,
     Page,
@@ -297,3 +298,8 @@ def _server_time(headers: httpx.Headers) -> datetime:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return (when - MARGIN).astimezone(UTC)
+
+
+# Airflow logs in with a user and password, and only when it asks for them; no page of its own
+# is linked for a DAG run.
+KIND = Kind(AirflowConnector.kind, "Airflow", AirflowConnector)

@@ -8,10 +8,13 @@ transaction* as the page, so that a crash between two pages neither skips nor re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_ID = 200  # the ledger's longest id; a longer one from a tool is malformed data
 
@@ -158,6 +161,20 @@ class Connector(Protocol):
         on leaves it out (or keeps the record without what it could not read), and ``notes``
         says so. Raises ``exc`` when the connector cannot go on without it."""
         ...
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of tool as the rest of the ledger asks about it, before any connector is built:
+    how to build one, whether a source of this kind must name an API key, and the tool's own
+    page for one execution (``None``: the tool has none the ledger can link to)."""
+
+    name: str  # the ``kind`` of a configured source
+    title: str  # the tool as a person names it
+    build: Callable[[httpx.Client, Settings], Connector]
+    needs_api_key: bool = False
+    # (base URL, workflow id, execution id) -> the page's address, or None when it cannot say
+    execution_page: Callable[[str, str | None, str], str | None] | None = None
 
 
 def clean_text(value: object, limit: int = 200) -> str:

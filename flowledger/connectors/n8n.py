@@ -33,6 +33,7 @@ from flowledger.connectors.base import (
     AuthFailed,
     ConnectorError,
     ExecutionRecord,
+    Kind,
     Malformed,
     NoApi,
     Page,
@@ -340,3 +341,15 @@ def _str(value: int | None) -> str | None:
 
 def _dump_position(data: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in data.items() if v is not None}, sort_keys=True)
+
+
+def execution_page(base_url: str, workflow_id: str | None, execution_id: str) -> str | None:
+    """n8n's editor page for one execution, which lives under its workflow."""
+    if not workflow_id:
+        return None
+    return f"{base_url.rstrip('/')}/workflow/{workflow_id}/executions/{execution_id}"
+
+
+KIND = Kind(
+    N8nConnector.kind, "n8n", N8nConnector, needs_api_key=True, execution_page=execution_page
+)

@@ -24,8 +24,9 @@ def connector_settings(cfg: SourceConfig) -> Settings:
             raise ConfigProblem(
                 f"environment variable {env_name} (named by source {cfg.name}) is not set"
             )
-    if cfg.kind == "n8n" and not cfg.api_key_env:
-        raise ConfigProblem(f"source {cfg.name} has no api_key_env naming its n8n API key")
+    kind = registry.KINDS.get(cfg.kind)  # an unknown one is refused when it is built
+    if kind is not None and kind.needs_api_key and not cfg.api_key_env:
+        raise ConfigProblem(f"source {cfg.name} has no api_key_env naming its {kind.title} API key")
     return Settings(
         base_url=cfg.base_url,
         api_key=cfg.secret(cfg.api_key_env),

@@ -10,11 +10,12 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
+from textual.screen import Screen
 
 from flowledger.domain import (
     DECISIONS,
@@ -26,11 +27,10 @@ from flowledger.domain import (
     refusal,
 )
 from flowledger.services.ledger import InvalidInput, NotFound
+from flowledger.tui.context import Context
 from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
 from flowledger.tui.format import deadline_forms, future_deadline, text, when
-
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
+from flowledger.tui.messages import HoldActedOn, Report
 
 NOTE = Field("note", "Note (why; what you saw)", placeholder="e.g. found it in the target's log")
 
@@ -170,28 +170,32 @@ def describe(hold: dict[str, Any]) -> Text:
     )
 
 
-class HoldActions:
-    """Mixed into a screen that can name the hold under the cursor."""
+class HoldActions(Screen[None]):
+    """A screen that can name the hold under the cursor, and offers what it allows. What an
+    action did is said in a :class:`Report`; once it ran, :class:`HoldActedOn` lets the app
+    reload every list."""
 
-    app: FlowledgerApp
+    def __init__(self, ctx: Context) -> None:
+        super().__init__()
+        self.ctx = ctx
 
     def selected_hold(self) -> dict[str, Any] | None:
         raise NotImplementedError
 
     def after_action(self) -> None:
-        """Reload what the screen shows."""
+        """Reload what this screen shows beyond the lists (the app reloads those)."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "hold_action":
             hold = self.selected_hold()
-            if self.app.ctx.read_only or hold is None:
+            if self.ctx.read_only or hold is None:
                 return False
             return parameters[0] in offered(hold)
         return True
 
     def action_hold_action(self, name: str) -> None:
         hold = self.selected_hold()
-        if self.app.ctx.read_only or hold is None or name not in offered(hold):
+        if self.ctx.read_only or hold is None or name not in offered(hold):
             self.action_refused(name)
             return
         self._run_action(name, hold)
@@ -200,18 +204,19 @@ class HoldActions:
         """Say why the key for ``name`` does nothing here; no dialog opens."""
         title = ACTIONS[name].title
         hold = self.selected_hold()
-        if self.app.ctx.read_only:
-            self.app.report(f"{title}: read-only mode, no action is offered.", "warning")
+        if self.ctx.read_only:
+            said = f"{title}: read-only mode, no action is offered."
         elif hold is None:
-            self.app.report(f"{title}: no open hold selected.", "warning")
+            said = f"{title}: no open hold selected."
         else:
             reason = why_not(name, hold) or "not offered here"
-            self.app.report(f"{title} is not possible for hold {hold['id']}: {reason}.", "warning")
+            said = f"{title} is not possible for hold {hold['id']}: {reason}."
+        self.post_message(Report(said, "warning"))
 
     @work(exclusive=True, group="hold-action")
     async def _run_action(self, name: str, hold: dict[str, Any]) -> None:
         spec = ACTIONS[name]
-        ctx = self.app.ctx
+        ctx = self.ctx
         fields = [_checked(f, ctx.now) for f in spec.fields]
         values = await self.app.push_screen_wait(FormDialog(spec.title, describe(hold), fields))
         if values is None:
@@ -220,26 +225,28 @@ class HoldActions:
             try:  # read once: the time confirmed is the time recorded
                 deadline = future_deadline(values["deadline"], ctx.now())
             except ValueError as exc:  # the clock passed it while the dialog was open
-                self.app.report(f"Nothing changed: {exc}", "error")
+                self.post_message(Report(f"Nothing changed: {exc}", "error"))
                 return
             values["deadline"], values["deadline_text"] = deadline.isoformat(), when(deadline)
         message = consequence(name, hold, values) + f"\n\nRecorded as operator {ctx.operator}."
         if not await self.app.push_screen_wait(ConfirmDialog(f"{spec.title}?", message)):
-            self.app.report("Nothing changed.", "information")
+            self.post_message(Report("Nothing changed.", "information"))
             return
-        call = _service_call(self.app, name, hold["id"], values)
+        call = _service_call(ctx, name, hold["id"], values)
         try:
             await asyncio.to_thread(call)
         except IllegalTransition as exc:
             if exc.code == "already_resolved":
-                self.app.report(f"Someone else got there first: {exc}. Nothing changed.", "error")
+                said = Report(f"Someone else got there first: {exc}. Nothing changed.", "error")
             else:
-                self.app.report(f"Refused, nothing changed: {exc}", "error")
+                said = Report(f"Refused, nothing changed: {exc}", "error")
         except (InvalidInput, NotFound) as exc:
-            self.app.report(f"Refused, nothing changed: {exc}", "error")
+            said = Report(f"Refused, nothing changed: {exc}", "error")
         else:
-            self.app.report(f"Hold {hold['id']} {spec.done} by {ctx.operator}.", "information")
+            said = Report(f"Hold {hold['id']} {spec.done} by {ctx.operator}.", "information")
+        self.post_message(said)
         self.after_action()
+        self.post_message(HoldActedOn(hold["id"]))
 
 
 def _checked(f: Field, now: Callable[[], datetime]) -> Field:
@@ -254,10 +261,7 @@ def _checked(f: Field, now: Callable[[], datetime]) -> Field:
     )
 
 
-def _service_call(
-    app: FlowledgerApp, name: str, hold_id: int, v: dict[str, str]
-) -> Callable[[], Any]:
-    ctx = app.ctx
+def _service_call(ctx: Context, name: str, hold_id: int, v: dict[str, str]) -> Callable[[], Any]:
     ledger, op, note = ctx.ledger, ctx.operator, v.get("note", "")
     if name in ("confirm", "release", "cancel", "dismiss"):
         receipt = v.get("receipt") or None

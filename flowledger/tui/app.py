@@ -1,7 +1,7 @@
-"""The Textual application: wiring only. Screens live in ``flowledger.tui.main`` and
-``flowledger.tui.detail``,
-dialogs in ``flowledger.tui.dialogs``; every read is a ``flowledger.queries.records`` call and
-every change a
+"""The Textual application: wiring only. Screens (``main``, ``detail``, ``operations``,
+``records``) and dialogs are handed the :class:`~flowledger.tui.context.Context` they work in
+and post what happened (:mod:`flowledger.tui.messages`); the app decides what to say and which
+lists to reload. Every read is a ``flowledger.queries`` call and every change a
 ``flowledger.services.ledger.Ledger`` call, both in workers."""
 
 from __future__ import annotations
@@ -12,45 +12,28 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from textual import work
+from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from flowledger.clock import utcnow
 from flowledger.domain.display import visible
 from flowledger.queries import duty, handover
 from flowledger.services.ledger import Ledger
+from flowledger.tui import messages
 from flowledger.tui.actions import ACTIONS, KEYS, HoldActions, offered
 from flowledger.tui.context import Context
 from flowledger.tui.dialogs import HelpScreen, ReportScreen
 from flowledger.tui.main import MainScreen
 from flowledger.tui.operations import JumpDialog, OperationIds, OperationScreen
-
-CSS = """
-.dialog { width: 80; max-width: 100%; height: auto; max-height: 90%; padding: 1 2;
-          border: thick $accent; background: $surface; }
-.dialog.wide { width: 110; max-width: 100%; }
-ModalScreen { align: center middle; }
-.dialog-title { text-style: bold; margin-bottom: 1; }
-.dialog-subject { color: $text-muted; margin-bottom: 1; }
-.dialog-error { color: $error; }
-.dialog-preview { color: $text-muted; }
-.dialog-buttons { height: auto; margin-top: 1; }
-.form .dialog-buttons { margin-top: 0; }
-.form Input { margin-bottom: 1; }
-.dialog-buttons Button { margin-right: 2; }
-#confirm-message { margin-bottom: 1; }
-.filter { height: 3; }
-.list-status { height: 1; color: $text-muted; padding: 0 1; }
-#chain-status { height: 1; padding: 0 1; }
-#detail Static { margin-bottom: 1; }
-"""
+from flowledger.tui.tabs import TABS
 
 
 class FlowledgerApp(App[None]):
     TITLE = "flowledger"
-    CSS = CSS
+    CSS_PATH = "flowledger.tcss"
     COMMANDS = App.COMMANDS | {OperationIds}
     BINDINGS = [
         Binding("g", "jump", "Go to op"),
@@ -67,7 +50,7 @@ class FlowledgerApp(App[None]):
         self.last_report: Path | None = None
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen()
+        return MainScreen(self.ctx)
 
     def on_mount(self) -> None:
         marks = [f"operator {self.ctx.operator}"]
@@ -81,10 +64,18 @@ class FlowledgerApp(App[None]):
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
 
-    def report(self, message: str, severity: str = "information") -> None:
+    def report(self, message: str, severity: SeverityLevel = "information") -> None:
         """Tell the person what happened (and keep it for whoever asks)."""
         self.last_message = message
-        self.notify(visible(message), severity=severity, timeout=8, markup=False)  # type: ignore[arg-type]
+        self.notify(visible(message), severity=severity, timeout=8, markup=False)
+
+    @on(messages.Report)
+    def _reported(self, message: messages.Report) -> None:
+        self.report(message.text, message.severity)
+
+    @on(messages.HoldActedOn)
+    def _acted_on(self) -> None:
+        self.refresh_lists()
 
     def refresh_lists(self) -> None:
         for screen in self.screen_stack:
@@ -106,10 +97,10 @@ class FlowledgerApp(App[None]):
             if operation_id is not None:
                 self.open_operation(operation_id)
 
-        self.push_screen(JumpDialog(), opened)
+        self.push_screen(JumpDialog(self.ctx), opened)
 
     def open_operation(self, operation_id: str) -> None:
-        self.push_screen(OperationScreen(operation_id))
+        self.push_screen(OperationScreen(self.ctx, operation_id))
 
     def action_handover(self) -> None:
         self._write_handover()
@@ -133,18 +124,26 @@ class FlowledgerApp(App[None]):
             "Go to operation…", "Open an operation by its id (key g)", self.action_jump
         )
         if isinstance(screen, HoldActions) and not self.ctx.read_only:
-            hold = screen.selected_hold()
-            for name in offered(hold) if hold is not None else ():
-                yield SystemCommand(
-                    f"{ACTIONS[name].title} (key {KEYS[name][0]})",
-                    f"On hold {hold['id']}",
-                    partial(screen.action_hold_action, name),
-                )
-        tabs = ("queue", "executions", "sources", "events", "operations")
-        for key, name in enumerate(tabs, start=1):
+            yield from _hold_commands(screen)
+        for tab in TABS:
             yield SystemCommand(
-                f"Show {name}", f"Switch to the {name} tab (key {key})", _tab(self, name)
+                f"Show {tab.name}",
+                f"Switch to the {tab.name} tab (key {tab.key})",
+                _tab(self, tab.name),
             )
+
+
+def _hold_commands(screen: HoldActions) -> Iterable[SystemCommand]:
+    """What the selected hold allows, each with its key."""
+    hold = screen.selected_hold()
+    if hold is None:
+        return
+    for name in offered(hold):
+        yield SystemCommand(
+            f"{ACTIONS[name].title} (key {KEYS[name][0]})",
+            f"On hold {hold['id']}",
+            partial(screen.action_hold_action, name),
+        )
 
 
 def _tab(app: FlowledgerApp, name: str) -> Callable[[], None]:

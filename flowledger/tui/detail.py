@@ -5,7 +5,7 @@ event timeline."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -13,7 +13,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from flowledger.domain import is_overdue
@@ -21,23 +20,20 @@ from flowledger.queries import duty, operations
 from flowledger.queries import records as queries
 from flowledger.tui import sections
 from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
+from flowledger.tui.context import Context
 from flowledger.tui.format import age, text, when
 
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
 
-
-class DetailScreen(HoldActions, Screen[None]):
+class DetailScreen(HoldActions):
     BINDINGS = [
         *DECISION_BINDINGS,
         Binding("escape,q", "app.pop_screen", "Back"),
         HELP_BINDING,
         *UPDATE_BINDINGS,
     ]
-    app: FlowledgerApp
 
-    def __init__(self, hold_id: int) -> None:
-        super().__init__()
+    def __init__(self, ctx: Context, hold_id: int) -> None:
+        super().__init__(ctx)
         self.hold_id = hold_id
         self.hold: dict[str, Any] | None = None
 
@@ -64,11 +60,10 @@ class DetailScreen(HoldActions, Screen[None]):
 
     def after_action(self) -> None:
         self.load()
-        self.app.refresh_lists()
 
     @work(thread=True, exclusive=True, group="detail")
     def load(self) -> None:
-        store = self.app.ctx.store
+        store = self.ctx.store
         hold = duty.hold(store, self.hold_id)
         detail = (
             queries.operation_detail(store, hold["operation_id"])
@@ -92,7 +87,7 @@ class DetailScreen(HoldActions, Screen[None]):
     ) -> None:
         self.hold = hold
         self.refresh_bindings()
-        now = self.app.ctx.now()
+        now = self.ctx.now()
         if hold is None:
             self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")
             return

@@ -13,6 +13,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Static
 
+from flowledger.tui.tabs import TABS
+
 
 @dataclass(frozen=True)
 class Field:
@@ -143,12 +145,13 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(yes)
 
 
+# The tabs' row comes from the tabs themselves (flowledger.tui.tabs).
 HELP = """\
 # flowledger — keys
 
 | key | where | what |
 |---|---|---|
-| `1` `2` `3` `4` `5` | anywhere | queue, executions, sources, events, operations |
+| {tab_keys} | anywhere | {tab_names} |
 | `g` | anywhere | go to an operation by its id (or its beginning); `ctrl+p` finds ids too |
 | `/` | lists | filter (`escape` back to the list); see below |
 | `s` / `S` | queue | next sort column / reverse the order (or click a column header) |
@@ -176,7 +179,10 @@ The queue's filter takes words (all must match), `reason:` `owner:` `state:` `wo
 
 Every action asks for a note, asks again before it acts, and is recorded as an event under
 your operator name. In read-only mode no action is offered.
-"""
+""".format(
+    tab_keys=" ".join(f"`{tab.key}`" for tab in TABS),
+    tab_names=", ".join(tab.name for tab in TABS),
+)
 
 
 class HelpScreen(ModalScreen[None]):

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.text import Text
 
+from flowledger.connectors import registry
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
 from flowledger.queries.handover import span
@@ -21,6 +22,8 @@ from flowledger.queries.handover import span
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
 _DAY_TIME = re.compile(r"^(today|tomorrow)\s+(\d{1,2}):(\d{2})$", re.IGNORECASE)
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+# An operation's state, where it wants a look.
+STATE_STYLES = {"dispatching": "bold yellow", "failed": "red", "cancelled": "dim"}
 
 
 def short_hash(value: str | None, keep: int = 12) -> str:
@@ -114,10 +117,7 @@ def future_deadline(value: str, now: datetime) -> datetime:
 
 
 def execution_url(kind: str | None, base_url: str | None, execution: dict[str, Any]) -> str | None:
-    """The tool's own page for an execution, when its source has a base URL."""
-    if not base_url or kind != "n8n" or not execution.get("workflow_id"):
-        return None
-    return (
-        f"{base_url.rstrip('/')}/workflow/{execution['workflow_id']}"
-        f"/executions/{execution['external_id']}"
+    """The tool's own page for an execution, when its kind has one and its source a base URL."""
+    return registry.execution_url(
+        kind, base_url, execution.get("workflow_id"), execution["external_id"]
     )

@@ -3,34 +3,29 @@ every operation. Enter opens the selected row in full."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
 
 from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.detail import DetailScreen
-from flowledger.tui.listing import ListPane
-from flowledger.tui.operations import OperationScreen, OperationsPane
-from flowledger.tui.panes import EventsPane, ExecutionsPane, QueuePane, SourcesPane
+from flowledger.tui.operations import OperationScreen
+from flowledger.tui.panes.events import EventsPane
+from flowledger.tui.panes.executions import ExecutionsPane
+from flowledger.tui.panes.listing import ListPane
+from flowledger.tui.panes.operations import OperationsPane
+from flowledger.tui.panes.queue import QueuePane
+from flowledger.tui.panes.sources import SourcesPane
 from flowledger.tui.records import EventScreen, ExecutionScreen
-
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
-
-TABS = {"1": "queue", "2": "executions", "3": "sources", "4": "events", "5": "operations"}
+from flowledger.tui.tabs import TABS
 
 
-class MainScreen(HoldActions, Screen[None]):
+class MainScreen(HoldActions):
     BINDINGS = [
-        Binding("1", "tab('queue')", "Queue", show=False),
-        Binding("2", "tab('executions')", "Executions", show=False),
-        Binding("3", "tab('sources')", "Sources", show=False),
-        Binding("4", "tab('events')", "Events", show=False),
-        Binding("5", "tab('operations')", "Operations", show=False),
+        *(Binding(tab.key, f"tab('{tab.name}')", tab.title, show=False) for tab in TABS),
         *DECISION_BINDINGS,
         HELP_BINDING,
         Binding("q", "app.quit", "Quit"),
@@ -40,21 +35,13 @@ class MainScreen(HoldActions, Screen[None]):
         Binding("S", "reverse", "Reverse sort", show=False),
         Binding("v", "verify", "Verify chain"),
     ]
-    app: FlowledgerApp
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with TabbedContent(initial="tab-queue"):
-            with TabPane("Queue [1]", id="tab-queue"):
-                yield QueuePane(id="queue")
-            with TabPane("Executions [2]", id="tab-executions"):
-                yield ExecutionsPane(id="executions")
-            with TabPane("Sources [3]", id="tab-sources"):
-                yield SourcesPane(id="sources")
-            with TabPane("Events [4]", id="tab-events"):
-                yield EventsPane(id="events")
-            with TabPane("Operations [5]", id="tab-operations"):
-                yield OperationsPane(id="operations")
+        with TabbedContent(initial=f"tab-{TABS[0].name}"):
+            for tab in TABS:
+                with TabPane(f"{tab.title} [{tab.key}]", id=f"tab-{tab.name}"):
+                    yield tab.pane(self.ctx, id=tab.name)
         yield Footer(compact=True)
 
     @property
@@ -105,9 +92,6 @@ class MainScreen(HoldActions, Screen[None]):
     def selected_hold(self) -> dict[str, Any] | None:
         return self.queue.current() if self.active() == "queue" else None
 
-    def after_action(self) -> None:
-        self.refresh_lists()
-
     def refresh_lists(self) -> None:
         for pane in self.query(ListPane):
             pane.reload()
@@ -131,13 +115,13 @@ class MainScreen(HoldActions, Screen[None]):
     def _open(self, event: DataTable.RowSelected) -> None:
         hold = self.queue.current()
         if hold is not None:
-            self.app.push_screen(DetailScreen(hold["id"]))
+            self.app.push_screen(DetailScreen(self.ctx, hold["id"]))
 
     @on(DataTable.RowSelected, "#operations DataTable")
     def _open_operation(self) -> None:
         row = self.query_one(OperationsPane).current()
         if row is not None:
-            self.app.push_screen(OperationScreen(row["operation_id"]))
+            self.app.push_screen(OperationScreen(self.ctx, row["operation_id"]))
 
     @on(DataTable.RowSelected, "#events DataTable")
     def _open_event(self) -> None:
@@ -149,4 +133,4 @@ class MainScreen(HoldActions, Screen[None]):
     def _open_execution(self) -> None:
         row = self.query_one(ExecutionsPane).current()
         if row is not None:
-            self.app.push_screen(ExecutionScreen(row))
+            self.app.push_screen(ExecutionScreen(self.ctx, row))

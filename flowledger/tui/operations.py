@@ -1,14 +1,13 @@
-"""Every operation: the Operations tab (most recently changed first, filtered by state and
-text), one operation's own screen (its record, attempts, holds, linked executions, the
-dispatches it turned away and its timeline), and the jump to an operation id from anywhere."""
+"""One operation's own screen (its record, attempts, holds, linked executions, the dispatches
+it turned away and its timeline), and the jump to an operation id from anywhere; the
+Operations tab is :mod:`flowledger.tui.panes.operations`."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -24,90 +23,10 @@ from flowledger.domain.display import visible
 from flowledger.queries import duty, operations
 from flowledger.queries import records as queries
 from flowledger.tui import sections
-from flowledger.tui.format import age, middle, text
-from flowledger.tui.listing import Cell, ListPane, Searched
-
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
-
-COUNT_FOR_SECONDS = 60.0
-STATE_STYLES = {"dispatching": "bold yellow", "failed": "red", "cancelled": "dim"}
-
-
-class OperationsPane(ListPane):
-    """Every operation, most recently changed first, with its open holds."""
-
-    COLUMNS = [
-        ("operation", "operation"),
-        ("state", "state"),
-        ("attempt", "att"),
-        ("execution", "last exec"),
-        ("receipt", "receipt"),
-        ("holds", "holds"),
-        ("changed", "changed"),
-        ("age", "age"),
-    ]
-    FILTER_HINT = "/ filter: a state (dispatching, state:failed) and words (id, execution, receipt)"
-    NEWEST_FIRST = True
-    # The operation takes what is left; narrower screens drop the time of the last change
-    # first, then the receipt, the age and the last execution.
-    WIDTHS = {
-        "state": 11,
-        "attempt": 4,
-        "execution": 10,
-        "receipt": 14,
-        "holds": 5,
-        "changed": 7,
-        "age": 6,
-    }
-    FLEX = ("operation", 24, 60)
-    DROP = ("changed", "receipt", "age", "execution")
-
-    def __init__(self, *, id: str) -> None:
-        super().__init__(id=id)
-        self._counted_for: tuple[str, float, int | None] = ("", -COUNT_FOR_SECONDS, None)
-
-    def _filter(self) -> operations.OperationFilter:
-        return operations.OperationFilter.parse(self.filter_text)
-
-    def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        # Words are searched a window of each state's operations at a time, as the queue's
-        # filters are.
-        found = operations.search_operations(
-            self.ctx.store,
-            flt=self._filter(),
-            after=operations.After(after["updated_at"], after["operation_id"]) if after else None,
-            limit=limit,
-            window=self.window(after),
-        )
-        return Searched(found.rows, found.resume, found.read)
-
-    def count(self) -> int | None:
-        # Counting ten million rows takes a while: a refresh reuses a recent count of the
-        # same filter rather than repeating it every few seconds.
-        now = time.monotonic()
-        text, at, total = self._counted_for
-        if text != self.filter_text or now - at > COUNT_FOR_SECONDS:
-            total = operations.count_operations(self.ctx.store, flt=self._filter())
-            self._counted_for = (self.filter_text, now, total)
-        return total
-
-    def key(self, row: dict[str, Any]) -> str:
-        return str(row["operation_id"])
-
-    def cells(self, row: dict[str, Any]) -> list[Cell]:
-        now = self.ctx.now()
-        held = row["open_holds"]
-        return [
-            Text(middle(row["operation_id"], self.widths["operation"])),
-            Text(row["state"], style=STATE_STYLES.get(row["state"], "")),
-            f"{row['attempt']}/{row['max_attempts']}",
-            Text(middle(row["execution_id"] or "-", self.widths["execution"])),
-            Text(middle(row["receipt"] or "-", self.widths["receipt"])),
-            Text(str(held), style="bold yellow") if held else "-",
-            age(row["updated_at"], now),
-            age(row["created_at"], now),
-        ]
+from flowledger.tui.context import Context
+from flowledger.tui.detail import DetailScreen
+from flowledger.tui.format import STATE_STYLES, age, text
+from flowledger.tui.messages import Report
 
 
 class OperationScreen(Screen[None]):
@@ -119,10 +38,10 @@ class OperationScreen(Screen[None]):
         Binding("h", "open_hold", "Open hold"),
         Binding("question_mark", "app.help", "Help"),
     ]
-    app: FlowledgerApp
 
-    def __init__(self, operation_id: str) -> None:
+    def __init__(self, ctx: Context, operation_id: str) -> None:
         super().__init__()
+        self.ctx = ctx
         self.operation_id = operation_id
         self.detail: queries.OperationDetail | None = None
 
@@ -149,15 +68,13 @@ class OperationScreen(Screen[None]):
         return True
 
     def action_open_hold(self) -> None:
-        from flowledger.tui.detail import DetailScreen  # the hold's screen opens operations in turn
-
         held = self.open_holds()
         if held:
-            self.app.push_screen(DetailScreen(held[0]["id"]))
+            self.app.push_screen(DetailScreen(self.ctx, held[0]["id"]))
 
     @work(thread=True, exclusive=True, group="operation")
     def load(self) -> None:
-        store = self.app.ctx.store
+        store = self.ctx.store
         detail = queries.operation_detail(store, self.operation_id)
         turned = operations.turned_away(store, self.operation_id) if detail else []
         links = duty.source_urls(store)
@@ -175,7 +92,7 @@ class OperationScreen(Screen[None]):
             self.query_one("#op-summary", Static).update(text(f"No operation {self.operation_id}."))
             return
         parts: dict[str, RenderableType] = {
-            "summary": _summary(detail.operation, self.app.ctx.now()),
+            "summary": _summary(detail.operation, self.ctx.now()),
             "operation": sections.operation_fields(detail.operation),
             "holds": sections.holds(detail.holds),
             "turned": sections.turned_away(turned),
@@ -209,10 +126,10 @@ class JumpDialog(ModalScreen[str | None]):
     opens the exact one, or the only one that starts so."""
 
     BINDINGS = [Binding("escape", "cancel", "Back")]
-    app: FlowledgerApp
 
-    def __init__(self, typed: str = "") -> None:
+    def __init__(self, ctx: Context, typed: str = "") -> None:
         super().__init__()
+        self.ctx = ctx
         self.typed = typed
         self.matches: list[str] = []
 
@@ -235,7 +152,7 @@ class JumpDialog(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="jump")
     def _look_up(self, typed: str) -> None:
-        found = operations.find_operation_ids(self.app.ctx.store, typed)
+        found = operations.find_operation_ids(self.ctx.store, typed)
         self.app.call_from_thread(self._found, typed, found)
 
     def _found(self, typed: str, found: list[str]) -> None:
@@ -265,14 +182,14 @@ class JumpDialog(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="jump")
     def _resolve(self, typed: str) -> None:
-        found = operations.find_operation_ids(self.app.ctx.store, typed)
+        found = operations.find_operation_ids(self.ctx.store, typed)
         if found and (found[0] == typed.strip() or len(found) == 1):
             self.app.call_from_thread(self.dismiss, found[0])
             return
         self.app.call_from_thread(self._found, typed, found)
         if found:
             note = "Several operations start so: type more, or the whole id."
-            self.app.call_from_thread(self.app.report, note, "warning")
+            self.post_message(Report(note, "warning"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

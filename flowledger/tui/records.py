@@ -3,7 +3,7 @@ link to the tool's own page and the dispatches it made."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -16,10 +16,8 @@ from textual.widgets import Label, Static
 
 from flowledger.queries import duty
 from flowledger.tui import sections
+from flowledger.tui.context import Context
 from flowledger.tui.format import execution_url, text, when
-
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
 
 CHAIN_FIELDS = ["seq", "prev_hash", "hash"]
 EXECUTION_FIELDS = [
@@ -83,10 +81,9 @@ class ExecutionScreen(RecordScreen):
     """An execution's kept copy, the tool's page for it as a terminal hyperlink, and the
     dispatches it made."""
 
-    app: FlowledgerApp
-
-    def __init__(self, execution: dict[str, Any]) -> None:
+    def __init__(self, ctx: Context, execution: dict[str, Any]) -> None:
         super().__init__()
+        self.ctx = ctx
         self.execution = execution
 
     def compose(self) -> ComposeResult:
@@ -103,7 +100,7 @@ class ExecutionScreen(RecordScreen):
 
     @work(thread=True, exclusive=True, group="execution")
     def load(self) -> None:
-        store = self.app.ctx.store
+        store = self.ctx.store
         e = self.execution
         kind, base = duty.source_urls(store).get(e["source"], (None, None))
         url = execution_url(kind, base, e)

@@ -19,9 +19,10 @@ from flowledger.storage.models import Event, Hold, table
 from flowledger.tui.actions import ACTIONS, KEYS, subject
 from flowledger.tui.detail import DetailScreen
 from flowledger.tui.dialogs import ConfirmDialog, FormDialog
-from flowledger.tui.listing import ListPane
 from flowledger.tui.main import MainScreen
-from flowledger.tui.panes import EventsPane, SourcesPane
+from flowledger.tui.panes.events import EventsPane
+from flowledger.tui.panes.listing import ListPane
+from flowledger.tui.panes.sources import SourcesPane
 from tests.support.builders import SHIFT_END
 from tests.support.tui import (
     fill,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from flowledger.cli import app as cli
 from flowledger.storage.engine import Store
 from flowledger.tui import FlowledgerApp
-from flowledger.tui.panes import SourcesPane
+from flowledger.tui.panes.sources import SourcesPane
 from tests.support.tui import settle
 
 BROKEN = '[[sources]]\nname = "prod"\nkind = "n8n"\nbaseurl = "http://n8n.test"\n'

@@ -18,8 +18,10 @@ from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.tui.format import middle
 from flowledger.tui.main import MainScreen
-from flowledger.tui.operations import JumpDialog, OperationScreen, OperationsPane
-from flowledger.tui.panes import EventsPane, ExecutionsPane
+from flowledger.tui.operations import JumpDialog, OperationScreen
+from flowledger.tui.panes.events import EventsPane
+from flowledger.tui.panes.executions import ExecutionsPane
+from flowledger.tui.panes.operations import OperationsPane
 from flowledger.tui.records import EventScreen, ExecutionScreen
 from tests.support.builders import req
 from tests.support.tui import fill, settle, start_action

@@ -1,4 +1,4 @@
-"""The sync service behaves the same whichever connector feeds it (n8n, Airflow)."""
+"""The sync service behaves the same whichever connector feeds it (every registered kind)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ from typing import Any
 import pytest
 
 from flowledger.config import SourceConfig
+from flowledger.connectors import registry
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.sync import sync_source
 from tests.support.builders import FakeClock
-from tests.support.fakes.airflow import FakeAirflow
-from tests.support.fakes.n8n import KEY, FakeN8n
+from tests.support.fakes import EVERY_KIND, fake_for
+from tests.support.fakes.n8n import KEY
 
 
-@pytest.fixture(params=["n8n", "airflow"])
+@pytest.fixture(params=EVERY_KIND)
 def fake(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("TEST_API_KEY", KEY)
-    return FakeN8n() if request.param == "n8n" else FakeAirflow()
+    return fake_for(request.param)
 
 
 def sync(ledger: Ledger, fake: Any, **kw: Any) -> Any:
@@ -27,7 +28,7 @@ def sync(ledger: Ledger, fake: Any, **kw: Any) -> Any:
         name="tool",
         kind=fake.kind,
         base_url=fake.base_url,
-        api_key_env="TEST_API_KEY" if fake.kind == "n8n" else None,
+        api_key_env="TEST_API_KEY" if registry.KINDS[fake.kind].needs_api_key else None,
         page_size=40,
     )
     return sync_source(ledger, cfg, fake.client(), sleep=lambda s: None, **kw)

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from flowledger.config import SourceConfig
+from flowledger.connectors import registry
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -26,7 +27,7 @@ def sync(ledger: Ledger, fake: Any, **kw: Any) -> SyncReport:
         name="tool",
         kind=fake.kind,
         base_url=fake.base_url,
-        api_key_env="TEST_API_KEY" if fake.kind == "n8n" else None,
+        api_key_env="TEST_API_KEY" if registry.KINDS[fake.kind].needs_api_key else None,
         page_size=PAGE,
     )
     return sync_source(ledger, cfg, fake.client(), sleep=lambda s: None, **kw)

@@ -10,7 +10,7 @@ from textual.widgets import Button, Input
 from flowledger.tui import FlowledgerApp
 from flowledger.tui.dialogs import ConfirmDialog, FormDialog
 from flowledger.tui.main import MainScreen
-from flowledger.tui.panes import QueuePane
+from flowledger.tui.panes.queue import QueuePane
 
 
 async def settle(pilot: Pilot[Any]) -> None:

@@ -23,13 +23,14 @@ from flowledger.connectors.base import (
     Unreachable,
 )
 from flowledger.connectors.n8n import N8nConnector
+from tests.support.fakes import EVERY_KIND, fake_for
 from tests.support.fakes.airflow import FakeAirflow
 from tests.support.fakes.n8n import FakeN8n
 
 
-@pytest.fixture(params=["n8n", "airflow"])
+@pytest.fixture(params=EVERY_KIND)
 def fake(request: pytest.FixtureRequest) -> Any:
-    return FakeN8n() if request.param == "n8n" else FakeAirflow()
+    return fake_for(request.param)
 
 
 def connect(fake: Any, **kw: Any) -> Connector:

@@ -12,20 +12,22 @@ import pytest
 
 from flowledger.connectors import registry
 from flowledger.connectors.base import Connector, ExecutionRecord, Malformed
+from tests.support.fakes import EVERY_KIND, fake_for
 from tests.support.fakes.airflow import FakeAirflow
 from tests.support.fakes.n8n import FakeN8n
 
 MIB = 1024 * 1024
 JSON = {"content-type": "application/json"}
-LIST_URL = {
-    "n8n": "http://n8n.test/api/v1/executions",
-    "airflow": "http://airflow.test/api/v2/dags/~/dagRuns",
+# How each tool's connector says a read by id was answered with another execution.
+ANSWERED_ANOTHER = {
+    "n8n": "asked for execution {asked}, n8n answered {answered}",
+    "airflow": "asked for DAG run {asked}, Airflow answered {answered}",
 }
 
 
-@pytest.fixture(params=["n8n", "airflow"])
+@pytest.fixture(params=EVERY_KIND)
 def fake(request: pytest.FixtureRequest) -> Any:
-    return FakeN8n() if request.param == "n8n" else FakeAirflow()
+    return fake_for(request.param)
 
 
 def connect(fake: Any, **kw: Any) -> Connector:
@@ -72,7 +74,8 @@ def test_a_body_declared_over_the_limit_is_refused_before_any_of_it_is_read(fake
     with pytest.raises(Malformed) as refused:
         drain(connector)
     assert str(refused.value) == (
-        f"{LIST_URL[fake.kind]} answered 1,000,000,000 bytes, over the 16,777,216-byte limit"
+        f"{fake.base_url}{fake.list_path} answered 1,000,000,000 bytes, "
+        "over the 16,777,216-byte limit"
     )
     assert refused.value.stops_source and body.read == 0
 
@@ -84,7 +87,7 @@ def test_a_body_sent_without_its_length_is_read_no_further_than_the_limit(fake: 
     with pytest.raises(Malformed) as refused:
         drain(connector)
     assert str(refused.value) == (
-        f"{LIST_URL[fake.kind]} answered more than the 16,777,216-byte limit"
+        f"{fake.base_url}{fake.list_path} answered more than the 16,777,216-byte limit"
     )
     assert refused.value.stops_source and body.read == 17  # 16 MiB, and the chunk past it
 
@@ -126,16 +129,9 @@ def test_n8n_refuses_an_execution_with_its_data_over_its_limit_and_keeps_the_rea
 # --------------------------------------------------------------------------- reads by id
 
 
-@pytest.mark.parametrize(
-    ("kind", "said"),
-    [
-        ("n8n", "asked for execution {asked}, n8n answered {answered}"),
-        ("airflow", "asked for DAG run {asked}, Airflow answered {answered}"),
-    ],
-    ids=["n8n", "airflow"],
-)
-def test_a_read_by_id_answered_with_another_execution_is_refused(kind: str, said: str) -> None:
-    fake: Any = FakeN8n() if kind == "n8n" else FakeAirflow()
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_a_read_by_id_answered_with_another_execution_is_refused(kind: str) -> None:
+    fake: Any = fake_for(kind)
     asked, answered = fake.add(2, status="running")
     fake.intercept = lambda request: (
         httpx.Response(200, json=fake.record(answered))
@@ -145,7 +141,7 @@ def test_a_read_by_id_answered_with_another_execution_is_refused(kind: str, said
     connector = connect(fake)
     with pytest.raises(Malformed) as refused:
         connector.fetch(asked)
-    assert str(refused.value) == said.format(asked=asked, answered=answered)
+    assert str(refused.value) == ANSWERED_ANOTHER[kind].format(asked=asked, answered=answered)
     assert refused.value.stops_source
 
 

@@ -17,10 +17,24 @@ WRITES = re.compile(
 )
 
 
-@pytest.mark.parametrize("module", sorted(p.name for p in TUI.glob("*.py")))
+MODULES = sorted(p.relative_to(TUI).as_posix() for p in TUI.rglob("*.py"))
+APP_IMPORT = re.compile(
+    r"^\s*((from|import) flowledger\.tui\.app\b|from flowledger\.tui import .*\bapp\b)",
+    re.M,
+)
+
+
+@pytest.mark.parametrize("module", MODULES)
 def test_tui_modules_write_nothing_directly(module: str) -> None:
     source = (TUI / module).read_text(encoding="utf-8")
     assert WRITES.search(source) is None
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m not in ("__init__.py", "app.py")])
+def test_screens_say_what_happened_and_never_import_the_app(module: str) -> None:
+    # They post flowledger.tui.messages; the app decides what follows.
+    source = (TUI / module).read_text(encoding="utf-8")
+    assert APP_IMPORT.search(source) is None
 
 
 def test_the_cli_loads_the_ui_library_only_for_the_tui_command() -> None:

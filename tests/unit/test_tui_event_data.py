@@ -1,6 +1,6 @@
 """The Events tab's data column: what a person scans for comes first."""
 
-from flowledger.tui.panes import data_order
+from flowledger.tui.panes.events import data_order
 
 
 def test_the_decision_and_reason_lead_and_the_rest_follow_alphabetically() -> None:

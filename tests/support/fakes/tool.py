@@ -11,6 +11,7 @@ from flowledger.connectors.base import Settings
 
 
 class FakeTool:
+    kind: str  # the registry's name for the tool faked
     base_url = "http://tool.test"
     list_path = "/"
 

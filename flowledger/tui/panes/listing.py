@@ -9,7 +9,7 @@ rows end, each window painted as it comes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import events, on, work
@@ -20,10 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from flowledger.queries import duty
-
-if TYPE_CHECKING:
-    from flowledger.tui.app import FlowledgerApp
-    from flowledger.tui.context import Context
+from flowledger.tui.context import Context
 
 Cell = str | Text
 
@@ -61,7 +58,6 @@ class ListPane(Vertical):
     # A list of the newest first: a cursor on its first row stays on the first row when newer
     # rows arrive (as `tail -f` follows), instead of following its old row down out of sight.
     NEWEST_FIRST = False
-    app: FlowledgerApp
 
     class FirstShown(Message):
         """The pane's first page is on screen."""
@@ -74,8 +70,9 @@ class ListPane(Vertical):
         def control(self) -> ListPane:
             return self.pane
 
-    def __init__(self, *, id: str) -> None:
+    def __init__(self, ctx: Context, *, id: str) -> None:
         super().__init__(id=id)
+        self.ctx = ctx
         self.rows: list[dict[str, Any]] = []
         self._cells: list[list[Cell]] = []  # the table's rows as drawn
         self.filter_text = ""
@@ -93,10 +90,6 @@ class ListPane(Vertical):
         self.widths: dict[str, int] = dict(self.WIDTHS)
         if self.FLEX is not None:
             self.widths[self.FLEX[0]] = self.FLEX[2]
-
-    @property
-    def ctx(self) -> Context:
-        return self.app.ctx
 
     # -- subclass hooks -------------------------------------------------------------
 
