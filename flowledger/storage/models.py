@@ -43,8 +43,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     def result_processor(self, dialect: sa.Dialect, coltype: Any) -> Any:
         """On SQLite the stored text straight to an aware time (``fromisoformat``, in C), as
         :func:`from_db_time` reads it for SQL written by hand: SQLAlchemy's own processor
-        parses it with a regular expression first, 1.3 µs a time, and the sweep reads one
-        or two a hold."""
+        parses it with a regular expression first, and the sweep reads one or two a hold
+        (bench/README.md, "Storage")."""
         if dialect.name == "sqlite":
             return from_db_time
         return super().result_processor(dialect, coltype)
@@ -54,8 +54,8 @@ def time_binder(dialect: sa.Dialect) -> Callable[[datetime | None], Any]:
     """What :class:`UTCDateTime` hands the driver for a time, for SQL written by hand.
 
     On SQLite the same text, made by ``isoformat`` in C: SQLAlchemy's own processor (a naive
-    copy, then ``%``-formatting a dict) took a tenth of a sync backfill's time, two times a
-    row (``python -m bench.sync``); ``tests/unit/test_time_binder.py`` holds the two equal."""
+    copy, then ``%``-formatting a dict) showed in a sync backfill, which binds two times a row
+    (bench/README.md, "Storage"); ``tests/unit/test_time_binder.py`` holds the two equal."""
     if dialect.name == "sqlite":
         return _sqlite_time
     process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
@@ -67,7 +67,7 @@ def _sqlite_time(value: datetime | None) -> str | None:
         return None
     if value.tzinfo is UTC:
         # The usual case (the writer's times are UTC already): the aware text without its
-        # "+00:00", 1.5 µs against 2.5 µs for a converted naive copy; a dispatch binds two.
+        # "+00:00", cheaper than a converted naive copy (bench/README.md, "Storage").
         return value.isoformat(" ", "microseconds")[:-6]
     if value.tzinfo is None:
         raise ValueError("naive datetime given to the ledger; pass an aware UTC time")
@@ -82,8 +82,8 @@ def from_db_time(value: Any) -> datetime | None:
     if isinstance(value, str):
         if len(value) in _NAIVE_LENGTHS:
             # As SQLite keeps them (naive UTC, with or without microseconds): read with the
-            # offset appended, 0.2 µs against 1.4 µs for a parse and then ``replace``. A text
-            # that had an offset of its own has two now, which no parse accepts.
+            # offset appended, cheaper than a parse and then ``replace``. A text that had an
+            # offset of its own has two now, which no parse accepts.
             try:
                 return datetime.fromisoformat(value + "+00:00")
             except ValueError:
@@ -122,8 +122,8 @@ class Operation(SQLModel, table=True):
         sa.Index("ix_operations_state_deadline_id", "state", "deadline", "operation_id"),
         sa.Index("ix_operations_state_updated_id", "state", "updated_at", "operation_id"),
         # The sweep's failed-execution rule starts from the few failed executions and finds
-        # their operations in flight here; without it PostgreSQL read every operation (a
-        # sequential scan of 10,000,000 rows in each sweep of bench.sweep --scale 10).
+        # their operations in flight here; without it PostgreSQL read every operation
+        # (bench/README.md, "Sweep").
         sa.Index(
             "ix_operations_dispatching_execution",
             "execution_id",

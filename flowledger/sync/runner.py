@@ -209,8 +209,8 @@ class _Run:
 
     def _pages(self, connector: Connector) -> None:
         """Store each page with its position. The next page is read, in a thread of its own,
-        while this one is written: a backfill then costs about the larger of the two instead
-        of their sum (``python -m bench.sync``). The read starts only once the position in
+        while this one is written, so a backfill costs about the larger of the two, not their
+        sum (bench/README.md, "Reads and sync"). The read starts only once the position in
         ``envelope`` is this page's, where a retry after a retryable error resumes; the thread
         touches HTTP only, and an error in the write waits for the read under way, so a run
         ends with nothing of it still running."""

@@ -98,7 +98,7 @@ def _reply(call: LaneCall, value: Any, error: BaseException | None) -> Reply:
 
 
 def _without_value(reply: Reply) -> Reply:
-    # A new Reply: ``dataclasses.replace`` is slow enough to show in this process's profile.
+    # A new Reply: ``dataclasses.replace`` showed in this process's profile (bench/README.md).
     return Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
 
 
