@@ -39,7 +39,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
 
 
 def _spec() -> dict[str, Any]:
-    from flowledger.receiver.api.app import create_app as factory
+    from flowledger.receiver.app import create_app as factory
 
     class _Unopened:  # the spec needs no database: build the app on a stand-in ledger
         store = type("S", (), {"dialect": "sqlite", "reader": None})()

@@ -154,7 +154,7 @@ def test_open_store_is_not_needed_at_import() -> None:
     """The app module opens nothing when imported: the factory takes an open ledger."""
     import importlib
 
-    import flowledger.receiver.api.app as module
+    import flowledger.receiver.app as module
 
     importlib.reload(module)
     assert not any(isinstance(v, Store) for v in vars(module).values())

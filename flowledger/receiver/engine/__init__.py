@@ -2,7 +2,7 @@
 the body guard and the latency timer, in front of FastAPI) and written by group commit, in a
 thread or in a writer process of its own; and serving it all with uvicorn (:mod:`.server`).
 
-The app (:mod:`flowledger.receiver.api.app`) uses the engine through these two names only:
+The app (:mod:`flowledger.receiver.app`) uses the engine through these two names only:
 :class:`Engine` (start, close, the API's own writes) and :func:`front` (the ASGI app it
 serves behind)."""
 
