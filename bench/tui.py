@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from flowledger.queries import duty
+from flowledger.queries import holds
 from flowledger.queries import records as queries
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
@@ -252,7 +252,7 @@ def measure(operations: int, open_holds: int, resolved: int) -> dict[str, Any]:
         jump_to = f"bench:op:{operations // 2:07d}"
         figures = asyncio.run(measure_ui(str(path), jump_to))
         store = open_store(str(path))
-        figures["page"] = timed(lambda: duty.hold_queue(store, NOW, limit=100))
+        figures["page"] = timed(lambda: holds.hold_queue(store, NOW, limit=100))
         figures["everything"] = timed(lambda: queries.list_open_holds(store, limit=open_holds + 1))
         figures["operations_page"] = timed(
             lambda: operation_reads.list_operations(store, limit=100)

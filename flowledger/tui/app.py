@@ -20,7 +20,8 @@ from textual.screen import Screen
 
 from flowledger.clock import utcnow
 from flowledger.domain.display import visible
-from flowledger.queries import duty, handover
+from flowledger.queries import handover
+from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.tui import messages
 from flowledger.tui.actions import ACTIONS, KEYS, HoldActions, offered
@@ -177,7 +178,7 @@ def make_app(
         report_dir=report_dir or Path.cwd() / handover.DEFAULT_FOLDER,
         page_size=page_size,
         refresh_seconds=refresh_seconds,
-        demo=duty.is_demo(ledger.store),
+        demo=queries.is_demo(ledger.store),
         config_error=config_error,
     )
     return FlowledgerApp(ctx)

@@ -16,7 +16,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
 from flowledger.domain import is_overdue
-from flowledger.queries import duty, operations
+from flowledger.queries import executions as copies
+from flowledger.queries import holds, operations
 from flowledger.queries import records as queries
 from flowledger.tui import sections
 from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
@@ -64,17 +65,17 @@ class DetailScreen(HoldActions):
     @work(thread=True, exclusive=True, group="detail")
     def load(self) -> None:
         store = self.ctx.store
-        hold = duty.hold(store, self.hold_id)
+        hold = holds.hold(store, self.hold_id)
         detail = (
             queries.operation_detail(store, hold["operation_id"])
             if hold and hold["operation_id"]
             else None
         )
-        links = duty.source_urls(store)
+        links = copies.source_urls(store)
         turned = operations.turned_away(store, hold["operation_id"]) if hold and detail else []
         if detail is None and hold is not None and hold["execution_id"]:
             # A hold about an execution alone (stuck, failed): show that execution.
-            executions = duty.executions_by_ref(store, [hold["execution_id"]], hold["source"])
+            executions = copies.executions_by_ref(store, [hold["execution_id"]], hold["source"])
             self.app.call_from_thread(self._show_executions, executions, links)
         self.app.call_from_thread(self._show, hold, detail, links, turned)
 

@@ -20,7 +20,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Header, Input, Label, Static
 
 from flowledger.domain.display import visible
-from flowledger.queries import duty, operations
+from flowledger.queries import executions, operations
 from flowledger.queries import records as queries
 from flowledger.tui import sections
 from flowledger.tui.context import Context
@@ -77,7 +77,7 @@ class OperationScreen(Screen[None]):
         store = self.ctx.store
         detail = queries.operation_detail(store, self.operation_id)
         turned = operations.turned_away(store, self.operation_id) if detail else []
-        links = duty.source_urls(store)
+        links = executions.source_urls(store)
         self.app.call_from_thread(self._show, detail, turned, links)
 
     def _show(

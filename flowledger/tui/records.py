@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from flowledger.queries import duty
+from flowledger.queries import executions
 from flowledger.tui import sections
 from flowledger.tui.context import Context
 from flowledger.tui.format import execution_url, text, when
@@ -102,9 +102,9 @@ class ExecutionScreen(RecordScreen):
     def load(self) -> None:
         store = self.ctx.store
         e = self.execution
-        kind, base = duty.source_urls(store).get(e["source"], (None, None))
+        kind, base = executions.source_urls(store).get(e["source"], (None, None))
         url = execution_url(kind, base, e)
-        made = duty.attempts_by_execution(store, e["external_id"], e["source"])
+        made = executions.attempts_by_execution(store, e["external_id"], e["source"])
         self.app.call_from_thread(self._show, url, made)
 
     def _show(self, url: str | None, made: list[dict[str, Any]]) -> None:

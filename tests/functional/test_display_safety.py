@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli.common import app
 from flowledger.domain import FailOutcome
-from flowledger.queries import duty, handover
+from flowledger.queries import handover, holds
 from flowledger.receiver.api.schemas import N8nErrorCreate
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
@@ -94,7 +94,7 @@ def test_the_handover_report_shows_outside_text_literally(ledger: Ledger, clock:
     ledger.fail(
         "[click me](https://evil.example/)", FailOutcome.UNKNOWN, ERROR, execution_id="exec-1"
     ).run("workflow")
-    hold = duty.hold_queue(ledger.store, clock.now, limit=1)[0]["id"]
+    hold = holds.hold_queue(ledger.store, clock.now, limit=1)[0]["id"]
     ledger.update_hold(
         hold, operator="bob", note="n", next_action="see <https://evil.example/> `x` \x1b[2J"
     ).run()
@@ -107,10 +107,10 @@ def test_the_handover_report_shows_outside_text_literally(ledger: Ledger, clock:
 
 async def test_the_terminal_ui_shows_outside_text_as_escapes(app_factory, demo_ledger) -> None:
     confirmed_and_held(demo_ledger)
-    hold = duty.hold_queue(
+    hold = holds.hold_queue(
         demo_ledger.store,
         SHIFT_END,
-        flt=duty.HoldFilter(words=("op:held",)),
+        flt=holds.HoldFilter(words=("op:held",)),
     )[0]["id"]
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
@@ -134,9 +134,9 @@ async def test_no_sequence_a_hook_message_holds_reaches_the_terminal(
     app_factory, demo_ledger
 ) -> None:
     confirmed_and_held(demo_ledger)
-    hold = duty.hold_queue(demo_ledger.store, SHIFT_END, flt=duty.HoldFilter(words=("op:hooked",)))[
-        0
-    ]["id"]
+    hold = holds.hold_queue(
+        demo_ledger.store, SHIFT_END, flt=holds.HoldFilter(words=("op:hooked",))
+    )[0]["id"]
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli import app
 from flowledger.domain import BLOCKING_REASONS, Reason
-from flowledger.queries import duty, operations
+from flowledger.queries import chain, holds, operations
 from flowledger.queries import records as queries
 from flowledger.storage.engine import open_store
 
@@ -25,7 +25,7 @@ def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -
     assert "made-up data" in result.output
     store = open_store(db)
     try:
-        assert duty.is_demo(store)
+        assert queries.is_demo(store)
         with store.reader.connect() as conn:
             states = set(conn.execute(sa.text("SELECT DISTINCT state FROM operations")).scalars())
             reasons = set(conn.execute(sa.text("SELECT DISTINCT reason FROM holds")).scalars())
@@ -41,7 +41,7 @@ def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -
         assert all(i.startswith("demo:") for i in ids)
         assert gone > 0 and resolved > 0
         assert any(s["status"] == "error" for s in queries.list_sources(store))
-        blocking = duty.hold_queue(store, datetime.now(UTC), flt=duty.HoldFilter(blocking=True))
+        blocking = holds.hold_queue(store, datetime.now(UTC), flt=holds.HoldFilter(blocking=True))
         assert {h["reason"] for h in blocking} == {r.value for r in BLOCKING_REASONS}
         # A dispatch turned away while another execution was writing (it opens no hold).
         turned = operations.turned_away(store, "demo:crm:contact-377:upsert")
@@ -63,7 +63,7 @@ def test_demo_refuses_to_write_twice_or_into_a_real_ledger(tmp_path: Path) -> No
     assert refused.exit_code == 2 and "is not a demo ledger" in refused.output
     store = open_store(real)
     try:
-        assert duty.chain_head(store)[0] == 0 and not duty.is_demo(store)
+        assert chain.chain_head(store)[0] == 0 and not queries.is_demo(store)
     finally:
         store.dispose()
 
@@ -75,7 +75,7 @@ def test_handover_command_prints_the_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     store = open_store(db)
     try:
-        seq, head_hash = duty.chain_head(store)
+        seq, head_hash = chain.chain_head(store)
     finally:
         store.dispose()
     assert result.output.startswith("# Handover report")

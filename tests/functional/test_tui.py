@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widgets import Input, Static
 
 from flowledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
-from flowledger.queries import duty
+from flowledger.queries import chain, holds
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -46,10 +46,10 @@ def plain(renderable: Any) -> str:
 
 
 def open_hold_id(store: Store, reason: str, operation_prefix: str = "") -> int:
-    flt = duty.HoldFilter(
+    flt = holds.HoldFilter(
         fields=(("reason", reason),), words=(operation_prefix,) if operation_prefix else ()
     )
-    rows = duty.hold_queue(store, SHIFT_END, flt=flt)
+    rows = holds.hold_queue(store, SHIFT_END, flt=flt)
     assert rows, f"no open {reason} hold in the demo"
     return int(rows[0]["id"])
 
@@ -70,7 +70,7 @@ async def test_queue_shows_open_holds_soonest_deadline_first(app_factory, demo_s
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        expected = [r["id"] for r in duty.hold_queue(demo_store, SHIFT_END)]
+        expected = [r["id"] for r in holds.hold_queue(demo_store, SHIFT_END)]
         assert queue_ids(app) == expected
         deadlines = [r["deadline"] for r in queue(app).rows]
         assert deadlines == sorted(deadlines)
@@ -102,16 +102,16 @@ async def test_filter_narrows_the_queue_and_survives_a_refresh(app_factory, demo
 async def test_a_filter_is_searched_a_window_at_a_time_until_the_rows_end(
     app_factory, demo_store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    windows: list[tuple[duty.HoldFilter, int]] = []
-    search = duty.search_hold_queue
+    windows: list[tuple[holds.HoldFilter, int]] = []
+    search = holds.search_hold_queue
 
-    def counted(*args: Any, **kwargs: Any) -> duty.QueueSearch:
+    def counted(*args: Any, **kwargs: Any) -> holds.QueueSearch:
         windows.append((kwargs["flt"], kwargs["window"]))
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(duty, "SEARCH_WINDOW", 2)
-    monkeypatch.setattr(duty, "search_hold_queue", counted)
-    everything = duty.hold_queue(demo_store, SHIFT_END)
+    monkeypatch.setattr(holds, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(holds, "search_hold_queue", counted)
+    everything = holds.hold_queue(demo_store, SHIFT_END)
     last = everything[-1]  # the latest deadline: found in the last window only
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
@@ -126,7 +126,7 @@ async def test_a_filter_is_searched_a_window_at_a_time_until_the_rows_end(
         assert status.startswith("1 of 1 rows") and "searching" not in status
     # Each window as large as what was read before it: the queue's 13 holds took a few calls,
     # none of which read them all.
-    typed_windows = [w for flt, w in windows if flt == duty.HoldFilter.parse(typed)]
+    typed_windows = [w for flt, w in windows if flt == holds.HoldFilter.parse(typed)]
     assert typed_windows == [2, 2, 4, 8]
 
 
@@ -232,7 +232,7 @@ async def test_resolving_a_hold_records_the_operator_and_shows_the_event(
 ) -> None:
     app = app_factory()
     hold_id = open_hold_id(demo_store, reason)
-    head, _ = duty.chain_head(demo_store)
+    head, _ = chain.chain_head(demo_store)
     async with app.run_test(size=SIZE) as pilot:
         await start_action(pilot, hold_id, key, **values)
         assert isinstance(app.screen, ConfirmDialog)
@@ -406,7 +406,7 @@ async def test_scrolling_loads_the_next_page_without_gaps(app_factory, demo_stor
     app = app_factory(page_size=5)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        expected = [r["id"] for r in duty.hold_queue(demo_store, SHIFT_END)]
+        expected = [r["id"] for r in holds.hold_queue(demo_store, SHIFT_END)]
         assert len(queue_ids(app)) < len(expected)  # a page, and the next one near its end
         for _ in range(12):
             await pilot.press("down")
@@ -518,7 +518,7 @@ async def test_the_footer_and_palette_offer_exactly_what_the_domain_allows(
     app_factory, demo_store
 ) -> None:
     app = app_factory()
-    rows = duty.hold_queue(demo_store, SHIFT_END)
+    rows = holds.hold_queue(demo_store, SHIFT_END)
     assert len({r["reason"] for r in rows}) >= 8  # most reasons, each offering its own
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

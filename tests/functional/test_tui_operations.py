@@ -12,7 +12,8 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widgets import DataTable, Input, Static
 
-from flowledger.queries import duty, operations
+from flowledger.queries import chain, holds, operations
+from flowledger.queries import events as event_log
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -175,7 +176,7 @@ async def test_the_operations_tab_pages_every_operation_most_recently_changed_fi
 async def test_a_word_filter_on_the_operations_is_searched_a_window_at_a_time(
     app_factory, demo_store: Store, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(duty, "SEARCH_WINDOW", 1)
+    monkeypatch.setattr(holds, "SEARCH_WINDOW", 1)
     oldest = operations.list_operations(demo_store, limit=1000)[-1]["operation_id"]
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
@@ -194,16 +195,16 @@ async def test_the_events_header_and_list_agree_after_an_action(
     app_factory, demo_store: Store
 ) -> None:
     app = app_factory()
-    hold_id = duty.hold_queue(demo_store, app.ctx.now())[0]["id"]
+    hold_id = holds.hold_queue(demo_store, app.ctx.now())[0]["id"]
     async with app.run_test(size=SIZE) as pilot:
         events = await events_tab(pilot)
-        before = duty.chain_head(demo_store)
+        before = chain.chain_head(demo_store)
         assert events.head == before and events.rows[0]["seq"] == before[0]
         await pilot.press("1")
         await start_action(pilot, hold_id, "n", note="called the bank")
         await pilot.press("y")
         await settle(pilot)
-        after = duty.chain_head(demo_store)
+        after = chain.chain_head(demo_store)
         assert after[0] == before[0] + 1
         # No refresh asked for: the action reloads the lists. The cursor, on the newest row
         # before, is on the newest row now: the new event is in sight, under its header.
@@ -327,17 +328,17 @@ async def test_the_events_filter_is_searched_a_window_of_the_log_at_a_time(
     app_factory, demo_store, monkeypatch
 ) -> None:
     pages: list[tuple[int, int]] = []  # (window, events it covered)
-    page_of = duty.event_page
+    page_of = event_log.event_page
 
-    def recorded(*args: Any, **kwargs: Any) -> duty.EventPage:
+    def recorded(*args: Any, **kwargs: Any) -> event_log.EventPage:
         page = page_of(*args, **kwargs)
         if kwargs["text"]:
             pages.append((kwargs["window"], page.read))
         return page
 
-    monkeypatch.setattr(duty, "SEARCH_WINDOW", 2)
-    monkeypatch.setattr(duty, "event_page", recorded)
-    head = duty.chain_head(demo_store)[0]
+    monkeypatch.setattr(holds, "SEARCH_WINDOW", 2)
+    monkeypatch.setattr(event_log, "event_page", recorded)
+    head = chain.chain_head(demo_store)[0]
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
         pane = await events_tab(pilot)

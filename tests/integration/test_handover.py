@@ -8,7 +8,9 @@ import sqlalchemy as sa
 
 from flowledger.config import SourceConfig, SweepConfig
 from flowledger.domain import FailOutcome
-from flowledger.queries import duty, handover
+from flowledger.queries import handover
+from flowledger.queries.chain import chain_head
+from flowledger.queries.holds import hold_queue
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.storage.models import Source, table
@@ -70,7 +72,7 @@ def test_handover_report_matches_the_database(ledger: Ledger, clock: FakeClock) 
     now = clock.now
     text = handover.build(ledger.store, handover.Shift(T0 + timedelta(hours=1), now, "dave"))
 
-    open_rows = duty.hold_queue(ledger.store, now, limit=100)
+    open_rows = hold_queue(ledger.store, now, limit=100)
     overdue = [h for h in open_rows if h["deadline"] <= now]
     # "old" and "c" passed their one-hour deadline; "d" is due right now, which is overdue too
     # (as `flowledger status`, the metrics and the sweep count it).
@@ -90,7 +92,7 @@ def test_handover_report_matches_the_database(ledger: Ledger, clock: FakeClock) 
     assert "| op:b | released_for_retry | operator:carol | nothing at the target |" in text
     assert "- **broken** (n8n): status error; last error at" in text
     assert "good" not in text.split("## Sources in trouble")[1]
-    seq, head_hash = duty.chain_head(ledger.store)
+    seq, head_hash = chain_head(ledger.store)
     assert f"seq {seq}, hash `{head_hash}`" in text
 
 
@@ -153,7 +155,7 @@ def test_the_report_prints_the_verify_command_for_this_ledger_with_its_db(
 ) -> None:
     scripted_shift(ledger, clock)
     text = handover.build(ledger.store, handover.Shift(T0, clock.now))
-    _, head_hash = duty.chain_head(ledger.store)
+    _, head_hash = chain_head(ledger.store)
     url = ledger.store.url
     where = url.database if url.get_backend_name() == "sqlite" else None
     command = handover.verify_command(ledger.store, head_hash)

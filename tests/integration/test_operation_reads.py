@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import duty, operations
+from flowledger.queries import chain, events, operations
 from flowledger.queries.operations import After, OperationFilter
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -133,8 +133,8 @@ def test_a_dispatch_turned_away_names_the_asking_and_the_writing_execution(
 
 def test_an_event_page_never_runs_ahead_of_its_head(ledger: Ledger, clock: FakeClock) -> None:
     _operations(ledger, clock, 3)
-    page = duty.event_page(ledger.store, limit=2)
-    assert (page.head_seq, page.head_hash) == duty.chain_head(ledger.store)
+    page = events.event_page(ledger.store, limit=2)
+    assert (page.head_seq, page.head_hash) == chain.chain_head(ledger.store)
     assert [e["seq"] for e in page.rows] == [page.head_seq, page.head_seq - 1]
     assert page.rows[0]["hash"] == page.head_hash
 

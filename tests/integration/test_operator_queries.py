@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import duty
+from flowledger.queries import chain, events, executions, holds
 from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -30,12 +30,14 @@ def test_pages_cover_the_queue_once_in_deadline_order(ledger: Ledger, clock: Fak
     ids = _holds(ledger, clock, 25)
     seen = []
     for offset in range(0, 30, 10):
-        seen += [r["id"] for r in duty.hold_queue(ledger.store, clock.now, limit=10, offset=offset)]
+        seen += [
+            r["id"] for r in holds.hold_queue(ledger.store, clock.now, limit=10, offset=offset)
+        ]
     assert seen == ids
-    assert duty.count_hold_queue(ledger.store, clock.now) == 25
+    assert holds.count_hold_queue(ledger.store, clock.now) == 25
 
 
-@pytest.mark.parametrize("sort", sorted(duty.QUEUE_SORTS))
+@pytest.mark.parametrize("sort", sorted(holds.QUEUE_SORTS))
 @pytest.mark.parametrize("descending", [False, True])
 def test_paging_after_the_last_row_reads_what_offsets_read(
     ledger: Ledger, clock: FakeClock, sort: str, descending: bool
@@ -48,14 +50,14 @@ def test_paging_after_the_last_row_reads_what_offsets_read(
         rows: list[dict[str, object]] = []
         for _ in range(len(ids)):
             last = rows[-1] if rows else None
-            page = duty.hold_queue(
+            page = holds.hold_queue(
                 ledger.store,
                 clock.now,
                 sort=sort,
                 descending=descending,
                 limit=2,
                 # Where the sort pages by key the offset is not read: give 0 to be sure.
-                offset=0 if by_key and sort in duty.KEYSET_SORTS else len(rows),
+                offset=0 if by_key and sort in holds.KEYSET_SORTS else len(rows),
                 after=last if by_key else None,
             )
             rows += page
@@ -78,12 +80,12 @@ def test_a_windowed_search_finds_what_one_query_finds(
         ledger.update_hold(i, operator="x", note="n", deadline=later).run()
     for i in ids[1::3]:
         ledger.update_hold(i, operator="x", note="n", owner="bob").run()
-    flt = duty.HoldFilter.parse("owner:bob")
-    expected = duty.hold_queue(ledger.store, clock.now, flt=flt, descending=descending)
+    flt = holds.HoldFilter.parse("owner:bob")
+    expected = holds.hold_queue(ledger.store, clock.now, flt=flt, descending=descending)
     found: list[int] = []
     after = None
     for _ in range(len(ids) + 1):
-        page = duty.search_hold_queue(
+        page = holds.search_hold_queue(
             ledger.store,
             clock.now,
             flt=flt,
@@ -103,17 +105,17 @@ def test_a_search_that_finds_nothing_reads_one_window_and_says_where_it_stopped(
     ledger: Ledger, clock: FakeClock
 ) -> None:
     ids = _holds(ledger, clock, 7)
-    nothing = duty.HoldFilter.parse("no-such-word")
-    page = duty.search_hold_queue(ledger.store, clock.now, flt=nothing, limit=10, window=3)
+    nothing = holds.HoldFilter.parse("no-such-word")
+    page = holds.search_hold_queue(ledger.store, clock.now, flt=nothing, limit=10, window=3)
     assert (page.rows, page.resume["id"] if page.resume else None, page.read) == ([], ids[2], 3)
-    rest = duty.search_hold_queue(
+    rest = holds.search_hold_queue(
         ledger.store, clock.now, flt=nothing, limit=10, window=10, after=page.resume
     )
     assert (rest.rows, rest.resume) == ([], None)  # fewer than a window left: the end
     # No filter, or another sort: the plain query, which never stops short.
-    whole = duty.search_hold_queue(ledger.store, clock.now, limit=10, window=3)
+    whole = holds.search_hold_queue(ledger.store, clock.now, limit=10, window=3)
     assert ([r["id"] for r in whole.rows], whole.resume) == (ids, None)
-    by_owner = duty.search_hold_queue(ledger.store, clock.now, flt=nothing, sort="owner", window=3)
+    by_owner = holds.search_hold_queue(ledger.store, clock.now, flt=nothing, sort="owner", window=3)
     assert (by_owner.rows, by_owner.resume) == ([], None)
 
 
@@ -125,9 +127,9 @@ def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock
     now = clock.now + timedelta(minutes=57)
 
     def found(text: str) -> list[int]:
-        flt = duty.HoldFilter.parse(text)
-        rows = duty.hold_queue(ledger.store, now, flt=flt)
-        assert duty.count_hold_queue(ledger.store, now, flt=flt) == len(rows)
+        flt = holds.HoldFilter.parse(text)
+        rows = holds.hold_queue(ledger.store, now, flt=flt)
+        assert holds.count_hold_queue(ledger.store, now, flt=flt) == len(rows)
         return [r["id"] for r in rows]
 
     assert found("owner:alice") == [ids[2]]
@@ -141,26 +143,26 @@ def test_filters_combine_words_fields_and_flags(ledger: Ledger, clock: FakeClock
 
 
 def test_filter_parse_keeps_unknown_fields_as_words() -> None:
-    flt = duty.HoldFilter.parse("foo:bar reason:unknown overdue x")
+    flt = holds.HoldFilter.parse("foo:bar reason:unknown overdue x")
     assert flt.words == ("foo:bar", "x")
     assert flt.fields == (("reason", "unknown"),)
     assert flt.overdue and not flt.blocking
 
 
-@pytest.mark.parametrize("sort", sorted(duty.QUEUE_SORTS))
+@pytest.mark.parametrize("sort", sorted(holds.QUEUE_SORTS))
 def test_every_sort_is_total(ledger: Ledger, clock: FakeClock, sort: str) -> None:
     ids = _holds(ledger, clock, 5)
-    rows = duty.hold_queue(ledger.store, clock.now, sort=sort, descending=True)
+    rows = holds.hold_queue(ledger.store, clock.now, sort=sort, descending=True)
     assert sorted(r["id"] for r in rows) == sorted(ids)
 
 
 def test_events_and_executions_page_backwards_by_key(ledger: Ledger, clock: FakeClock) -> None:
     _holds(ledger, clock, 4)
-    first = duty.recent_events(ledger.store, limit=3)
-    rest = duty.recent_events(ledger.store, before_seq=first[-1]["seq"], limit=100)
+    first = events.recent_events(ledger.store, limit=3)
+    rest = events.recent_events(ledger.store, before_seq=first[-1]["seq"], limit=100)
     seqs = [e["seq"] for e in first + rest]
     assert seqs == sorted(seqs, reverse=True) and len(seqs) == len(set(seqs))
-    assert [e["kind"] for e in duty.recent_events(ledger.store, text="failed_unknown")] == [
+    assert [e["kind"] for e in events.recent_events(ledger.store, text="failed_unknown")] == [
         "failed_unknown"
     ] * 4
 
@@ -170,11 +172,11 @@ def test_an_event_search_by_window_finds_what_one_query_finds(
     ledger: Ledger, clock: FakeClock, window: int
 ) -> None:
     _holds(ledger, clock, 6)  # 18 events, every third a failed_unknown
-    expected = [e["seq"] for e in duty.recent_events(ledger.store, text="unknown")]
+    expected = [e["seq"] for e in events.recent_events(ledger.store, text="unknown")]
     found: list[int] = []
     before: int | None = None
     for _ in range(40):
-        page = duty.event_page(
+        page = events.event_page(
             ledger.store, text="unknown", before_seq=before, limit=2, window=window
         )
         assert page.read <= window  # never more of the log than the window
@@ -189,15 +191,15 @@ def test_an_event_search_that_finds_nothing_reads_one_window(
     ledger: Ledger, clock: FakeClock
 ) -> None:
     _holds(ledger, clock, 3)
-    head = duty.chain_head(ledger.store)[0]
-    page = duty.event_page(ledger.store, text="no-such-word", limit=10, window=4)
+    head = chain.chain_head(ledger.store)[0]
+    page = events.event_page(ledger.store, text="no-such-word", limit=10, window=4)
     assert (page.rows, page.resume, page.read) == ([], {"seq": head - 3}, 4)
-    rest = duty.event_page(
+    rest = events.event_page(
         ledger.store, text="no-such-word", before_seq=head - 3, limit=10, window=100
     )
     assert (rest.rows, rest.resume, rest.read) == ([], None, head - 4)  # the log's start
     # No words: the plain page, which never stops short.
-    plain = duty.event_page(ledger.store, limit=100, window=4)
+    plain = events.event_page(ledger.store, limit=100, window=4)
     assert (len(plain.rows), plain.resume, plain.read) == (head, None, 0)
 
 
@@ -206,16 +208,16 @@ def test_a_filter_matched_row_by_row_is_counted_only_within_the_window(
 ) -> None:
     ids = _holds(ledger, clock, 7)
     ledger.update_hold(ids[0], operator="x", note="n", owner="bob").run()
-    owned = duty.HoldFilter.parse("owner:bob")
-    assert duty.count_hold_queue(ledger.store, clock.now, flt=owned, window=7) == 1
+    owned = holds.HoldFilter.parse("owner:bob")
+    assert holds.count_hold_queue(ledger.store, clock.now, flt=owned, window=7) == 1
     # More open holds than the window: counting would read them all, so it is not known.
     for text in ("owner:bob", "bob", "blocking", "overdue blocking"):
-        flt = duty.HoldFilter.parse(text)
-        assert duty.count_hold_queue(ledger.store, clock.now, flt=flt, window=6) is None, text
+        flt = holds.HoldFilter.parse(text)
+        assert holds.count_hold_queue(ledger.store, clock.now, flt=flt, window=6) is None, text
     # No filter, or overdue alone: a range of the open holds' index, counted at any size.
-    assert duty.count_hold_queue(ledger.store, clock.now, window=1) == 7
-    overdue = duty.HoldFilter.parse("overdue")
-    assert duty.count_hold_queue(ledger.store, clock.now, flt=overdue, window=1) is not None
+    assert holds.count_hold_queue(ledger.store, clock.now, window=1) == 7
+    overdue = holds.HoldFilter.parse("overdue")
+    assert holds.count_hold_queue(ledger.store, clock.now, flt=overdue, window=1) is not None
 
 
 def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
@@ -239,15 +241,15 @@ def test_queue_query_uses_the_open_deadline_index(sqlite_url: str) -> None:
 
 
 def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) -> None:
-    gone = duty.search_executions(demo_like_store, text="gone")
+    gone = executions.search_executions(demo_like_store, text="gone")
     assert gone and all(e["gone_at"] is not None for e in gone)
-    page = duty.search_executions(demo_like_store, limit=5)
-    after = duty.search_executions(demo_like_store, after_id=page[-1]["id"], limit=1000)
+    page = executions.search_executions(demo_like_store, limit=5)
+    after = executions.search_executions(demo_like_store, after_id=page[-1]["id"], limit=1000)
     listed = queries.list_executions(demo_like_store, limit=1000)
     assert [e["id"] for e in page + after] == [e["id"] for e in listed]  # the CLI's order
     started = [e["started_at"] or e["first_seen_at"] for e in page + after]
     assert started == sorted(started, reverse=True)
-    assert duty.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
+    assert executions.executions_by_ref(demo_like_store, [gone[0]["external_id"]])[0]["gone_at"]
 
 
 @pytest.fixture

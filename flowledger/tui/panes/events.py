@@ -9,7 +9,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from flowledger.queries import chain, duty
+from flowledger.queries import chain, events
 from flowledger.tui.context import Context
 from flowledger.tui.format import clip, clock_time, middle, short_hash, text
 from flowledger.tui.messages import Report
@@ -67,9 +67,9 @@ class EventsPane(ListPane):
         page = self._page(after, limit)
         return Searched(page.rows, page.resume, page.read)
 
-    def _page(self, after: dict[str, Any] | None, limit: int) -> duty.EventPage:
+    def _page(self, after: dict[str, Any] | None, limit: int) -> events.EventPage:
         # Words are searched a window of the log at a time, newest first, as the queue's are.
-        return duty.event_page(
+        return events.event_page(
             self.ctx.store,
             text=self.filter_text,
             before_seq=after["seq"] if after else None,

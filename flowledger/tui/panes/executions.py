@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from flowledger.queries import duty
+from flowledger.queries import executions
 from flowledger.tui.format import clip, clock_time, middle, text
 from flowledger.tui.panes.listing import Cell, ListPane
 
@@ -42,7 +42,7 @@ class ExecutionsPane(ListPane):
     NEWEST_FIRST = True
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
-        return duty.search_executions(
+        return executions.search_executions(
             self.ctx.store,
             text=self.filter_text,
             after_id=after["id"] if after else None,

@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from flowledger.queries import duty
+from flowledger.queries import holds
 from flowledger.tui.context import Context
 
 Cell = str | Text
@@ -103,7 +103,7 @@ class ListPane(Vertical):
         """How many rows a windowed search reads next: as many as it has read before (so
         what it has read doubles each call), within ``SEARCH_WINDOW`` and
         ``SEARCH_WINDOW_MAX``; a first page after a refresh (no ``after``) covers all that."""
-        window = max(duty.SEARCH_WINDOW, min(self.read, duty.SEARCH_WINDOW_MAX))
+        window = max(holds.SEARCH_WINDOW, min(self.read, holds.SEARCH_WINDOW_MAX))
         return window if after is not None else max(window, self.read)
 
     def fetch_first(self, limit: int) -> tuple[list[dict[str, Any]], Any]:

@@ -9,7 +9,7 @@ from textual import on
 from textual.widgets import DataTable
 
 from flowledger.domain import is_overdue
-from flowledger.queries import duty
+from flowledger.queries import holds
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, deadline_cell, middle, text
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
@@ -62,12 +62,12 @@ class QueuePane(ListPane):
         self.sort = "deadline"
         self.descending = False
 
-    def _filter(self) -> duty.HoldFilter:
-        return duty.HoldFilter.parse(self.filter_text)
+    def _filter(self) -> holds.HoldFilter:
+        return holds.HoldFilter.parse(self.filter_text)
 
     def fetch(self, after: dict[str, Any] | None, offset: int, limit: int) -> list[dict[str, Any]]:
         # A filter is searched a window of open holds at a time.
-        found = duty.search_hold_queue(
+        found = holds.search_hold_queue(
             self.ctx.store,
             self.ctx.now(),
             flt=self._filter(),
@@ -81,7 +81,7 @@ class QueuePane(ListPane):
         return Searched(found.rows, found.resume, found.read)
 
     def count(self) -> int | None:
-        return duty.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
+        return holds.count_hold_queue(self.ctx.store, self.ctx.now(), flt=self._filter())
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["id"])
