@@ -79,15 +79,13 @@ def test_sql_is_written_only_in_storage() -> None:
     assert found == {}
 
 
-def test_the_sql_check_sees_statements() -> None:
-    tree = 'X = "SELECT id FROM holds WHERE resolved_at IS NULL"\nY = "the operations table"\n'
-    path = ROOT / "var" / "layout_probe.py"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(tree, encoding="utf-8")
-    try:
-        assert _sql_strings(path) == ["SELECT id FROM holds WHERE resolved_at IS NULL"]
-    finally:
-        path.unlink()
+def test_the_sql_check_sees_statements(tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text(
+        'X = "SELECT id FROM holds WHERE resolved_at IS NULL"\nY = "the operations table"\n',
+        encoding="utf-8",
+    )
+    assert _sql_strings(path) == ["SELECT id FROM holds WHERE resolved_at IS NULL"]
 
 
 def test_nothing_outside_storage_imports_sqlite3() -> None:
