@@ -15,6 +15,7 @@ a first sweep within 2 s at 1,000,000 operations and 5 s at 10,000,000.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import tempfile
 import time
@@ -188,6 +189,9 @@ def bench(name: str, db: str, total: int, due: int, goal: float) -> None:
         ledger = Ledger(store, clock=lambda: NOW)
         sweep = Sweep(ledger, SweepConfig())
         recorder = Recorder(store.engine)
+        # The import heap's first full collection is not the sweep's: `flowledger run` collects
+        # and freezes it before it serves, and where it fell otherwise depended on the imports.
+        gc.collect()
         t = time.perf_counter()
         first = sweep.run()
         first_s = time.perf_counter() - t
