@@ -10,9 +10,10 @@ What it makes, each found by name first so that a second run creates nothing twi
 - with ``with_example``, the guarded-write template, linked to that error workflow;
 - for each of ``workflows``, that workflow's error workflow setting.
 
-The templates are read from ``examples/n8n`` (the files a person imports by hand), with their
-placeholders filled in. Every failure is one line naming what to do, and n8n's refusals name
-the API key's missing scope. HTTP only, through an injected ``httpx.Client``.
+The templates are the package's data, ``flowledger/n8n_templates`` (the files a person imports
+by hand), read through :mod:`importlib.resources` and their placeholders filled in. Every
+failure is one line naming what to do, and n8n's refusals name the API key's missing scope.
+HTTP only, through an injected ``httpx.Client``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any
 from urllib.parse import quote
 
@@ -38,7 +40,7 @@ SETTINGS_NODE = "Ledger settings"  # the no-install template's one place for the
 TEMPLATE_LEDGER_URL = "http://127.0.0.1:8787"  # what the files say until filled in
 STARTING = "n8n is starting up"
 MAX_PAGES = 40
-TEMPLATES = Path(__file__).resolve().parents[1] / "examples" / "n8n"
+TEMPLATES: Traversable = files("flowledger") / "n8n_templates"  # installed with the package
 # Which file each role takes, with the node package installed and without it.
 TEMPLATE_FILES = {
     (True, "error"): "error-workflow-node.json",
@@ -188,7 +190,7 @@ def setup(
     req: SetupRequest,
     make_token: MakeToken,
     revoke_token: RevokeToken,
-    templates: Path = TEMPLATES,
+    templates: Traversable = TEMPLATES,
 ) -> SetupReport:
     """Bring one n8n instance to where its workflows can call the ledger; see the module."""
     n8n = N8nApi(client, req.n8n_url, req.api_key)
@@ -269,7 +271,7 @@ def _credential(
     return cred
 
 
-def load_template(templates: Path, installed: bool, role: str) -> tuple[str, dict[str, Any]]:
+def load_template(templates: Traversable, installed: bool, role: str) -> tuple[str, dict[str, Any]]:
     """The name and workflow of the ``error`` or ``example`` template, with the node or
     without it."""
     path = templates / TEMPLATE_FILES[(installed, role)]
@@ -277,8 +279,8 @@ def load_template(templates: Path, installed: bool, role: str) -> tuple[str, dic
         workflow = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise SetupFailed(
-            f"cannot read the template {path} ({type(exc).__name__}): run setup from a "
-            "flowledger checkout, where examples/n8n holds them"
+            f"cannot read the template {path} ({type(exc).__name__}): this flowledger "
+            "install lacks its n8n templates; reinstall the package"
         ) from None
     if not isinstance(workflow, dict) or not isinstance(workflow.get("name"), str):
         raise SetupFailed(f"the template {path} is not an n8n workflow")

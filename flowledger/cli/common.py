@@ -12,6 +12,7 @@ import pydantic
 import typer
 from typer.core import TyperCommand
 
+import flowledger
 from flowledger.config import FileConfig, Settings, configured_secrets, load_config
 from flowledger.domain.display import visible
 from flowledger.services.ledger import Ledger
@@ -27,6 +28,29 @@ app = typer.Typer(
     context_settings={"max_content_width": 120},
     help="An audit ledger for workflow tools: business checkpoints that outlive execution history.",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"flowledger {flowledger.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit",
+        ),
+    ] = False,
+) -> None:
+    """Options that come before the command."""
+
 
 DbOption = Annotated[
     str | None,

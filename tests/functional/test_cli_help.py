@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from importlib import metadata
 from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+import flowledger
 from flowledger.cli import app
 
 
@@ -78,3 +80,13 @@ def test_square_brackets_in_help_are_words() -> None:
     assert "due to the [alerts] urls" in help_of("alerts")
     assert "[default: ./var/flowledger.db]" in " ".join(help_of("status").split())
     assert "[receiver.port]" in help_of("serve")
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_the_package_s(flag: str) -> None:
+    result = CliRunner().invoke(app, [flag])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"flowledger {flowledger.__version__}\n"
+    # pyproject.toml takes the version from flowledger.__version__: one place for it.
+    assert metadata.version("flowledger") == flowledger.__version__
+    assert "-V, --version" in help_of()

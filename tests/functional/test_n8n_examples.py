@@ -16,7 +16,7 @@ from flowledger.n8n_setup import (
     TEMPLATE_LEDGER_URL,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "n8n"
+EXAMPLES = Path(__file__).resolve().parents[2] / "flowledger" / "n8n_templates"
 # Node types and the versions n8n-io/n8n's packages/nodes-base declares for them
 # (HttpRequest/V3, If/V2, ErrorTrigger, NoOp, Webhook, RemoveDuplicates/V2, Slack/V2, Set/V2,
 # Switch/V3, StopAndError), and the Flowledger node of integrations/n8n.

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ("flowledger", "bench", "e2e")
@@ -24,8 +23,6 @@ STORAGE = ROOT / "flowledger" / "storage"
 MAX_LINES = 400
 # `make mutate` runs the unit tests in its copy of the tree, whose mutated modules are longer.
 pytestmark = pytest.mark.skipif(ROOT.name == "mutants", reason="a mutated copy of the tree")
-PIP_WHEEL = (sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation")
-_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 # A string that starts like a statement, or reads like one in the middle of a longer text.
 STATEMENT = re.compile(
@@ -107,22 +104,12 @@ def test_nothing_outside_storage_imports_sqlite3() -> None:
 
 
 def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
-    # Built from a copy: setuptools leaves build/ and *.egg-info in the tree it builds.
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "flowledger", src / "flowledger", ignore=_CACHES)
-    subprocess.run(
-        [*PIP_WHEEL, "--wheel-dir", str(tmp_path), str(src)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("flowledger-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"flowledger"}
     assert "flowledger/storage/migrations/env.py" in names
     assert "flowledger/storage/migrations/script.py.mako" in names
     assert "flowledger/tui/flowledger.tcss" in names
+    assert "flowledger/n8n_templates/guarded-write.json" in names
     assert any(n.startswith("flowledger/storage/migrations/versions/0001") for n in names)
