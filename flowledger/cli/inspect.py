@@ -142,6 +142,7 @@ def show(
                 (
                     f"{e['source']}/{e['external_id']}",
                     e["status"],
+                    f"via {e['linked_via']}",
                     f"gone {_when(e['gone_at'])}" if e["gone_at"] else "",
                 )
                 for e in detail.executions

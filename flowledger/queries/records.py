@@ -24,6 +24,8 @@ class OperationDetail:
     receipts: list[dict[str, Any]]
     holds: list[dict[str, Any]]
     events: list[dict[str, Any]]
+    # The copies of its linked executions, each once, with ``linked_via``: ``attempt``,
+    # ``retry_of`` or ``custom_data`` (``flowledger.storage.views.executions.LINKED_VIA``).
     executions: list[dict[str, Any]]
 
 
@@ -38,16 +40,17 @@ def operation_detail(
         receipts = attempts.receipts_of(conn, operation_id)
         held = holds.of_operation(conn, operation_id)
         logged = events.of_operation(conn, operation_id, limit=event_limit)
-        # An attempt that names its source matches only that source's copy: two tools can
-        # both have an execution "42".
-        copies = executions.of_attempts(conn, {(a.source, a.execution_id) for a in tried})
+        # Each linked execution once, with how it is linked: by an attempt (one that names
+        # its source matches only that source's copy: two tools can both have an execution
+        # "42"), or by the sync's links (a retry of such an execution, or declared).
+        copies = executions.linked_to(conn, operation_id)
     return OperationDetail(
         operation=row_dict(op),
         attempts=[row_dict(r) for r in tried],
         receipts=[row_dict(r) for r in receipts],
         holds=[row_dict(r) for r in held],
         events=[event_dict(r) for r in logged],
-        executions=[row_dict(r) for r in copies],
+        executions=copies,
     )
 
 

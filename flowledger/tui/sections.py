@@ -117,8 +117,20 @@ def receipts(rows: list[dict[str, Any]]) -> Table:
 
 
 def executions(rows: list[dict[str, Any]], links: Links) -> Table:
+    """Executions, with how each is linked to the operation (``linked_via``) when they are an
+    operation's (a hold about an execution alone shows that execution without it)."""
+    via = any("linked_via" in e for e in rows)
     t = table(
-        "Linked executions", ["source", "execution", "status", "started", "stopped", "gone at"]
+        "Linked executions",
+        [
+            "source",
+            "execution",
+            *(["via"] if via else []),
+            "status",
+            "started",
+            "stopped",
+            "gone at",
+        ],
     )
     urls = []
     for e in rows:
@@ -127,6 +139,7 @@ def executions(rows: list[dict[str, Any]], links: Links) -> Table:
         t.add_row(
             text(e["source"]),
             link(url, e["external_id"], "underline") if url else text(e["external_id"]),
+            *([text(e.get("linked_via"))] if via else []),
             text(e["status"]),
             when(e["started_at"]),
             when(e["stopped_at"]),

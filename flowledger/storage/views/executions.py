@@ -1,17 +1,28 @@
 """Reads of the kept execution copies: pages most recently started first (keyset paged),
-searches by words, copies named by reference, and pages by id for the API."""
+searches by words, copies named by reference, the copies linked to an operation, and pages
+by id for the API."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
-from flowledger.storage.models import Execution, table
+from flowledger.storage.models import Attempt, Event, Execution, table
 from flowledger.storage.views import Connection, contains, row_dict
 
 EXECUTIONS = table(Execution)
+ATTEMPTS = table(Attempt)
+EVENTS = table(Event)
+# How an execution is linked to an operation, the most direct first: its id is on one of the
+# operation's attempts, it retried (up the ``retryOf`` chain) an execution that is, or it
+# declared the operation itself (n8n ``customData``). The last two are the sync's
+# ``execution_linked`` events (``flowledger.sync.links``).
+LINKED_VIA = ("attempt", "retry_of", "custom_data")
+# An operation's links read at most: one per execution, a handful in practice.
+MAX_LINKS = 1000
 _WORD_COLUMNS = (
     EXECUTIONS.c.external_id,
     EXECUTIONS.c.workflow_id,
@@ -101,18 +112,55 @@ def by_refs(
     return [row_dict(r) for r in conn.execute(stmt.order_by(EXECUTIONS.c.id))]
 
 
-def of_attempts(conn: Connection, refs: Iterable[tuple[str | None, str]]) -> list[Any]:
-    """The copies that ``(source, execution_id)`` pairs name: a pair without a source
-    matches that id from any source."""
-    matches = [
+def _named(refs: Iterable[tuple[str | None, str]]) -> list[Any]:
+    """A condition for each ``(source, execution_id)`` pair: without a source, that id from
+    any source."""
+    return [
         sa.and_(EXECUTIONS.c.external_id == e, *([EXECUTIONS.c.source == s] if s else []))
         for s, e in sorted(refs, key=lambda r: (r[0] or "", r[1]))
     ]
-    if not matches:
-        return []
-    return list(
-        conn.execute(sa.select(EXECUTIONS).where(sa.or_(*matches)).order_by(EXECUTIONS.c.id))
+
+
+def linked_to(conn: Connection, operation_id: str) -> list[dict[str, Any]]:
+    """The copies of the executions linked to the operation, each once, oldest first, with
+    ``linked_via``: the most direct of the ways it is linked (:data:`LINKED_VIA`). An
+    attempt that names no source matches that id from any source."""
+    refs: dict[tuple[str | None, str], str] = {}
+
+    def add(source: str | None, external_id: str | None, via: str) -> None:
+        if external_id is None or via not in LINKED_VIA:
+            return
+        known = refs.get((source, external_id))
+        if known is None or LINKED_VIA.index(via) < LINKED_VIA.index(known):
+            refs[(source, external_id)] = via
+
+    tried = conn.execute(
+        sa.select(ATTEMPTS.c.source, ATTEMPTS.c.execution_id).where(
+            ATTEMPTS.c.operation_id == operation_id
+        )
     )
+    for source, external_id in tried:
+        add(source, external_id, "attempt")
+    links = conn.execute(
+        sa.select(EVENTS.c.data)
+        .where(EVENTS.c.operation_id == operation_id, EVENTS.c.kind == "execution_linked")
+        .order_by(EVENTS.c.seq)
+        .limit(MAX_LINKS)
+    ).scalars()
+    for data in links:
+        d = json.loads(data)
+        add(d.get("source"), d.get("execution_id"), d.get("via"))
+    if not refs:
+        return []
+    copies = conn.execute(
+        sa.select(EXECUTIONS).where(sa.or_(*_named(refs))).order_by(EXECUTION_TIME, EXECUTIONS.c.id)
+    )
+    out = []
+    for row in copies:
+        ways = [refs.get((row.source, row.external_id)), refs.get((None, row.external_id))]
+        via = min((w for w in ways if w is not None), key=LINKED_VIA.index)
+        out.append({**row_dict(row), "linked_via": via})
+    return out
 
 
 def by_id(

@@ -45,7 +45,8 @@ READ_ERRORS = (401, 403, 408, 413, 422, 503)
 def get_operation(
     operation_id: OperationId, principal: Reader, st: St, request: Request
 ) -> dict[str, Any]:
-    """The operation with its attempts, receipts, holds and events (oldest first, up to 500).
+    """The operation with its attempts, receipts, holds, events (oldest first, up to 500)
+    and linked executions (each once, with how it is linked).
     An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
     here: those paths are the workflow calls, and GET on them is 405."""
     check_raw_path(request.scope)  # ``a%ffb`` is refused, never read as ``a\ufffdb``
@@ -58,6 +59,7 @@ def get_operation(
         "receipts": detail.receipts,
         "holds": detail.holds,
         "events": detail.events,
+        "executions": detail.executions,
     }
 
 

@@ -4,7 +4,7 @@ token."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -39,14 +39,6 @@ class OperationPublic(BaseModel):
     updated_at: datetime
 
 
-class OperationDetailPublic(BaseModel):
-    operation: OperationPublic
-    attempts: list[dict[str, Any]]
-    receipts: list[dict[str, Any]]
-    holds: list[dict[str, Any]]
-    events: list[EventPublic]
-
-
 class OperationPage(BaseModel):
     items: list[OperationPublic]
     next_after: str | None = Field(description="Pass as `after` for the next page")
@@ -69,6 +61,27 @@ class ExecutionPublic(BaseModel):
     first_seen_at: datetime
     last_seen_at: datetime
     gone_at: datetime | None
+
+
+class LinkedExecutionPublic(ExecutionPublic):
+    """A kept execution linked to an operation, and how."""
+
+    linked_via: Literal["attempt", "retry_of", "custom_data"] = Field(
+        description="attempt: its id is on one of the operation's attempts; retry_of: it "
+        "retried (up the retryOf chain) such an execution; custom_data: it declared the "
+        "operation itself. The most direct of its links when there are several"
+    )
+
+
+class OperationDetailPublic(BaseModel):
+    operation: OperationPublic
+    attempts: list[dict[str, Any]]
+    receipts: list[dict[str, Any]]
+    holds: list[dict[str, Any]]
+    events: list[EventPublic]
+    executions: list[LinkedExecutionPublic] = Field(
+        description="The kept executions linked to the operation, each once"
+    )
 
 
 class ExecutionPage(BaseModel):
