@@ -13,7 +13,8 @@ What it does, printing one line per check:
 3. runs the same scenarios through both templates, the node's and the HTTP Request one (a copy
    of each whose write goes to a loopback target and whose webhook answers when done): 10
    writes once each; a repeat skipped; a changed input held (the execution fails, visibly); a
-   422 from the target recorded as ``failed`` with no hold, a 503 as ``unknown`` and held; an
+   422 from the target recorded as ``failed`` with no hold, a 503 as ``unknown`` and held; a
+   body without ``invoice_id`` an error naming the field, nothing dispatched; an
    answer without an id not confirmed (the error workflow holds it); n8n SIGKILLed mid-write,
    restarted, the crashed execution retried through the API: no second write, and a hold;
 4. tests the Flowledger API credential through n8n (*Test connection*): a read token is the

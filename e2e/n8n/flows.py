@@ -45,6 +45,24 @@ def op_id(invoice: str) -> str:
     return f"invoice:{invoice}:send"
 
 
+def operation_ids(ledger: LocalLedger, token: str) -> list[str]:
+    """Every operation id the ledger holds, page by page."""
+    ids: list[str] = []
+    after: str | None = None
+    while True:
+        params = {"limit": "500", **({"after": after} if after is not None else {})}
+        page = httpx.get(
+            f"{ledger.url}/v1/operations",
+            params=params,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        ).json()
+        ids += [str(row["operation_id"]) for row in page["items"]]
+        after = page["next_after"]
+        if after is None:
+            return ids
+
+
 def open_holds(op: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [h for h in (op or {}).get("holds", []) if h.get("resolved_at") is None]
 

@@ -14,7 +14,17 @@ from e2e.local_ledger import LocalLedger
 from e2e.local_n8n import N8n
 from e2e.loopback import Target
 from e2e.n8n.checks import Checks, wait_for
-from e2e.n8n.flows import execution_error, finished, op_id, open_holds, post
+from e2e.n8n.flows import execution_error, finished, op_id, open_holds, operation_ids, post
+
+# What each template's execution ends with when the body has no ``invoice_id``: the node's
+# error names the field its operation id expression reads; the HTTP Request template checks the
+# field before its dispatch.
+MISSING_ID = {
+    "node": "operation ID 'invoice:undefined:send' has a segment 'undefined': the expression "
+    "that builds it read a missing field; the item has no $json.body.invoice_id",
+    "http": "invoice_id is missing from the body: no operation id can be built from it, "
+    "nothing was dispatched",
+}
 
 
 def scenarios(
@@ -95,6 +105,8 @@ def scenarios(
             f"requests to the target {target.requests[invoice]}, state {state}, holds {holds}",
         )
 
+    missing_id(check, label, n8n, ledger, target, read_token, workflow_id, path)
+
     no_id = f"noid-{label}"
     post(n8n, path, {"invoice_id": no_id, "amount": 1})
     op = wait_for(
@@ -108,6 +120,38 @@ def scenarios(
         and [h["reason"] for h in open_holds(op)] == ["execution_failed"]
         and not (op or {}).get("receipts"),
         f"state {state}, holds {[h['reason'] for h in open_holds(op)]}",
+    )
+
+
+def missing_id(
+    check: Checks,
+    label: str,
+    n8n: N8n,
+    ledger: LocalLedger,
+    target: Target,
+    read_token: str,
+    workflow_id: str,
+    path: str,
+) -> None:
+    """A body without the field the operation id is built from fails the execution naming
+    it, and nothing is dispatched (no ``invoice:undefined:send`` for later bodies to be held
+    against)."""
+    before_ids = operation_ids(ledger, read_token)
+    before_writes = sum(target.requests.values())
+    before = len(n8n.executions(workflow_id, "error"))
+    post(n8n, path, {"amount": 3})
+    errored = wait_for(
+        lambda: (e := n8n.executions(workflow_id, "error")) and len(e) > before and e, 15
+    )
+    shown = execution_error(n8n, str(errored[0]["id"])) if errored else None
+    after_ids = operation_ids(ledger, read_token)
+    check(
+        f"{label}: a body without invoice_id is an error naming it, nothing dispatched",
+        shown == MISSING_ID[label]
+        and after_ids == before_ids
+        and sum(target.requests.values()) == before_writes,
+        f"n8n lists the execution as error: {shown!r}, operations "
+        f"{len(before_ids)} -> {len(after_ids)}",
     )
 
 

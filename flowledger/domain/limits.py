@@ -80,6 +80,26 @@ def receipt_problem(value: object) -> str | None:
     return storable_problem(value)
 
 
+def operation_id_problem(value: object) -> str | None:
+    """An id as :func:`id_problem` takes it, none of whose ``:``-separated segments is blank
+    or one of :data:`COERCED_RECEIPTS`: ``invoice:undefined:send`` is what a workflow builds
+    from a missing field, and every later body missing it would name the same operation.
+    Checked where an operation is created or changed; reads take any stored id."""
+    problem = id_problem(value)
+    if problem is not None:
+        return problem
+    for segment in str(value).split(":"):
+        text = segment.strip()
+        if not text:
+            return "must not have an empty segment (a ':' at either end, or '::')"
+        if text in COERCED_RECEIPTS:
+            return (
+                f"must not have the segment {text!r}, what a missing value becomes as text: "
+                "the field it is built from is missing"
+            )
+    return None
+
+
 def text_problem(value: object, longest: int, *, empty: bool = True) -> str | None:
     """Free text up to ``longest`` characters (``empty=False``: at least one)."""
     if not isinstance(value, str) or len(value) > longest or (not empty and not value):

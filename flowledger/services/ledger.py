@@ -48,6 +48,7 @@ from flowledger.services.values import (
     check_detail,
     check_id,
     check_note,
+    check_operation_id,
     check_optional,
     check_receipt,
     check_run_index,
@@ -185,7 +186,7 @@ class Ledger:
     def dispatch(self, operation_id: str, req: DispatchInput) -> Call[Answer]:
         """May a workflow write now? ``go`` is answered only after the ``dispatching`` state
         is committed."""
-        check_id(operation_id, "operation_id")
+        check_operation_id(operation_id)
         check_id(req.execution_id, "execution_id")
         check_id(req.processing_version, "processing_version")
         names = {
@@ -223,7 +224,7 @@ class Ledger:
         input_ref: str | None = None,
     ) -> Call[Answer]:
         """Record the input and version without claiming the operation."""
-        check_id(operation_id, "operation_id")
+        check_operation_id(operation_id)
         check_id(processing_version, "processing_version")
         digest = self._resolve_hash(has_input, input, input_hash)
         extra = {"workflow_id": workflow_id, "step": step, "source": source, "input_ref": input_ref}
@@ -241,7 +242,7 @@ class Ledger:
         detail: str | None = None,
     ) -> Call[Answer]:
         """The workflow reports the target's receipt for its write."""
-        check_id(operation_id, "operation_id")
+        check_operation_id(operation_id)
         check_receipt(receipt)
         check_optional({"execution_id": execution_id})
         check_detail(detail)
@@ -259,7 +260,7 @@ class Ledger:
         execution_id: str | None = None,
     ) -> Call[Answer]:
         """The workflow reports that its write was rejected, or that it cannot tell."""
-        check_id(operation_id, "operation_id")
+        check_operation_id(operation_id)
         check_optional({"execution_id": execution_id})
         error = self.unit.redact(error or "")[:MAX_ERROR_LENGTH]
         work = operations.fail_work(self, operation_id, outcome, error, execution_id)

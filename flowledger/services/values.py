@@ -34,6 +34,13 @@ def check_id(value: str, field: str) -> str:
     return value
 
 
+def check_operation_id(value: str) -> str:
+    """The id of an operation to create or change: an id, without an empty segment or one a
+    missing value became (:func:`~flowledger.domain.limits.operation_id_problem`)."""
+    _refuse(limits.operation_id_problem(value), "operation_id")
+    return value
+
+
 def check_optional(values: dict[str, Any]) -> None:
     """Optional names (workflow, step, source, approval version) follow the id rule;
     ``input_ref`` may be longer (a URL) but not unbounded."""

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from flowledger.cli.database import autovacuum_finding
 from flowledger.domain import FailOutcome
+from flowledger.services import ledger as ledger_module
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
@@ -71,6 +72,19 @@ def test_show_prints_the_timeline(busy_ledger: str) -> None:
 def test_show_unknown_operation_exits_1(busy_ledger: str) -> None:
     code, _, err = cli("show", "nope", "--db", busy_ledger)
     assert code == 1 and "no operation 'nope'" in err
+
+
+def test_show_reads_an_id_stored_before_the_segment_rule(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads take any stored id: the person cleaning up ``invoice:undefined:send`` sees it."""
+    store, _ = init_ledger(db_url)
+    with monkeypatch.context() as patched:
+        patched.setattr(ledger_module, "check_operation_id", lambda value: value)
+        Ledger(store).dispatch("invoice:undefined:send", req("e1")).run("token:n8n")
+    store.dispose()
+    code, out, _ = cli("show", "invoice:undefined:send", "--db", db_url)
+    assert code == 0 and "operation  invoice:undefined:send" in out
 
 
 def test_export_writes_every_event_as_json_lines(busy_ledger: str) -> None:

@@ -140,6 +140,22 @@ def test_http_guard_branches_and_reads_the_error_output_as_n8n_shapes_it() -> No
     assert workflow["settings"]["errorWorkflow"] == ERROR_WORKFLOW_PLACEHOLDER
 
 
+def test_http_guard_checks_the_field_its_operation_id_is_built_from_before_dispatch() -> None:
+    workflow = load(EXAMPLES / "guarded-write.json")
+    nodes = {n["name"]: n for n in workflow["nodes"]}
+    wiring = workflow["connections"]
+    assert wiring["Ledger settings"]["main"][0][0]["node"] == "Has an invoice id?"
+    present, missing = wiring["Has an invoice id?"]["main"]
+    assert [present[0]["node"], missing[0]["node"]] == ["Ledger: dispatch", "Missing invoice_id"]
+    (condition,) = nodes["Has an invoice id?"]["parameters"]["conditions"]["conditions"]
+    assert "body.invoice_id" in condition["leftValue"]
+    assert condition["operator"]["operation"] == "notEmpty"
+    assert "body.invoice_id" in nodes["Ledger: dispatch"]["parameters"]["url"]
+    stop = nodes["Missing invoice_id"]
+    assert stop["type"] == "n8n-nodes-base.stopAndError"
+    assert stop["parameters"]["errorMessage"].startswith("invoice_id is missing")
+
+
 def test_node_guard_has_three_outputs_and_stops_on_hold() -> None:
     workflow = load(EXAMPLES / "guarded-write-node.json")
     nodes = {n["name"]: n for n in workflow["nodes"]}

@@ -8,6 +8,7 @@ import pytest
 from flowledger.domain.limits import (
     id_problem,
     is_valid_hash,
+    operation_id_problem,
     printable_problem,
     receipt_problem,
     run_index_problem,
@@ -133,6 +134,81 @@ ID_LENGTH = "must be 1 to 200 printable characters"
 )
 def test_an_id_is_1_to_200_printable_characters(value: object, problem: str | None) -> None:
     assert id_problem(value) == problem
+
+
+EMPTY_SEGMENT = "must not have an empty segment (a ':' at either end, or '::')"
+
+
+def coerced(segment: str) -> str:
+    return (
+        f"must not have the segment {segment!r}, what a missing value becomes as text: "
+        "the field it is built from is missing"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("invoice:INV-42:send", None),
+        ("a", None),
+        ("x" * 200, None),
+        ("undefinedX:nullable:NaNa:[object Object]s", None),
+        ("invoice: INV-42 :send", None),
+        ("invoice:undefined:send", coerced("undefined")),
+        ("invoice:null:send", coerced("null")),
+        ("invoice:NaN:send", coerced("NaN")),
+        ("invoice:[object Object]:send", coerced("[object Object]")),
+        ("undefined", coerced("undefined")),
+        ("null:INV-42", coerced("null")),
+        ("invoice:NaN", coerced("NaN")),
+        ("invoice: undefined :send", coerced("undefined")),
+        ("invoice:Undefined:send", None),
+        ("invoice:None:send", None),
+        ("a::b", EMPTY_SEGMENT),
+        (":a", EMPTY_SEGMENT),
+        ("a:", EMPTY_SEGMENT),
+        (":", EMPTY_SEGMENT),
+        ("a: :b", EMPTY_SEGMENT),
+        (" ", EMPTY_SEGMENT),
+        ("a::undefined", EMPTY_SEGMENT),
+        ("", ID_LENGTH),
+        ("x" * 201, ID_LENGTH),
+        (None, ID_LENGTH),
+        ("a:\x1b:b", ID_LENGTH),
+    ],
+    ids=[
+        "invoice",
+        "one-segment",
+        "longest",
+        "words-inside-segments",
+        "padded-segment",
+        "undefined",
+        "null",
+        "nan",
+        "object",
+        "only-undefined",
+        "first",
+        "last",
+        "padded-undefined",
+        "capitalised",
+        "python-none",
+        "empty-middle",
+        "empty-first",
+        "empty-last",
+        "only-colon",
+        "blank-middle",
+        "blank",
+        "first-problem-found",
+        "empty",
+        "too-long",
+        "not-text",
+        "control",
+    ],
+)
+def test_an_operation_id_has_no_empty_or_coerced_segment(
+    value: object, problem: str | None
+) -> None:
+    assert operation_id_problem(value) == problem
 
 
 RECEIPT_LENGTH = "must be 1 to 1000 characters"

@@ -30,7 +30,7 @@ from flowledger.receiver.api.auth import Once, admit, check_body, target
 from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from flowledger.receiver.api.paths import check_raw_path
 from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
-from flowledger.receiver.api.schemas.fields import Id
+from flowledger.receiver.api.schemas.fields import WrittenOperationId
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key
@@ -39,7 +39,7 @@ from flowledger.receiver.engine.runtime import Engine
 from flowledger.receiver.engine.wire import LaneCall
 from flowledger.receiver.engine.writer_process import WriterProcess
 
-_OPERATION_ID: TypeAdapter[str] = TypeAdapter(Id)
+_OPERATION_ID: TypeAdapter[str] = TypeAdapter(WrittenOperationId)
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
 LINE_BREAK = ApiError(
     422, "invalid_id", "must not contain control or bidi characters", "operation_id"

@@ -60,6 +60,8 @@ export interface ContextOptions {
 	/** ``$(name).item.json`` for item ``i``, as n8n resolves a paired item; a missing node
 	 * throws, as n8n does. */
 	paired?: Record<string, (i: number) => Record<string, unknown>>;
+	/** The node's parameters as stored, expressions unevaluated (``getNode().parameters``). */
+	nodeParameters?: Record<string, unknown>;
 }
 
 export function context(options: ContextOptions): IExecuteFunctions {
@@ -74,7 +76,7 @@ export function context(options: ContextOptions): IExecuteFunctions {
 		name: 'Guard',
 		type: 'n8n-nodes-flowledger.flowledger',
 		typeVersion: 1,
-		parameters: {},
+		parameters: options.nodeParameters ?? {},
 		credentials: { flowledgerApi: { id: 'cred-1', name: 'Flowledger API' } },
 	};
 	const decrypted = options.decrypted ?? { count: 0 };

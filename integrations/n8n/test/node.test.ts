@@ -133,6 +133,65 @@ describe('Guard', () => {
 	});
 });
 
+describe('Guard: an operation ID built from a missing field', () => {
+	const expression = "={{ 'invoice:' + $json.body.invoice_id + ':send' }}";
+	const built = (json: Record<string, unknown>) => {
+		const body = (json.body ?? {}) as Record<string, unknown>;
+		return `invoice:${String(body.invoice_id)}:send`;
+	};
+
+	test('is a node error naming the segment and the field, and nothing is dispatched', async () => {
+		const ledger = new FakeLedger(decide({}));
+		const items = [item({ body: { amount: 5 } })];
+		const params = { ...guard, operationId: () => built(items[0].json) };
+		await assert.rejects(
+			run(params, items, ledger, { nodeParameters: { operationId: expression } }),
+			(error: Error) => {
+				assert.equal(
+					error.message,
+					"operation ID 'invoice:undefined:send' has a segment 'undefined': the expression that builds it read a missing field; the item has no $json.body.invoice_id",
+				);
+				return true;
+			},
+		);
+		assert.equal(ledger.sent.length, 0);
+	});
+
+	for (const id of ['invoice:null:send', 'invoice:NaN:send', 'invoice:[object Object]:send', 'invoice::send']) {
+		test(`${id} is refused before any call`, async () => {
+			const ledger = new FakeLedger(decide({}));
+			await assert.rejects(run({ ...guard, operationId: id }, [item({})], ledger), /operation ID '.*' has (a|an empty) segment/);
+			assert.equal(ledger.sent.length, 0);
+		});
+	}
+
+	test('an expression n8n could not evaluate (empty ID) names the missing field too', async () => {
+		const ledger = new FakeLedger(decide({}));
+		await assert.rejects(
+			run({ ...guard, operationId: () => undefined }, [item({ body: {} })], ledger, { nodeParameters: { operationId: expression } }),
+			/the operation ID is empty, not text, or longer than 200 characters; the item has no \$json\.body\.invoice_id/,
+		);
+		assert.equal(ledger.sent.length, 0);
+	});
+
+	test('with Continue On Fail the item goes to Hold with the error, never to Go', async () => {
+		const ledger = new FakeLedger(decide({}));
+		const [go, skip, hold] = await run({ ...guard, operationId: 'invoice:undefined:send' }, [item({})], ledger, { continueOnFail: true });
+		assert.deepEqual([go.length, skip.length, hold.length], [0, 0, 1]);
+		assert.match(String((hold[0].json.error as Record<string, unknown>).message), /segment 'undefined'/);
+		assert.equal(ledger.sent.length, 0);
+	});
+
+	test('Confirm and Fail refuse such an ID carried from a Guard, before any call', async () => {
+		const ledger = new FakeLedger(decide({}));
+		const carried = item({ id: 'R-1', flowledger: answer('invoice:undefined:send'), error: { status: 422 } });
+		await assert.rejects(run({ operation: 'confirm', receiptSource: 'field', receiptField: 'id' }, [carried], ledger), /segment 'undefined'/);
+		await assert.rejects(run({ operation: 'fail', outcome: 'auto' }, [carried], ledger), /segment 'undefined'/);
+		await assert.rejects(run({ ...confirm, operationId: 'invoice:null:send' }, [item({ id: 1 })], ledger), /segment 'null'/);
+		assert.equal(ledger.sent.length, 0);
+	});
+});
+
 const confirm: Params = {
 	operation: 'confirm',
 	operationId: 'invoice:INV-0:send',

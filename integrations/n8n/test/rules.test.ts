@@ -7,6 +7,8 @@ import {
 	errorReport,
 	idempotencyKey,
 	instantOf,
+	missingFields,
+	operationIdProblem,
 	pickFields,
 	receiptOf,
 	statusOf,
@@ -176,5 +178,47 @@ describe('input and report helpers', () => {
 		assert.equal(instantOf('', 'UTC'), undefined);
 		assert.equal(instantOf({ toISO: () => '2026-12-01T12:00:00.000+01:00' }, 'UTC'), '2026-12-01T12:00:00.000+01:00');
 		assert.throws(() => instantOf('tomorrow', 'UTC'), /not a date and time/);
+	});
+});
+
+describe('Operation IDs: segments a missing value left behind', () => {
+	for (const id of [
+		'invoice:undefined:send',
+		'invoice:null:send',
+		'invoice:NaN:send',
+		'invoice:[object Object]:send',
+		'undefined',
+		'invoice:INV-42:undefined',
+		'invoice: undefined :send',
+		'invoice::send',
+		':INV-42:send',
+		'invoice:INV-42:',
+		'invoice: :send',
+	]) {
+		test(`${JSON.stringify(id)} is refused`, () => assert.ok(operationIdProblem(id) !== undefined));
+	}
+	for (const id of ['invoice:INV-42:send', 'a', 'undefinedX:nullable:NaNa', 'invoice:Undefined:send']) {
+		test(`${JSON.stringify(id)} is an operation ID`, () => assert.equal(operationIdProblem(id), undefined));
+	}
+	test('the problem names the segment', () => {
+		assert.equal(
+			operationIdProblem('invoice:undefined:send'),
+			"operation ID 'invoice:undefined:send' has a segment 'undefined': the expression that builds it read a missing field",
+		);
+		assert.match(operationIdProblem('invoice::send') ?? '', /has an empty segment/);
+	});
+	test("the fields an expression reads that the item lacks, as the expression names them", () => {
+		const expression = "={{ 'invoice:' + $json.body.invoice_id + ':' + $json['kind'] + $json.n.toString() + ':send' }}";
+		assert.deepEqual(missingFields(expression, { body: { invoice_id: 'INV-1' }, kind: 'x', n: 1 }), []);
+		assert.deepEqual(missingFields(expression, { body: {}, kind: 'x', n: 1 }), ['$json.body.invoice_id']);
+		assert.deepEqual(missingFields(expression, { kind: '', n: 1 }), ['$json.body', "$json['kind']"]);
+		assert.deepEqual(missingFields(expression, { body: { invoice_id: null }, kind: { a: 1 }, n: Number.NaN }), [
+			'$json.body.invoice_id',
+			"$json['kind']",
+			'$json.n',
+		]);
+		assert.deepEqual(missingFields('={{ $json.a + $json.a }}', {}), ['$json.a']);
+		assert.deepEqual(missingFields('invoice:INV-1:send', {}), []);
+		assert.deepEqual(missingFields(undefined, {}), []);
 	});
 });

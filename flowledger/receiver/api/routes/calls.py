@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from flowledger.metrics import dispatch_decision
 from flowledger.receiver.api.errors import documented
-from flowledger.receiver.api.schemas.fields import Id
+from flowledger.receiver.api.schemas.fields import Id, WrittenOperationId
 from flowledger.receiver.api.schemas.hooks import HookPublic, N8nErrorCreate
 from flowledger.receiver.api.schemas.operations import (
     AnswerPublic,
@@ -30,6 +30,13 @@ from flowledger.services.ledger import Answer, Ledger
 from flowledger.storage.unit_of_work import Work
 
 OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
+WrittenId = Annotated[
+    WrittenOperationId,
+    Path(
+        description="The workflow's stable operation id; no segment between its ':' may be "
+        "empty or what a missing value becomes as text (undefined, null, NaN, [object Object])"
+    ),
+]
 OPERATION_PATH = "/v1/operations/{operation_id:path}"
 ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
 
@@ -167,7 +174,7 @@ def documented_route(call: Call) -> APIRoute:
     kind = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("body", kind, annotation=call.body)]
     if call.has_operation:
-        params.insert(0, inspect.Parameter("operation_id", kind, annotation=OperationId))
+        params.insert(0, inspect.Parameter("operation_id", kind, annotation=WrittenId))
     endpoint: Any = lambda **kw: _served_by_the_lane(**kw)  # noqa: E731
     endpoint.__signature__ = inspect.Signature(params)
     return APIRoute(

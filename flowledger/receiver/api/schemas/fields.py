@@ -42,6 +42,13 @@ def _printable(value: str) -> str:
     return value
 
 
+def _operation_id(value: str) -> str:
+    problem = limits.operation_id_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 def _receipt(value: str) -> str:
     problem = limits.receipt_problem(value)
     if problem is not None:
@@ -92,12 +99,22 @@ _COERCED = "|".join(
 )
 RECEIPT_PATTERN = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"  # not blank, no NUL
 COERCED_PATTERN = f"^\\s*(?:{_COERCED})\\s*$"  # what a receipt must not be
+# What an operation id to write must not hold: a blank segment, or one a missing value became.
+BAD_SEGMENT_PATTERN = f"(?:^|:)\\s*(?:{_COERCED})?\\s*(?::|$)"
 
 Id = Annotated[
     str,
     StringConstraints(min_length=1, max_length=limits.MAX_ID_LENGTH),
     AfterValidator(_printable),
     Field(json_schema_extra={"pattern": ID_PATTERN}),
+]
+# The id of an operation to create or change (reads take any id that may be stored).
+WrittenOperationId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=limits.MAX_ID_LENGTH),
+    AfterValidator(_printable),
+    AfterValidator(_operation_id),
+    Field(json_schema_extra={"pattern": ID_PATTERN, "not": {"pattern": BAD_SEGMENT_PATTERN}}),
 ]
 Text = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": TEXT_PATTERN})]
 Receipt = Annotated[

@@ -23,6 +23,8 @@ import {
 	idempotencyKey,
 	instantOf,
 	isObject,
+	missingFields,
+	operationIdProblem,
 	pickFields,
 	receiptOf,
 	type Outcome,
@@ -177,13 +179,30 @@ export class Run {
 		const value = this.fn.getNodeParameter('operationId', i, '') as unknown;
 		const text = typeof value === 'number' ? String(value) : value;
 		if (typeof text !== 'string' || text.trim() === '' || text.length > 200) {
-			throw new NodeOperationError(
-				this.fn.getNode(),
-				'the operation ID is empty, not text, or longer than 200 characters',
-				{ itemIndex: i },
-			);
+			throw this.idError(i, 'the operation ID is empty, not text, or longer than 200 characters');
 		}
-		return text;
+		return this.checked(text, i);
+	}
+
+	/** ``id`` unless the ledger would refuse it for a segment a missing field left behind:
+	 * then a node error before any call, saying so. */
+	checked(id: string, i: number): string {
+		const problem = operationIdProblem(id);
+		if (problem !== undefined) throw this.idError(i, problem);
+		return id;
+	}
+
+	/** The error for an operation ID the ledger would refuse, naming the ``$json`` fields its
+	 * expression reads that the item lacks (n8n turns a missing one into ``undefined``, or the
+	 * whole ID into nothing when the expression fails). */
+	idError(i: number, problem: string): NodeOperationError {
+		const expression = this.fn.getNode().parameters?.operationId;
+		const missing = missingFields(expression, this.items[i].json);
+		const named = missing.length > 0 ? `; the item has no ${missing.join(', no ')}` : '';
+		return new NodeOperationError(this.fn.getNode(), `${problem}${named}`, {
+			itemIndex: i,
+			description: 'Nothing was sent to the ledger: no operation was dispatched, confirmed or failed.',
+		});
 	}
 
 	/**
@@ -196,7 +215,7 @@ export class Run {
 		const named = this.fn.getNodeParameter('operationId', i, '') as unknown;
 		if (named !== '' && named !== undefined && named !== null) return this.operationId(i);
 		const carried = operationIdIn(this.items[i].json);
-		if (carried !== undefined) return carried;
+		if (carried !== undefined) return this.checked(carried, i);
 		const guard = this.upstreamGuard();
 		if (guard !== undefined) {
 			let found: string | undefined;
@@ -208,7 +227,7 @@ export class Run {
 			} catch {
 				found = undefined; // no paired item leads back to that Guard
 			}
-			if (found !== undefined) return found;
+			if (found !== undefined) return this.checked(found, i);
 		}
 		throw new NodeOperationError(
 			this.fn.getNode(),

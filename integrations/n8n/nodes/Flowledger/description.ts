@@ -69,7 +69,7 @@ export const properties: INodeProperties[] = [
 		required: true,
 		placeholder: "e.g. {{ 'invoice:' + $json.body.invoice_id + ':send' }}",
 		description:
-			'A stable name for this one business effect, the same every time the same effect is meant (up to 200 characters)',
+			"A stable name for this one business effect, the same every time the same effect is meant (up to 200 characters). A part between its ':' that is empty, undefined, null, NaN or [object Object] is an error naming the missing field, never a dispatch.",
 		...forOps(GUARD),
 	},
 	{

@@ -83,6 +83,56 @@ export function receiptOf(value: unknown): { receipt: string } | { problem: stri
 	return { receipt: value };
 }
 
+/**
+ * Why the ledger would refuse this operation id, or ``undefined``: a segment between its ``:``
+ * that is blank, or what JavaScript makes of a missing value (``invoice:undefined:send`` is
+ * built from a body without its invoice id, and every later such body would name the same
+ * operation). The ledger refuses these too.
+ */
+export function operationIdProblem(id: string): string | undefined {
+	for (const segment of id.split(':')) {
+		const text = segment.trim();
+		if (text === '') {
+			return `operation ID '${id}' has an empty segment: the expression that builds it read a missing or empty field`;
+		}
+		if (COERCED_RECEIPTS.has(text)) {
+			return `operation ID '${id}' has a segment '${text}': the expression that builds it read a missing field`;
+		}
+	}
+	return undefined;
+}
+
+const JSON_REFERENCE = /\$json((?:\.[A-Za-z_$][\w$]*|\[\s*(?:'[^']*'|"[^"]*")\s*\])+)/g;
+const PATH_PART = /\.([A-Za-z_$][\w$]*)|\[\s*(?:'([^']*)'|"([^"]*)")\s*\]/g;
+
+/**
+ * The ``$json`` fields an expression reads (``$json.body.invoice_id``, ``$json['invoice id']``)
+ * that the item does not have as a value: missing, ``null``, empty text, ``NaN`` or an object.
+ * Named as the expression writes them, each once, in the order it reads them.
+ */
+export function missingFields(expression: unknown, json: unknown): string[] {
+	if (typeof expression !== 'string') return [];
+	const missing: string[] = [];
+	for (const reference of expression.matchAll(JSON_REFERENCE)) {
+		let value: unknown = json;
+		let read = '$json';
+		for (const part of reference[1].matchAll(PATH_PART)) {
+			if (!isObject(value)) break; // a text's or number's own method (.trim, .toString)
+			const key = part[1] ?? part[2] ?? part[3];
+			value = Object.prototype.hasOwnProperty.call(value, key) ? value[key] : undefined;
+			read += part[0];
+		}
+		const absent =
+			value === undefined ||
+			value === null ||
+			(typeof value === 'string' && value.trim() === '') ||
+			(typeof value === 'number' && Number.isNaN(value)) ||
+			isObject(value);
+		if (absent && !missing.includes(read)) missing.push(read);
+	}
+	return missing;
+}
+
 export interface KeyParts {
 	call: string;
 	workflowId: string;
