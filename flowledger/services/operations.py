@@ -14,11 +14,12 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from flowledger import domain
-from flowledger.domain import FailOutcome, NewHold, Reason
+from flowledger.domain import FailOutcome, NewHold, OpenHold, Reason
 from flowledger.faults import crashpoint
 from flowledger.services.holds import close_holds
 from flowledger.services.values import Answer, HoldTarget, NotFound
 from flowledger.storage import operations as records
+from flowledger.storage.sql import Row
 from flowledger.storage.tx import Tx
 
 
@@ -141,6 +142,14 @@ def prepare_work(
     return work
 
 
+def _require_with_holds(tx: Tx, operation_id: str) -> tuple[Row, domain.Operation, list[OpenHold]]:
+    """The operation's row (locked), as the domain sees it, and its open holds; or NotFound."""
+    row, holds = records.load_with_holds(tx, operation_id)
+    if row is None:
+        raise NotFound(f"no operation {operation_id!r}")
+    return row, records.to_domain(row), holds
+
+
 def confirm_work(
     rules: Rules,
     operation_id: str,
@@ -151,10 +160,7 @@ def confirm_work(
     """The workflow reports the target's receipt for its write."""
 
     def work(tx: Tx) -> Answer:
-        row, holds = records.load_with_holds(tx, operation_id)
-        if row is None:
-            raise NotFound(f"no operation {operation_id!r}")
-        op = records.to_domain(row)
+        row, op, holds = _require_with_holds(tx, operation_id)
         change = domain.confirm(op, receipt, holds)
         hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
         with tx.together():  # one statement on PostgreSQL
@@ -203,10 +209,7 @@ def fail_work(
     """The workflow reports that its write was rejected, or that it cannot tell."""
 
     def work(tx: Tx) -> Answer:
-        row, holds = records.load_with_holds(tx, operation_id)
-        if row is None:
-            raise NotFound(f"no operation {operation_id!r}")
-        op = records.to_domain(row)
+        row, op, holds = _require_with_holds(tx, operation_id)
         reported = error or f"the workflow reported {outcome.value}"
         change = domain.fail(op, outcome, reported, holds)
         # Unknown leaves the operation as it is but opens a hold: compare-and-set it anyway,

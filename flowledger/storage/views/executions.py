@@ -58,11 +58,16 @@ def _rows(conn: Connection, stmt: Any, after: int | None) -> list[dict[str, Any]
     return [row_dict(r) for r in conn.execute(stmt)]
 
 
-def _gone(stmt: Any, gone: bool | None) -> Any:
+def _filtered(stmt: Any, source: str | None, status: str | None, gone: bool | None) -> Any:
+    """``stmt`` narrowed to a source, a status and present or pruned copies, each if given."""
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    if status is not None:
+        stmt = stmt.where(EXECUTIONS.c.status == status)
     if gone is True:
-        return stmt.where(EXECUTIONS.c.gone_at.is_not(None))
-    if gone is False:
-        return stmt.where(EXECUTIONS.c.gone_at.is_(None))
+        stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
+    elif gone is False:
+        stmt = stmt.where(EXECUTIONS.c.gone_at.is_(None))
     return stmt
 
 
@@ -77,11 +82,7 @@ def newest(
 ) -> list[dict[str, Any]]:
     """Copies most recently started first, ``limit`` after the row ``after``."""
     stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
-    if source is not None:
-        stmt = stmt.where(EXECUTIONS.c.source == source)
-    if status is not None:
-        stmt = stmt.where(EXECUTIONS.c.status == status)
-    return _rows(conn, _gone(stmt, gone), after)
+    return _rows(conn, _filtered(stmt, source, status, gone), after)
 
 
 def search(
@@ -173,12 +174,9 @@ def by_id(
     limit: int = 100,
 ) -> list[dict[str, Any]]:
     """Copies by row id, ``limit`` after the id ``after`` (the API's order)."""
-    stmt = sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id).limit(limit)
-    if source is not None:
-        stmt = stmt.where(EXECUTIONS.c.source == source)
-    if status is not None:
-        stmt = stmt.where(EXECUTIONS.c.status == status)
-    stmt = _gone(stmt, gone)
+    stmt = _filtered(
+        sa.select(EXECUTIONS).order_by(EXECUTIONS.c.id).limit(limit), source, status, gone
+    )
     if after is not None:
         stmt = stmt.where(EXECUTIONS.c.id > after)
     return [row_dict(r) for r in conn.execute(stmt)]
