@@ -20,6 +20,7 @@ from flowledger.domain.model import (
     DEFAULT_HOLD_DEADLINE,
     DEFAULT_MAX_ATTEMPTS,
     OUTCOME_REASONS,
+    UNSENT,
     Approval,
     Change,
     Decision,
@@ -50,6 +51,7 @@ from flowledger.domain.rules import (
     execution_failed_hold,
     fail,
     prepare,
+    release_dispatch,
     unknown_outcome_hold,
 )
 
@@ -62,6 +64,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "MAX_ID_LENGTH",
     "OUTCOME_REASONS",
+    "UNSENT",
     "Approval",
     "Change",
     "Decision",
@@ -86,6 +89,7 @@ __all__ = [
     "is_overdue",
     "prepare",
     "refusal",
+    "release_dispatch",
     "release_for_retry",
     "unknown_outcome_hold",
 ]

@@ -67,6 +67,7 @@ class Resolution(enum.StrEnum):
     CONFIRMED_BY_RECEIPT = "confirmed_by_receipt"  # the workflow's own late confirm
     REJECTED_BY_TARGET = "rejected_by_target"  # the workflow's own late rejection
     CAUSE_RESOLVED = "cause_resolved"  # an overdue hold whose hold was resolved
+    RELEASED_UNSENT = "released_unsent"  # the workflow released a go it did not write
 
 
 class IllegalTransition(Exception):
@@ -76,6 +77,10 @@ class IllegalTransition(Exception):
         super().__init__(message)
         self.code = code
 
+
+# The outcome of an attempt the workflow released before writing (``release_dispatch``):
+# it never reached the target, and does not count against ``max_attempts``.
+UNSENT = "unsent"
 
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_DISPATCH_DEADLINE = timedelta(minutes=15)

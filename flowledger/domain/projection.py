@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from flowledger.domain.chain import time_of_data
-from flowledger.domain.model import Resolution, State
+from flowledger.domain.model import UNSENT, Resolution, State
 
 # The columns a replay rebuilds, per table, in the order findings name them.
 OPERATION_COLUMNS = (
@@ -243,6 +243,20 @@ class Projection:
         if op is not None:
             op["updated_at"] = ev.at
 
+    def _released(self, ev: EventRow) -> None:
+        """The workflow gave back a ``go`` it did not write: ``prepared`` again."""
+        op = self._op(ev)
+        if op is None:
+            return
+        self._end_attempt(ev, op, UNSENT, ev.data.get("reason"))
+        op.update(
+            state=State.PREPARED.value,
+            execution_id=None,
+            run_index=None,
+            deadline=None,
+            updated_at=ev.at,
+        )
+
     # ------------------------------------------------------------------ holds
 
     def _hold_opened(self, ev: EventRow) -> None:
@@ -333,6 +347,7 @@ _HANDLERS = {
     "receipt_conflict": Projection._receipt_conflict,
     "failed": Projection._failed,
     "failed_unknown": Projection._failed_unknown,
+    "dispatch_released": Projection._released,
     "hold_opened": Projection._hold_opened,
     "hold_resolved": Projection._hold_resolved,
 }

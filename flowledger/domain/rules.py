@@ -38,11 +38,14 @@ def dispatch(
     operation_id: str,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     default_deadline: timedelta = DEFAULT_DISPATCH_DEADLINE,
+    unsent: int = 0,
 ) -> Change:
     """Decide whether a workflow may write now.
 
     ``go`` only when the intent can be recorded as ``dispatching``; the caller must commit that
-    durably before it answers.
+    durably before it answers. ``unsent`` is how many of the operation's attempts the workflow
+    released before writing (:func:`release`): those never reached the target and do not count
+    against ``max_attempts``.
     """
     deadline = req.deadline or now + default_deadline
     approval_problem = _approval_problem(req, now, operation_id)
@@ -132,12 +135,12 @@ def dispatch(
 
     if approval_problem is not None:
         return _held(op, approval_problem)
-    if op.attempt + 1 > op.max_attempts:
+    if op.attempt - unsent + 1 > op.max_attempts:
         return _held(
             op,
             new_hold(
                 Reason.MAX_ATTEMPTS,
-                f"{op.attempt} attempts used of {op.max_attempts}",
+                f"{op.attempt - unsent} attempts used of {op.max_attempts}",
                 operation_id=op.operation_id,
                 attempt=op.attempt,
             ),
@@ -305,6 +308,41 @@ def fail(op: Operation, outcome: FailOutcome, error: str, holds: Sequence[OpenHo
         "failed_unknown",
         holds=(unknown_outcome_hold(op, error),),
         data={"attempt": op.attempt, "outcome": outcome.value},
+    )
+
+
+def release_dispatch(
+    op: Operation, execution_id: str, run_index: int | None, holds: Sequence[OpenHold]
+) -> Change:
+    """The workflow gives back a ``go`` it did not act on: the execution that dispatched the
+    current attempt says it wrote nothing (an n8n Guard that stopped on another item's hold
+    before passing this one on). The operation is ``prepared`` again, without a hold, and the
+    attempt ends ``unsent``, which does not count against ``max_attempts``. Like a rejection,
+    it answers the question an outcome hold asks (did the write happen? no), so it resolves
+    those. Only the execution (and run) that holds the attempt may release it; a release that
+    finds the operation already ``prepared`` changes nothing (its answer was lost)."""
+    if op.state is State.PREPARED:
+        return Change(None, None, None)
+    if op.state is not State.DISPATCHING:
+        raise IllegalTransition(
+            f"operation {op.operation_id} is {op.state.value}; only a dispatched operation "
+            "can be released"
+        )
+    if execution_id != op.execution_id or run_index != op.run_index:
+        raise IllegalTransition(
+            f"operation {op.operation_id} was dispatched by execution {op.execution_id} "
+            f"(run {op.run_index}), not {execution_id} (run {run_index}): only the execution "
+            "that dispatched it can release it",
+            code="not_dispatched_by_this_execution",
+        )
+    outcome_holds = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
+    return Change(
+        None,
+        replace(op, state=State.PREPARED, execution_id=None, run_index=None, deadline=None),
+        "dispatch_released",
+        resolve_holds=outcome_holds,
+        resolution=Resolution.RELEASED_UNSENT if outcome_holds else None,
+        data={"attempt": op.attempt},
     )
 
 

@@ -266,6 +266,25 @@ class Ledger:
         work = operations.fail_work(self, operation_id, outcome, error, execution_id)
         return Call(self.unit, work)
 
+    def release(
+        self,
+        operation_id: str,
+        *,
+        execution_id: str,
+        run_index: int | None = None,
+        reason: str | None = None,
+        forget: tuple[int, str] | None = None,
+    ) -> Call[Answer]:
+        """The execution that dispatched the operation gives back its ``go`` unwritten:
+        ``prepared`` again without a hold (``forget``: the token and key of the dispatch's
+        stored answer, removed with it)."""
+        check_operation_id(operation_id)
+        check_id(execution_id, "execution_id")
+        check_run_index(run_index)
+        reason = self.unit.redact(reason)[:MAX_ERROR_LENGTH] if reason else None
+        work = operations.release_work(operation_id, execution_id, run_index, reason, forget)
+        return Call(self.unit, work)
+
     def execution_failed(
         self, execution_id: str, detail: str
     ) -> Call[list[tuple[str, int | None]]]:

@@ -18,6 +18,7 @@ from flowledger.domain import FailOutcome, NewHold, OpenHold, Reason
 from flowledger.faults import crashpoint
 from flowledger.services.holds import close_holds
 from flowledger.services.values import Answer, HoldTarget, NotFound
+from flowledger.storage import idempotency as stored_keys
 from flowledger.storage import operations as records
 from flowledger.storage.sql import Row
 from flowledger.storage.tx import Tx
@@ -61,6 +62,7 @@ def dispatch_work(
     def work(tx: Tx) -> Answer:
         row, holds = records.load_with_holds(tx, operation_id)
         op = records.to_domain(row) if row is not None else None
+        at_limit = op is not None and op.attempt + 1 > op.max_attempts
         change = domain.dispatch(
             op,
             request,
@@ -69,6 +71,7 @@ def dispatch_work(
             operation_id=operation_id,
             max_attempts=rules.max_attempts,
             default_deadline=rules.dispatch_deadline,
+            unsent=records.unsent_attempts(tx, operation_id) if at_limit else 0,
         )
         crashpoint("before_dispatch_write")
         with tx.together():  # one statement on PostgreSQL
@@ -234,6 +237,39 @@ def fail_work(
             reason=change.holds[0].reason.value if change.holds else None,
             hold_ids=hold_ids,
         )
+
+    return work
+
+
+def release_work(
+    operation_id: str,
+    execution_id: str,
+    run_index: int | None,
+    reason: str | None,
+    forget: tuple[int, str] | None,
+) -> Callable[[Tx], Answer]:
+    """The workflow gives back a ``go`` it did not act on: ``prepared`` again, no hold.
+    ``forget`` is the token and ``Idempotency-Key`` of the dispatch released, whose stored
+    ``go`` is removed in the same transaction: n8n's Retry On Fail sends that dispatch
+    again with the same key, and must be answered afresh."""
+
+    def work(tx: Tx) -> Answer:
+        row, op, holds = _require_with_holds(tx, operation_id)
+        change = domain.release_dispatch(op, execution_id, run_index, holds)
+        if forget is not None:
+            stored_keys.forget_answer(tx, forget[0], forget[1], operation_id)
+        if change.operation is not None:
+            records.save_operation(tx, row, change.operation)
+            records.end_attempt(tx, operation_id, op.attempt, domain.UNSENT, reason)
+            close_holds(tx, change, operation_id, note="released unsent by the workflow")
+            tx.event(
+                "dispatch_released",
+                operation_id,
+                {"execution_id": execution_id, "run_index": run_index, "reason": reason,
+                 **change.data},
+            )  # fmt: skip
+        final = change.operation or op
+        return Answer(operation_id, final.state.value, attempt=final.attempt)
 
     return work
 

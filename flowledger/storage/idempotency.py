@@ -7,6 +7,7 @@ key means (the same request gets its answer again) is
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from flowledger.storage.tx import Tx
@@ -24,6 +25,8 @@ _STORE = (
     " 'completed', 200, :response_body, :created_at, :expires_at)"
 )
 _LOCK = "SELECT pg_try_advisory_xact_lock(:lock) AS got"
+_ANSWER = "SELECT response_body FROM idempotency_keys WHERE token_id = :token_id AND key = :key"
+_DROP = "DELETE FROM idempotency_keys WHERE token_id = :token_id AND key = :key"
 
 
 def find(tx: Tx, token_id: int, key: str, now: Any) -> Any:
@@ -59,6 +62,25 @@ def store(
             "expires_at": expires_at,
         },
     )
+
+
+def forget_answer(tx: Tx, token_id: int, key: str, operation_id: str) -> bool:
+    """Remove the answer stored under the token's ``key`` if it is a ``go`` for
+    ``operation_id`` (a released dispatch's, which a replay must not get again: it would pass
+    on an item for an operation that is ``prepared``); True when one was removed."""
+    row = tx.one(_ANSWER, {"token_id": token_id, "key": key})
+    if row is None or row.response_body is None:
+        return False
+    try:
+        stored = json.loads(row.response_body)
+    except ValueError:
+        return False
+    if not isinstance(stored, dict) or stored.get("operation_id") != operation_id:
+        return False
+    if stored.get("decision") != "go":
+        return False
+    tx.execute(_DROP, {"token_id": token_id, "key": key})
+    return True
 
 
 def _advisory_key(token_id: int, key: str) -> int:

@@ -259,6 +259,15 @@ def end_attempt(
     )
 
 
+def unsent_attempts(tx: Tx, operation_id: str) -> int:
+    """How many of the operation's attempts ended ``unsent`` (:data:`domain.UNSENT`)."""
+    row = tx.one(
+        "SELECT COUNT(*) AS n FROM attempts WHERE operation_id = :id AND outcome = :outcome",
+        {"id": operation_id, "outcome": domain.UNSENT},
+    )
+    return int(row.n) if row is not None else 0
+
+
 def insert_receipt(
     tx: Tx,
     operation_id: str,

@@ -160,7 +160,7 @@ class WriteLane:
                     st, writer, call, operation_id, model, principal, header, fingerprint, guard
                 )
             else:
-                work = _work(st, call, operation_id, model)
+                work = _work(st, call, operation_id, model, principal.token_id)
                 key = key_of(headers.get("key"))
                 fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
                 reply = await answer(
@@ -182,10 +182,12 @@ class WriteLane:
             return Reply.error(as_api_error(exc))
 
 
-def _work(st: ReceiverState, call: Call, operation_id: str | None, model: Any) -> Any:
+def _work(
+    st: ReceiverState, call: Call, operation_id: str | None, model: Any, token_id: int
+) -> Any:
     """The call's unit of work; the services' refusal of it as the API's error."""
     try:
-        return call.work(st.ledger, operation_id, model)
+        return call.work(st.ledger, operation_id, model, token_id)
     except Exception as exc:
         raise as_api_error(exc) from None
 
@@ -208,10 +210,10 @@ async def _in_writer(
     try:
         key = key_of(header)
     except ApiError:
-        _work(st, call, operation_id, model)
+        _work(st, call, operation_id, model, principal.token_id)
         raise
     if key is not None and (principal.token_id, key) in st.in_flight:
-        _work(st, call, operation_id, model)
+        _work(st, call, operation_id, model, principal.token_id)
     lane_call = LaneCall(
         call.name,
         operation_id,

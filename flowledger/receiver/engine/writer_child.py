@@ -42,7 +42,7 @@ def _die_with(parent: int) -> None:
 
 def unit_of(ledger: Ledger, call: LaneCall) -> Work[Any]:
     """The unit of work ``call`` stands for, as the write lane builds it in process."""
-    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body)
+    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body, call.token_id)
     if call.key is None:
         return work
     return keyed(

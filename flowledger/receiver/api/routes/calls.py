@@ -25,6 +25,7 @@ from flowledger.receiver.api.schemas.operations import (
     DispatchCreate,
     FailCreate,
     PrepareCreate,
+    ReleaseCreate,
 )
 from flowledger.services.ledger import Answer, Ledger
 from flowledger.storage.unit_of_work import Work
@@ -48,7 +49,8 @@ class Call:
     name: str
     path: str  # the route template, as documented and as labelled in the metrics
     body: type[BaseModel]
-    work: Callable[[Ledger, str | None, Any], Work]  # (ledger, operation id, body) -> unit
+    # (ledger, operation id, body, the calling token's id) -> unit
+    work: Callable[[Ledger, str | None, Any, int], Work]
     doc: str
     response: type[BaseModel] = AnswerPublic
     tag: str = "workflow calls"
@@ -59,7 +61,7 @@ class Call:
         return "{operation_id" in self.path
 
 
-def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate) -> Work:
+def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate, _token: int) -> Work:
     assert operation_id is not None
     return ledger.dispatch(operation_id, body.to_input()).work
 
@@ -69,7 +71,7 @@ def _count_decision(value: Any) -> None:
         dispatch_decision(value.decision or "go", value.reason or "").inc()
 
 
-def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> Work:
+def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate, _token: int) -> Work:
     assert operation_id is not None
     return ledger.prepare(
         operation_id,
@@ -84,19 +86,31 @@ def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate) -> W
     ).work
 
 
-def _confirm(ledger: Ledger, operation_id: str | None, body: ConfirmCreate) -> Work:
+def _confirm(ledger: Ledger, operation_id: str | None, body: ConfirmCreate, _token: int) -> Work:
     assert operation_id is not None
     return ledger.confirm(
         operation_id, body.receipt, execution_id=body.execution_id, detail=body.detail
     ).work
 
 
-def _fail(ledger: Ledger, operation_id: str | None, body: FailCreate) -> Work:
+def _fail(ledger: Ledger, operation_id: str | None, body: FailCreate, _token: int) -> Work:
     assert operation_id is not None
     return ledger.fail(operation_id, body.outcome, body.error, execution_id=body.execution_id).work
 
 
-def _n8n_error(ledger: Ledger, operation_id: str | None, body: N8nErrorCreate) -> Work:
+def _release(ledger: Ledger, operation_id: str | None, body: ReleaseCreate, token: int) -> Work:
+    assert operation_id is not None
+    forget = (token, body.dispatch_key) if body.dispatch_key is not None else None
+    return ledger.release(
+        operation_id,
+        execution_id=body.execution_id,
+        run_index=body.run_index,
+        reason=body.reason,
+        forget=forget,
+    ).work
+
+
+def _n8n_error(ledger: Ledger, operation_id: str | None, body: N8nErrorCreate, _token: int) -> Work:
     execution_id = body.execution.id if body.execution is not None else None
     opened_by = (
         ledger.execution_failed(execution_id, body.detail()).work
@@ -145,6 +159,19 @@ CALLS: tuple[Call, ...] = (
         _fail,
         "The write failed (``rejected``: nothing was written) or nobody can tell "
         "(``unknown``: a blocking hold is opened for a person).",
+    ),
+    Call(
+        "release",
+        f"{OPERATION_PATH}/release",
+        ReleaseCreate,
+        _release,
+        "The execution that dispatched the operation did not write it after all (an n8n "
+        "Guard that stopped on another item's hold before passing this one on): the "
+        "operation is ``prepared`` again, without a hold, and the attempt ends ``unsent``, "
+        "which does not count against its attempts. Only the execution (and run index) that "
+        "holds the current attempt may release it; a release of a ``prepared`` operation "
+        "changes nothing. ``dispatch_key``, the dispatch's own ``Idempotency-Key``, removes "
+        "its stored ``go``, so that the same dispatch sent again is answered afresh.",
     ),
     Call(
         "n8n_error",

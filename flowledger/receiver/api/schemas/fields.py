@@ -145,6 +145,8 @@ def _not_bool(value: Any) -> Any:
 
 RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_not_bool)]
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
+# An ``Idempotency-Key`` named in a body: as the header takes it, 1 to 200 visible ASCII.
+IdempotencyKey = Annotated[str, StringConstraints(pattern="^[\\x21-\\x7e]{1,200}$")]
 
 
 class Accepts(BaseModel):

@@ -13,6 +13,7 @@ from flowledger.receiver.api.schemas.fields import (
     MAX_INPUT_DEPTH,
     Accepts,
     Id,
+    IdempotencyKey,
     InputHash,
     Receipt,
     RunIndex,
@@ -122,6 +123,17 @@ class FailCreate(Accepts):
     outcome: FailOutcome
     error: Annotated[Text, Field(max_length=limits.MAX_ERROR_LENGTH)] = ""
     execution_id: Id | None = None
+
+
+class ReleaseCreate(Accepts):
+    """Sent by the execution that dispatched the operation when it did not write it."""
+
+    execution_id: Id
+    run_index: RunIndex | None = None
+    reason: Annotated[Text, Field(max_length=limits.MAX_ERROR_LENGTH)] | None = None
+    dispatch_key: IdempotencyKey | None = Field(
+        default=None, description="The Idempotency-Key the released dispatch was sent with."
+    )
 
 
 class AnswerPublic(BaseModel):
