@@ -27,6 +27,9 @@ export function decide(decisions: Record<string, string>) {
 	return (request: Sent): WireResponse => {
 		const op = decodeURIComponent(request.url.split('/v1/operations/')[1]?.split('/')[0] ?? '');
 		const call = request.url.split('/').pop();
+		if (call === 'release') {
+			return { status: 200, body: { operation_id: op, state: 'prepared', attempt: 1, decision: null, reason: null, receipt: null } };
+		}
 		if (call !== 'dispatch') {
 			return { status: 200, body: { operation_id: op, state: 'confirmed', attempt: 1, decision: null, reason: null, receipt: null } };
 		}

@@ -12,6 +12,7 @@ import {
 	type INodeTypeDescription,
 } from 'n8n-workflow';
 
+import { heldMessage, releaseReason, releasedNote, type Held, type Released } from './batch';
 import { testConnection, type Probe } from './connection';
 import { CONFIRM, FAIL, GUARD, REPORT, outputsFor, properties } from './description';
 import {
@@ -263,7 +264,18 @@ export class Run {
 				itemIndex: i,
 			});
 		}
-		const key = idempotencyKey({
+		return await callLedger(
+			this.send,
+			this.wait,
+			this.connection,
+			{ method: 'POST', path, body, idempotencyKey: this.keyFor(call, i, operationId) },
+			this.policy(i),
+		);
+	}
+
+	/** The ``Idempotency-Key`` of this run's ``call`` for item ``i``. */
+	keyFor(call: string, i: number, operationId: string): string {
+		return idempotencyKey({
 			call,
 			workflowId: this.workflowId,
 			executionId: this.executionId,
@@ -272,13 +284,6 @@ export class Run {
 			itemIndex: i,
 			operationId,
 		});
-		return await callLedger(
-			this.send,
-			this.wait,
-			this.connection,
-			{ method: 'POST', path, body, idempotencyKey: key },
-			this.policy(i),
-		);
 	}
 
 	/** The item passed on unchanged but for the ledger's answer under one key. */
@@ -321,10 +326,20 @@ export class Run {
 		return new NodeOperationError(this.fn.getNode(), message, { itemIndex: i });
 	}
 
+	/**
+	 * Dispatch every item and route it to Go, Skip or Hold. The node passes items on only by
+	 * returning, so when it must stop (a hold with On Hold set to stop, or an error while
+	 * not continuing on fail) none is passed on: each operation the ledger answered ``go`` for
+	 * in this batch is released (prepared again, no hold) before the error is thrown. Every
+	 * item is routed first on a hold, so the error names each held one; an error stops the
+	 * routing at once.
+	 */
 	async guard(): Promise<INodeExecutionData[][]> {
 		const go: INodeExecutionData[] = [];
 		const skip: INodeExecutionData[] = [];
 		const hold: INodeExecutionData[] = [];
+		const dispatched: Array<{ index: number; operationId: string }> = [];
+		const held: Held[] = [];
 		for (let i = 0; i < this.items.length; i++) {
 			let answer: Body;
 			let operationId: string;
@@ -338,29 +353,86 @@ export class Run {
 					this.dispatchBody(i),
 				);
 			} catch (error) {
-				if (!this.fn.continueOnFail()) throw this.nodeError(error, i);
+				if (!this.fn.continueOnFail()) {
+					const stop = this.nodeError(error, i);
+					await this.releaseAll(dispatched, stop, stop.message);
+					throw stop;
+				}
 				hold.push(this.failed(i, error)); // never Go without the ledger's word
 				continue;
 			}
 			const decision = answer.decision;
-			if (decision === 'go') go.push(this.passOn(i, answer as IDataObject));
-			else if (decision === 'skip') skip.push(this.passOn(i, answer as IDataObject));
-			else if (this.fn.getNodeParameter('onHold', i, 'stop') === 'output') {
+			if (decision === 'go') {
+				go.push(this.passOn(i, answer as IDataObject));
+				dispatched.push({ index: i, operationId });
+			} else if (decision === 'skip') {
+				skip.push(this.passOn(i, answer as IDataObject));
+			} else if (this.fn.getNodeParameter('onHold', i, 'stop') === 'output') {
 				hold.push(this.passOn(i, answer as IDataObject));
 			} else {
 				const reason = typeof answer.reason === 'string' ? answer.reason : String(decision);
-				throw new NodeOperationError(
-					this.fn.getNode(),
-					`flowledger holds ${operationId}: ${reason}`,
-					{
-						itemIndex: i,
-						description:
-							'Nothing was written. A person decides in the ledger (flowledger show, the TUI), or choose "Continue on the Hold Output".',
-					},
-				);
+				if (this.fn.continueOnFail()) {
+					// Continuing on fail never stops: the held item goes to Hold with the error.
+					const passed = this.passOn(i, answer as IDataObject);
+					const message = heldMessage([{ index: i, operationId, reason }]);
+					hold.push({ ...passed, json: { ...passed.json, error: { message } } });
+				} else {
+					held.push({ index: i, operationId, reason });
+				}
 			}
 		}
-		return [go, skip, hold];
+		if (held.length === 0) return [go, skip, hold];
+		const message = heldMessage(held);
+		const stop = new NodeOperationError(this.fn.getNode(), message, {
+			itemIndex: held[0].index,
+			description:
+				'Nothing was written. A person decides in the ledger (flowledger show, the TUI), or choose "Continue on the Hold Output".',
+		});
+		await this.releaseAll(dispatched, stop, message);
+		throw stop;
+	}
+
+	/** Give back each operation the ledger let through for this batch: none was passed on.
+	 * Said in ``stop``'s description; a ledger that cannot be reached is not asked again. */
+	async releaseAll(
+		dispatched: Array<{ index: number; operationId: string }>,
+		stop: NodeOperationError,
+		why: string,
+	): Promise<void> {
+		const released: Released[] = [];
+		let unreachable: string | undefined;
+		for (const { index, operationId } of dispatched) {
+			if (unreachable !== undefined) {
+				released.push({ operationId, problem: unreachable });
+				continue;
+			}
+			try {
+				await callLedger(
+					this.send,
+					this.wait,
+					this.connection,
+					{
+						method: 'POST',
+						path: operationPath(operationId, 'release'),
+						body: {
+							execution_id: this.executionId,
+							run_index: this.runIndex,
+							reason: releaseReason(why),
+							dispatch_key: this.keyFor('dispatch', index, operationId),
+						},
+					},
+					this.policy(index),
+				);
+				released.push({ operationId });
+			} catch (error) {
+				const problem = error instanceof Error ? error.message : String(error);
+				const down = error instanceof LedgerError && (error.status ?? 500) >= 500;
+				if (down) unreachable = problem; // not asked again for the others
+				released.push({ operationId, problem });
+			}
+		}
+		const note = releasedNote(released);
+		if (note !== '') stop.description = [stop.description, note].filter(Boolean).join(' ');
 	}
 
 	dispatchBody(i: number): Body {
