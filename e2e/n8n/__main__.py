@@ -17,6 +17,9 @@ What it does, printing one line per check:
    body without ``invoice_id`` an error naming the field, nothing dispatched; an
    answer without an id not confirmed (the error workflow holds it); n8n SIGKILLed mid-write,
    restarted, the crashed execution retried through the API: no second write, and a hold;
+   batches through the node's Guard (a Split Out of three invoices, one of them held), with
+   *On Hold* set to stop (the others released: ``prepared``, not written, not held) and to
+   continue (the others written once each);
 4. tests the Flowledger API credential through n8n (*Test connection*): a read token is the
    wrong scope, an unknown token is refused (401), a closed port is unreachable; runs the node
    template with a token that must sign its requests (v2) against the ledger's
@@ -48,6 +51,7 @@ from e2e.local_n8n import (
     workdir,
 )
 from e2e.loopback import Target
+from e2e.n8n.batches import batches
 from e2e.n8n.checks import Checks
 from e2e.n8n.credentials import credential_tests, signing
 from e2e.n8n.flows import NODE_TYPE, scenario_copy
@@ -129,6 +133,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         flows = {"node": (node_id, "e2e-node"), "http": (http_id, "e2e-http")}
         for label, (workflow_id, path) in flows.items():
             scenarios(check, label, n8n, ledger, target, read_token, workflow_id, path)
+        batches(check, n8n, ledger, target, read_token, node_copy)
         crash_and_retry(check, n8n, ledger, target, read_token, flows)
         credential_tests(check, n8n, ledger)
         signing(check, n8n, ledger, target, read_token, node_example)

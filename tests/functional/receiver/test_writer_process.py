@@ -48,6 +48,16 @@ SCRIPT: list[tuple[str, Any, str | None]] = [
     (f"{OP}/op-3/dispatch", dispatch_body("exec-6", input={"n": 1}), None),
     (f"{OP}/op-3/dispatch", dispatch_body("exec-7", input={"n": 2}), None),  # input changed
     ("/v1/hooks/n8n/error", {"execution": {"id": "exec-6"}, "workflow": {"id": "wf"}}, None),
+    # Released by the execution that dispatched it, the stored go of its key dropped with it:
+    # the same dispatch again is answered afresh (attempt 2), not replayed.
+    (f"{OP}/op-5/dispatch", dispatch_body("exec-9"), "key-5"),
+    (f"{OP}/op-5/release", {"execution_id": "exec-1", "run_index": 0}, None),  # not its: 409
+    (
+        f"{OP}/op-5/release",
+        {"execution_id": "exec-9", "run_index": 0, "dispatch_key": "key-5"},
+        None,
+    ),
+    (f"{OP}/op-5/dispatch", dispatch_body("exec-9"), "key-5"),
     # Refused twice over: by the services (input and its hash both given) and for its key; the
     # services' refusal comes first, whichever process builds the unit.
     (f"{OP}/op-4/dispatch", {**dispatch_body("exec-8", input={"n": 3}), "input_hash": HASH}, "a b"),
