@@ -153,6 +153,15 @@ def batches(
         f"{attempts[m1]}/{attempts[m2]}, requests to the target {target.requests[m1]}/"
         f"{target.requests[m2]}",
     )
+    twice = post(n8n, "e2e-batch-on", {"invoices": [{"invoice_id": "batch-D1", "amount": 5}] * 2})
+    op = ledger.operation(read_token, op_id("batch-D1"))
+    check(
+        "node batch: one invoice twice in a batch is written once",
+        twice.status_code == 200
+        and target.requests["batch-D1"] == 1
+        and (op or {}).get("operation", {}).get("state") == "confirmed",
+        f"webhook {twice.status_code}, requests to the target {target.requests['batch-D1']}",
+    )
     check(
         "node batch, On Hold continue: the held item takes the Hold output, not written",
         target.requests[a0] == 1 and holds[a0] == ["input_mismatch"],

@@ -67,7 +67,6 @@ class Resolution(enum.StrEnum):
     CONFIRMED_BY_RECEIPT = "confirmed_by_receipt"  # the workflow's own late confirm
     REJECTED_BY_TARGET = "rejected_by_target"  # the workflow's own late rejection
     CAUSE_RESOLVED = "cause_resolved"  # an overdue hold whose hold was resolved
-    RELEASED_UNSENT = "released_unsent"  # the workflow released a go it did not write
 
 
 class IllegalTransition(Exception):

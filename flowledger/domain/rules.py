@@ -317,10 +317,13 @@ def release_dispatch(
     """The workflow gives back a ``go`` it did not act on: the execution that dispatched the
     current attempt says it wrote nothing (an n8n Guard that stopped on another item's hold
     before passing this one on). The operation is ``prepared`` again, without a hold, and the
-    attempt ends ``unsent``, which does not count against ``max_attempts``. Like a rejection,
-    it answers the question an outcome hold asks (did the write happen? no), so it resolves
-    those. Only the execution (and run) that holds the attempt may release it; a release that
-    finds the operation already ``prepared`` changes nothing (its answer was lost)."""
+    attempt ends ``unsent``, which does not count against ``max_attempts``.
+
+    Only the execution (and run) that holds the attempt may release it, and not once the
+    ledger holds the operation for a person to find out whether it was written (an
+    ``unknown_outcome`` or ``execution_failed`` hold): that question is answered with
+    evidence, by a person. A release that finds the operation already ``prepared`` changes
+    nothing (its answer was lost)."""
     if op.state is State.PREPARED:
         return Change(None, None, None)
     if op.state is not State.DISPATCHING:
@@ -331,19 +334,27 @@ def release_dispatch(
     if execution_id != op.execution_id or run_index != op.run_index:
         raise IllegalTransition(
             f"operation {op.operation_id} was dispatched by execution {op.execution_id} "
-            f"(run {op.run_index}), not {execution_id} (run {run_index}): only the execution "
-            "that dispatched it can release it",
+            f"({_run(op.run_index)}), not {execution_id} ({_run(run_index)}): only the "
+            "execution that dispatched it can release it",
             code="not_dispatched_by_this_execution",
         )
-    outcome_holds = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
+    asked = [h for h in holds if h.reason in OUTCOME_REASONS]
+    if asked:
+        raise IllegalTransition(
+            f"operation {op.operation_id} is held ({asked[0].reason.value}, hold "
+            f"{asked[0].hold_id}): whether it was written is for a person to decide",
+            code="held_for_a_person",
+        )
     return Change(
         None,
         replace(op, state=State.PREPARED, execution_id=None, run_index=None, deadline=None),
         "dispatch_released",
-        resolve_holds=outcome_holds,
-        resolution=Resolution.RELEASED_UNSENT if outcome_holds else None,
         data={"attempt": op.attempt},
     )
+
+
+def _run(run_index: int | None) -> str:
+    return "no run index" if run_index is None else f"run {run_index}"
 
 
 class AttemptOf(Protocol):

@@ -261,7 +261,6 @@ def release_work(
         if change.operation is not None:
             records.save_operation(tx, row, change.operation)
             records.end_attempt(tx, operation_id, op.attempt, domain.UNSENT, reason)
-            close_holds(tx, change, operation_id, note="released unsent by the workflow")
             tx.event(
                 "dispatch_released",
                 operation_id,

@@ -69,11 +69,14 @@ def test_rejected_attempts_still_count_beside_released_ones(ledger: Ledger) -> N
 def test_only_the_execution_and_run_that_dispatched_it_may_release_it(ledger: Ledger) -> None:
     ledger.dispatch(OP, req("exec-1")).run("wf")
     before = snapshot(ledger.store)
+    said = []
     for execution, run_index in (("exec-2", 0), ("exec-1", 1), ("exec-1", None)):
         with pytest.raises(IllegalTransition) as refused:
             _release(ledger, execution, run_index)
         assert refused.value.code == "not_dispatched_by_this_execution"
         assert "only the execution that dispatched it can release it" in str(refused.value)
+        said.append(str(refused.value))
+    assert "by execution exec-1 (run 0), not exec-1 (no run index):" in said[2]
     assert snapshot(ledger.store) == before
 
 
@@ -92,25 +95,28 @@ def test_a_confirmed_operation_cannot_be_released(ledger: Ledger) -> None:
         _release(ledger)
 
 
-def test_a_release_answers_the_execution_failed_hold_opened_before_it(ledger: Ledger) -> None:
-    """The error hook raced ahead of the node's release: the release says nothing was
-    written, which is the hold's question answered."""
+@pytest.mark.parametrize("held_by", ["error hook", "unknown outcome"])
+def test_no_release_once_a_person_must_find_out_whether_it_was_written(
+    ledger: Ledger, held_by: str
+) -> None:
+    """The error hook (``execution_failed``) or an unknown outcome holds the operation: the
+    question whether it was written is a person's to answer, with evidence."""
     ledger.dispatch(OP, req("exec-1")).run("wf")
-    assert ledger.execution_failed("exec-1", "n8n execution exec-1 failed").run("hook") == [(OP, 1)]
-
-    _release(ledger)
-
-    assert _rows(ledger, sa.select(HOLDS.c.reason, HOLDS.c.resolution)) == [
-        ("execution_failed", "released_unsent")
-    ]
-    assert ledger.dispatch(OP, req("exec-2")).run("wf").decision == "go"
+    if held_by == "error hook":
+        ledger.execution_failed("exec-1", "n8n execution exec-1 failed").run("hook")
+    else:
+        ledger.fail(OP, FailOutcome.UNKNOWN, "timeout", execution_id="exec-1").run("wf")
+    before = snapshot(ledger.store)
+    with pytest.raises(IllegalTransition) as refused:
+        _release(ledger)
+    assert refused.value.code == "held_for_a_person"
+    assert "whether it was written is for a person to decide" in str(refused.value)
+    assert snapshot(ledger.store) == before
 
 
 def test_released_dispatches_replay_to_the_same_tables(ledger: Ledger) -> None:
     for n in range(3):
         ledger.dispatch(OP, req(f"exec-{n}")).run("wf")
-        if n == 1:
-            ledger.execution_failed("exec-1", "failed").run("hook")
         _release(ledger, f"exec-{n}")
     ledger.dispatch(OP, req("exec-9")).run("wf")
     ledger.confirm(OP, "R-9", execution_id="exec-9").run("wf")

@@ -178,8 +178,19 @@ def validation_error(errors: Sequence[Any], where: str = "body") -> ApiError:
     elif err.get("type") in _NOT_AN_OBJECT:  # pydantic's message names the model's class
         message = "must be a JSON object"
     else:
-        message = str(err.get("msg", "invalid value"))
+        message = _message(err)
     return ApiError(422, code, message, _field(tuple(err.get("loc", ()))) or where)
+
+
+def _message(err: dict[str, Any]) -> str:
+    """pydantic's words for one error, said of the value: a text too long in characters
+    (pydantic counts "items" once a validator ran first), a validator's own sentence without
+    its ``Value error, `` prefix."""
+    ctx = err.get("ctx") or {}
+    if err.get("type") == "too_long" and ctx.get("field_type") == "Value":  # a text, checked
+        return f"at most {ctx.get('max_length')} characters, not {ctx.get('actual_length')}"
+    message = str(err.get("msg", "invalid value"))
+    return message.removeprefix("Value error, ")
 
 
 def install(app: FastAPI) -> None:

@@ -157,10 +157,38 @@ describe('Guard: an error in the middle of a batch', () => {
 			run(ids, batch, ledger),
 			stopped((error) => {
 				assert.match(error.message, /has a segment 'undefined'/);
-				assert.match(String(error.description), /^Nothing was sent to the ledger.*released: prepared again, with no hold \(invoice:INV-0:send\)/);
+				assert.match(String(error.description), /^Nothing was sent to the ledger for this item.*released: prepared again, with no hold \(invoice:INV-0:send\)/);
 			}),
 		);
 		assert.deepEqual(calls(ledger), ['dispatch invoice:INV-0:send', 'release invoice:INV-0:send']);
+	});
+});
+
+describe('Guard: one operation twice in a batch', () => {
+	test('is dispatched once; the later item takes Skip, so it is written once', async () => {
+		const ledger = new FakeLedger(decide({}));
+		const twice = { ...guard, operationId: (i: number) => `invoice:INV-${i % 2}:send` };
+		const [go, skip, hold] = await run(twice, [0, 1, 2].map((i) => item({ n: i })), ledger);
+		assert.deepEqual(go.map((o) => o.json.n), [0, 1]);
+		assert.deepEqual(skip.map((o) => o.json.n), [2]);
+		const answer = skip[0].json.flowledger as Record<string, unknown>;
+		assert.deepEqual([answer.decision, answer.reason], ['skip', 'duplicate_in_batch']);
+		assert.equal(hold.length, 0);
+		assert.deepEqual(calls(ledger), ['dispatch invoice:INV-0:send', 'dispatch invoice:INV-1:send']);
+	});
+
+	test('a held one is named once, and a stop releases the others once', async () => {
+		const ledger = new FakeLedger(decide({ 'invoice:INV-1:send': 'hold' }));
+		const ids = (i: number) => `invoice:INV-${[0, 1, 1, 0][i]}:send`;
+		await assert.rejects(
+			run({ ...guard, operationId: ids }, [0, 1, 2, 3].map((i) => item({ n: i })), ledger),
+			/^NodeOperationError: flowledger holds invoice:INV-1:send: input_mismatch$/,
+		);
+		assert.deepEqual(calls(ledger), [
+			'dispatch invoice:INV-0:send',
+			'dispatch invoice:INV-1:send',
+			'release invoice:INV-0:send',
+		]);
 	});
 });
 

@@ -88,3 +88,16 @@ def test_only_the_calling_token_s_stored_answers_are_removed(api: Api) -> None:
     api.post(f"{OP}/release", release(dispatch_key="shared-name"), token=other)
     again = api.post(f"{OP}/dispatch", dispatch_body(), headers=key)
     assert again.headers["idempotent-replayed"] == "true"
+
+
+def test_refusals_say_what_is_wrong_with_the_value(api: Api) -> None:
+    api.post(f"{OP}/dispatch", dispatch_body())
+    long = api.post(f"{OP}/release", release(reason="x" * 2001)).json()["error"]
+    key = api.post(f"{OP}/release", release(dispatch_key="two words")).json()["error"]
+    assert long == {"code": "too_long", "message": "at most 2000 characters, not 2001",
+                    "field": "reason"}  # fmt: skip
+    assert key == {
+        "code": "invalid_input",
+        "message": "an Idempotency-Key is 1 to 200 visible ASCII characters",
+        "field": "dispatch_key",
+    }

@@ -145,8 +145,20 @@ def _not_bool(value: Any) -> Any:
 
 RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_not_bool)]
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
+
+
+def _key(value: str) -> str:
+    if not 1 <= len(value) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in value):
+        raise ValueError("an Idempotency-Key is 1 to 200 visible ASCII characters")
+    return value
+
+
 # An ``Idempotency-Key`` named in a body: as the header takes it, 1 to 200 visible ASCII.
-IdempotencyKey = Annotated[str, StringConstraints(pattern="^[\\x21-\\x7e]{1,200}$")]
+IdempotencyKey = Annotated[
+    str,
+    AfterValidator(_key),
+    Field(json_schema_extra={"pattern": "^[\\x21-\\x7e]{1,200}$"}),
+]
 
 
 class Accepts(BaseModel):

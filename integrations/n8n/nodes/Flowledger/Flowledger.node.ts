@@ -202,7 +202,7 @@ export class Run {
 		const named = missing.length > 0 ? `; the item has no ${missing.join(', no ')}` : '';
 		return new NodeOperationError(this.fn.getNode(), `${problem}${named}`, {
 			itemIndex: i,
-			description: 'Nothing was sent to the ledger: no operation was dispatched, confirmed or failed.',
+			description: 'Nothing was sent to the ledger for this item: it was not dispatched, confirmed or failed.',
 		});
 	}
 
@@ -340,18 +340,27 @@ export class Run {
 		const hold: INodeExecutionData[] = [];
 		const dispatched: Array<{ index: number; operationId: string }> = [];
 		const held: Held[] = [];
+		const answered = new Map<string, Body>();
 		for (let i = 0; i < this.items.length; i++) {
 			let answer: Body;
 			let operationId: string;
+			let again = false;
 			try {
 				operationId = this.operationId(i);
-				answer = await this.post(
-					i,
-					'dispatch',
-					operationPath(operationId, 'dispatch'),
-					operationId,
-					this.dispatchBody(i),
-				);
+				const earlier = answered.get(operationId);
+				again = earlier !== undefined;
+				if (earlier !== undefined) {
+					answer = sameAgain(earlier);
+				} else {
+					answer = await this.post(
+						i,
+						'dispatch',
+						operationPath(operationId, 'dispatch'),
+						operationId,
+						this.dispatchBody(i),
+					);
+					answered.set(operationId, answer);
+				}
 			} catch (error) {
 				if (!this.fn.continueOnFail()) {
 					const stop = this.nodeError(error, i);
@@ -376,7 +385,7 @@ export class Run {
 					const passed = this.passOn(i, answer as IDataObject);
 					const message = heldMessage([{ index: i, operationId, reason }]);
 					hold.push({ ...passed, json: { ...passed.json, error: { message } } });
-				} else {
+				} else if (!again) {
 					held.push({ index: i, operationId, reason });
 				}
 			}
@@ -551,6 +560,18 @@ export class Run {
 		const answer = await this.post(i, 'hook', '/v1/hooks/n8n/error', failedId, report);
 		return this.passOn(i, answer as IDataObject);
 	}
+}
+
+/**
+ * The answer for an item whose operation an earlier item of the same batch was answered for.
+ * The ledger cannot tell the two apart (the same execution and run dispatching again is a
+ * replay, answered ``go`` again), so the node does: the operation is written once, by the
+ * earlier item, and a later one takes the Skip output (``duplicate_in_batch``); a skip or a
+ * hold is the same again.
+ */
+function sameAgain(earlier: Body): Body {
+	if (earlier.decision !== 'go') return earlier;
+	return { ...earlier, decision: 'skip', reason: 'duplicate_in_batch' };
 }
 
 /** The operation id of a Guard's answer an item carries under ``flowledger``, if any. */
