@@ -31,7 +31,7 @@ from typing import Any
 
 import uvloop
 
-from bench.load import pair, signature
+from bench.load import Token, pair, signature
 from bench.receivers import BENCH_SECRET
 from bench.sampling import sampled
 from flowledger.receiver import create_app
@@ -93,7 +93,8 @@ async def _call(app: Any, path: str, body: bytes, token: str, key: bytes | None)
     return answer
 
 
-async def _client(app: Any, token: str, key: bytes | None, ops: list[int], run: str) -> int:
+async def _client(app: Any, bearer: Token, ops: list[int], run: str) -> int:
+    token, key = bearer
     for i in ops:
         op = f"/v1/operations/{run}-{i}"
         dispatch, confirm = pair(i)
@@ -104,10 +105,10 @@ async def _client(app: Any, token: str, key: bytes | None, ops: list[int], run: 
     return 2 * len(ops)
 
 
-async def _round(app: Any, child: int, token: Any, pairs: int, clients: int, run: str) -> Any:
+async def _round(app: Any, child: int, token: Token, pairs: int, clients: int, run: str) -> Any:
     shares = [list(range(c, pairs, clients)) for c in range(clients)]
     child_before, started = _child_cpu(child), time.process_time()
-    counts = await asyncio.gather(*(_client(app, *token, s, run) for s in shares))
+    counts = await asyncio.gather(*(_client(app, token, s, run) for s in shares))
     return sum(counts), time.process_time() - started, _child_cpu(child) - child_before
 
 
