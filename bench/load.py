@@ -11,14 +11,25 @@ import time
 Token = tuple[str, bytes | None]  # the bearer token, and its signing key when it signs
 
 
+def signature(path: str, body: bytes, key: bytes) -> str:
+    """The ``X-Flowledger-Signature`` of a POST (v2: HMAC-SHA256 of "t.METHOD.PATH.body")."""
+    stamp = int(time.time())
+    digest = hmac.new(key, f"{stamp}.POST.{path}.".encode() + body, hashlib.sha256)
+    return f"t={stamp},v2={digest.hexdigest()}"
+
+
+def pair(i: int) -> tuple[bytes, bytes]:
+    """The bodies of pair ``i``'s dispatch and confirm."""
+    dispatch = (
+        f'{{"processing_version":"v1","execution_id":"e-{i}","run_index":0,'
+        f'"input":{{"n":{i},"what":"bench"}}}}'
+    ).encode()
+    return dispatch, f'{{"receipt":"R-{i}"}}'.encode()
+
+
 def _request(path: str, body: bytes, token: str, key: bytes | None) -> bytes:
-    """One POST as a workflow sends it, signed (v2: HMAC-SHA256 of "t.METHOD.PATH.body") when
-    ``key`` is given."""
-    signed = ""
-    if key is not None:
-        stamp = int(time.time())
-        digest = hmac.new(key, f"{stamp}.POST.{path}.".encode() + body, hashlib.sha256)
-        signed = f"X-Flowledger-Signature: t={stamp},v2={digest.hexdigest()}\r\n"
+    """One POST as a workflow sends it, signed when ``key`` is given."""
+    signed = "" if key is None else f"X-Flowledger-Signature: {signature(path, body, key)}\r\n"
     head = (
         f"POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n{signed}"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -79,15 +90,11 @@ async def _client(port: int, token: Token, ops: list[int], latencies: list[float
     try:
         for i in ops:
             op = f"/v1/operations/{run}-{i}"
-            dispatch = (
-                f'{{"processing_version":"v1","execution_id":"e-{i}","run_index":0,'
-                f'"input":{{"n":{i},"what":"bench"}}}}'
-            ).encode()
+            dispatch, confirm = pair(i)
             t0 = time.perf_counter()
             answer = await conn.send(_request(f"{op}/dispatch", dispatch, *token))
             t1 = time.perf_counter()
             assert b'"decision":"go"' in answer, answer
-            confirm = f'{{"receipt":"R-{i}"}}'.encode()
             confirmed = await conn.send(_request(f"{op}/confirm", confirm, *token))
             t2 = time.perf_counter()
             assert b'"state":"confirmed"' in confirmed, confirmed

@@ -46,7 +46,10 @@ def storable_problem(value: str) -> str | None:
 
 def printable_problem(value: str) -> str | None:
     """Storable, and no control (C0, DEL, C1) or bidi override character: an id is shown on
-    one line and must read as it is stored."""
+    one line and must read as it is stored. Printable ASCII, the usual id, is all three at
+    once: 0.12 us against 0.43 us for the checks one by one (bench/README.md, "Domain")."""
+    if value.isascii() and value.isprintable():
+        return None
     if has_unsafe(value):
         return "must not contain control or bidi characters"
     return storable_problem(value)

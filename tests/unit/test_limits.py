@@ -4,7 +4,10 @@ there is none."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from flowledger.domain.display import has_unsafe
 from flowledger.domain.limits import (
     id_problem,
     is_valid_hash,
@@ -293,3 +296,12 @@ RUN_INDEX = "must be between 0 and 2^31-1"
 )
 def test_a_run_index_is_a_32_bit_non_negative_integer(value: object, problem: str | None) -> None:
     assert run_index_problem(value) == problem
+
+
+@given(
+    st.text(st.characters(codec=None, exclude_categories=()))
+    | st.text(st.characters(max_codepoint=0x7F))
+)
+def test_the_printable_ascii_shortcut_answers_as_the_checks_one_by_one(value: str) -> None:
+    one_by_one = CONTROL if has_unsafe(value) else storable_problem(value)
+    assert printable_problem(value) == one_by_one

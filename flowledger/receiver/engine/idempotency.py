@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from flowledger.receiver.api.errors import ApiError, as_api_error
@@ -47,9 +48,36 @@ def _render(value: Any) -> Any:
     return value.as_dict() if isinstance(value, Answer) else value
 
 
+def _text(value: str | None) -> str:
+    return "null" if value is None else encode_basestring_ascii(value)
+
+
+def answer_json(answer: Answer) -> bytes:
+    """``dumps(answer.as_dict())``, the same bytes written field by field (sorted, ASCII):
+    the encoder's general walk cost 9.5 us an answer against 1.5 us (bench/README.md,
+    "Receiver engine"), and every call is answered so. Anything but the usual types goes the
+    general way."""
+    a = answer
+    if type(a.attempt) is not int or not all(
+        v is None or type(v) is str for v in (a.decision, a.reason, a.receipt)
+    ):
+        return dumps(a.as_dict())
+    return (
+        f'{{"attempt":{a.attempt},"decision":{_text(a.decision)},'
+        f'"operation_id":{encode_basestring_ascii(a.operation_id)},"reason":{_text(a.reason)},'
+        f'"receipt":{_text(a.receipt)},"state":{encode_basestring_ascii(a.state)}}}'
+    ).encode()
+
+
+def _body(value: Any, render: Callable[[Any], Any]) -> bytes:
+    if render is _render and type(value) is Answer:
+        return answer_json(value)
+    return dumps(render(value))
+
+
 def settled(value: Any, render: Callable[[Any], Any] = _render) -> Reply:
     """The answer to a unit that returned ``value``: a keyed unit's own, or ``value``'s."""
-    return value if isinstance(value, Reply) else Reply(200, dumps(render(value)), value)
+    return value if isinstance(value, Reply) else Reply(200, _body(value, render), value)
 
 
 def keyed(
@@ -92,7 +120,7 @@ def keyed(
         if not stored_keys.lock(tx, token_id, key):
             raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
         value = work(tx)
-        body = dumps(render(value))
+        body = _body(value, render)
         stored_keys.store(
             tx,
             token_id,

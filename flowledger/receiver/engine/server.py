@@ -32,8 +32,9 @@ from flowledger.storage.engine import LedgerError
 
 # Measurements behind these settings: bench/README.md, "Receiver engine".
 #
-# Everything built before serving is frozen out of the collector's sight (``serve_app``): a
-# full collection walking it found nothing to free and stalled every request in flight.
+# Everything built before serving is frozen out of the collector's sight (``serve_app``, and
+# the writer process before it takes its first batch: :func:`quiet_collector`): a full
+# collection walking it found nothing to free and stalled every request in flight.
 #
 # The writer thread releases the GIL on every SQLite call; at the default interval each
 # re-acquisition can wait that long behind the busy event loop. A short one hands it back.
@@ -43,6 +44,14 @@ SWITCH_INTERVAL = 0.0005  # seconds
 # hundred that reference counting frees, so the default ran it every few requests for nothing.
 GC_THRESHOLD = (50_000, 20, 100)
 HEAD_LIMIT = 16 * 1024  # bytes of request line and headers (h11's own default)
+
+
+def quiet_collector() -> None:
+    """Before serving: everything built so far frozen out of the collector's sight, and the
+    youngest generation at :data:`GC_THRESHOLD`."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
 
 
 class CannotListen(LedgerError):
@@ -268,9 +277,7 @@ def serve_app(
     # Given a socket, uvicorn names no address; say it as it would.
     logging.getLogger("uvicorn.error").info("listening on %s (Ctrl+C to stop)", url(sock))
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLD)
+    quiet_collector()
     server = uvicorn.Server(config)
     receiver = getattr(getattr(app, "state", None), "receiver", None)
     if receiver is not None:  # a writer process that ends stops serving, as SIGTERM would

@@ -21,6 +21,7 @@ from flowledger.receiver.api.errors import as_api_error
 from flowledger.receiver.api.routes.calls import BY_NAME
 from flowledger.receiver.engine.idempotency import keyed, settled
 from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.server import quiet_collector
 from flowledger.receiver.engine.wire import READ_SIZE, Frames, LaneCall, pack
 from flowledger.receiver.logs import log_config
 from flowledger.services.ledger import Ledger
@@ -186,6 +187,7 @@ def _child(fd: int) -> int:
         return 1
     ledger = Ledger(store, **args)
     ledger.alert_targets = targets
+    quiet_collector()  # as the receiver before it serves (bench/README.md, "Receiver engine")
     sock.sendall(pack(("ready",)))
     try:
         serve_child(sock, frames, ledger, max_batch, messages)
