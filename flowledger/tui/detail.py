@@ -142,16 +142,16 @@ class DetailScreen(HoldActions):
 NOTED = {
     "hold_assigned": "assigned to {owner}",
     "hold_extended": "deadline to {deadline}",
-    "hold_noted": "note",
     "hold_resolved": "resolved: {resolution}",
 }
 
 
 def _note(ev: dict[str, Any]) -> Text:
-    """``2026-11-02 14:05 alice, assigned to carol: she has access``."""
+    """``2026-11-02 14:05 operator:alice: she has access (assigned to carol)``."""
     data = ev["data"]
-    did = NOTED.get(ev["kind"], ev["kind"]).format_map(defaultdict(lambda: "-", data))
+    did = NOTED.get(ev["kind"], "").format_map(defaultdict(lambda: "-", data))
     if ev["kind"] == "hold_noted" and data.get("next_action"):
-        did = f"note, next: {data['next_action']}"
+        did = f"next action: {data['next_action']}"
     line = Text(f"{when(ev['at'])[:16]} ").append_text(text(ev["actor"]))
-    return line.append_text(text(f", {did}: {data['note']}"))
+    line.append_text(text(f": {data['note']}"))
+    return line.append_text(text(f" ({did})")) if did else line

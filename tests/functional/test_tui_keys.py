@@ -180,7 +180,7 @@ async def test_a_toast_names_the_new_owner_and_the_detail_shows_the_notes(
         await pilot.press("enter")
         await settle(pilot)
         panel = plain(app.screen.query_one("#detail-hold", Static).content)
-        assert "assigned to carol: she has the mail logs" in panel
+        assert "operator:dave: she has the mail logs (assigned to carol)" in panel
 
 
 async def test_sort_steps_only_through_the_columns_shown(app_factory) -> None:
