@@ -57,3 +57,13 @@ def recent_events(
 ) -> list[dict[str, Any]]:
     """The newest events first, keyset paged by sequence number."""
     return event_page(store, before_seq=before_seq, text=text, limit=limit).rows
+
+
+def hold_notes(
+    store: Store, hold_id: int, operation_id: str | None, *, limit: int = 200
+) -> list[dict[str, Any]]:
+    """What people wrote on a hold, oldest first: each of its events with a note (assigned,
+    extended, noted, resolved), as the event recorded it."""
+    with store.reader.connect() as conn:
+        found = events.of_hold(conn, hold_id, operation_id, limit=limit)
+    return [e for e in (event_dict(r) for r in found) if e["data"].get("note")]

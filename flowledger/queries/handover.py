@@ -20,6 +20,7 @@ from typing import Any
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
 from flowledger.queries import records as queries
+from flowledger.queries import shift as activity
 from flowledger.queries.chain import chain_head
 from flowledger.queries.holds import hold_queue, resolved_holds
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
@@ -66,6 +67,18 @@ def _cell(value: Any) -> str:
     as a link, HTML, code or a table cell's end."""
     text = "-" if value is None or value == "" else str(value)
     return visible(" ".join(text.split())).translate(_MARKDOWN)
+
+
+def _link(shown: Any, url: str | None) -> str:
+    """``shown`` as a Markdown link to ``url`` (the tool's page), or as text when there is
+    none or it holds what would end the link early."""
+    if not url or any(c.isspace() or c in "<>" for c in url):
+        return _cell(shown)
+    return f"[{_cell(shown)}](<{url}>)"
+
+
+def _more(rows: list[Any]) -> str:
+    return f" (the first {len(rows)})" if len(rows) >= activity.LIMIT else ""
 
 
 def _open_holds(store: Store, now: datetime) -> list[dict[str, Any]]:
@@ -126,6 +139,8 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     holds = _open_holds(store, now)
     resolved = _resolved(store, shift)
     trouble = sources_in_trouble(store, now)
+    done = activity.activity(store, shift.since, shift.until)
+    links = activity.execution_links(store, [*holds, *done.opened])
     seq, head_hash = chain_head(store)
     overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
@@ -137,7 +152,11 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         f"- Shift: {when(shift.since)} to {when(shift.until)}",
         f"- Written at: {when(now)}" + (f" by {_cell(shift.operator)}" if shift.operator else ""),
         f"- Open holds: {len(holds)} ({blocking} blocking, {overdue} overdue)",
+        f"- Opened during the shift: {len(done.opened)}{_more(done.opened)}",
+        f"- Extended or reassigned during the shift: {len(done.changes)}{_more(done.changes)}",
         f"- Resolved during the shift: {len(resolved)}",
+        f"- Dispatching with no hold yet: {len(done.in_flight)}{_more(done.in_flight)}",
+        f"- Undelivered alerts: {done.alerts_waiting}",
         f"- Sources in trouble: {len(trouble)}",
         f"- Event chain head: seq {seq}, hash `{head_hash}`",
         "",
@@ -154,8 +173,8 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         late = sum(1 for h in items if is_overdue(h["deadline"], now))
         out += [f"### {_cell(owner)} — {len(items)} open, {late} overdue", ""]
         out += [
-            "| deadline | hold | reason | operation | state | next action |",
-            "|---|---|---|---|---|---|",
+            "| deadline | hold | reason | operation | state | execution | next action |",
+            "|---|---|---|---|---|---|---|",
         ]
         for h in items:
             due = when(h["deadline"])
@@ -164,9 +183,12 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
             reason = h["reason"] + (" (blocking)" if h["blocking"] else "")
             out.append(
                 f"| {due} | {h['id']} | {reason} | {_cell(h['operation_id'] or h['source'])} "
-                f"| {_cell(h['operation_state'])} | {_cell(h['next_action'])} |"
+                f"| {_cell(h['operation_state'])} | {_execution(h, links)} "
+                f"| {_cell(h['next_action'])} |"
             )
         out.append("")
+    out += _opened(done.opened, links)
+    out += _changes(done.changes)
 
     out += ["## Resolved during the shift", ""]
     if not resolved:
@@ -176,16 +198,20 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         out += [
             "By whom: " + ", ".join(f"{_cell(who)} {n}" for who, n in sorted(people.items())) + ".",
             "",
-            "| resolved at | hold | reason | operation | resolution | by | note |",
-            "|---|---|---|---|---|---|---|",
+            "| resolved at | hold | reason | operation | resolution | receipt | by | note |",
+            "|---|---|---|---|---|---|---|---|",
         ]
+        receipts = activity.receipts(store, resolved)
         for r in resolved:
             out.append(
                 f"| {when(r['resolved_at'])} | {r['id']} | {r['reason']} "
                 f"| {_cell(r['operation_id'] or r['source'])} | {_cell(r['resolution'])} "
+                f"| {_cell(receipts.get(r['id']))} "
                 f"| {_cell(r['resolved_by'])} | {_cell(r['resolution_note'])} |"
             )
         out.append("")
+    out += _in_flight(done.in_flight, now)
+    out += _alerts(done)
 
     out += ["## Sources in trouble", ""]
     if not trouble:
@@ -203,6 +229,99 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _execution(h: dict[str, Any], links: dict[str, str]) -> str:
+    """The execution a hold concerns, linked to the tool's page (an ``execution_stuck``
+    hold names the one that is stuck), with its status when the ledger keeps a copy."""
+    ref = h.get("execution_id")
+    if not ref:
+        return "-"
+    status = f" ({_cell(h['execution_status'])})" if h.get("execution_status") else ""
+    return _link(ref, links.get(ref)) + status
+
+
+def _opened(opened: list[dict[str, Any]], links: dict[str, str]) -> list[str]:
+    out = ["## Opened during the shift", ""]
+    if not opened:
+        return [*out, "No hold was opened during the shift.", ""]
+    out += [
+        f"{len(opened)} opened{_more(opened)}; those still open are listed above too.",
+        "",
+        "| opened at | hold | reason | operation | execution | now |",
+        "|---|---|---|---|---|---|",
+    ]
+    for h in opened:
+        now = "open" if h["resolved_at"] is None else f"resolved: {h['resolution']}"
+        reason = h["reason"] + (" (blocking)" if h["blocking"] else "")
+        out.append(
+            f"| {when(h['opened_at'])} | {h['id']} | {reason} "
+            f"| {_cell(h['operation_id'] or h['source'])} | {_execution(h, links)} "
+            f"| {_cell(now)} |"
+        )
+    return [*out, ""]
+
+
+def _changes(changes: list[dict[str, Any]]) -> list[str]:
+    out = ["## Extended and reassigned during the shift", ""]
+    if not changes:
+        return [*out, "No hold was extended or reassigned during the shift.", ""]
+    out += ["| at | hold | operation | change | by | note |", "|---|---|---|---|---|---|"]
+    for ev in changes:
+        data = ev["data"]
+        change = (
+            f"assigned to {data.get('owner')}"
+            if ev["kind"] == "hold_assigned"
+            else f"deadline to {data.get('deadline')}"
+        )
+        out.append(
+            f"| {when(ev['at'])} | {ev['hold_id']} | {_cell(ev['operation_id'])} "
+            f"| {_cell(change)} | {_cell(ev['actor'])} | {_cell(data.get('note'))} |"
+        )
+    return [*out, ""]
+
+
+def _in_flight(ops: list[dict[str, Any]], now: datetime) -> list[str]:
+    out = ["## Dispatching with no hold yet", ""]
+    if not ops:
+        return [*out, "No operation is waiting for its outcome.", ""]
+    out += [
+        "Each waits for its workflow's confirm or fail; when its deadline passes the sweep "
+        "holds it as a blocking unknown_outcome.",
+        "",
+        "| deadline | operation | attempt | execution | workflow |",
+        "|---|---|---|---|---|",
+    ]
+    for op in ops:
+        due = op["deadline"]
+        at = "-" if due is None else f"{when(due)} ({'passed' if due <= now else 'in'} "
+        if due is not None:
+            at += f"{span(due - now)})" if due > now else f"{span(now - due)} ago)"
+        out.append(
+            f"| {at} | {_cell(op['operation_id'])} | {op['attempt']}/{op['max_attempts']} "
+            f"| {_cell(op['execution_id'])} | {_cell(op['workflow_id'])} |"
+        )
+    return [*out, ""]
+
+
+def _alerts(done: activity.Activity) -> list[str]:
+    out = ["## Undelivered alerts", ""]
+    if not done.alerts_waiting:
+        return [*out, "No alert is waiting to be delivered.", ""]
+    out += [
+        f"{done.alerts_waiting} not delivered yet{_more(done.alerts)}, oldest first; "
+        "`flowledger run` keeps retrying them.",
+        "",
+        "| written at | hold | reason | receiver | attempts | next try | last error |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in done.alerts:
+        out.append(
+            f"| {when(a['created_at'])} | {_cell(a['hold_id'])} | {_cell(a['reason'])} "
+            f"| {_cell(a['receiver'])} | {a['attempts']} | {when(a['next_attempt_at'])} "
+            f"| {_cell(a['last_error'])} |"
+        )
+    return [*out, ""]
 
 
 def save(text: str, folder: Path, now: datetime) -> Path:

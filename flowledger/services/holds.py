@@ -9,12 +9,13 @@ the repositories (:mod:`flowledger.storage.holds`, :mod:`flowledger.storage.oper
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from flowledger import domain
 from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
 from flowledger.domain.chain import data_time
+from flowledger.domain.extension import extended_deadline
 from flowledger.services import outbox
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
 from flowledger.storage import holds as hold_rows
@@ -210,8 +211,11 @@ def update_work(
     owner: str | None,
     deadline: datetime | None,
     next_action: str | None,
+    extend_by: timedelta | None = None,
 ) -> Callable[[Tx], None]:
-    """Assign, extend the deadline, set the next action, or just add a note."""
+    """Assign, extend the deadline (to ``deadline``, or ``extend_by`` later than it is:
+    :func:`~flowledger.domain.extension.extended_deadline`, never earlier), set the next
+    action, or just add a note."""
 
     def work(tx: Tx) -> None:
         row = _open_hold_row(tx, hold_id)
@@ -219,11 +223,12 @@ def update_work(
         data: dict[str, Any] = {"note": note}
         if owner is not None:
             values["owner"] = data["owner"] = owner
-        if deadline is not None:
-            if deadline <= tx.now:
-                raise InvalidInput("the new deadline is in the past", "deadline")
-            values["deadline"] = tx.time(deadline)
-            data["deadline"] = data_time(deadline)
+        if deadline is not None or extend_by is not None:
+            current = from_db_time(row.deadline)
+            assert current is not None
+            new = extended_deadline(current, tx.now, until=deadline, by=extend_by)
+            values["deadline"] = tx.time(new)
+            data["deadline"] = data_time(new)
         if next_action is not None:
             values["next_action"] = data["next_action"] = next_action[
                 : limits.MAX_NEXT_ACTION_LENGTH
@@ -233,7 +238,7 @@ def update_work(
             "hold_assigned"
             if owner is not None
             else "hold_extended"
-            if deadline is not None
+            if "deadline" in values
             else "hold_noted"
         )
         tx.event(kind, row.operation_id, data, hold_id=hold_id)

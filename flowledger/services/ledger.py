@@ -345,8 +345,10 @@ class Ledger:
         owner: str | None = None,
         deadline: datetime | None = None,
         next_action: str | None = None,
+        extend_by: timedelta | None = None,
     ) -> Call[None]:
-        """Assign, extend the deadline, set the next action, or just add a note."""
+        """Assign, extend the deadline (to ``deadline`` or by ``extend_by``; never earlier),
+        set the next action, or just add a note."""
         note = self.unit.redact(check_note(note).strip())[:MAX_NOTE_LENGTH]
         if not note:
             raise IllegalTransition("a note is required", code="note_required")
@@ -354,5 +356,12 @@ class Ledger:
         if owner is not None:
             check_id(owner, "owner")
         next_action = self._redacted(next_action, MAX_NEXT_ACTION_LENGTH)
-        work = update_work(hold_id, note, owner=owner, deadline=deadline, next_action=next_action)
+        work = update_work(
+            hold_id,
+            note,
+            owner=owner,
+            deadline=deadline,
+            next_action=next_action,
+            extend_by=extend_by,
+        )
         return Call(self.unit, work, actor)

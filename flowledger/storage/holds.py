@@ -82,7 +82,7 @@ def insert_new_holds(tx: Tx, rows: list[dict[str, Any]]) -> dict[str, int]:
 def load_hold(tx: Tx, hold_id: int) -> Row | None:
     return tx.one(
         "SELECT id, cause_key, reason, blocking, operation_id, resolved_at, resolved_by,"
-        " resolution, version FROM holds WHERE id = :id",
+        " resolution, deadline, version FROM holds WHERE id = :id",
         {"id": hold_id},
     )
 

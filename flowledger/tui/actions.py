@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
-from textual.screen import Screen
 
 from flowledger.domain import (
     DECISIONS,
@@ -29,7 +28,8 @@ from flowledger.domain import (
 from flowledger.services.ledger import InvalidInput, NotFound
 from flowledger.tui.context import Context
 from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
-from flowledger.tui.format import deadline_forms, future_deadline, text, when
+from flowledger.tui.format import deadline_forms, new_deadline, text, when
+from flowledger.tui.keys import TypingGuard
 from flowledger.tui.messages import HoldActedOn, Report
 
 NOTE = Field("note", "Note (why; what you saw)", placeholder="e.g. found it in the target's log")
@@ -57,19 +57,19 @@ ACTIONS: dict[str, ActionSpec] = {
         "Assign",
         [Field("owner", "Owner", placeholder="who handles it"), NOTE],
         "The hold is assigned to {owner}.",
-        "assigned",
+        "assigned to {owner}",
     ),
     "extend": ActionSpec(
         "Extend the deadline",
         [Field("deadline", "New deadline"), NOTE],  # its forms: from the clock, when asked
-        "The hold's deadline moves to {deadline_text} UTC.",
-        "deadline extended",
+        "The hold's deadline moves later, from {current_text} to {deadline_text} UTC.",
+        "deadline is now {deadline_text} UTC",
     ),
     "note": ActionSpec(
         "Add a note",
         [NOTE, Field("next_action", "Next action", required=False, placeholder="what comes next")],
         "The note is added to the hold's record.",
-        "noted",
+        "has the note",
     ),
 }
 # Whatever the hold's reason, a person can always assign it, move its deadline or note it.
@@ -78,7 +78,7 @@ UPDATES = ("assign", "extend", "note")
 KEYS = {
     "confirm": ("c", "Confirm"),
     "release": ("r", "Release"),
-    "cancel": ("x", "Cancel op"),
+    "cancel": ("x", "Cancel"),
     "dismiss": ("d", "Dismiss"),
     "assign": ("a", "Assign"),
     "extend": ("e", "Extend"),
@@ -86,15 +86,14 @@ KEYS = {
 }
 # Each key twice: the action when the selected hold allows it (shown in the footer), else the
 # explanation why not (never shown; the key still answers).
-# A screen lists these in its bindings: the footer shows them in that order and cuts what does
-# not fit at the right, so the decisions come first, then help and quit (or back), then the
+# A screen lists these in its bindings: the footer shows its actions in that order, as many as
+# fit beside the global keys (flowledger.tui.keys), so the decisions come first, then the
 # updates (``?`` lists every key).
 DECISION_BINDINGS = [Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in DECISIONS]
 UPDATE_BINDINGS = [
     *(Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in UPDATES),
     *(Binding(key, f"refused('{name}')", label, show=False) for name, (key, label) in KEYS.items()),
 ]
-HELP_BINDING = Binding("question_mark", "app.help", "Help")
 
 
 def subject(hold: dict[str, Any]) -> tuple[OpenHold, str | None, State | None, bool]:
@@ -150,14 +149,31 @@ def consequence(name: str, hold: dict[str, Any], values: dict[str, str]) -> str:
             "write did happen, the write will happen TWICE (a duplicate effect)." + overdue
         )
     if name == "cancel":
-        return (
-            f"Operation {op} (now {state}) is CANCELLED for good: no workflow will write it "
-            "again, and all its open holds close. This cannot be undone." + overdue
-        )
+        return _cancelling(hold, op, state) + overdue
     if name == "dismiss":
         stays = f"operation {op} stays {state}" if op else "nothing else changes"
         return f"Hold {hold['id']} closes as seen; {stays}." + overdue
     return ACTIONS[name].warning.format(**values)
+
+
+def _cancelling(hold: dict[str, Any], op: str | None, state: Text) -> str:
+    """What cancelling says: that it stops later dispatches, and what it cannot undo."""
+    stops = (
+        f"Operation {op} (now {state}) becomes CANCELLED for good: a workflow that dispatches "
+        "it again is turned away, and all its open holds close. This cannot be undone."
+    )
+    if hold.get("operation_state") == State.CONFIRMED.value:
+        return (
+            f"Operation {op} was CONFIRMED: its write ALREADY HAPPENED, possibly TWICE (the "
+            "receipt conflict: two different receipts came back). Cancelling undoes nothing "
+            "in the target system; check there and undo a duplicate yourself. " + stops
+        )
+    if hold.get("operation_state") == State.DISPATCHING.value:
+        return (
+            f"Operation {op} may already have been written (its outcome is unknown): "
+            "cancelling undoes nothing in the target system. " + stops
+        )
+    return stops
 
 
 def describe(hold: dict[str, Any]) -> Text:
@@ -170,7 +186,7 @@ def describe(hold: dict[str, Any]) -> Text:
     )
 
 
-class HoldActions(Screen[None]):
+class HoldActions(TypingGuard):
     """A screen that can name the hold under the cursor, and offers what it allows. What an
     action did is said in a :class:`Report`; once it ran, :class:`HoldActedOn` lets the app
     reload every list."""
@@ -217,17 +233,23 @@ class HoldActions(Screen[None]):
     async def _run_action(self, name: str, hold: dict[str, Any]) -> None:
         spec = ACTIONS[name]
         ctx = self.ctx
-        fields = [_checked(f, ctx.now) for f in spec.fields]
+        fields = [_checked(f, hold, ctx.now) for f in spec.fields]
         values = await self.app.push_screen_wait(FormDialog(spec.title, describe(hold), fields))
         if values is None:
             return
         if name == "extend":
+            now = ctx.now()
             try:  # read once: the time confirmed is the time recorded
-                deadline = future_deadline(values["deadline"], ctx.now())
+                deadline, by = new_deadline(values["deadline"], hold["deadline"], now)
             except ValueError as exc:  # the clock passed it while the dialog was open
                 self.post_message(Report(f"Nothing changed: {exc}", "error"))
                 return
-            values["deadline"], values["deadline_text"] = deadline.isoformat(), when(deadline)
+            values["deadline"] = deadline.isoformat()
+            # Counted from the deadline by the services, unless it is counted from now.
+            counted = by is not None and hold["deadline"] > now
+            values["extend_by"] = str(by.total_seconds()) if counted and by else ""
+            values["deadline_text"] = when(deadline)
+            values["current_text"] = when(hold["deadline"])
         message = consequence(name, hold, values) + f"\n\nRecorded as operator {ctx.operator}."
         if not await self.app.push_screen_wait(ConfirmDialog(f"{spec.title}?", message)):
             self.post_message(Report("Nothing changed.", "information"))
@@ -243,22 +265,27 @@ class HoldActions(Screen[None]):
         except (InvalidInput, NotFound) as exc:
             said = Report(f"Refused, nothing changed: {exc}", "error")
         else:
-            said = Report(f"Hold {hold['id']} {spec.done} by {ctx.operator}.", "information")
+            said = Report(f"Hold {hold['id']} {spec.done.format(**values)}.")
         self.post_message(said)
         self.after_action()
         self.post_message(HoldActedOn(hold["id"]))
 
 
-def _checked(f: Field, now: Callable[[], datetime]) -> Field:
-    """The deadline field reads what is typed against the clock, live; its example is a
-    time still to come."""
+def _checked(f: Field, hold: dict[str, Any], now: Callable[[], datetime]) -> Field:
+    """The deadline field reads what is typed against the hold's deadline and the clock,
+    live; its example is a time still to come."""
     if f.name != "deadline":
         return f
-    return replace(
-        f,
-        placeholder=deadline_forms(now()),
-        check=lambda v: f"→ {when(future_deadline(v, now()))} UTC",
-    )
+
+    def check(typed: str) -> str:
+        at = now()
+        deadline, by = new_deadline(typed, hold["deadline"], at)
+        if by is None:
+            return f"→ {when(deadline)} UTC (was {when(hold['deadline'])} UTC)"
+        since = "the current deadline" if hold["deadline"] > at else "now: the deadline has passed"
+        return f"→ {when(deadline)} UTC ({typed.strip()} from {since})"
+
+    return replace(f, placeholder=deadline_forms(now()), check=check)
 
 
 def _service_call(ctx: Context, name: str, hold_id: int, v: dict[str, str]) -> Callable[[], Any]:
@@ -269,8 +296,12 @@ def _service_call(ctx: Context, name: str, hold_id: int, v: dict[str, str]) -> C
     if name == "assign":
         return lambda: ledger.update_hold(hold_id, operator=op, note=note, owner=v["owner"]).run()
     if name == "extend":
-        deadline = datetime.fromisoformat(v["deadline"])
-        return lambda: ledger.update_hold(hold_id, operator=op, note=note, deadline=deadline).run()
+        # A relative extension is counted by the services from the deadline as they find it.
+        by = timedelta(seconds=float(v["extend_by"])) if v["extend_by"] else None
+        until = None if by else datetime.fromisoformat(v["deadline"])
+        return lambda: ledger.update_hold(
+            hold_id, operator=op, note=note, deadline=until, extend_by=by
+        ).run()
     next_action = v.get("next_action") or None
     return lambda: ledger.update_hold(
         hold_id, operator=op, note=note, next_action=next_action

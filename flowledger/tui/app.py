@@ -27,6 +27,7 @@ from flowledger.tui import messages
 from flowledger.tui.actions import ACTIONS, KEYS, HoldActions, offered
 from flowledger.tui.context import Context
 from flowledger.tui.dialogs import HelpScreen, ReportScreen
+from flowledger.tui.keys import GLOBAL_BINDINGS
 from flowledger.tui.main import MainScreen
 from flowledger.tui.operations import JumpDialog, OperationIds, OperationScreen
 from flowledger.tui.tabs import TABS
@@ -36,13 +37,7 @@ class FlowledgerApp(App[None]):
     TITLE = "flowledger"
     CSS_PATH = "flowledger.tcss"
     COMMANDS = App.COMMANDS | {OperationIds}
-    BINDINGS = [
-        Binding("g", "jump", "Go to op"),
-        Binding("question_mark", "help", "Help"),
-        Binding("H", "handover", "Handover"),
-        Binding("ctrl+r", "refresh_now", "Refresh", show=False),
-        Binding("q", "quit", "Quit"),
-    ]
+    BINDINGS = [*GLOBAL_BINDINGS, Binding("ctrl+r", "refresh_now", "Refresh", show=False)]
 
     def __init__(self, ctx: Context) -> None:
         super().__init__()

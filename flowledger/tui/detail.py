@@ -4,6 +4,7 @@ event timeline."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
@@ -13,23 +14,23 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from flowledger.domain import is_overdue
+from flowledger.queries import events, holds, operations
 from flowledger.queries import executions as copies
-from flowledger.queries import holds, operations
 from flowledger.queries import records as queries
 from flowledger.tui import sections
-from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
+from flowledger.tui.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, text, when
+from flowledger.tui.keys import KeysFooter
 
 
 class DetailScreen(HoldActions):
     BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
         *DECISION_BINDINGS,
-        Binding("escape,q", "app.pop_screen", "Back"),
-        HELP_BINDING,
         *UPDATE_BINDINGS,
     ]
 
@@ -49,7 +50,7 @@ class DetailScreen(HoldActions):
             yield Static("", id="detail-holds")
             yield Static("", id="detail-turned")
             yield Static("", id="detail-events")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.load()
@@ -73,11 +74,12 @@ class DetailScreen(HoldActions):
         )
         links = copies.source_urls(store)
         turned = operations.turned_away(store, hold["operation_id"]) if hold and detail else []
+        notes = events.hold_notes(store, hold["id"], hold["operation_id"]) if hold else []
         if detail is None and hold is not None and hold["execution_id"]:
             # A hold about an execution alone (stuck, failed): show that execution.
             executions = copies.executions_by_ref(store, [hold["execution_id"]], hold["source"])
             self.app.call_from_thread(self._show_executions, executions, links)
-        self.app.call_from_thread(self._show, hold, detail, links, turned)
+        self.app.call_from_thread(self._show, hold, detail, links, turned, notes)
 
     def _show(
         self,
@@ -85,6 +87,7 @@ class DetailScreen(HoldActions):
         detail: queries.OperationDetail | None,
         links: sections.Links,
         turned: list[dict[str, Any]],
+        notes: list[dict[str, Any]],
     ) -> None:
         self.hold = hold
         self.refresh_bindings()
@@ -92,7 +95,7 @@ class DetailScreen(HoldActions):
         if hold is None:
             self.query_one("#detail-hold", Static).update(f"No hold {self.hold_id}.")
             return
-        self.query_one("#detail-hold", Static).update(self._hold_panel(hold, now))
+        self.query_one("#detail-hold", Static).update(self._hold_panel(hold, now, notes))
         for section in ("operation", "attempts", "receipts", "holds", "turned", "events"):
             self.query_one(f"#detail-{section}", Static).display = detail is not None
         # Here only when it has some: the operation's own screen always lists them.
@@ -112,7 +115,7 @@ class DetailScreen(HoldActions):
     def _show_executions(self, executions: list[dict[str, Any]], links: sections.Links) -> None:
         self.query_one("#detail-executions", Static).update(sections.executions(executions, links))
 
-    def _hold_panel(self, h: dict[str, Any], now: datetime) -> Table:
+    def _hold_panel(self, h: dict[str, Any], now: datetime, notes: list[dict[str, Any]]) -> Table:
         status = (
             text(f"resolved: {h['resolution']} by {h['resolved_by']} at {when(h['resolved_at'])}")
             if h["resolved_at"]
@@ -130,6 +133,25 @@ class DetailScreen(HoldActions):
         table.add_row("next action", text(h["next_action"]))
         table.add_row("execution", text(h["execution_id"]))
         table.add_row("source", text(h["source"]))
-        if h["resolution_note"]:
-            table.add_row("resolution note", text(h["resolution_note"]))
+        for n, ev in enumerate(notes):
+            table.add_row("notes" if n == 0 else "", _note(ev))
         return table
+
+
+# What each kind of event with a note did to the hold, as its notes list says it.
+NOTED = {
+    "hold_assigned": "assigned to {owner}",
+    "hold_extended": "deadline to {deadline}",
+    "hold_resolved": "resolved: {resolution}",
+}
+
+
+def _note(ev: dict[str, Any]) -> Text:
+    """``2026-11-02 14:05 operator:alice: she has access (assigned to carol)``."""
+    data = ev["data"]
+    did = NOTED.get(ev["kind"], "").format_map(defaultdict(lambda: "-", data))
+    if ev["kind"] == "hold_noted" and data.get("next_action"):
+        did = f"next action: {data['next_action']}"
+    line = Text(f"{when(ev['at'])[:16]} ").append_text(text(ev["actor"]))
+    line.append_text(text(f": {data['note']}"))
+    return line.append_text(text(f" ({did})")) if did else line

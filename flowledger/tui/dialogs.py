@@ -152,13 +152,13 @@ HELP = """\
 | key | where | what |
 |---|---|---|
 | {tab_keys} | anywhere | {tab_names} |
-| `g` | anywhere | go to an operation by its id (or its beginning); `ctrl+p` finds ids too |
+| `g` | anywhere | go to an operation by its id or beginning; `down` / `up` picks one |
 | `/` | lists | filter (`escape` back to the list); see below |
 | `s` / `S` | queue | next sort column / reverse the order (or click a column header) |
 | `enter` | queue | open the hold and the operation behind it |
 | `enter` | other lists | the operation, the event's data, the execution and its n8n link |
 | `h` | operation | open its first open hold |
-| | hold | only the actions the selected hold allows are in the footer; another key says why |
+| | hold | only the actions the selected hold allows are offered; another key says why |
 | `c` | hold | confirm with evidence (receipt and note) |
 | `r` | hold | release for retry (note; the write may happen twice if the evidence is wrong) |
 | `x` | hold | cancel the operation (note) |
@@ -171,11 +171,16 @@ HELP = """\
 | `ctrl+r` | anywhere | refresh now (lists also refresh on their own) |
 | `ctrl+p` | anywhere | command palette |
 | `?` | anywhere | this help |
-| `q` | anywhere | quit (`escape` closes a detail or dialog) |
+| `q` | anywhere | quit (`escape` goes back from a detail or closes a dialog) |
 
 The queue's filter takes words (all must match), `reason:` `owner:` `state:` `workflow:`
 `op:` `source:` pairs, and `overdue` / `blocking`. The operations' filter takes a state
 (`dispatching`, `state:failed`) and words found in the id, last execution, workflow or receipt.
+
+An extension by `+2h` counts from the current deadline (from now once it has passed), and no
+extension moves a deadline earlier. Where there is no filter (sources, a detail) `/` changes
+nothing, and what you type next is ignored until `escape` or `enter`. The footer keeps `?`,
+`q`, `g` and `H` at its right and shows as many of the screen's keys as fit; this list has all.
 
 Every action asks for a note, asks again before it acts, and is recorded as an event under
 your operator name. In read-only mode no action is offered.

@@ -15,8 +15,9 @@ from typing import Any
 from rich.text import Text
 
 from flowledger.connectors import registry
-from flowledger.domain import is_overdue
+from flowledger.domain import IllegalTransition, is_overdue
 from flowledger.domain.display import visible
+from flowledger.domain.extension import extended_deadline
 from flowledger.queries.handover import span
 
 _RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
@@ -82,7 +83,10 @@ def middle(value: str, width: int) -> str:
 def deadline_forms(now: datetime) -> str:
     """What the deadline field takes, its ISO example always in the future (tomorrow)."""
     example = (now.astimezone(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT18:00")
-    return f"+30m, +2h, +1d, tomorrow 09:00, or an ISO time such as {example} (UTC)"
+    return (
+        f"+30m, +2h, +1d (past the current deadline), tomorrow 09:00, or an ISO time such as "
+        f"{example} (UTC)"
+    )
 
 
 def parse_deadline(value: str, now: datetime) -> datetime:
@@ -108,12 +112,19 @@ def parse_deadline(value: str, now: datetime) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def future_deadline(value: str, now: datetime) -> datetime:
-    """:func:`parse_deadline`, refusing a time that is not after ``now``."""
-    deadline = parse_deadline(value, now)
-    if deadline <= now:
-        raise ValueError(f"{when(deadline)} UTC is in the past; the new deadline must be later")
-    return deadline
+def new_deadline(value: str, current: datetime, now: datetime) -> tuple[datetime, timedelta | None]:
+    """The deadline ``value`` gives a hold whose deadline is ``current``, and the extension
+    it names when it is relative (``+2h``: counted from the current deadline, by the rule
+    the services apply, :func:`flowledger.domain.extension.extended_deadline`). A value that
+    would not move the deadline later is refused with the rule's words."""
+    match = _RELATIVE.match(value.strip())
+    by = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))}) if match else None
+    try:
+        if by is not None:
+            return extended_deadline(current, now, by=by), by
+        return extended_deadline(current, now, until=parse_deadline(value, now)), None
+    except IllegalTransition as exc:
+        raise ValueError(str(exc)) from None
 
 
 def execution_url(kind: str | None, base_url: str | None, execution: dict[str, Any]) -> str | None:

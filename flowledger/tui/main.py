@@ -8,10 +8,11 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, TabbedContent, TabPane
 
-from flowledger.tui.actions import DECISION_BINDINGS, HELP_BINDING, UPDATE_BINDINGS, HoldActions
+from flowledger.tui.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.detail import DetailScreen
+from flowledger.tui.keys import KeysFooter
 from flowledger.tui.operations import OperationScreen
 from flowledger.tui.panes.events import EventsPane
 from flowledger.tui.panes.executions import ExecutionsPane
@@ -26,14 +27,13 @@ from flowledger.tui.tabs import TABS
 class MainScreen(HoldActions):
     BINDINGS = [
         *(Binding(tab.key, f"tab('{tab.name}')", tab.title, show=False) for tab in TABS),
+        # The footer shows them in this order, as many as fit beside the global keys.
         *DECISION_BINDINGS,
-        HELP_BINDING,
-        Binding("q", "app.quit", "Quit"),
-        *UPDATE_BINDINGS,
         Binding("slash", "filter", "Filter"),
-        Binding("s", "sort", "Sort", show=False),
+        *UPDATE_BINDINGS,
+        Binding("s", "sort", "Sort"),
         Binding("S", "reverse", "Reverse sort", show=False),
-        Binding("v", "verify", "Verify chain"),
+        Binding("v", "verify", "Verify"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -42,7 +42,7 @@ class MainScreen(HoldActions):
             for tab in TABS:
                 with TabPane(f"{tab.title} [{tab.key}]", id=f"tab-{tab.name}"):
                     yield tab.pane(self.ctx, id=tab.name)
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     @property
     def queue(self) -> QueuePane:
@@ -61,7 +61,12 @@ class MainScreen(HoldActions):
             return self.active() == "queue"
         if action == "verify":
             return self.active() == "events"
+        if action == "filter":
+            return self.has_filter()
         return True
+
+    def has_filter(self) -> bool:
+        return isinstance(self.query_one(f"#{self.active()}"), ListPane)
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:

@@ -15,9 +15,9 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Header, Input, Label, Static
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Header, Input, Label, OptionList, Static
 
 from flowledger.domain.display import visible
 from flowledger.queries import executions, operations
@@ -26,17 +26,17 @@ from flowledger.tui import sections
 from flowledger.tui.context import Context
 from flowledger.tui.detail import DetailScreen
 from flowledger.tui.format import STATE_STYLES, age, text
+from flowledger.tui.keys import KeysFooter, TypingGuard
 from flowledger.tui.messages import Report
 
 
-class OperationScreen(Screen[None]):
+class OperationScreen(TypingGuard):
     """One operation and everything about it. ``h`` opens its first open hold, where the
     decisions are."""
 
     BINDINGS = [
-        Binding("escape,q", "app.pop_screen", "Back"),
+        Binding("escape", "app.pop_screen", "Back"),
         Binding("h", "open_hold", "Open hold"),
-        Binding("question_mark", "app.help", "Help"),
     ]
 
     def __init__(self, ctx: Context, operation_id: str) -> None:
@@ -52,7 +52,7 @@ class OperationScreen(Screen[None]):
             for part in ("holds", "turned", "attempts", "executions", "receipts", "operation"):
                 yield Static("", id=f"op-{part}")
             yield Static("", id="op-events")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.load()
@@ -121,11 +121,20 @@ def _summary(op: dict[str, Any], now: datetime) -> Text:
     return line
 
 
-class JumpDialog(ModalScreen[str | None]):
-    """Type an operation id (or its beginning): the ids that match show as you type; enter
-    opens the exact one, or the only one that starts so."""
+JUMP_LIMIT = 10  # ids listed as you type: enough to pick from, few enough to fit 80x24
 
-    BINDINGS = [Binding("escape", "cancel", "Back")]
+
+class JumpDialog(ModalScreen[str | None]):
+    """Type an operation id (or its beginning): the ids that match are listed as you type,
+    ``down`` / ``up`` move through them while the typing stays in the field, and ``enter``
+    opens the one picked, else the exact id, or the only one that starts so. A click on an
+    id opens it too."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Back"),
+        Binding("down", "move(1)", "Next", show=False),
+        Binding("up", "move(-1)", "Previous", show=False),
+    ]
 
     def __init__(self, ctx: Context, typed: str = "") -> None:
         super().__init__()
@@ -137,14 +146,18 @@ class JumpDialog(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Label("Go to operation", classes="dialog-title")
             yield Input(value=self.typed, placeholder="operation id or its beginning", id="jump")
-            yield Static("", id="jump-matches", classes="dialog-preview")
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Open", variant="primary", id="ok")
-                yield Button("Back", id="back")
+            yield Static("", id="jump-note", classes="dialog-preview")
+            matches = OptionList(id="jump-matches", compact=True)
+            matches.can_focus = False  # the typing stays in the field; the arrows move here
+            yield matches
 
     def on_mount(self) -> None:
         if self.typed:
             self._look_up(self.typed)
+
+    @property
+    def listed(self) -> OptionList:
+        return self.query_one("#jump-matches", OptionList)
 
     @on(Input.Changed, "#jump")
     def _typed(self, event: Input.Changed) -> None:
@@ -152,43 +165,56 @@ class JumpDialog(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="jump")
     def _look_up(self, typed: str) -> None:
-        found = operations.find_operation_ids(self.ctx.store, typed)
+        found = operations.find_operation_ids(self.ctx.store, typed, limit=JUMP_LIMIT)
         self.app.call_from_thread(self._found, typed, found)
 
     def _found(self, typed: str, found: list[str]) -> None:
         if typed != self.query_one("#jump", Input).value:
             return  # typing went on
-        self.matches = found
-        shown = self.query_one("#jump-matches", Static)
+        note = self.query_one("#jump-note", Static)
+        if found != self.matches:
+            self.matches = found
+            self.listed.clear_options()
+            self.listed.add_options([text(operation_id) for operation_id in found])
         if not typed.strip():
-            shown.update("")
+            note.update("")
         elif not found:
-            shown.update(text(f"No operation id starts with {typed.strip()}", style="red"))
+            note.update(text(f"No operation id starts with {typed.strip()}", style="red"))
+        elif len(found) == 1:
+            note.update("enter opens it")
         else:
-            shown.update(text("\n".join(found)))
+            more = "+" if len(found) >= JUMP_LIMIT else ""
+            note.update(f"{len(found)}{more} start so: down / up picks one, enter opens it")
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        if event.button.id == "ok":
-            self._open()
-        else:
-            self.dismiss(None)
+    def action_move(self, step: int) -> None:
+        listed = self.listed
+        if listed.option_count:
+            index = listed.highlighted
+            start = -1 if step > 0 else listed.option_count
+            listed.highlighted = min(max((start if index is None else index) + step, 0),
+                                     listed.option_count - 1)  # fmt: skip
+
+    @on(OptionList.OptionSelected, "#jump-matches")
+    def _clicked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.matches[event.option_index])
 
     @on(Input.Submitted, "#jump")
     def _submitted(self) -> None:
-        self._open()
-
-    def _open(self) -> None:
-        self._resolve(self.query_one("#jump", Input).value)
+        index = self.listed.highlighted
+        if index is not None and index < len(self.matches):
+            self.dismiss(self.matches[index])
+        else:
+            self._resolve(self.query_one("#jump", Input).value)
 
     @work(thread=True, exclusive=True, group="jump")
     def _resolve(self, typed: str) -> None:
-        found = operations.find_operation_ids(self.ctx.store, typed)
+        found = operations.find_operation_ids(self.ctx.store, typed, limit=JUMP_LIMIT)
         if found and (found[0] == typed.strip() or len(found) == 1):
             self.app.call_from_thread(self.dismiss, found[0])
             return
         self.app.call_from_thread(self._found, typed, found)
         if found:
-            note = "Several operations start so: type more, or the whole id."
+            note = "Several operations start so: pick one with down / up, or type more."
             self.post_message(Report(note, "warning"))
 
     def action_cancel(self) -> None:

@@ -88,8 +88,8 @@ def test_handover_report_matches_the_database(ledger: Ledger, clock: FakeClock) 
         assert handover.when(h["deadline"]) in text
     old = next(h for h in open_rows if h["id"] == holds["old"])
     assert f"**OVERDUE {handover.span(now - old['deadline'])}**" in text
-    assert "| op:a | confirmed_with_evidence | operator:bob | seen at the target |" in text
-    assert "| op:b | released_for_retry | operator:carol | nothing at the target |" in text
+    assert "| op:a | confirmed_with_evidence | R-a | operator:bob | seen at the target |" in text
+    assert "| op:b | released_for_retry | - | operator:carol | nothing at the target |" in text
     assert "- **broken** (n8n): status error; last error at" in text
     assert "good" not in text.split("## Sources in trouble")[1]
     seq, head_hash = chain_head(ledger.store)

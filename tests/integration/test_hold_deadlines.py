@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 import sqlalchemy as sa
 
 from flowledger import domain
@@ -36,3 +37,33 @@ def test_a_blocking_and_a_non_blocking_hold_get_their_own_configured_deadlines(
         "unknown_outcome": clock.now + timedelta(minutes=10),
         "input_mismatch": clock.now + timedelta(days=2),
     }
+
+
+def _unknown_hold(ledger: Ledger) -> tuple[int, object]:
+    ledger.dispatch("op-9", req("exec-9")).run("t")
+    ledger.fail("op-9", domain.FailOutcome.UNKNOWN, "timeout").run("t")
+    with ledger.store.reader.connect() as conn:
+        row = conn.execute(sa.select(table(Hold).c.id, table(Hold).c.deadline)).one()
+    return row.id, row.deadline
+
+
+def test_an_extension_by_a_span_counts_from_the_current_deadline(
+    store: Store, clock: FakeClock
+) -> None:
+    ledger = Ledger(store, clock=clock)
+    hold_id, due = _unknown_hold(ledger)
+    ledger.update_hold(hold_id, operator="ann", note="n", extend_by=timedelta(hours=2)).run()
+    assert _deadlines(store)["unknown_outcome"] == due + timedelta(hours=2)
+
+
+def test_an_extension_never_moves_a_deadline_earlier_and_says_so(
+    store: Store, clock: FakeClock
+) -> None:
+    ledger = Ledger(store, clock=clock)
+    hold_id, due = _unknown_hold(ledger)
+    earlier = clock.now + timedelta(minutes=1)  # in the future, but before the deadline
+    with pytest.raises(domain.IllegalTransition, match="never moves a deadline earlier"):
+        ledger.update_hold(hold_id, operator="ann", note="n", deadline=earlier).run()
+    with pytest.raises(domain.IllegalTransition, match="in the past"):
+        ledger.update_hold(hold_id, operator="ann", note="n", deadline=clock.now).run()
+    assert _deadlines(store)["unknown_outcome"] == due

@@ -68,3 +68,20 @@ def hashes(conn: Connection, seqs: Sequence[int]) -> dict[int, str]:
     """The hash of each event of ``seqs`` there is."""
     rows = conn.execute(sa.select(EVENTS.c.seq, EVENTS.c.hash).where(EVENTS.c.seq.in_(seqs)))
     return {int(seq): str(digest) for seq, digest in rows}
+
+
+def of_hold(conn: Connection, hold_id: int, operation_id: str | None, *, limit: int) -> list[Any]:
+    """The hold's first ``limit`` events, oldest first: those of its operation (the
+    ``operation_id`` index; its events with no operation when it concerns none) that name it."""
+    about = (
+        EVENTS.c.operation_id.is_(None)
+        if operation_id is None
+        else EVENTS.c.operation_id == operation_id
+    )
+    stmt = (
+        sa.select(EVENTS)
+        .where(about, EVENTS.c.hold_id == hold_id)
+        .order_by(EVENTS.c.seq)
+        .limit(limit)
+    )
+    return list(conn.execute(stmt).all())

@@ -342,12 +342,16 @@ class ListPane(Vertical):
         of = f" of {self.total:,}" if self.total is not None else ("" if self.exhausted else "+")
         flt = f"  filter: {self.filter_text}" if self.filter_text else ""
         searching = f"  searching… {self.read:,} read" if self.resume is not None else ""
-        self.query_one(".list-status", Static).update(
-            f"{shown:,}{of} rows{flt}{searching}{self.status_suffix()}",
-            layout=False,  # one line, always
-        )
+        line = f"{shown:,}{of} rows{flt}{searching}{self.status_suffix()}"
+        if not self.rows and self.exhausted and self.nothing_listed():
+            line = f"{self.nothing_listed()}{flt}"
+        self.query_one(".list-status", Static).update(line, layout=False)  # one line, always
 
     def status_suffix(self) -> str:
+        return ""
+
+    def nothing_listed(self) -> str:
+        """What the status line says when there are no rows at all (empty: the count)."""
         return ""
 
 

@@ -15,6 +15,16 @@ from flowledger.tui.format import age, clip, deadline_cell, middle, text
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
 SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
+# The column each sort orders by (a sort is offered while its column is shown).
+SORT_COLUMN = {
+    "deadline": "deadline",
+    "opened": "age",
+    "reason": "reason",
+    "state": "state",
+    "owner": "owner",
+    "workflow": "workflow",
+    "operation": "operation",
+}
 HEADER_SORT = {
     "operation": "operation",
     "reason": "reason",
@@ -109,6 +119,11 @@ class QueuePane(ListPane):
     def status_suffix(self) -> str:
         return f"  sorted by {self.sort} {'↓' if self.descending else '↑'}"
 
+    def nothing_listed(self) -> str:
+        if self.filter_text:
+            return "No open hold matches the filter"
+        return "Nothing needs you: no open holds"
+
     def set_sort(self, sort: str, descending: bool | None = None) -> None:
         if descending is None:
             descending = not self.descending if sort == self.sort else False
@@ -117,7 +132,10 @@ class QueuePane(ListPane):
         self.reload(keep_cursor=True)
 
     def next_sort(self) -> None:
-        self.set_sort(SORT_ORDER[(SORT_ORDER.index(self.sort) + 1) % len(SORT_ORDER)], False)
+        """The next sort by a column shown at this width (a narrow screen hides some)."""
+        shown = [s for s in SORT_ORDER if SORT_COLUMN[s] in self.shown_keys]
+        after = SORT_ORDER[SORT_ORDER.index(self.sort) + 1 :] + SORT_ORDER
+        self.set_sort(next(s for s in after if s in shown), False)
 
     @on(DataTable.HeaderSelected)
     def _header(self, event: DataTable.HeaderSelected) -> None:

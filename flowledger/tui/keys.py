@@ -1,0 +1,111 @@
+"""The keys every screen shares and how the footer shows them: the global keys fixed at its
+right, the screen's own actions from its left, as many whole as fit; and the guard that keeps
+text typed for a filter off the hotkeys on a screen that has none."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import HorizontalGroup
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
+
+from flowledger.tui.messages import Report
+
+# The keys that work on every screen, in the order the footer shows them at its right.
+GLOBAL_BINDINGS = [
+    Binding("question_mark", "help", "Help"),
+    Binding("q", "quit", "Quit"),
+    Binding("g", "jump", "Go to"),
+    Binding("H", "handover", "Handover"),
+]
+GLOBAL_KEYS = tuple(b.key for b in GLOBAL_BINDINGS)
+
+
+class KeysFooter(Footer):
+    """Textual's footer, laid out as k9s lays out its hints: the global keys always at the
+    right, where they never move; the screen's actions from the left in their bindings' order,
+    each shown whole or not at all (``?`` lists every key). Textual's own footer cuts the last
+    key that does not fit and draws over it the command palette's key, which ``ctrl+p`` and
+    ``?`` cover here."""
+
+    DEFAULT_CSS = """
+    KeysFooter .global-keys { dock: right; width: auto; height: 1; }
+    KeysFooter .global-keys FooterKey:last-of-type { margin-right: 0; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(compact=True, show_command_palette=False)
+        self.fitted_to = -1
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        self.fitted_to = self.size.width
+        shown: dict[str, tuple[Binding, bool, str]] = {}
+        for _, binding, enabled, tooltip in self.screen.active_bindings.values():
+            if binding.show:  # one key an action (``escape,q`` is one binding to the eye)
+                shown.setdefault(binding.action.removeprefix("app."), (binding, enabled, tooltip))
+        fixed = [b for b in shown.values() if b[0].key in GLOBAL_KEYS]
+        fixed.sort(key=lambda b: GLOBAL_KEYS.index(b[0].key))
+        room = self.size.width - sum(self._width(b[0]) for b in fixed) - 1
+        with HorizontalGroup(classes="global-keys"):
+            for binding, enabled, tooltip in fixed:
+                yield self._key(binding, enabled, tooltip)
+        for binding, enabled, tooltip in shown.values():
+            if binding.key in GLOBAL_KEYS:
+                continue
+            room -= self._width(binding)
+            if room < 0:
+                break  # the rest in ``?``; a key cut in half would name another action
+            yield self._key(binding, enabled, tooltip)
+
+    def _width(self, binding: Binding) -> int:
+        """The cells a compact key takes: its key, a space, its description, a margin."""
+        return cell_len(self.app.get_key_display(binding)) + cell_len(binding.description) + 2
+
+    def _key(self, binding: Binding, enabled: bool, tooltip: str) -> FooterKey:
+        key = FooterKey(
+            binding.key,
+            self.app.get_key_display(binding),
+            binding.description,
+            binding.action,
+            disabled=not enabled,
+            tooltip=tooltip,
+        )
+        return key.data_bind(compact=Footer.compact)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._bindings_ready and event.size.width != self.fitted_to:
+            self.call_after_refresh(self.recompose)
+
+
+class TypingGuard(Screen[None]):
+    """A screen where ``/`` may find no filter (a tab without one, a detail). There ``/``
+    changes nothing, and what is typed after it is ignored until ``escape`` or ``enter``,
+    so that a word meant for a filter never runs its letters as actions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ignoring_typing = False
+
+    def has_filter(self) -> bool:
+        """Whether ``/`` goes to a filter here (its binding then takes the key)."""
+        return False
+
+    def on_key(self, event: events.Key) -> None:
+        if self.ignoring_typing:
+            if event.key in ("escape", "enter"):
+                self.ignoring_typing = False
+            event.stop()
+            event.prevent_default()
+        elif event.key == "slash" and not self.has_filter():
+            self.ignoring_typing = True
+            event.stop()
+            event.prevent_default()
+            self.post_message(
+                Report("No filter here: typing is ignored until escape or enter.", "warning")
+            )
