@@ -219,7 +219,9 @@ def verify(
 
 
 def _report_chain(result: chain.VerifyResult) -> None:
-    if not result.ok and result.bad_seq is None:
+    if not result.tree_ok:
+        typer.echo(f"tree MISMATCH: {result.problem}; the events themselves chain correctly")
+    elif not result.ok and result.bad_seq is None:
         events = (
             "the 1 event itself chains"
             if result.checked == 1

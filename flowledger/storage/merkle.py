@@ -1,0 +1,102 @@
+"""The Merkle tree over the events as stored: ``merkle_nodes``, every perfect subtree
+(:mod:`flowledger.domain.merkle`), extended in the transaction of each append, and read back
+for roots and proofs at any size the tree has had.
+
+On SQLite the writer extends it (:func:`extend`, called by
+:func:`flowledger.storage.chain.append_events`); on PostgreSQL a statement trigger on
+``events`` does (migration 0005), since only the database knows the sequence numbers there.
+Either way the events and the subtrees they complete commit together or not at all.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import sqlalchemy as sa
+
+from flowledger.domain import merkle
+from flowledger.storage.models import MerkleNode, table
+from flowledger.storage.tx import Tx
+from flowledger.storage.views import Connection
+
+NODES = table(MerkleNode)
+_INSERT = "INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)"
+
+# The tree's right edge after a chain head, by that head's hash: the edge is a function of
+# the chain, so an entry is right whichever ledger or transaction made it, and one left by a
+# rolled-back transaction names a head that never was. Saves the writer a read per append.
+_EDGES: OrderedDict[str, list[bytes]] = OrderedDict()
+_EDGES_KEPT = 8
+
+
+class Sealed(Protocol):
+    """What :func:`extend` needs of an appended event."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def prev_hash(self) -> str: ...
+    @property
+    def hash(self) -> str: ...
+
+
+def extend(tx: Tx, events: Sequence[Sealed]) -> None:
+    """Add ``events`` (consecutive, just inserted by ``tx``) to the tree (SQLite)."""
+    size = events[0].seq - 1
+    edge = _EDGES.pop(events[0].prev_hash, None)
+    if edge is None:
+        edge = _edge(tx, size)
+    made: list[tuple[int, int, bytes]] = []
+    for ev in events:
+        made += merkle.append(edge, size, merkle.event_leaf(ev.hash))
+        size += 1
+    tx.many(_INSERT, made)
+    _EDGES[events[-1].hash] = edge
+    while len(_EDGES) > _EDGES_KEPT:
+        _EDGES.popitem(last=False)
+
+
+def _edge(tx: Tx, size: int) -> list[bytes]:
+    wanted = merkle.compact_range(size)
+    if not wanted:
+        return []
+    where = " OR ".join("(level = ? AND idx = ?)" for _ in wanted)
+    cur = tx.execute(
+        f"SELECT level, idx, hash FROM merkle_nodes WHERE {where}",
+        [v for node in wanted for v in node],
+    )
+    found = {(int(level), int(idx)): bytes(h) for level, idx, h in cur.fetchall()}
+    return [found[node] for node in wanted]
+
+
+def nodes(conn: Connection, wanted: Sequence[merkle.Node]) -> dict[merkle.Node, bytes]:
+    """The stored hashes of the perfect subtrees ``wanted``; a missing one is a
+    :class:`KeyError` naming it (a tree that lacks a subtree its size implies is damaged)."""
+    found: dict[merkle.Node, bytes] = {}
+    for start in range(0, len(wanted), 200):
+        part = wanted[start : start + 200]
+        rows = conn.execute(
+            sa.select(NODES.c.level, NODES.c.idx, NODES.c.hash).where(
+                sa.tuple_(NODES.c.level, NODES.c.idx).in_([tuple(n) for n in part])
+            )
+        ).all()
+        found.update({(int(r.level), int(r.idx)): bytes(r.hash) for r in rows})
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        level, idx = missing[0]
+        raise KeyError(f"the tree lacks its subtree at level {level}, index {idx}")
+    return found
+
+
+def root(conn: Connection, size: int) -> bytes:
+    """The root of the tree as it was at ``size`` leaves."""
+    wanted = merkle.compact_range(size)
+    found = nodes(conn, wanted)
+    return merkle.fold([found[n] for n in wanted])
+
+
+def proof(conn: Connection, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    """The hashes of the subtrees ``ranges`` (an inclusion or consistency proof's)."""
+    return merkle.hashes_of(ranges, lambda wanted: nodes(conn, wanted))
