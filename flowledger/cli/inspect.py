@@ -62,6 +62,7 @@ def status(db: DbOption = None) -> None:
     )
     echo_table(sorted(st.open_holds.items()), indent=2, right={1})
     typer.echo(f"events: {st.events}  head: {st.head_hash}")
+    typer.echo(f"ledger: {st.ledger_id}")
 
 
 @app.command(cls=Command)

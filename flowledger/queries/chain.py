@@ -14,7 +14,15 @@ from flowledger.storage.views import Connection
 from flowledger.storage.views.chain import head, snapshot, walk
 from flowledger.storage.views.meta import identity
 
-__all__ = ["VerifyResult", "chain_head", "head", "snapshot", "verify"]
+__all__ = [
+    "VerifyResult",
+    "chain_head",
+    "head",
+    "identity_of",
+    "ledger_identity",
+    "snapshot",
+    "verify",
+]
 
 
 @dataclass(frozen=True)
@@ -139,3 +147,14 @@ def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) ->
 def chain_head(store: Store) -> tuple[int, str]:
     with store.reader.connect() as conn:
         return head(conn)
+
+
+def identity_of(store: Store) -> tuple[str, str]:
+    """The ledger's id (made at ``init``, or by the migration that brought identities) and
+    the hash its chain starts from."""
+    with store.reader.connect() as conn:
+        return identity(conn)
+
+
+def ledger_identity(store: Store) -> str:
+    return identity_of(store)[0]

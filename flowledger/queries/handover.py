@@ -20,7 +20,7 @@ from typing import Any
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
 from flowledger.queries import records as queries
-from flowledger.queries.chain import chain_head
+from flowledger.queries.chain import chain_head, ledger_identity
 from flowledger.queries.holds import hold_queue, resolved_holds
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
 
@@ -127,6 +127,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     resolved = _resolved(store, shift)
     trouble = sources_in_trouble(store, now)
     seq, head_hash = chain_head(store)
+    ledger_id = ledger_identity(store)
     overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
 
@@ -139,6 +140,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         f"- Open holds: {len(holds)} ({blocking} blocking, {overdue} overdue)",
         f"- Resolved during the shift: {len(resolved)}",
         f"- Sources in trouble: {len(trouble)}",
+        f"- Ledger: `{ledger_id}`",
         f"- Event chain head: seq {seq}, hash `{head_hash}`",
         "",
         "## Open holds by owner",
