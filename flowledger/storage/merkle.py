@@ -1,6 +1,7 @@
-"""The Merkle tree over the events as stored: ``merkle_nodes``, every perfect subtree
-(:mod:`flowledger.domain.merkle`), extended in the transaction of each append, and read back
-for roots and proofs at any size the tree has had.
+"""The Merkle tree over the events as stored: ``merkle_nodes``, every perfect subtree of two
+leaves or more (:mod:`flowledger.domain.merkle`), extended in the transaction of each append,
+and read back for roots and proofs at any size the tree has had. A leaf is not stored: it is
+the hash of its event's hash, which ``events`` holds (half the rows an append writes).
 
 On SQLite the writer extends it (:func:`extend`, called by
 :func:`flowledger.storage.chain.append_events`); on PostgreSQL a statement trigger on
@@ -10,6 +11,7 @@ Either way the events and the subtrees they complete commit together or not at a
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
@@ -17,12 +19,13 @@ from typing import Protocol
 import sqlalchemy as sa
 
 from flowledger.domain import merkle
-from flowledger.storage.models import MerkleNode, table
+from flowledger.storage.models import Event, MerkleNode, table
 from flowledger.storage.tx import Tx
 from flowledger.storage.views import Connection
 
 NODES = table(MerkleNode)
-_INSERT = "INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)"
+EVENTS = table(Event)
+_ROWS_PER_INSERT = 300  # one multi-row INSERT: a row of executemany costs twice as much
 
 # The tree's right edge after a chain head, by that head's hash: the edge is a function of
 # the chain, so an entry is right whichever ledger or transaction made it, and one left by a
@@ -48,26 +51,42 @@ def extend(tx: Tx, events: Sequence[Sealed]) -> None:
     edge = _EDGES.pop(events[0].prev_hash, None)
     if edge is None:
         edge = _edge(tx, size)
-    made: list[tuple[int, int, bytes]] = []
+    made: list[int | bytes] = []
     for ev in events:
-        made += merkle.append(edge, size, merkle.event_leaf(ev.hash))
+        for level, idx, h in merkle.append(edge, size, merkle.event_leaf(ev.hash)):
+            if level:
+                made += (level, idx, h)
         size += 1
-    tx.many(_INSERT, made)
+    step = 3 * _ROWS_PER_INSERT
+    for start in range(0, len(made), step):
+        part = made[start : start + step]
+        tx.execute(_insert(len(part) // 3), part)
     _EDGES[events[-1].hash] = edge
     while len(_EDGES) > _EDGES_KEPT:
         _EDGES.popitem(last=False)
 
 
+@functools.cache
+def _insert(rows: int) -> str:
+    return "INSERT INTO merkle_nodes (level, idx, hash) VALUES " + ", ".join(["(?, ?, ?)"] * rows)
+
+
 def _edge(tx: Tx, size: int) -> list[bytes]:
+    """The right edge of the tree of ``size`` leaves, read back (the cache did not have it)."""
     wanted = merkle.compact_range(size)
-    if not wanted:
-        return []
-    where = " OR ".join("(level = ? AND idx = ?)" for _ in wanted)
-    cur = tx.execute(
-        f"SELECT level, idx, hash FROM merkle_nodes WHERE {where}",
-        [v for node in wanted for v in node],
-    )
-    found = {(int(level), int(idx)): bytes(h) for level, idx, h in cur.fetchall()}
+    inner = [node for node in wanted if node[0]]
+    found: dict[merkle.Node, bytes] = {}
+    if inner:
+        where = " OR ".join("(level = ? AND idx = ?)" for _ in inner)
+        cur = tx.execute(
+            f"SELECT level, idx, hash FROM merkle_nodes WHERE {where}",
+            [v for node in inner for v in node],
+        )
+        found = {(int(level), int(idx)): bytes(h) for level, idx, h in cur.fetchall()}
+    if wanted and not wanted[-1][0]:  # an odd size: the last leaf is on the edge
+        row = tx.one("SELECT hash FROM events WHERE seq = :seq", {"seq": size})
+        assert row is not None
+        found[wanted[-1]] = merkle.event_leaf(row.hash)
     return [found[node] for node in wanted]
 
 
@@ -75,14 +94,21 @@ def nodes(conn: Connection, wanted: Sequence[merkle.Node]) -> dict[merkle.Node, 
     """The stored hashes of the perfect subtrees ``wanted``; a missing one is a
     :class:`KeyError` naming it (a tree that lacks a subtree its size implies is damaged)."""
     found: dict[merkle.Node, bytes] = {}
-    for start in range(0, len(wanted), 200):
-        part = wanted[start : start + 200]
+    inner = [n for n in wanted if n[0]]
+    for start in range(0, len(inner), 200):
+        part = inner[start : start + 200]
         rows = conn.execute(
             sa.select(NODES.c.level, NODES.c.idx, NODES.c.hash).where(
                 sa.tuple_(NODES.c.level, NODES.c.idx).in_([tuple(n) for n in part])
             )
         ).all()
         found.update({(int(r.level), int(r.idx)): bytes(r.hash) for r in rows})
+    leaves = [idx + 1 for level, idx in wanted if not level]
+    if leaves:
+        hashes = conn.execute(
+            sa.select(EVENTS.c.seq, EVENTS.c.hash).where(EVENTS.c.seq.in_(leaves))
+        ).all()
+        found.update({(0, int(seq) - 1): merkle.event_leaf(h) for seq, h in hashes})
     missing = [n for n in wanted if n not in found]
     if missing:
         level, idx = missing[0]

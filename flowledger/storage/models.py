@@ -244,7 +244,8 @@ class ChainHead(SQLModel, table=True):
 class MerkleNode(SQLModel, table=True):
     """A perfect subtree of the Merkle tree over the events (:mod:`flowledger.domain.merkle`):
     the hash of leaves ``idx * 2**level`` to ``(idx + 1) * 2**level - 1``, written with the
-    event that completes it. Append-only, like the events."""
+    event that completes it; level 1 and up (a leaf is the hash of its event's ``hash``).
+    Append-only, like the events."""
 
     __tablename__ = "merkle_nodes"
     __table_args__ = {"sqlite_with_rowid": False}

@@ -63,7 +63,8 @@ def rebuild_tree(conn: sa.Connection) -> None:
     hashes = conn.execute(sa.text("SELECT hash FROM events ORDER BY seq")).scalars()
     for i, digest in enumerate(hashes):
         for level, idx, h in merkle.append(edge, i, merkle.event_leaf(digest)):
-            made.append({"level": level, "idx": idx, "hash": h})
+            if level:
+                made.append({"level": level, "idx": idx, "hash": h})
     if made:
         conn.execute(sa.text("INSERT INTO merkle_nodes VALUES (:level, :idx, :hash)"), made)
 

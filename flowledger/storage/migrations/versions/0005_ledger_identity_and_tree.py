@@ -5,7 +5,8 @@ starts from (``genesis``). A ledger without events yet starts from its identity'
 (:func:`flowledger.domain.hashing.genesis_hash`); one that has events keeps the all-zeros
 genesis its chain was sealed from: its chain is not rewritten, and verifies as before.
 
-The tree (``merkle_nodes``, every perfect subtree, :mod:`flowledger.domain.merkle`) is built
+The tree (``merkle_nodes``, every perfect subtree of two leaves or more; a leaf is the hash of
+its event's hash, :mod:`flowledger.domain.merkle`) is built
 here over the events there are, and from then on extended in the transaction of each append:
 by the writer on SQLite (:mod:`flowledger.storage.merkle`), by a statement trigger on
 PostgreSQL (the append's sequence numbers are only known in the database).
@@ -33,8 +34,8 @@ depends_on = None
 _BATCH = 10_000
 
 # PostgreSQL: the events a statement appended, in order, each as a leaf, and each perfect
-# subtree it completes, with its left sibling read back from the table (the chain head is
-# locked by the appending statement, so appends run one after another).
+# subtree it completes, with its left sibling read back (a leaf from its event); the chain
+# head is locked by the appending statement, so appends run one after another.
 _PG_APPEND = r"""
 CREATE FUNCTION flowledger_merkle_append() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -48,10 +49,14 @@ BEGIN
         pos := ev.seq - 1;
         lvl := 0;
         h := sha256('\x00'::bytea || decode(ev.hash, 'hex'));
-        INSERT INTO merkle_nodes (level, idx, hash) VALUES (0, pos, h);
         WHILE pos % 2 = 1 LOOP
-            SELECT m.hash INTO STRICT sibling FROM merkle_nodes AS m
-            WHERE m.level = lvl AND m.idx = pos - 1;
+            IF lvl = 0 THEN
+                SELECT sha256('\x00'::bytea || decode(e.hash, 'hex')) INTO STRICT sibling
+                FROM events AS e WHERE e.seq = pos;
+            ELSE
+                SELECT m.hash INTO STRICT sibling FROM merkle_nodes AS m
+                WHERE m.level = lvl AND m.idx = pos - 1;
+            END IF;
             h := sha256('\x01'::bytea || sibling || h);
             lvl := lvl + 1;
             pos := pos / 2;
@@ -113,9 +118,11 @@ def _build_tree(bind: sa.Connection) -> None:
                     "and repair the chain before migrating"
                 )
             for level, idx, h in merkle.append(edge, size, merkle.event_leaf(digest)):
-                made.append({"level": level, "idx": idx, "hash": h})
+                if level:
+                    made.append({"level": level, "idx": idx, "hash": h})
             size = seq
-        bind.execute(nodes.insert(), made)
+        if made:
+            bind.execute(nodes.insert(), made)
 
 
 def _protect_nodes(dialect: str) -> None:
