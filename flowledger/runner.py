@@ -64,10 +64,10 @@ class Runner:
             *sync_jobs(ledger, cfg),
         ]
         self.anchors: Publisher | None = None
+        self.signer = configured_signer(cfg.checkpoints, ledger_origin(store))
         if cfg.anchors.enabled:
-            signer = configured_signer(cfg.checkpoints, ledger_origin(store))
             self.anchors = Publisher(
-                store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock, signer=signer
+                store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock, signer=self.signer
             )
             jobs.append(Job("anchors", cfg.anchors.interval, self.anchors.publish))
         self.scheduler = Scheduler(jobs, lease=self.lease, metrics=self.metrics)
@@ -119,7 +119,13 @@ def run(
     sock = listen(host, port)
     try:
         runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
-        app = create_app(ledger, config=cfg.receiver, secret=secret, writer_process=True)
+        app = create_app(
+            ledger,
+            config=cfg.receiver,
+            secret=secret,
+            writer_process=True,
+            signer=runner.signer,
+        )
         attach(app, runner.scheduler)
         say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
         for hint in hints:
