@@ -35,12 +35,13 @@ def key_create(
     db: DbOption = None,
 ) -> None:
     """Make a signing key named for this ledger, and its verifier key beside it (PATH.pub)."""
+    path = path.expanduser().absolute()
     with opened(db) as store:
-        signer = create_key(path.expanduser(), proofs.ledger_origin(store))
+        signer = create_key(path, proofs.ledger_origin(store))
     typer.echo(f"created signing key {path} (owner only) for {signer.name}")
     typer.echo(f"verifier key (also in {public_path(path)}), for whoever checks the proofs:")
     typer.echo(f"  {signer.verifier.text()}")
-    typer.echo(f'sign with it: in flowledger.toml, [checkpoints] key = "{path.expanduser()}"')
+    typer.echo(f'sign with it: in flowledger.toml, [checkpoints] key = "{path}"')
 
 
 def _signer(store: Store) -> Signer:
