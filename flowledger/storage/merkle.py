@@ -94,12 +94,22 @@ def nodes(conn: Connection, wanted: Sequence[merkle.Node]) -> dict[merkle.Node, 
     """The stored hashes of the perfect subtrees ``wanted``; a missing one is a
     :class:`KeyError` naming it (a tree that lacks a subtree its size implies is damaged)."""
     found: dict[merkle.Node, bytes] = {}
-    inner = [n for n in wanted if n[0]]
-    for start in range(0, len(inner), 200):
-        part = inner[start : start + 200]
+    by_level: dict[int, list[int]] = {}
+    for level, idx in wanted:
+        if level:
+            by_level.setdefault(level, []).append(idx)
+    if by_level:
+        # One IN per level: SQLite reads a row-value IN, ``(level, idx) IN (...)``, by
+        # scanning the table (a second and more at a million events; bench/README.md,
+        # "Proofs"), and each of these by its primary key.
         rows = conn.execute(
             sa.select(NODES.c.level, NODES.c.idx, NODES.c.hash).where(
-                sa.tuple_(NODES.c.level, NODES.c.idx).in_([tuple(n) for n in part])
+                sa.or_(
+                    *(
+                        sa.and_(NODES.c.level == level, NODES.c.idx.in_(idxs))
+                        for level, idxs in by_level.items()
+                    )
+                )
             )
         ).all()
         found.update({(int(r.level), int(r.idx)): bytes(r.hash) for r in rows})
