@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -30,6 +31,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import sqlalchemy as sa
 
 from bench.verify import _request
 from flowledger.domain import merkle
@@ -73,6 +76,44 @@ def append_cost(ops: int, batch: int, where: Path) -> tuple[int, float, float]:
         events = head(conn)[0]
     store.dispose()
     return events, spent[0], total
+
+
+def pg_trigger_cost(url: str, appends: int = 400) -> tuple[float, float]:
+    """PostgreSQL: the median server time of the tree's trigger, and of the whole statement,
+    for single-event appends (``EXPLAIN ANALYZE``), in a database made for it and dropped."""
+    admin = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    admin = admin.execution_options(isolation_level="AUTOCOMMIT")
+    name = f"fl_bench_tree_{os.getpid()}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        store, _ = init_ledger(str(sa.make_url(url).set(database=name).render_as_string(False)))
+        trigger, statement = [], []
+        with store.engine.connect() as conn:
+            for seq in range(1, appends + 1):
+                plan = "\n".join(
+                    conn.exec_driver_sql(
+                        "EXPLAIN (ANALYZE) INSERT INTO events (seq, at, actor, kind, data,"
+                        " prev_hash, hash) VALUES (%(seq)s, now(), 'bench', 'note', '{}', '',"
+                        " md5(%(text)s) || md5(%(text)s || 'x'))",
+                        {"seq": seq, "text": str(seq)},
+                    ).scalars()
+                )
+                conn.commit()
+                trigger.append(float(_ms(plan, r"Trigger events_merkle_append: time=([\d.]+)")))
+                statement.append(float(_ms(plan, r"Execution Time: ([\d.]+) ms")))
+        store.dispose()
+        return statistics.median(trigger) / 1e3, statistics.median(statement) / 1e3
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+def _ms(plan: str, pattern: str) -> str:
+    found = re.search(pattern, plan)
+    assert found is not None, plan
+    return found.group(1)
 
 
 def build_large(path: Path, events: int) -> None:
@@ -143,7 +184,14 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="build the large ledger here and keep it")
+    parser.add_argument("--pg", metavar="URL", help="also time the trigger on this PostgreSQL")
     args = parser.parse_args()
+    if args.pg:
+        trigger, statement = pg_trigger_cost(args.pg)
+        print(
+            f"PostgreSQL, single-event appends (server time, median of 400): the tree's trigger"
+            f" {trigger * 1e6:.0f} µs of {statement * 1e6:.0f} µs for the INSERT statement"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         print(f"tree append, {args.ops} operations (dispatch + confirm), SQLite, CPU time:")
