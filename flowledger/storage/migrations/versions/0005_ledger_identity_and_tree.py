@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 
 from flowledger.domain import merkle
 from flowledger.domain.hashing import GENESIS_HASH, genesis_hash
@@ -78,7 +78,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("level", "idx"),
         sqlite_with_rowid=False,
     )
-    ledger_id = str(uuid.uuid4())
+    ledger_id = context.config.attributes.get("ledger_id") or str(uuid.uuid4())
     seq = bind.execute(sa.text("SELECT seq FROM chain_head WHERE id = 1")).scalar_one()
     genesis = GENESIS_HASH
     if seq == 0:
