@@ -199,6 +199,13 @@ class AlertsConfig(_Section):
         return found
 
 
+def _file_path(value: Path | None, what: str) -> Path | None:
+    """A setting that names a file: not empty, not a directory, ``~`` expanded."""
+    if value is not None and (not str(value).strip() or value.is_dir()):
+        raise ValueError(f"{what} must name a file, not a directory")
+    return value.expanduser() if value is not None else None
+
+
 class AnchorsConfig(_Section):
     """Where ``flowledger run`` publishes the chain head (``verify --anchors`` checks them):
     an append-only file outside the database's directory, and/or the alert URLs."""
@@ -210,13 +217,24 @@ class AnchorsConfig(_Section):
     @field_validator("file")
     @classmethod
     def _a_file(cls, value: Path | None) -> Path | None:
-        if value is not None and (not str(value).strip() or value.is_dir()):
-            raise ValueError("anchors file must name a file, not a directory")
-        return value.expanduser() if value is not None else None
+        return _file_path(value, "anchors file")
 
     @property
     def enabled(self) -> bool:
         return self.file is not None or self.alerts
+
+
+class CheckpointsConfig(_Section):
+    """The Ed25519 key that signs checkpoints (``flowledger key create`` makes one): with it,
+    ``flowledger checkpoint`` and ``proof`` sign, the API serves ``/v1/checkpoint``, and the
+    anchors job publishes signed checkpoints with the heads."""
+
+    key: Path | None = None
+
+    @field_validator("key")
+    @classmethod
+    def _a_key_file(cls, value: Path | None) -> Path | None:
+        return _file_path(value, "checkpoints key")
 
 
 class SchedulerConfig(_Section):
@@ -252,6 +270,7 @@ class FileConfig(_Section):
     receiver: ReceiverConfig = ReceiverConfig()
     scheduler: SchedulerConfig = SchedulerConfig()
     anchors: AnchorsConfig = AnchorsConfig()
+    checkpoints: CheckpointsConfig = CheckpointsConfig()
     max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
 
     @field_validator("sources")

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from flowledger import metrics
 from flowledger.config import FileConfig
 from flowledger.queries import observability
+from flowledger.queries.proofs import ledger_origin
 from flowledger.receiver import create_app
 from flowledger.receiver.engine.server import listen, serve_app, url, writer_ended
 from flowledger.scheduled import housekeeping
@@ -27,6 +28,7 @@ from flowledger.scheduled.lease import Lease
 from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
+from flowledger.services.signing import configured_signer
 from flowledger.storage.engine import Store
 from flowledger.sync import sync_source
 
@@ -62,8 +64,11 @@ class Runner:
             *sync_jobs(ledger, cfg),
         ]
         self.anchors: Publisher | None = None
+        self.signer = configured_signer(cfg.checkpoints, ledger_origin(store))
         if cfg.anchors.enabled:
-            self.anchors = Publisher(store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock)
+            self.anchors = Publisher(
+                store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock, signer=self.signer
+            )
             jobs.append(Job("anchors", cfg.anchors.interval, self.anchors.publish))
         self.scheduler = Scheduler(jobs, lease=self.lease, metrics=self.metrics)
 
@@ -114,7 +119,13 @@ def run(
     sock = listen(host, port)
     try:
         runner = Runner(store, ledger, cfg, registry=metrics.REGISTRY)
-        app = create_app(ledger, config=cfg.receiver, secret=secret, writer_process=True)
+        app = create_app(
+            ledger,
+            config=cfg.receiver,
+            secret=secret,
+            writer_process=True,
+            signer=runner.signer,
+        )
         attach(app, runner.scheduler)
         say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
         for hint in hints:

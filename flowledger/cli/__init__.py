@@ -7,6 +7,7 @@ from flowledger.cli import (  # noqa: F401  (register their commands)
     inspect,
     n8n,
     operator,
+    proofs,
     receiver,
     scheduling,
     sources,

@@ -8,6 +8,8 @@ import typer
 
 from flowledger.cli.common import DbOption, app, die, one_line_errors, opened
 from flowledger.cli.tables import echo_table
+from flowledger.domain.hashing import GENESIS_HASH
+from flowledger.queries import chain
 from flowledger.storage import migrate as migrations
 from flowledger.storage.engine import (
     CHECKPOINT_EVERY,
@@ -100,10 +102,19 @@ def autovacuum_finding(
     )
 
 
+def _identity(store: Store) -> str:
+    """The ledger's id, and where its chain starts from when that is the shared genesis."""
+    ledger_id, genesis = chain.identity_of(store)
+    if genesis == GENESIS_HASH:
+        return f"{ledger_id} (its chain starts from the all-zeros genesis it had before ids)"
+    return ledger_id
+
+
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
     """``doctor``'s findings, one (label, value) a line."""
     found = [
         ("database:", hide_password(store.url)),
+        ("ledger:", _identity(store)),
         ("schema version:", f"{SCHEMA_VERSION} (current)"),
         (
             "alembic:",

@@ -62,6 +62,7 @@ def status(db: DbOption = None) -> None:
     )
     echo_table(sorted(st.open_holds.items()), indent=2, right={1})
     typer.echo(f"events: {st.events}  head: {st.head_hash}")
+    typer.echo(f"ledger: {st.ledger_id}")
 
 
 @app.command(cls=Command)
@@ -219,7 +220,9 @@ def verify(
 
 
 def _report_chain(result: chain.VerifyResult) -> None:
-    if not result.ok and result.bad_seq is None:
+    if not result.tree_ok:
+        typer.echo(f"tree MISMATCH: {result.problem}; the events themselves chain correctly")
+    elif not result.ok and result.bad_seq is None:
         events = (
             "the 1 event itself chains"
             if result.checked == 1

@@ -19,6 +19,8 @@ from flowledger.cli.common import (
 )
 from flowledger.cli.tables import echo_table
 from flowledger.config import load_config
+from flowledger.queries.proofs import ledger_origin
+from flowledger.services.signing import configured_signer
 
 token_app = typer.Typer(
     no_args_is_help=True, rich_markup_mode=None, help="API tokens for the webhook receiver."
@@ -48,7 +50,11 @@ def serve(
         with opened(db) as store:
             ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
             application = create_app(
-                ledger, config=file.receiver, secret=env.secret_bytes(), writer_process=True
+                ledger,
+                config=file.receiver,
+                secret=env.secret_bytes(),
+                writer_process=True,
+                signer=configured_signer(file.checkpoints, ledger_origin(store)),
             )
             serve_app(
                 application,

@@ -25,11 +25,17 @@ class Anchor:
     seq: int
     hash: str
     at: datetime
+    # The signed checkpoint of the tree at ``seq`` events, when a signing key is configured
+    # (a line without one, as every line was before checkpoints, still checks the head).
+    checkpoint: str | None = None
 
     def line(self) -> str:
         """The anchor as one line of the file (with its newline)."""
         at = self.at.astimezone(UTC).isoformat(timespec="seconds")
-        return json.dumps({"at": at, "hash": self.hash, "seq": self.seq}, sort_keys=True) + "\n"
+        fields: dict[str, object] = {"at": at, "hash": self.hash, "seq": self.seq}
+        if self.checkpoint is not None:
+            fields["checkpoint"] = self.checkpoint
+        return json.dumps(fields, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def parse_line(text: str) -> Anchor:
@@ -52,4 +58,7 @@ def parse_line(text: str) -> Anchor:
     except ValueError:
         raise AnchorError(f"at {at!r} is not an ISO 8601 time") from None
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return Anchor(seq, digest, when)
+    checkpoint = raw.get("checkpoint")
+    if checkpoint is not None and not isinstance(checkpoint, str):
+        raise AnchorError("checkpoint must be a signed note, as text")
+    return Anchor(seq, digest, when, checkpoint)

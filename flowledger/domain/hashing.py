@@ -9,8 +9,31 @@ from typing import Any
 
 from flowledger.domain.limits import is_valid_hash
 
-__all__ = ["GENESIS_HASH", "canonical_json", "chain_hash", "input_hash", "is_valid_hash", "seal"]
+__all__ = [
+    "GENESIS_HASH",
+    "canonical_json",
+    "chain_hash",
+    "genesis_hash",
+    "input_hash",
+    "is_valid_hash",
+    "seal",
+]
+# The genesis every ledger made before ledger identities began from: shared by all of them, so
+# it tells no ledger from another (a ledger that had events then keeps it; its chain is not
+# rewritten).
 GENESIS_HASH = "0" * 64
+
+
+def genesis_hash(ledger_id: str) -> str:
+    """The hash a ledger's chain starts from: its identity's, so that no two ledgers' chains
+    share a prefix and a head of one is never a head of another."""
+    return hashlib.sha256(b"flowledger genesis\n" + ledger_id.encode("utf-8")).hexdigest()
+
+
+def is_genesis_of(ledger_id: str, genesis: str) -> bool:
+    """Whether ``genesis`` is one a ledger of this identity may start from: its own, or the
+    shared one of a ledger that had events before identities began."""
+    return genesis in (genesis_hash(ledger_id), GENESIS_HASH)
 
 
 # One encoder for every call: ``json.dumps`` with options builds a new one each time.

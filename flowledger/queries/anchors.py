@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
+from flowledger.domain.checkpoints import CheckpointError, origin_of, unverified_checkpoint
 from flowledger.domain.hashing import GENESIS_HASH
+from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError
 from flowledger.storage.views import Connection
 from flowledger.storage.views import events as event_rows
+from flowledger.storage.views.meta import identity
 
 
 @dataclass
@@ -75,8 +78,11 @@ def _check(
         return
     seqs = sorted({a.seq for _, a in anchors})
     found = event_rows.hashes(conn, seqs)
-    found[0] = GENESIS_HASH  # the head of an empty chain
+    found[0] = identity(conn)[1]  # the head of an empty chain
     for number, anchor in anchors:
+        if anchor.seq == 0 and anchor.hash == GENESIS_HASH:
+            result.checked += 1  # the empty head every ledger had before identities
+            continue
         result.checked += 1
         when = f"{anchor.at:%Y-%m-%d %H:%M:%S} UTC"
         where = f"{path.name} line {number}: head seq {anchor.seq} published {when}"
@@ -92,3 +98,25 @@ def _check(
                 f"{where} had hash {anchor.hash}; event {anchor.seq} now has {have}: "
                 "the chain was rewritten"
             )
+        elif anchor.checkpoint is not None:
+            problem = _checkpoint_problem(conn, anchor)
+            if problem is not None:
+                result.problems.append(f"{where}: {problem}")
+
+
+def _checkpoint_problem(conn: Connection, anchor: Anchor) -> str | None:
+    """What is wrong with an anchor's checkpoint against the tree (its signature is the
+    standalone verifier's to check, with the verifier key); ``None`` when nothing is."""
+    assert anchor.checkpoint is not None
+    try:
+        cp = unverified_checkpoint(anchor.checkpoint)
+    except CheckpointError as exc:
+        return f"its checkpoint is damaged: {exc}"
+    mine = origin_of(identity(conn)[0])
+    if cp.origin != mine or cp.size != anchor.seq:
+        return (
+            f"its checkpoint is of {cp.origin} at {cp.size} events, not of {mine} at {anchor.seq}"
+        )
+    if tree.root(conn, cp.size) != cp.root:
+        return "its checkpoint's root is not the tree's at that size: the tree was rewritten"
+    return None

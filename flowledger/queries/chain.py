@@ -5,13 +5,24 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from flowledger.domain import merkle
 from flowledger.domain.chain import event_body, head_prefix
-from flowledger.domain.hashing import GENESIS_HASH, chain_hash
+from flowledger.domain.hashing import GENESIS_HASH, chain_hash, is_genesis_of
+from flowledger.storage import merkle as tree
 from flowledger.storage.engine import Store
 from flowledger.storage.views import Connection
 from flowledger.storage.views.chain import head, snapshot, walk
+from flowledger.storage.views.meta import identity
 
-__all__ = ["VerifyResult", "chain_head", "head", "snapshot", "verify"]
+__all__ = [
+    "VerifyResult",
+    "chain_head",
+    "head",
+    "identity_of",
+    "ledger_identity",
+    "snapshot",
+    "verify",
+]
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,8 @@ class VerifyResult:
     bad_seq: int | None = None  # None when the chain is whole but not the head expected
     problem: str | None = None
     expected_seq: int | None = None  # the event whose hash the expected head is (0: none yet)
+    ledger_id: str = ""
+    tree_ok: bool = True  # False: the events chain, but the Merkle tree does not match them
 
 
 def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 5000) -> VerifyResult:
@@ -32,11 +45,19 @@ def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 500
     digits (:func:`~flowledger.domain.chain.head_prefix`). It must be the hash of exactly one
     event of the chain: the head, or an earlier one when events were appended since it was
     printed. Not found, events up to it were removed or rewritten (or it is another ledger's).
+
+    The chain starts from the ledger's genesis (its identity's, or the shared all-zeros one of
+    a ledger that had events before identities); the Merkle tree is rebuilt from the events as
+    they are walked and its root compared with the stored tree's.
     """
     prefix = head_prefix(expect_head) if expect_head is not None else None
-    named = [0] if prefix is not None and GENESIS_HASH.startswith(prefix) else []
-    prev, expected_seq, checked = GENESIS_HASH, 1, 0
+    ledger_id, genesis = identity(conn)
+    if not is_genesis_of(ledger_id, genesis):
+        return _bad(0, 0, genesis, 1, f"the genesis {genesis} is not ledger {ledger_id}'s")
+    named = [0] if prefix is not None and genesis.startswith(prefix) else []
+    prev, expected_seq, checked = genesis, 1, 0
     last_seq = 0
+    edge: list[bytes] = []
     for row in walk(conn, batch):
         if row.seq != expected_seq:
             return _bad(
@@ -57,6 +78,7 @@ def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 500
             return _bad(checked, last_seq, prev, row.seq, "content does not match its hash")
         if prefix is not None and row.hash.startswith(prefix):
             named.append(row.seq)
+        merkle.append(edge, checked, merkle.event_leaf(row.hash))
         prev, last_seq, expected_seq, checked = row.hash, row.seq, row.seq + 1, checked + 1
     head_seq, head_hash = head(conn)
     if head_seq != last_seq or head_hash != prev:
@@ -67,9 +89,21 @@ def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 500
             last_seq + 1 if head_seq > last_seq else head_seq,
             f"recorded head is {head_seq} but the chain ends at {last_seq}",
         )
+    problem = _tree_problem(conn, checked, merkle.fold(edge))
+    if problem is not None:
+        return VerifyResult(False, checked, last_seq, prev, problem=problem, tree_ok=False)
     if prefix is None:
-        return VerifyResult(True, checked, last_seq, prev)
+        return VerifyResult(True, checked, last_seq, prev, ledger_id=ledger_id)
     # Every event checked out: what differs, if anything, is the head, not a link.
+    if named == [0] and genesis == GENESIS_HASH:
+        return VerifyResult(
+            False,
+            checked,
+            last_seq,
+            prev,
+            problem=f"{prefix} is the genesis every ledger made before ledger identities "
+            "starts from: it tells this ledger from no other; give a head printed since",
+        )
     if not named:
         return VerifyResult(
             False,
@@ -88,7 +122,22 @@ def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 500
             prev,
             problem=f"{prefix} begins the hashes of events {seqs}: give more of the hash",
         )
-    return VerifyResult(True, checked, last_seq, prev, expected_seq=named[0])
+    return VerifyResult(True, checked, last_seq, prev, expected_seq=named[0], ledger_id=ledger_id)
+
+
+def _tree_problem(conn: Connection, size: int, rebuilt: bytes) -> str | None:
+    """What is wrong with the stored tree of ``size`` leaves, whose root the events give as
+    ``rebuilt``; ``None`` when nothing is."""
+    try:
+        stored = tree.root(conn, size)
+    except KeyError as exc:
+        return f"the Merkle tree does not cover the {size} events: {exc.args[0]}"
+    if stored != rebuilt:
+        return (
+            f"the Merkle tree's root at {size} events is {stored.hex()}, "
+            f"the events give {rebuilt.hex()}"
+        )
+    return None
 
 
 def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) -> VerifyResult:
@@ -98,3 +147,14 @@ def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) ->
 def chain_head(store: Store) -> tuple[int, str]:
     with store.reader.connect() as conn:
         return head(conn)
+
+
+def identity_of(store: Store) -> tuple[str, str]:
+    """The ledger's id (made at ``init``, or by the migration that brought identities) and
+    the hash its chain starts from."""
+    with store.reader.connect() as conn:
+        return identity(conn)
+
+
+def ledger_identity(store: Store) -> str:
+    return identity_of(store)[0]

@@ -21,7 +21,7 @@ from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
 from flowledger.queries import records as queries
 from flowledger.queries import shift as activity
-from flowledger.queries.chain import chain_head
+from flowledger.queries.chain import chain_head, ledger_identity
 from flowledger.queries.holds import hold_queue, resolved_holds
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
 
@@ -142,6 +142,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     done = activity.activity(store, shift.since, shift.until)
     links = activity.execution_links(store, [*holds, *done.opened])
     seq, head_hash = chain_head(store)
+    ledger_id = ledger_identity(store)
     overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
 
@@ -158,6 +159,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         f"- Dispatching with no hold yet: {len(done.in_flight)}{_more(done.in_flight)}",
         f"- Undelivered alerts: {done.alerts_waiting}",
         f"- Sources in trouble: {len(trouble)}",
+        f"- Ledger: `{ledger_id}`",
         f"- Event chain head: seq {seq}, hash `{head_hash}`",
         "",
         "## Open holds by owner",

@@ -76,6 +76,7 @@ class Status:
     overdue: int
     events: int
     head_hash: str
+    ledger_id: str = ""
 
 
 def status(store: Store, now: datetime) -> Status:
@@ -83,7 +84,8 @@ def status(store: Store, now: datetime) -> Status:
         by_state = operations.count_by_state(conn)
         by_reason, blocking, overdue = holds.open_counts(conn, now)
         seq, digest = head(conn)
-    return Status(by_state, by_reason, blocking, overdue, seq, digest)
+        ledger_id = meta.identity(conn)[0]
+    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id)
 
 
 def iter_events(

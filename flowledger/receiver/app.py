@@ -12,8 +12,9 @@ from fastapi.openapi.utils import get_openapi
 from starlette.types import Receive, Scope, Send
 
 from flowledger.config import ReceiverConfig
+from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api import errors
-from flowledger.receiver.api.routes import calls, health, reads
+from flowledger.receiver.api.routes import calls, health, proofs, reads
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
 from flowledger.receiver.engine import Engine, front
@@ -73,6 +74,7 @@ def create_app(
     secret: bytes | None = None,
     token_ttl: float = 2.0,
     writer_process: bool = False,
+    signer: Signer | None = None,
 ) -> FastAPI:
     """The receiver over ``ledger``; with ``writer_process`` the write lane's calls are
     committed by a child process (:mod:`flowledger.receiver.engine.writer_process`), which needs the
@@ -88,6 +90,7 @@ def create_app(
         body_limit=config.body_limit,
         idempotency_ttl=config.idempotency_ttl.total_seconds(),
         signature_window=config.signature_window.total_seconds(),
+        signer=signer,
     )
     state.tokens.on_signing = _redacting(state)
 
@@ -117,6 +120,7 @@ def create_app(
     )
     app.state.receiver = state
     errors.install(app)
+    app.include_router(proofs.router)  # first: /operations/{id}/proof is not a read of {id}
     app.include_router(reads.router)
     app.include_router(health.router)
 

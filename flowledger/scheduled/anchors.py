@@ -1,6 +1,9 @@
 """Publishing the chain head where the operator keeps it (``[anchors]``): a job of
 ``flowledger run`` appends ``{"at", "hash", "seq"}`` to a file outside the database's directory
 and/or queues it to the alert URLs, each time the head has moved since the last publication.
+With a signing key (``[checkpoints] key``) each line also carries the signed checkpoint of the
+tree at that head (``"checkpoint"``), which anyone with the verifier key can check and prove
+later checkpoints consistent with.
 
 ``flowledger verify --anchors FILE`` then checks the chain against every head ever published,
 so rewriting or cutting the chain after a publication is caught without anyone having copied a
@@ -21,8 +24,10 @@ from typing import Any
 from flowledger.clock import Clock, utcnow
 from flowledger.config import AnchorsConfig
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
+from flowledger.domain.checkpoints import Signer
 from flowledger.faults import crashpoint
 from flowledger.queries import chain
+from flowledger.queries.proofs import tree_head
 from flowledger.services.outbox import targets_of
 from flowledger.storage.anchors import queue_new
 from flowledger.storage.engine import LedgerError, Store, sqlite_path
@@ -62,8 +67,10 @@ class Publisher:
         alert_urls: Sequence[str] = (),
         *,
         clock: Clock = utcnow,
+        signer: Signer | None = None,
     ) -> None:
         self.store = store
+        self.signer = signer
         self.path = check_place(store, cfg.file) if cfg.file is not None else None
         self.targets = sorted(targets_of(alert_urls)) if cfg.alerts else []
         if cfg.alerts and not self.targets:
@@ -73,11 +80,13 @@ class Publisher:
 
     def publish(self) -> Anchor | None:
         """Publish the head unless it was the last one published; the anchor, or ``None``."""
-        with self.store.reader.connect() as conn:
+        with chain.snapshot(self.store) as conn:
             seq, digest = chain.head(conn)
-        if self._last == (seq, digest):
-            return None
-        anchor = Anchor(seq, digest, self.clock())
+            if self._last == (seq, digest):
+                return None
+            tree = tree_head(conn) if self.signer is not None else None
+        note = self.signer.sign(tree.text()) if self.signer and tree else None
+        anchor = Anchor(seq, digest, self.clock(), note)
         # The outbox first: a crash before the file is written publishes this head again at
         # the next start (the file does not have it yet), and the outbox's delivery id drops
         # the repeat; the other order would leave the alert URLs without it for good.

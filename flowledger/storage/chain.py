@@ -1,7 +1,8 @@
 """Appending a transaction's events to the hash chain, as its last statement.
 
 Each event is sealed after the one before it (sha256 over the previous hash and the event's
-canonical form, :mod:`flowledger.domain.chain`), and the chain head moves with the batch.
+canonical form, :mod:`flowledger.domain.chain`), and the chain head moves with the batch; the
+Merkle tree over the events grows in the same transaction (:mod:`flowledger.storage.merkle`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, NamedTuple
 
 from flowledger.domain.chain import event_time, sealed_prefix, sealed_tail
 from flowledger.domain.hashing import canonical_json, seal
+from flowledger.storage import merkle
 from flowledger.storage.tx import PendingEvent, Tx
 
 _ADVANCE_HEAD = "UPDATE chain_head SET seq = :seq, hash = :hash WHERE id = 1"
@@ -150,6 +152,7 @@ def _insert_events(tx: Tx, rows: list[SealedEvent]) -> None:
         tx.execute(_INSERT_EVENT, rows[0])
     else:
         tx.many(_INSERT_EVENT, rows)
+    merkle.extend(tx, rows)  # the tree's new leaves and subtrees (a trigger on PostgreSQL)
     # A guess until the commit; a rollback leaves it stale, and the next writer's
     # compare-and-set notices.
     tx.chain_hint.seq, tx.chain_hint.hash = rows[-1].seq, rows[-1].hash

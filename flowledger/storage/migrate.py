@@ -23,10 +23,15 @@ from flowledger.storage.engine import (
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def alembic_config(connection: sa.Connection | None = None) -> Config:
+def alembic_config(
+    connection: sa.Connection | None = None, *, ledger_id: str | None = None
+) -> Config:
+    """``ledger_id``: the id migration 0005 gives the ledger instead of a random one (a
+    fixture whose hashes must be the same on every run)."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = connection
+    cfg.attributes["ledger_id"] = ledger_id
     return cfg
 
 
@@ -41,14 +46,15 @@ def current_revision(store: Store) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def upgrade(store: Store) -> None:
+def upgrade(store: Store, *, ledger_id: str | None = None) -> None:
     with store.engine.begin() as conn:
-        command.upgrade(alembic_config(conn), "head")
+        command.upgrade(alembic_config(conn, ledger_id=ledger_id), "head")
 
 
-def init_ledger(db: str | None) -> tuple[Store, bool]:
-    """Create a ledger (schema, genesis chain head). Returns the store and whether it was new;
-    an existing, current ledger is left as it is."""
+def init_ledger(db: str | None, *, ledger_id: str | None = None) -> tuple[Store, bool]:
+    """Create a ledger (schema, identity, genesis chain head). Returns the store and whether it
+    was new; an existing, current ledger is left as it is. ``ledger_id``: see
+    :func:`alembic_config` (a new ledger's id is random)."""
     url = resolve_url(db)
     store = make_store(url, create=True)
     try:
@@ -62,7 +68,7 @@ def init_ledger(db: str | None) -> tuple[Store, bool]:
                 f"the database already holds other tables ({', '.join(sorted(foreign)[:5])}); "
                 "give flowledger a database of its own"
             )
-        upgrade(store)
+        upgrade(store, ledger_id=ledger_id)
     except sa.exc.DBAPIError as exc:
         store.dispose()
         raise LedgerError(

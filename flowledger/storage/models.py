@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from flowledger.domain import limits
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -239,6 +239,19 @@ class ChainHead(SQLModel, table=True):
     id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})
     seq: int = 0
     hash: str = Field(max_length=64)
+
+
+class MerkleNode(SQLModel, table=True):
+    """A perfect subtree of the Merkle tree over the events (:mod:`flowledger.domain.merkle`):
+    the hash of leaves ``idx * 2**level`` to ``(idx + 1) * 2**level - 1``, written with the
+    event that completes it; level 1 and up (a leaf is the hash of its event's ``hash``).
+    Append-only, like the events."""
+
+    __tablename__ = "merkle_nodes"
+    __table_args__ = {"sqlite_with_rowid": False}
+    level: int = Field(primary_key=True, sa_type=sa.SmallInteger)
+    idx: int = Field(primary_key=True, sa_type=sa.BigInteger)
+    hash: bytes = Field(sa_type=sa.LargeBinary(32))
 
 
 class Source(SQLModel, table=True):

@@ -15,13 +15,17 @@ from typer.testing import CliRunner
 
 from flowledger.cli import app
 from flowledger.config import AlertsConfig, AnchorsConfig, FileConfig, load_config
+from flowledger.domain.checkpoints import open_checkpoint
+from flowledger.queries.proofs import ledger_origin
 from flowledger.runner import Runner
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher
 from flowledger.services.ledger import Ledger
+from flowledger.services.signing import create_key
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Outbox, table
+from flowledger.verify_proof import main as verify_main
 from tests.support.builders import FakeClock, req
 from tests.support.database import rewrite_chain, truncate_chain
 
@@ -262,3 +266,35 @@ def test_a_line_cut_short_stays_the_only_bad_line(published: str, anchor_file: P
     ]  # fmt: skip
     code, out = cli("verify", "--db", published, "--anchors", str(anchor_file))
     assert code == 2 and "anchors.jsonl line 3: not a JSON object" in out
+
+
+def test_with_a_key_the_job_publishes_signed_checkpoints_and_old_lines_still_check(
+    ledger_url: str, anchor_file: Path, tmp_path: Path
+) -> None:
+    store, _ = init_ledger(ledger_url)
+    clock = FakeClock()
+    work(store, clock, 1, 2)
+    Publisher(store, AnchorsConfig(file=anchor_file), clock=clock).publish()  # no key: a head
+    signer = create_key(tmp_path / "checkpoint.key", ledger_origin(store))
+    publisher = Publisher(store, AnchorsConfig(file=anchor_file), clock=clock, signer=signer)
+    work(store, clock, 3, 4)
+    assert publisher.publish() is not None
+    work(store, clock, 5, 5)
+    assert publisher.publish() is not None
+    store.dispose()
+    old, first, second = lines(anchor_file)
+    assert "checkpoint" not in old
+    checkpoints = [open_checkpoint(str(a["checkpoint"]), signer.verifier) for a in (first, second)]
+    assert [c.size for c in checkpoints] == [first["seq"], second["seq"]] == [8, 10]
+    code, out = cli("verify", "--db", ledger_url, "--anchors", str(anchor_file))
+    assert code == 0 and "anchors ok: 3 published heads found in the chain" in out, out
+    # Two published checkpoints, proven consistent by the standalone verifier.
+    for n, a in enumerate((first, second)):
+        (tmp_path / f"cp{n}").write_text(str(a["checkpoint"]))
+    proof = tmp_path / "consistency.json"
+    code, out = cli(
+        "proof", "--db", ledger_url, "--consistency", str(tmp_path / "cp0"), str(tmp_path / "cp1"),
+        "--out", str(proof),
+    )  # fmt: skip
+    assert code == 0, out
+    assert verify_main([str(proof), "--key", signer.verifier.text()]) == 0

@@ -18,6 +18,7 @@ from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import SCHEMA_VERSION
+from flowledger.storage.views.meta import identity
 from tests.support.builders import req
 from tests.support.database import engine_for
 
@@ -229,11 +230,17 @@ def test_verify_takes_an_earlier_head_and_says_how_many_events_followed(busy_led
     assert out.endswith("\nexpected head ok: it is the hash of event 6, 1 event appended since\n")
 
 
-def test_verify_takes_the_empty_ledgers_head(busy_ledger: str) -> None:
-    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", "0" * 64)
+def test_verify_takes_this_empty_ledgers_head_and_not_all_zeros(busy_ledger: str) -> None:
+    engine = engine_for(busy_ledger)
+    with engine.connect() as conn:
+        genesis = identity(conn)[1]
+    engine.dispose()
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", genesis)
     assert code == 0 and out.endswith(
         "\nexpected head ok: it is the head of the empty ledger, 6 events appended since\n"
     )
+    code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", "0" * 64)
+    assert code == 1 and f"this ledger's head is {out.split('head is ')[1].split(',')[0]}" in out
 
 
 @pytest.mark.parametrize(

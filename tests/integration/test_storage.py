@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome, IllegalTransition
+from flowledger.domain.hashing import genesis_hash
 from flowledger.queries import chain
 from flowledger.queries import records as queries
 from flowledger.services.ledger import InvalidInput, Ledger, NotFound
@@ -21,6 +22,7 @@ from flowledger.storage.models import SCHEMA_VERSION
 from flowledger.storage.sql import Row
 from flowledger.storage.tx import Tx
 from flowledger.storage.views.executions import EXECUTIONS
+from flowledger.storage.views.meta import identity
 from tests.support.builders import FakeClock, req
 from tests.support.database import lock_waits
 from tests.support.processes import wait_until
@@ -33,10 +35,11 @@ def count(store: Store, sql: str) -> int:
         return int(conn.exec_driver_sql(sql).scalar_one())
 
 
-def test_new_ledger_has_current_schema_and_genesis_head(store: Store) -> None:
+def test_new_ledger_has_current_schema_and_its_own_genesis_head(store: Store) -> None:
     assert read_schema_version(store.engine) == SCHEMA_VERSION
     with store.reader.connect() as conn:
-        assert chain.head(conn) == (0, "0" * 64)
+        ledger_id, genesis = identity(conn)
+        assert chain.head(conn) == (0, genesis) and genesis == genesis_hash(ledger_id)
 
 
 def test_dispatch_records_intent_attempt_and_event_together(ledger: Ledger, store: Store) -> None:

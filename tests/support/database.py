@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
+from flowledger.domain import merkle
 from flowledger.domain.chain import event_body
 from flowledger.domain.hashing import canonical_json, chain_hash
 from flowledger.storage.engine import Store
@@ -47,9 +48,25 @@ def engine_for(db: str) -> sa.Engine:
 
 
 def _without_event_guards(conn: sa.Connection) -> None:
-    on = "" if conn.dialect.name == "sqlite" else " ON events"
-    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS events_no_update{on}")
-    conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS events_no_delete{on}")
+    for table, guard in (("events", "events"), ("merkle_nodes", "merkle_nodes")):
+        on = "" if conn.dialect.name == "sqlite" else f" ON {table}"
+        conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {guard}_no_update{on}")
+        conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {guard}_no_delete{on}")
+
+
+def rebuild_tree(conn: sa.Connection) -> None:
+    """The forger's last step: the Merkle tree built anew over the events as they now are."""
+    _without_event_guards(conn)
+    conn.exec_driver_sql("DELETE FROM merkle_nodes")
+    edge: list[bytes] = []
+    made = []
+    hashes = conn.execute(sa.text("SELECT hash FROM events ORDER BY seq")).scalars()
+    for i, digest in enumerate(hashes):
+        for level, idx, h in merkle.append(edge, i, merkle.event_leaf(digest)):
+            if level:
+                made.append({"level": level, "idx": idx, "hash": h})
+    if made:
+        conn.execute(sa.text("INSERT INTO merkle_nodes VALUES (:level, :idx, :hash)"), made)
 
 
 def rewrite_chain(db: str, seq: int, data: dict[str, Any]) -> None:
@@ -82,6 +99,7 @@ def rewrite_chain(db: str, seq: int, data: dict[str, Any]) -> None:
             )
             prev = digest
         conn.execute(sa.text("UPDATE chain_head SET hash = :h WHERE id = 1"), {"h": prev})
+        rebuild_tree(conn)
     engine.dispose()
 
 
@@ -98,4 +116,5 @@ def truncate_chain(db: str, keep: int) -> None:
             ),
             {"k": keep},
         )
+        rebuild_tree(conn)
     engine.dispose()

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api.tokens import TokenCache
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -37,6 +38,7 @@ class ReceiverState:
     body_limit: int
     idempotency_ttl: float  # seconds
     signature_window: float  # seconds
+    signer: Signer | None = None  # signs the checkpoints the proof routes serve
     # (token id, key) of the Idempotency-Key requests this process is running now.
     in_flight: set[tuple[int, str]] = field(default_factory=set)
     # One token-cache reload at a time, however many requests find it stale together.

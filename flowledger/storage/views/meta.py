@@ -14,3 +14,12 @@ def is_demo(conn: Connection) -> bool:
     """Whether ``flowledger demo`` built this ledger (its data is made up)."""
     value = conn.execute(sa.select(META.c.value).where(META.c.key == "demo")).scalar_one_or_none()
     return value is not None
+
+
+def identity(conn: Connection) -> tuple[str, str]:
+    """The ledger's id and the hash its chain starts from (``ledger_id``, ``genesis``)."""
+    rows = conn.execute(
+        sa.select(META.c.key, META.c.value).where(META.c.key.in_(("ledger_id", "genesis")))
+    ).all()
+    found = {str(key): str(value) for key, value in rows}
+    return found["ledger_id"], found["genesis"]

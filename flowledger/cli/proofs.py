@@ -1,0 +1,126 @@
+"""What an auditor takes away: ``key create``, ``checkpoint`` and ``proof``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flowledger.cli.common import Command, DbOption, app, die, one_line_errors, opened
+from flowledger.config import load_config
+from flowledger.domain.checkpoints import Signer
+from flowledger.queries import proofs
+from flowledger.services.signing import configured_signer, create_key, public_path
+from flowledger.storage.engine import LedgerError, Store
+
+key_app = typer.Typer(
+    help="The Ed25519 key that signs checkpoints.", no_args_is_help=True, rich_markup_mode=None
+)
+app.add_typer(key_app, name="key")
+
+OutOption = Annotated[
+    Path | None,
+    typer.Option("--out", metavar="FILE", help="Write to FILE instead of standard output"),
+]
+
+
+@key_app.command("create", cls=Command)
+@one_line_errors
+def key_create(
+    path: Annotated[
+        Path, typer.Argument(metavar="PATH", help="The key file to create (owner-only, 0600)")
+    ],
+    db: DbOption = None,
+) -> None:
+    """Make a signing key named for this ledger, and its verifier key beside it (PATH.pub)."""
+    path = path.expanduser().absolute()
+    with opened(db) as store:
+        signer = create_key(path, proofs.ledger_origin(store))
+    typer.echo(f"created signing key {path} (owner only) for {signer.name}")
+    typer.echo(f"verifier key (also in {public_path(path)}), for whoever checks the proofs:")
+    typer.echo(f"  {signer.verifier.text()}")
+    typer.echo(f'sign with it: in flowledger.toml, [checkpoints] key = "{path}"')
+
+
+def _signer(store: Store) -> Signer:
+    signer = configured_signer(load_config().checkpoints, proofs.ledger_origin(store))
+    if signer is None:
+        raise LedgerError(
+            "no signing key: run `flowledger key create PATH` and set [checkpoints] key = PATH "
+            "in flowledger.toml"
+        )
+    return signer
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise LedgerError(f"cannot write {out}: {exc.strerror}") from None
+    typer.echo(f"wrote {out}", err=True)
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LedgerError(f"cannot read {what} {path}: {exc}") from None
+
+
+@app.command()
+@one_line_errors
+def checkpoint(db: DbOption = None, out: OutOption = None) -> None:
+    """Sign the Merkle tree's head: a C2SP checkpoint (the ledger's identity, the number of
+    events, the root hash) in a signed note."""
+    with opened(db) as store:
+        note = proofs.signed_checkpoint(store, _signer(store))
+    _emit(note, out)
+
+
+@app.command(cls=Command)
+@one_line_errors
+def proof(
+    operation_id: Annotated[
+        str | None,
+        typer.Argument(metavar="OPERATION_ID", help="The operation whose events to prove"),
+    ] = None,
+    db: DbOption = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            metavar="FILE",
+            help="Prove against this checkpoint [default: a new one, signed now]",
+        ),
+    ] = None,
+    consistency: Annotated[
+        tuple[Path, Path] | None,
+        typer.Option(
+            metavar="OLD NEW", help="Prove that checkpoint file NEW extends checkpoint file OLD"
+        ),
+    ] = None,
+    out: OutOption = None,
+) -> None:
+    """An operation's events with their inclusion proofs against a checkpoint, or (with
+    --consistency) the proof that one checkpoint extends another, as a JSON file that
+    `python -m flowledger.verify_proof FILE --key PUB` checks without the database."""
+    if (operation_id is None) == (consistency is None):
+        die("give an OPERATION_ID or --consistency OLD NEW (one of the two)")
+    with opened(db) as store:
+        if consistency is not None:
+            old, new = (_read(p, "the checkpoint") for p in consistency)
+            doc = proofs.consistency_proof(store, old, new)
+        else:
+            assert operation_id is not None
+            note = (
+                _read(against, "the checkpoint")
+                if against is not None
+                else proofs.signed_checkpoint(store, _signer(store))
+            )
+            doc = proofs.operation_proof(store, operation_id, note)
+    _emit(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", out)

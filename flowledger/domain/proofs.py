@@ -1,0 +1,155 @@
+"""Proof files: what ``flowledger proof`` writes and ``python -m flowledger.verify_proof``
+checks with no database, the standard library and ``cryptography`` only.
+
+An inclusion proof holds a signed checkpoint and an operation's events, each with what its
+chain hash covers (so the reader recomputes the hash) and its RFC 9162 audit path to the
+checkpoint's root. A consistency proof holds two signed checkpoints of one ledger and the
+proof that the older tree is a prefix of the newer. Hashes in the paths are base64, as in the
+checkpoints.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+from flowledger.domain import merkle
+from flowledger.domain.checkpoints import Checkpoint, CheckpointError, VerifierKey, open_checkpoint
+from flowledger.domain.hashing import chain_hash
+
+INCLUSION = "flowledger-inclusion-proof/1"
+CONSISTENCY = "flowledger-consistency-proof/1"
+# The fields of an event its chain hash covers, as the proof carries them ("at" written as
+# the sealed form writes it).
+SEALED = ("seq", "at", "actor", "kind", "operation_id", "hold_id", "data")
+
+
+class ProofFailure(ValueError):
+    """A proof file that does not prove what it claims; the message names what broke."""
+
+
+def b64(values: list[bytes]) -> list[str]:
+    return [base64.b64encode(v).decode() for v in values]
+
+
+def inclusion_document(
+    checkpoint_note: str, operation_id: str, events: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """``events``: each with :data:`SEALED`, ``prev_hash``, ``hash`` and ``inclusion``."""
+    return {
+        "format": INCLUSION,
+        "checkpoint": checkpoint_note,
+        "operation_id": operation_id,
+        "events": events,
+    }
+
+
+def consistency_document(old_note: str, new_note: str, proof: list[bytes]) -> dict[str, Any]:
+    return {"format": CONSISTENCY, "old": old_note, "new": new_note, "consistency": b64(proof)}
+
+
+@dataclass(frozen=True)
+class Proven:
+    """What a proof file proved, for the reader."""
+
+    checkpoint: Checkpoint
+    what: str
+
+
+def check(doc: Any, key: VerifierKey) -> Proven:
+    """Check a proof file's content (parsed JSON) against ``key``; :class:`ProofFailure`
+    says what broke."""
+    if not isinstance(doc, dict):
+        raise ProofFailure("not a proof file: its JSON is not an object")
+    kind = doc.get("format")
+    if kind == INCLUSION:
+        return _check_inclusion(doc, key)
+    if kind == CONSISTENCY:
+        return _check_consistency(doc, key)
+    raise ProofFailure(
+        f"not a proof file: format {kind!r} is neither {INCLUSION} nor {CONSISTENCY}"
+    )
+
+
+def _checkpoint(doc: dict[str, Any], field: str, key: VerifierKey) -> Checkpoint:
+    note = doc.get(field)
+    if not isinstance(note, str):
+        raise ProofFailure(f"the proof file has no {field} checkpoint")
+    try:
+        return open_checkpoint(note, key)
+    except CheckpointError as exc:
+        raise ProofFailure(f"{field}: {exc}") from None
+
+
+def _hashes(values: Any, what: str) -> list[bytes]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ProofFailure(f"{what} is not a list of base64 hashes")
+    try:
+        out = [base64.b64decode(v, validate=True) for v in values]
+    except binascii.Error:
+        raise ProofFailure(f"{what} holds a hash that is not base64") from None
+    if any(len(h) != 32 for h in out):
+        raise ProofFailure(f"{what} holds a hash that is not 32 bytes")
+    return out
+
+
+def _check_inclusion(doc: dict[str, Any], key: VerifierKey) -> Proven:
+    cp = _checkpoint(doc, "checkpoint", key)
+    operation_id, events = doc.get("operation_id"), doc.get("events")
+    if not isinstance(events, list) or not events:
+        raise ProofFailure("the proof file holds no events")
+    for ev in events:
+        if not isinstance(ev, dict) or not all(f in ev for f in (*SEALED, "prev_hash", "hash")):
+            raise ProofFailure(f"an event lacks one of {', '.join(SEALED)}, prev_hash, hash")
+        seq = ev["seq"]
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+            raise ProofFailure(f"an event's seq {seq!r} is not a sequence number")
+        if ev["operation_id"] != operation_id:
+            raise ProofFailure(f"event {seq} is of operation {ev['operation_id']!r}, not this one")
+        if not isinstance(ev["prev_hash"], str) or not isinstance(ev["hash"], str):
+            raise ProofFailure(f"event {seq}: prev_hash and hash must be hex text")
+        try:
+            recomputed = chain_hash(ev["prev_hash"], {f: ev[f] for f in SEALED})
+        except (TypeError, ValueError):
+            raise ProofFailure(f"event {seq}: its fields cannot be sealed") from None
+        if recomputed != ev["hash"]:
+            raise ProofFailure(
+                f"event {seq}: its content does not match its hash: the event was altered"
+            )
+        if seq > cp.size:
+            raise ProofFailure(f"event {seq} is beyond the checkpoint's {cp.size} events")
+        try:
+            leaf = merkle.event_leaf(ev["hash"])
+        except ValueError:
+            raise ProofFailure(f"event {seq}: its hash is not hex") from None
+        path = _hashes(ev.get("inclusion"), f"event {seq}'s inclusion proof")
+        try:
+            merkle.verify_inclusion(seq - 1, cp.size, leaf, path, cp.root)
+        except merkle.ProofError as exc:
+            raise ProofFailure(
+                f"event {seq} is not in the log the checkpoint signs ({exc}): the event, or "
+                "the log before it, was changed or removed since"
+            ) from None
+    return Proven(cp, f"{len(events)} events of operation {operation_id!r}")
+
+
+def _check_consistency(doc: dict[str, Any], key: VerifierKey) -> Proven:
+    old, new = _checkpoint(doc, "old", key), _checkpoint(doc, "new", key)
+    if old.origin != new.origin:
+        raise ProofFailure(f"the checkpoints are of two logs: {old.origin} and {new.origin}")
+    if new.size < old.size:
+        raise ProofFailure(
+            f"the new checkpoint ({new.size} events) is smaller than the old ({old.size}): "
+            "the log was truncated"
+        )
+    path = _hashes(doc.get("consistency"), "the consistency proof")
+    try:
+        merkle.verify_consistency(old.size, new.size, old.root, new.root, path)
+    except merkle.ProofError as exc:
+        raise ProofFailure(
+            f"the new checkpoint does not extend the old ({exc}): the log was forked, or "
+            f"events up to {old.size} were rewritten or removed"
+        ) from None
+    return Proven(new, f"the log at {old.size} events is a prefix of it")

@@ -1,0 +1,115 @@
+"""Checkpoints and proofs from the stored tree: the current tree head signed, an operation's
+events with their inclusion proofs, and the proof that one checkpoint extends another. All
+read in one snapshot, each in O(log n) stored hashes (``bench/README.md``, "Proofs")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flowledger.domain import merkle
+from flowledger.domain.chain import event_time
+from flowledger.domain.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    Signer,
+    origin_of,
+    unverified_checkpoint,
+)
+from flowledger.domain.proofs import b64, consistency_document, inclusion_document
+from flowledger.storage import merkle as tree
+from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.views import Connection
+from flowledger.storage.views import events as event_rows
+from flowledger.storage.views.chain import head, snapshot
+from flowledger.storage.views.meta import identity
+
+MAX_EVENTS = 100_000  # of one operation in one proof
+
+
+def origin(conn: Connection) -> str:
+    return origin_of(identity(conn)[0])
+
+
+def ledger_origin(store: Store) -> str:
+    with store.reader.connect() as conn:
+        return origin(conn)
+
+
+def tree_head(conn: Connection) -> Checkpoint:
+    """The tree as it stands: the ledger's origin, its size (the chain's length), its root."""
+    size = head(conn)[0]
+    return Checkpoint(origin(conn), size, tree.root(conn, size))
+
+
+def signed_checkpoint(store: Store, signer: Signer) -> str:
+    """The current tree head as a signed note."""
+    with snapshot(store) as conn:
+        return signer.sign(tree_head(conn).text())
+
+
+def _ours(conn: Connection, note: str, what: str) -> Checkpoint:
+    """The checkpoint ``note`` carries, once it is this ledger's at a size it has had, with the
+    root its tree had then."""
+    try:
+        cp = unverified_checkpoint(note)
+    except CheckpointError as exc:
+        raise LedgerError(f"{what}: {exc}") from None
+    mine = origin(conn)
+    if cp.origin != mine:
+        raise LedgerError(f"{what} is of {cp.origin}, not of this ledger ({mine})")
+    size = head(conn)[0]
+    if cp.size > size:
+        raise LedgerError(
+            f"{what} has {cp.size} events, this ledger {size}: events were removed since"
+        )
+    if tree.root(conn, cp.size) != cp.root:
+        raise LedgerError(
+            f"this ledger's tree at {cp.size} events is not {what}'s: the log was rewritten "
+            "or forked since it was signed"
+        )
+    return cp
+
+
+def operation_proof(store: Store, operation_id: str, note: str) -> dict[str, Any]:
+    """The proof file of ``operation_id``: its events up to the checkpoint ``note`` (signed,
+    of this ledger), each with its inclusion proof."""
+    with snapshot(store) as conn:
+        cp = _ours(conn, note, "the checkpoint")
+        rows = event_rows.of_operation(conn, operation_id, limit=MAX_EVENTS)
+        events = [_event(conn, row, cp.size) for row in rows if row.seq <= cp.size]
+    if not events:
+        raise LedgerError(
+            f"no events of operation {operation_id!r} in the checkpoint's {cp.size} events"
+        )
+    return inclusion_document(note, operation_id, events)
+
+
+def _event(conn: Connection, row: Any, size: int) -> dict[str, Any]:
+    path = tree.proof(conn, merkle.inclusion_ranges(row.seq - 1, size))
+    return {
+        "seq": row.seq,
+        "at": event_time(row.at),
+        "actor": row.actor,
+        "kind": row.kind,
+        "operation_id": row.operation_id,
+        "hold_id": row.hold_id,
+        "data": json.loads(row.data),
+        "prev_hash": row.prev_hash,
+        "hash": row.hash,
+        "inclusion": b64(path),
+    }
+
+
+def consistency_proof(store: Store, old_note: str, new_note: str) -> dict[str, Any]:
+    """The proof file that checkpoint ``old_note`` is a prefix of ``new_note``."""
+    with snapshot(store) as conn:
+        old = _ours(conn, old_note, "the old checkpoint")
+        new = _ours(conn, new_note, "the new checkpoint")
+        if old.size > new.size:
+            raise LedgerError(
+                f"the old checkpoint has {old.size} events, the new {new.size}: give the "
+                "older one first"
+            )
+        path = tree.proof(conn, merkle.consistency_ranges(old.size, new.size)) if old.size else []
+    return consistency_document(old_note, new_note, path)

@@ -1,0 +1,65 @@
+"""What an auditor's tools read over HTTP: the signed checkpoint of the tree, and an
+operation's events with their inclusion proofs against a new one (the file ``flowledger
+proof`` writes, which ``python -m flowledger.verify_proof`` checks). For read tokens; answered
+only when the receiver has a signing key (``[checkpoints] key``).
+
+Registered before the read routes: ``/operations/{id}/proof`` is this route's, so an
+operation whose id ends in ``/proof`` is read with ``GET /v1/operations/{id}``'s JSON only up
+to that suffix, as ids ending in a workflow call's name are."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+
+from flowledger.domain.checkpoints import Signer, unverified_checkpoint
+from flowledger.domain.proofs import b64
+from flowledger.queries import proofs
+from flowledger.receiver.api.auth import require
+from flowledger.receiver.api.deps import state_of
+from flowledger.receiver.api.errors import ApiError, documented
+from flowledger.receiver.api.paths import check_raw_path
+from flowledger.receiver.api.routes.calls import OperationId
+from flowledger.receiver.api.schemas.proofs import CheckpointPublic, ProofPublic
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.storage.engine import LedgerError
+
+router = APIRouter(prefix="/v1", tags=["proofs"])
+Reader = Annotated[Principal, Depends(require("read"))]
+St = Annotated[ReceiverState, Depends(state_of)]
+ERRORS = (401, 403, 404, 408, 413, 422, 503)
+
+
+def _signer(st: ReceiverState) -> Signer:
+    if st.signer is None:
+        raise ApiError(
+            404, "no_signing_key", "this ledger signs no checkpoints: [checkpoints] key is unset"
+        )
+    return st.signer
+
+
+@router.get("/checkpoint", response_model=CheckpointPublic, responses=documented(*ERRORS))
+def get_checkpoint(principal: Reader, st: St) -> dict[str, Any]:
+    """The Merkle tree's head, signed now: a C2SP checkpoint in a signed note, and its fields."""
+    note = proofs.signed_checkpoint(st.store, _signer(st))
+    cp = unverified_checkpoint(note)
+    return {"origin": cp.origin, "size": cp.size, "root": b64([cp.root])[0], "checkpoint": note}
+
+
+@router.get(
+    "/operations/{operation_id:path}/proof",
+    response_model=ProofPublic,
+    responses=documented(*ERRORS),
+)
+def get_operation_proof(
+    operation_id: OperationId, principal: Reader, st: St, request: Request
+) -> dict[str, Any]:
+    """The operation's events with their inclusion proofs against a checkpoint signed now."""
+    check_raw_path(request.scope)
+    note = proofs.signed_checkpoint(st.store, _signer(st))
+    try:
+        return proofs.operation_proof(st.store, operation_id, note)
+    except LedgerError as exc:
+        raise ApiError(404, "not_found", str(exc)) from None

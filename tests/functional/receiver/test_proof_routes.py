@@ -1,0 +1,68 @@
+"""The proof routes: a read token gets the signed checkpoint and an operation's proof file,
+which the standalone verifier accepts; without a signing key both say so."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from flowledger.config import ReceiverConfig
+from flowledger.domain.checkpoints import Signer, open_checkpoint
+from flowledger.queries.proofs import ledger_origin
+from flowledger.receiver import create_app
+from flowledger.services.ledger import Ledger
+from flowledger.verify_proof import main as verify_main
+from tests.support.builders import dispatch_body
+from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
+
+
+@pytest.fixture
+def signer(ledger: Ledger) -> Signer:
+    return Signer(ledger_origin(ledger.store), Ed25519PrivateKey.generate())
+
+
+@pytest.fixture
+def signing_api(ledger: Ledger, signer: Signer) -> Iterator[Api]:
+    tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
+    app = create_app(
+        ledger,
+        config=ReceiverConfig(body_limit=BODY_LIMIT),
+        secret=SECRET,
+        token_ttl=0.0,
+        signer=signer,
+    )
+    with running(app, ledger, tokens) as client:
+        yield client
+
+
+def test_a_read_token_gets_a_checkpoint_and_a_proof_that_verifies(
+    signing_api: Api, signer: Signer, tmp_path: Path
+) -> None:
+    signing_api.post("/v1/operations/op/1/dispatch", dispatch_body())
+    signing_api.post("/v1/operations/op/1/confirm", {"receipt": "R-1"})
+    answer = signing_api.get("/v1/checkpoint")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    cp = open_checkpoint(body["checkpoint"], signer.verifier)
+    assert (body["origin"], body["size"]) == (cp.origin, cp.size) and cp.origin == signer.name
+    proof = signing_api.get("/v1/operations/op/1/proof")
+    assert proof.status_code == 200, proof.text
+    assert [e["kind"] for e in proof.json()["events"]] == ["dispatched", "confirmed"]
+    path = tmp_path / "proof.json"
+    path.write_text(json.dumps(proof.json()))
+    assert verify_main([str(path), "--key", signer.verifier.text()]) == 0
+    missing = signing_api.get("/v1/operations/nope/proof")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    assert signing_api.get("/v1/checkpoint", token="write").status_code == 403
+    assert signing_api.get("/v1/checkpoint", token=None).status_code == 401
+
+
+def test_without_a_signing_key_the_routes_say_so(api: Api) -> None:
+    api.post("/v1/operations/op-1/dispatch", dispatch_body())
+    for path in ("/v1/checkpoint", "/v1/operations/op-1/proof"):
+        answer = api.get(path)
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "no_signing_key"
