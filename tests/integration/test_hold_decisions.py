@@ -6,6 +6,7 @@ holds with one ``hold_resolved`` event, lets the next dispatch go, and replays (
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def _open_hold(store: Store, reason: str) -> int:
     return int(ids[0])
 
 
-def _last_event(store: Store) -> dict:  # type: ignore[type-arg]
+def _last_event(store: Store) -> dict[str, Any]:
     return queries.operation_detail(store, OP).events[-1]  # type: ignore[union-attr]
 
 
