@@ -263,6 +263,9 @@ def _ask(question: str, yes: bool) -> None:
             "nothing changed: this action asks before it acts and stdin is not a terminal; "
             "pass --yes to act without asking"
         )
-    if not typer.confirm(question, default=False, err=True):
+    # Asked and read here, not by click's confirm: that writes a space to stdout, and stdout
+    # is kept for what the command answers.
+    typer.echo(f"{question} [y/N] ", err=True, nl=False)
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         typer.echo("Nothing changed.", err=True)
         raise typer.Exit(1)

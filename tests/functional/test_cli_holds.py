@@ -5,6 +5,10 @@ acts without being told to."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +110,41 @@ def test_an_unknown_hold_exits_as_an_unknown_operation_does(db: str) -> None:
     show = runner.invoke(app, ["show", "no:such:op", "--db", db])
     assert hold.exit_code == show.exit_code == 1
     assert hold.output == "flowledger: no hold 9999\n"
+
+
+def _answer_on_a_terminal(db: str, hold_id: int, answer: bytes) -> tuple[int, str, str]:
+    """``hold ID note`` with its stdin and stderr on a pseudo-terminal: wait for its
+    question, answer it; the exit code, stdout, and what the terminal showed."""
+    master, slave = pty.openpty()
+    command = [sys.executable, "-m", "flowledger.cli", "hold", str(hold_id), "note"]
+    proc = subprocess.Popen(
+        [*command, "--db", db, "--note", "called the bank", "--operator", "erin"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    shown = b""
+    try:
+        while b"[y/N]" not in shown:
+            shown += os.read(master, 1024)  # blocks until the child writes (EIO once it ends)
+        os.write(master, answer + b"\n")
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+    return proc.returncode, out.decode(), shown.decode()
+
+
+@pytest.mark.parametrize(("answer", "code"), [(b"y", 0), (b"n", 1)])
+def test_on_a_terminal_an_action_says_what_it_will_do_and_asks(
+    db: str, answer: bytes, code: int
+) -> None:
+    hold_id = _first(db, "source_stale")
+    returncode, out, shown = _answer_on_a_terminal(db, hold_id, answer)
+    assert "The note is added to the hold's record." in shown
+    assert "Recorded as operator erin." in shown and "Add a note? [y/N]" in shown
+    assert returncode == code
+    noted = _json(["holds", "--db", db, "--json", "--reason", "source_stale"])
+    if code == 0:
+        assert out == f"Hold {hold_id} noted by erin.\n"
+    assert (noted[0]["version"] == 1) is (code == 0)
