@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 
 from flowledger.config import ReceiverConfig
 from flowledger.receiver.api import errors
-from flowledger.receiver.api.routes import calls, health, reads
+from flowledger.receiver.api.routes import calls, health, holds, reads
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
 from flowledger.receiver.engine import Engine, front
@@ -118,6 +118,7 @@ def create_app(
     app.state.receiver = state
     errors.install(app)
     app.include_router(reads.router)
+    app.include_router(holds.router)
     app.include_router(health.router)
 
     def openapi() -> dict[str, Any]:
