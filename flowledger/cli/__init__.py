@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flowledger.cli import (  # noqa: F401  (register their commands)
     database,
+    holds,
     inspect,
     n8n,
     operator,

@@ -14,6 +14,7 @@ hashes in :mod:`.hashing`. The model, rules and resolutions are importable from 
 
 from flowledger.domain.limits import MAX_ID_LENGTH
 from flowledger.domain.model import (
+    APPROVAL_REASONS,
     BLOCKING_REASONS,
     DEFAULT_BLOCKING_HOLD_DEADLINE,
     DEFAULT_DISPATCH_DEADLINE,
@@ -38,10 +39,12 @@ from flowledger.domain.model import (
 )
 from flowledger.domain.resolutions import (
     DECISIONS,
+    allow_attempt,
     allowed,
     cancel,
     confirm_with_evidence,
     dismiss,
+    reapprove,
     refusal,
     release_for_retry,
 )
@@ -56,6 +59,7 @@ from flowledger.domain.rules import (
 )
 
 __all__ = [
+    "APPROVAL_REASONS",
     "BLOCKING_REASONS",
     "DECISIONS",
     "DEFAULT_BLOCKING_HOLD_DEADLINE",
@@ -78,6 +82,7 @@ __all__ = [
     "Reason",
     "Resolution",
     "State",
+    "allow_attempt",
     "allowed",
     "cancel",
     "confirm",
@@ -88,6 +93,7 @@ __all__ = [
     "fail",
     "is_overdue",
     "prepare",
+    "reapprove",
     "refusal",
     "release_dispatch",
     "release_for_retry",

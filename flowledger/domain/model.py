@@ -52,6 +52,8 @@ BLOCKING_REASONS = frozenset(
 # Holds about "did the write of the current attempt happen?"; resolving the outcome resolves
 # all of them at once.
 OUTCOME_REASONS = frozenset({Reason.UNKNOWN_OUTCOME, Reason.EXECUTION_FAILED})
+# Holds about the approval a dispatch carried; a person's new approval resolves both.
+APPROVAL_REASONS = frozenset({Reason.APPROVAL_EXPIRED, Reason.APPROVAL_VERSION})
 
 
 class FailOutcome(enum.StrEnum):
@@ -67,6 +69,8 @@ class Resolution(enum.StrEnum):
     CONFIRMED_BY_RECEIPT = "confirmed_by_receipt"  # the workflow's own late confirm
     REJECTED_BY_TARGET = "rejected_by_target"  # the workflow's own late rejection
     CAUSE_RESOLVED = "cause_resolved"  # an overdue hold whose hold was resolved
+    REAPPROVED = "reapproved"  # a person approved the operation again
+    ATTEMPT_ALLOWED = "attempt_allowed"  # a person allowed one attempt past max_attempts
 
 
 class IllegalTransition(Exception):
@@ -111,6 +115,9 @@ class Operation:
     receipt: str | None = None
     deadline: datetime | None = None
     version: int = 0
+    # A person's approval (:func:`flowledger.domain.reapprove`): it stands in for a dispatch's
+    # approval that expired or names another version.
+    reapproval: Approval | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ Columns a chain recorded only from some point on: an operation's ``deadline``,
 call that wrote them (``prepared``, ``dispatched``, a ``dispatch_held`` that created the
 operation), a hold's ``cause_key`` and first ``deadline`` in its ``hold_opened``. An event
 written before it carried them leaves the column unknown, and an unknown column is not
-compared: ``max_attempts`` for good (only the creating event sets it), ``deadline`` and
+compared: ``max_attempts`` for good (only the creating event sets it, until a person allows
+another attempt, whose event says the new one), ``deadline`` and
 ``input_ref`` until a later event records them again. A release for retry has always cleared
 the operation's deadline, so it is known (``None``) from then on. A hold opened before its
 event recorded the deadline is compared on it once a person extends it.
@@ -39,7 +40,8 @@ from flowledger.domain.model import UNSENT, Resolution, State
 # The columns a replay rebuilds, per table, in the order findings name them.
 OPERATION_COLUMNS = (
     "state", "input_hash", "processing_version", "attempt", "max_attempts", "execution_id",
-    "run_index", "receipt", "deadline", "input_ref", "created_at", "updated_at",
+    "run_index", "receipt", "deadline", "input_ref", "reapproved_version", "reapproved_until",
+    "created_at", "updated_at",
 )  # fmt: skip
 ATTEMPT_COLUMNS = (
     "execution_id", "run_index", "dispatched_at", "deadline", "outcome", "ended_at", "error",
@@ -54,7 +56,13 @@ HOLD_COLUMNS = (
 # A person's decisions change the operation; each is one or more ``hold_resolved`` events in
 # a row (one per hold it closes, with the ``overdue`` holds about them in between).
 _DECISIONS = frozenset(
-    {Resolution.CONFIRMED_WITH_EVIDENCE, Resolution.RELEASED_FOR_RETRY, Resolution.CANCELLED}
+    {
+        Resolution.CONFIRMED_WITH_EVIDENCE,
+        Resolution.RELEASED_FOR_RETRY,
+        Resolution.CANCELLED,
+        Resolution.REAPPROVED,
+        Resolution.ATTEMPT_ALLOWED,
+    }
 )
 _HOLD_CHANGES = ("hold_assigned", "hold_extended", "hold_noted")
 
@@ -124,6 +132,8 @@ class Projection:
             "execution_id": None,
             "run_index": None,
             "receipt": None,
+            "reapproved_version": None,
+            "reapproved_until": None,
             "created_at": ev.at,
             "updated_at": ev.at,
         }
@@ -334,6 +344,12 @@ class Projection:
             if dispatching:
                 self._end_attempt(ev, op, "released", None)
             op.update(state=State.PREPARED.value, execution_id=None, run_index=None, deadline=None)
+        elif resolution == Resolution.REAPPROVED:
+            approval = ev.data["approval"]
+            op["reapproved_version"] = approval["version"]
+            op["reapproved_until"] = time_of_data(approval["expires_at"])
+        elif resolution == Resolution.ATTEMPT_ALLOWED:
+            op["max_attempts"] = ev.data["max_attempts"]
         else:
             op["state"] = State.CANCELLED.value
         op["updated_at"] = ev.at

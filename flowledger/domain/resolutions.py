@@ -1,7 +1,8 @@
-"""A person's decisions on a hold: confirm with evidence, release for retry, cancel, dismiss.
-Each needs a note. A decision is recorded as one ``hold_resolved`` event per hold it closes,
-carrying the decision's ``data`` (the receipt, the attempt, the state it left); it has no event
-of its own.
+"""A person's decisions on a hold: confirm with evidence, release for retry, cancel, dismiss,
+re-approve (an approval that expired or names another version) and allow another attempt
+(past ``max_attempts``). Each needs a note. A decision is recorded as one ``hold_resolved``
+event per hold it closes, carrying the decision's ``data`` (the receipt, the attempt, the
+state it left, the new approval or ``max_attempts``); it has no event of its own.
 
 Which decisions a hold allows is decided once, by :func:`refusal`: the decisions below raise
 what it returns, and the UI asks it (through :func:`allowed`) before it offers a key."""
@@ -9,9 +10,13 @@ what it returns, and the UI asks it (through :func:`allowed`) before it offers a
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
+from flowledger.domain.chain import data_time
 from flowledger.domain.model import (
+    APPROVAL_REASONS,
     OUTCOME_REASONS,
+    Approval,
     Change,
     IllegalTransition,
     OpenHold,
@@ -22,7 +27,9 @@ from flowledger.domain.model import (
 )
 
 # The decisions a person can take on a hold, in the order the UI offers them.
-DECISIONS = ("confirm", "release", "cancel", "dismiss")
+DECISIONS = ("confirm", "release", "cancel", "dismiss", "reapprove", "allow-attempt")
+# The operations a re-approval or another attempt concerns: those the next dispatch claims.
+_TO_BE_WRITTEN = frozenset({State.PREPARED, State.FAILED})
 
 # --------------------------------------------------------------------------- which are allowed
 
@@ -67,7 +74,35 @@ def refusal(
             f"release for retry applies to an unknown outcome of a dispatched operation; "
             f"{operation_id} is {state.value} with a {hold.reason.value} hold"
         )
+    if action == "reapprove":
+        return _next_dispatch_refusal(
+            "re-approve applies to an expired or mismatched approval",
+            hold.reason in APPROVAL_REASONS,
+            hold,
+            operation_id,
+            state,
+        )
+    if action == "allow-attempt":
+        return _next_dispatch_refusal(
+            "another attempt applies to an operation held at max_attempts",
+            hold.reason is Reason.MAX_ATTEMPTS,
+            hold,
+            operation_id,
+            state,
+        )
     return _cancel_refusal(operation_id, state, conflict)
+
+
+def _next_dispatch_refusal(
+    applies: str, reason_fits: bool, hold: OpenHold, operation_id: str, state: State
+) -> IllegalTransition | None:
+    """A decision about the operation's next dispatch: refused on a hold of another reason,
+    or once the operation is no longer waiting to be written."""
+    if not reason_fits:
+        return IllegalTransition(f"{applies}; hold {hold.hold_id} is {hold.reason.value}")
+    if state not in _TO_BE_WRITTEN:
+        return IllegalTransition(f"{applies}; {operation_id} is {state.value}")
+    return None
 
 
 def _cancel_refusal(operation_id: str, state: State, conflict: bool) -> IllegalTransition | None:
@@ -177,3 +212,52 @@ def dismiss(hold: OpenHold, note: str) -> Change:
     if refused is not None:
         raise refused
     return Change(None, None, None, resolve_holds=(hold.hold_id,), resolution=Resolution.DISMISSED)
+
+
+def reapprove(
+    op: Operation,
+    hold: OpenHold,
+    holds: list[OpenHold],
+    approval: Approval,
+    note: str,
+    now: datetime,
+) -> Change:
+    """A person approves the operation again: for its processing version, until
+    ``approval.expires_at`` (or for good). A later dispatch whose own approval expired or
+    names another version goes ahead on it; the operation's approval holds close."""
+    _require_note(note)
+    _check("reapprove", hold, op, holds)
+    if approval.version != op.processing_version:
+        raise IllegalTransition(
+            f"operation {op.operation_id} runs version {op.processing_version!r}; an approval "
+            f"of {approval.version!r} would not let it through",
+            code="approval_version",
+        )
+    if approval.expires_at is not None and approval.expires_at <= now:
+        raise IllegalTransition("the new approval has expired already", code="approval_expired")
+    return Change(
+        None,
+        replace(op, reapproval=approval),
+        None,
+        resolve_holds=tuple(h.hold_id for h in holds if h.reason in APPROVAL_REASONS),
+        resolution=Resolution.REAPPROVED,
+        data={
+            "approval": {"version": approval.version, "expires_at": data_time(approval.expires_at)}
+        },
+    )
+
+
+def allow_attempt(op: Operation, hold: OpenHold, holds: list[OpenHold], note: str) -> Change:
+    """A person allows one attempt more than ``max_attempts``: the next dispatch may write
+    (attempt ``attempt + 1``); the operation's max_attempts holds close."""
+    _require_note(note)
+    _check("allow-attempt", hold, op, holds)
+    allowed_now = op.attempt + 1
+    return Change(
+        None,
+        replace(op, max_attempts=allowed_now),
+        None,
+        resolve_holds=tuple(h.hold_id for h in holds if h.reason is Reason.MAX_ATTEMPTS),
+        resolution=Resolution.ATTEMPT_ALLOWED,
+        data={"max_attempts": allowed_now},
+    )

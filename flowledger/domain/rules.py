@@ -13,6 +13,7 @@ from flowledger.domain.model import (
     DEFAULT_DISPATCH_DEADLINE,
     DEFAULT_MAX_ATTEMPTS,
     OUTCOME_REASONS,
+    Approval,
     Change,
     Decision,
     DispatchRequest,
@@ -49,6 +50,8 @@ def dispatch(
     """
     deadline = req.deadline or now + default_deadline
     approval_problem = _approval_problem(req, now, operation_id)
+    if approval_problem is not None and op is not None and _stands(op.reapproval, req, now):
+        approval_problem = None  # a person approved this version again
 
     if op is None:
         if approval_problem is not None:
@@ -184,6 +187,14 @@ def _approval_problem(req: DispatchRequest, now: datetime, operation_id: str) ->
             expires_at=approval.expires_at,
         )
     return None
+
+
+def _stands(approval: Approval | None, req: DispatchRequest, now: datetime) -> bool:
+    """Whether a person's approval covers this dispatch: it names the version the dispatch
+    runs and has not expired."""
+    if approval is None or approval.version != req.processing_version:
+        return False
+    return approval.expires_at is None or approval.expires_at > now
 
 
 def _held(op: Operation, hold: NewHold, *, created: bool = False) -> Change:

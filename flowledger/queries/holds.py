@@ -41,6 +41,13 @@ class HoldFilter:
     fields: tuple[tuple[str, str], ...] = ()
     overdue: bool = False
     blocking: bool = False
+    reason: str | None = None  # exactly this reason (``reason:`` pairs match words of it)
+
+    @classmethod
+    def of(cls, *, reason: str | None, owner: str | None, overdue: bool) -> HoldFilter:
+        """The filter of ``flowledger holds`` and ``GET /v1/holds``: one reason, an owner
+        (as the queue's ``owner:`` pair finds it), past the deadline."""
+        return cls(fields=(("owner", owner),) if owner else (), overdue=overdue, reason=reason)
 
     @classmethod
     def parse(cls, text: str) -> HoldFilter:

@@ -14,7 +14,7 @@ from starlette.types import Receive, Scope, Send
 from flowledger.config import ReceiverConfig
 from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api import errors
-from flowledger.receiver.api.routes import calls, health, proofs, reads
+from flowledger.receiver.api.routes import calls, health, holds, proofs, reads
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
 from flowledger.receiver.engine import Engine, front
@@ -122,6 +122,7 @@ def create_app(
     errors.install(app)
     app.include_router(proofs.router)  # first: /operations/{id}/proof is not a read of {id}
     app.include_router(reads.router)
+    app.include_router(holds.router)
     app.include_router(health.router)
 
     def openapi() -> dict[str, Any]:

@@ -24,7 +24,7 @@ from flowledger.storage.models import from_db_time
 from flowledger.storage.sql import Row
 from flowledger.storage.tx import Tx
 
-ACTIONS = ("confirm", "release", "cancel", "dismiss")
+ACTIONS = domain.DECISIONS
 
 
 def open_holds(
@@ -153,18 +153,30 @@ def _open_hold_row(tx: Tx, hold_id: int) -> Row:
     if row.resolved_at is not None:
         when = from_db_time(row.resolved_at)
         assert when is not None
-        raise IllegalTransition(
-            f"hold {hold_id} was already resolved by {row.resolved_by} "
-            f"({row.resolution}) at {when:%Y-%m-%d %H:%M:%S} UTC",
-            code="already_resolved",
-        )
+        raise already_resolved(hold_id, row.resolved_by, row.resolution, when)
     return row
 
 
+def already_resolved(
+    hold_id: int, by: str | None, resolution: str | None, when: datetime
+) -> IllegalTransition:
+    """The refusal of any action on a hold that is closed already."""
+    return IllegalTransition(
+        f"hold {hold_id} was already resolved by {by} ({resolution}) at "
+        f"{when:%Y-%m-%d %H:%M:%S} UTC",
+        code="already_resolved",
+    )
+
+
 def resolution_work(
-    hold_id: int, action: str, note: str, receipt: str | None
+    hold_id: int,
+    action: str,
+    note: str,
+    receipt: str | None,
+    approval: tuple[str | None, datetime | None] = (None, None),
 ) -> Callable[[Tx], Answer | None]:
-    """A person's decision on a hold (one of :data:`ACTIONS`) as a unit of work."""
+    """A person's decision on a hold (one of :data:`ACTIONS`) as a unit of work; ``approval``
+    is the version and expiry ``reapprove`` records (the operation's version by default)."""
     if action not in ACTIONS:
         raise InvalidInput(f"unknown action {action!r}", "action")
 
@@ -184,6 +196,11 @@ def resolution_work(
             change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
         elif action == "release":
             change = domain.release_for_retry(op, hold, holds, note)
+        elif action == "reapprove":
+            given = domain.Approval(approval[0] or op.processing_version, approval[1])
+            change = domain.reapprove(op, hold, holds, given, note, tx.now)
+        elif action == "allow-attempt":
+            change = domain.allow_attempt(op, hold, holds, note)
         else:
             change = domain.cancel(op, holds, note)
         if change.operation is not None:

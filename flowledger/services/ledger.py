@@ -326,14 +326,20 @@ class Ledger:
         note: str,
         operator: str,
         receipt: str | None = None,
+        version: str | None = None,
+        expires_at: datetime | None = None,
     ) -> Call[Answer | None]:
         """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
-        ``cancel`` or ``dismiss``. Every one needs a note and is recorded with the operator."""
+        ``cancel``, ``dismiss``, ``reapprove`` (for ``version``, by default the operation's,
+        until ``expires_at`` or for good) or ``allow-attempt``. Every one needs a note and is
+        recorded with the operator."""
         if receipt is not None:
             check_receipt(receipt)
             receipt = self._redact_receipt(receipt)
+        if version is not None:
+            check_id(version, "version")
         note = self.unit.redact(check_note(note))[:MAX_NOTE_LENGTH]
-        work = resolution_work(hold_id, action, note, receipt)
+        work = resolution_work(hold_id, action, note, receipt, (version, expires_at))
         return Call(self.unit, work, operator_actor(operator))
 
     def update_hold(

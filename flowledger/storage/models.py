@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from flowledger.domain import limits
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -145,6 +145,9 @@ class Operation(SQLModel, table=True):
     input_ref: str | None = Field(default=None, max_length=limits.MAX_INPUT_REF_LENGTH)
     approval_version: str | None = Field(default=None, max_length=ID)
     approval_expires_at: datetime | None = _ts(default=None)
+    # A person's approval, standing in for a dispatch's that expired or names another version.
+    reapproved_version: str | None = Field(default=None, max_length=ID)
+    reapproved_until: datetime | None = _ts(default=None)
     receipt: str | None = Field(default=None, max_length=limits.MAX_RECEIPT_LENGTH)
     deadline: datetime | None = _ts(default=None)
     version: int = 0

@@ -18,7 +18,7 @@ from flowledger.storage.tx import Conflict, Tx
 
 _OP_COLUMNS = (
     "operation_id, state, input_hash, processing_version, attempt, max_attempts, "
-    "execution_id, run_index, receipt, deadline, version"
+    "execution_id, run_index, receipt, deadline, version, reapproved_version, reapproved_until"
 )
 
 
@@ -150,6 +150,7 @@ def to_domain(row: Any) -> domain.Operation:
         receipt=row.receipt,
         deadline=from_db_time(row.deadline),
         version=row.version,
+        reapproval=_reapproval_of(row),
     )
 
 
@@ -198,6 +199,17 @@ def save_operation(
     if approval_expires is not None:
         sets.append("approval_expires_at = :approval_expires_at")
         values["approval_expires_at"] = tx.time(approval_expires)
+    if op.reapproval != _reapproval_of(row) or op.max_attempts != row.max_attempts:
+        # A person's decision on the next dispatch (rare: the hot path leaves these be).
+        sets.append("max_attempts = :max_attempts")
+        sets.append("reapproved_version = :reapproved_version")
+        sets.append("reapproved_until = :reapproved_until")
+        approval = op.reapproval
+        values.update(
+            max_attempts=op.max_attempts,
+            reapproved_version=approval.version if approval else None,
+            reapproved_until=tx.time(approval.expires_at) if approval else None,
+        )
     values.update(old_version=row.version, old_state=row.state)
     tx.expect_one(
         "UPDATE operations SET state = :state, attempt = :attempt,"
@@ -209,6 +221,11 @@ def save_operation(
         values,
         Conflict,
     )
+
+
+def _reapproval_of(row: Any) -> domain.Approval | None:
+    version = row.reapproved_version
+    return domain.Approval(version, from_db_time(row.reapproved_until)) if version else None
 
 
 def written_with(op: domain.Operation, input_ref: str | None, created: bool) -> dict[str, Any]:

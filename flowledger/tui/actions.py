@@ -1,85 +1,76 @@
-"""A person's decisions on a hold, as the UI offers them: which values each asks for, what the
-confirmation says, and which service call records it. Which decisions a hold allows is the
-domain's rule (:func:`flowledger.domain.allowed`): only those are offered, and a key for another
-is explained before any dialog opens. A refusal from the services (a race lost to someone
-else) is shown and changes nothing."""
+"""A person's decisions on a hold, as the UI offers them: the keys, and the form each asks
+for. What an action is called, what its confirmation says, why one is refused and the service
+call that records it are shared with ``flowledger hold`` and the API
+(:mod:`flowledger.services.actions`). Which decisions a hold allows is the domain's rule
+(:func:`flowledger.domain.allowed`): only those are offered, and a key for another is explained
+before any dialog opens. A refusal from the services (a race lost to someone else) is shown
+and changes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
 
-from flowledger.domain import (
-    DECISIONS,
-    IllegalTransition,
-    OpenHold,
-    Reason,
-    State,
-    allowed,
-    refusal,
-)
-from flowledger.services.ledger import InvalidInput, NotFound
+from flowledger.domain import DECISIONS
+from flowledger.services import actions as shared
+from flowledger.services.actions import UPDATES, Values, offered, subject, why_not
 from flowledger.tui.context import Context
 from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
-from flowledger.tui.format import deadline_forms, new_deadline, text, when
+from flowledger.tui.format import deadline_forms, future_deadline, new_deadline, text, when
 from flowledger.tui.keys import TypingGuard
 from flowledger.tui.messages import HoldActedOn, Report
+
+__all__ = ["ACTIONS", "KEYS", "HoldActions", "offered", "subject", "why_not"]
 
 NOTE = Field("note", "Note (why; what you saw)", placeholder="e.g. found it in the target's log")
 
 
 @dataclass(frozen=True)
 class ActionSpec:
+    """An action as the UI asks for it: its title (:data:`flowledger.services.actions.ACTIONS`)
+    and the form's fields."""
+
     title: str
     fields: list[Field]
-    warning: str
     done: str
 
 
-ACTIONS: dict[str, ActionSpec] = {
-    "confirm": ActionSpec(
-        "Confirm with evidence",
-        [Field("receipt", "Receipt (the target's reference)", placeholder="e.g. msg-123"), NOTE],
-        "",
-        "confirmed with evidence",
-    ),
-    "release": ActionSpec("Release for retry", [NOTE], "", "released for retry"),
-    "cancel": ActionSpec("Cancel the operation", [NOTE], "", "cancelled"),
-    "dismiss": ActionSpec("Dismiss the hold", [NOTE], "", "dismissed"),
-    "assign": ActionSpec(
-        "Assign",
-        [Field("owner", "Owner", placeholder="who handles it"), NOTE],
-        "The hold is assigned to {owner}.",
-        "assigned to {owner}",
-    ),
-    "extend": ActionSpec(
-        "Extend the deadline",
-        [Field("deadline", "New deadline"), NOTE],  # its forms: from the clock, when asked
-        "The hold's deadline moves later, from {current_text} to {deadline_text} UTC.",
-        "deadline is now {deadline_text} UTC",
-    ),
-    "note": ActionSpec(
-        "Add a note",
-        [NOTE, Field("next_action", "Next action", required=False, placeholder="what comes next")],
-        "The note is added to the hold's record.",
-        "has the note",
-    ),
+_FIELDS: dict[str, list[Field]] = {
+    "confirm": [
+        Field("receipt", "Receipt (the target's reference)", placeholder="e.g. msg-123"),
+        NOTE,
+    ],
+    "reapprove": [
+        Field("version", "Approved version", required=False, placeholder="its processing version"),
+        Field("expires_at", "Approved until", required=False, placeholder="no expiry"),
+        NOTE,
+    ],
+    "assign": [Field("owner", "Owner", placeholder="who handles it"), NOTE],
+    "extend": [Field("deadline", "New deadline"), NOTE],  # its forms: from the clock, when asked
+    "note": [
+        NOTE,
+        Field("next_action", "Next action", required=False, placeholder="what comes next"),
+    ],
 }
-# Whatever the hold's reason, a person can always assign it, move its deadline or note it.
-UPDATES = ("assign", "extend", "note")
+ACTIONS: dict[str, ActionSpec] = {
+    name: ActionSpec(action.title, _FIELDS.get(name, [NOTE]), action.done)
+    for name, action in shared.ACTIONS.items()
+}
 
 KEYS = {
     "confirm": ("c", "Confirm"),
     "release": ("r", "Release"),
     "cancel": ("x", "Cancel"),
     "dismiss": ("d", "Dismiss"),
+    "reapprove": ("p", "Approve"),
+    "allow-attempt": ("m", "One more"),
     "assign": ("a", "Assign"),
     "extend": ("e", "Extend"),
     "note": ("n", "Note"),
@@ -94,86 +85,6 @@ UPDATE_BINDINGS = [
     *(Binding(KEYS[n][0], f"hold_action('{n}')", KEYS[n][1]) for n in UPDATES),
     *(Binding(key, f"refused('{name}')", label, show=False) for name, (key, label) in KEYS.items()),
 ]
-
-
-def subject(hold: dict[str, Any]) -> tuple[OpenHold, str | None, State | None, bool]:
-    state = hold.get("operation_state")
-    return (
-        OpenHold(hold["id"], Reason(hold["reason"]), bool(hold["blocking"]), hold["cause_key"]),
-        hold.get("operation_id"),
-        State(state) if state else None,
-        bool(hold.get("operation_conflict")),
-    )
-
-
-def offered(hold: dict[str, Any]) -> tuple[str, ...]:
-    """What the UI offers for an open hold (a queue or detail row): the decisions the domain
-    allows, then the updates."""
-    return (*allowed(*subject(hold)), *UPDATES)
-
-
-def why_not(name: str, hold: dict[str, Any]) -> str | None:
-    """The domain's reason ``name`` cannot be taken on ``hold``, or ``None`` when it can."""
-    if name not in DECISIONS:
-        return None
-    refused = refusal(name, *subject(hold))
-    return str(refused) if refused is not None else None
-
-
-def consequence(name: str, hold: dict[str, Any], values: dict[str, str]) -> str:
-    """What will really happen to ``hold`` and its operation: the confirmation's text."""
-    op, state = hold.get("operation_id"), text(hold.get("operation_state"))
-    overdue = " Any overdue hold about it closes with it."
-    if name == "confirm":
-        if hold["reason"] == Reason.RECEIPT_CONFLICT.value:
-            becomes = (
-                "stays CONFIRMED, with this receipt"
-                if hold.get("operation_state") == State.CONFIRMED.value
-                else "becomes CONFIRMED with it"
-            )
-            return (
-                f"Receipt {values['receipt']!r} stands for operation {op} (now {state}): the "
-                f"operation {becomes}, and its receipt_conflict holds close. "
-                "Workflows will skip this write from now on." + overdue
-            )
-        return (
-            f"Operation {op} (now {state}) becomes CONFIRMED with receipt "
-            f"{values['receipt']!r}, and its unknown-outcome holds close. Workflows will skip "
-            "this write from now on. Only confirm if you saw the effect in the target system."
-            + overdue
-        )
-    if name == "release":
-        return (
-            f"Operation {op} goes back to PREPARED and its unknown-outcome holds close: the "
-            "workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
-            "write did happen, the write will happen TWICE (a duplicate effect)." + overdue
-        )
-    if name == "cancel":
-        return _cancelling(hold, op, state) + overdue
-    if name == "dismiss":
-        stays = f"operation {op} stays {state}" if op else "nothing else changes"
-        return f"Hold {hold['id']} closes as seen; {stays}." + overdue
-    return ACTIONS[name].warning.format(**values)
-
-
-def _cancelling(hold: dict[str, Any], op: str | None, state: Text) -> str:
-    """What cancelling says: that it stops later dispatches, and what it cannot undo."""
-    stops = (
-        f"Operation {op} (now {state}) becomes CANCELLED for good: a workflow that dispatches "
-        "it again is turned away, and all its open holds close. This cannot be undone."
-    )
-    if hold.get("operation_state") == State.CONFIRMED.value:
-        return (
-            f"Operation {op} was CONFIRMED: its write ALREADY HAPPENED, possibly TWICE (the "
-            "receipt conflict: two different receipts came back). Cancelling undoes nothing "
-            "in the target system; check there and undo a duplicate yourself. " + stops
-        )
-    if hold.get("operation_state") == State.DISPATCHING.value:
-        return (
-            f"Operation {op} may already have been written (its outcome is unknown): "
-            "cancelling undoes nothing in the target system. " + stops
-        )
-    return stops
 
 
 def describe(hold: dict[str, Any]) -> Text:
@@ -225,8 +136,9 @@ class HoldActions(TypingGuard):
         elif hold is None:
             said = f"{title}: no open hold selected."
         else:
-            reason = why_not(name, hold) or "not offered here"
-            said = f"{title} is not possible for hold {hold['id']}: {reason}."
+            said = shared.refused(name, hold) or (
+                f"{title} is not possible for hold {hold['id']}: not offered here."
+            )
         self.post_message(Report(said, "warning"))
 
     @work(exclusive=True, group="hold-action")
@@ -234,36 +146,24 @@ class HoldActions(TypingGuard):
         spec = ACTIONS[name]
         ctx = self.ctx
         fields = [_checked(f, hold, ctx.now) for f in spec.fields]
-        values = await self.app.push_screen_wait(FormDialog(spec.title, describe(hold), fields))
-        if values is None:
+        typed = await self.app.push_screen_wait(FormDialog(spec.title, describe(hold), fields))
+        if typed is None:
             return
-        if name == "extend":
-            now = ctx.now()
-            try:  # read once: the time confirmed is the time recorded
-                deadline, by = new_deadline(values["deadline"], hold["deadline"], now)
-            except ValueError as exc:  # the clock passed it while the dialog was open
-                self.post_message(Report(f"Nothing changed: {exc}", "error"))
-                return
-            values["deadline"] = deadline.isoformat()
-            # Counted from the deadline by the services, unless it is counted from now.
-            counted = by is not None and hold["deadline"] > now
-            values["extend_by"] = str(by.total_seconds()) if counted and by else ""
-            values["deadline_text"] = when(deadline)
-            values["current_text"] = when(hold["deadline"])
-        message = consequence(name, hold, values) + f"\n\nRecorded as operator {ctx.operator}."
+        try:  # read once: the time confirmed is the time recorded
+            values = _values(typed, hold, ctx.now())
+        except ValueError as exc:  # the clock passed it while the dialog was open
+            self.post_message(Report(f"Nothing changed: {exc}", "error"))
+            return
+        message = shared.consequence(name, hold, values)
+        message += f"\n\nRecorded as operator {ctx.operator}."
         if not await self.app.push_screen_wait(ConfirmDialog(f"{spec.title}?", message)):
             self.post_message(Report("Nothing changed.", "information"))
             return
-        call = _service_call(ctx, name, hold["id"], values)
         try:
-            await asyncio.to_thread(call)
-        except IllegalTransition as exc:
-            if exc.code == "already_resolved":
-                said = Report(f"Someone else got there first: {exc}. Nothing changed.", "error")
-            else:
-                said = Report(f"Refused, nothing changed: {exc}", "error")
-        except (InvalidInput, NotFound) as exc:
-            said = Report(f"Refused, nothing changed: {exc}", "error")
+            call = shared.call(ctx.ledger, name, hold["id"], ctx.operator, values)
+            await asyncio.to_thread(call.run)
+        except shared.REFUSALS as exc:
+            said = Report(shared.failure(exc), "error")
         else:
             said = Report(f"Hold {hold['id']} {spec.done.format(**values)}.")
         self.post_message(said)
@@ -272,8 +172,10 @@ class HoldActions(TypingGuard):
 
 
 def _checked(f: Field, hold: dict[str, Any], now: Callable[[], datetime]) -> Field:
-    """The deadline field reads what is typed against the hold's deadline and the clock,
-    live; its example is a time still to come."""
+    """A time field reads what is typed against the clock (the deadline against the hold's
+    deadline too), live; its example is a time still to come."""
+    if f.name == "expires_at":
+        return replace(f, check=lambda v: f"→ {when(future_deadline(v, now()))} UTC")
     if f.name != "deadline":
         return f
 
@@ -288,21 +190,23 @@ def _checked(f: Field, hold: dict[str, Any], now: Callable[[], datetime]) -> Fie
     return replace(f, placeholder=deadline_forms(now()), check=check)
 
 
-def _service_call(ctx: Context, name: str, hold_id: int, v: dict[str, str]) -> Callable[[], Any]:
-    ledger, op, note = ctx.ledger, ctx.operator, v.get("note", "")
-    if name in ("confirm", "release", "cancel", "dismiss"):
-        receipt = v.get("receipt") or None
-        return lambda: ledger.resolve(hold_id, name, note=note, operator=op, receipt=receipt).run()
-    if name == "assign":
-        return lambda: ledger.update_hold(hold_id, operator=op, note=note, owner=v["owner"]).run()
-    if name == "extend":
-        # A relative extension is counted by the services from the deadline as they find it.
-        by = timedelta(seconds=float(v["extend_by"])) if v["extend_by"] else None
-        until = None if by else datetime.fromisoformat(v["deadline"])
-        return lambda: ledger.update_hold(
-            hold_id, operator=op, note=note, deadline=until, extend_by=by
-        ).run()
-    next_action = v.get("next_action") or None
-    return lambda: ledger.update_hold(
-        hold_id, operator=op, note=note, next_action=next_action
-    ).run()
+def _values(typed: dict[str, str], hold: dict[str, Any], now: datetime) -> Values:
+    """The form's text as the action's values; its times read against ``now``, a new
+    deadline against the hold's (``+2h`` is counted by the services from the deadline as
+    they find it, unless that has passed)."""
+    deadline, by = (
+        new_deadline(typed["deadline"], hold["deadline"], now)
+        if typed.get("deadline")
+        else (None, None)
+    )
+    expires = typed.get("expires_at")
+    return Values(
+        note=typed.get("note", ""),
+        receipt=typed.get("receipt") or None,
+        owner=typed.get("owner") or None,
+        deadline=deadline,
+        extend_by=by if by is not None and hold["deadline"] > now else None,
+        next_action=typed.get("next_action") or None,
+        version=typed.get("version") or None,
+        expires_at=future_deadline(expires, now) if expires else None,
+    )

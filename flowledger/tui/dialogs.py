@@ -163,6 +163,8 @@ HELP = """\
 | `r` | hold | release for retry (note; the write may happen twice if the evidence is wrong) |
 | `x` | hold | cancel the operation (note) |
 | `d` | hold | dismiss a non-blocking hold (note) |
+| `p` | hold | approve again an approval that expired or names another version (note) |
+| `m` | hold | allow one more attempt past max_attempts (note) |
 | `a` | hold | assign an owner (note) |
 | `e` | hold | extend the deadline: `+30m`, `+2h`, `+1d`, `tomorrow 09:00` or ISO, UTC (note) |
 | `n` | hold | add a note and the next action |

@@ -112,6 +112,14 @@ def parse_deadline(value: str, now: datetime) -> datetime:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
+def future_deadline(value: str, now: datetime) -> datetime:
+    """:func:`parse_deadline`, refusing a time that is not after ``now``."""
+    deadline = parse_deadline(value, now)
+    if deadline <= now:
+        raise ValueError(f"{when(deadline)} UTC is in the past; the new deadline must be later")
+    return deadline
+
+
 def new_deadline(value: str, current: datetime, now: datetime) -> tuple[datetime, timedelta | None]:
     """The deadline ``value`` gives a hold whose deadline is ``current``, and the extension
     it names when it is relative (``+2h``: counted from the current deadline, by the rule

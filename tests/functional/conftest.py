@@ -29,14 +29,18 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def copy_demo(template: Path, to: Path) -> str:
+    """A copy of the demo ledger at ``to`` (with its WAL, if any)."""
+    for suffix in ("", "-wal", "-shm"):
+        source = Path(f"{template}{suffix}")
+        if source.exists():
+            shutil.copyfile(source, f"{to}{suffix}")
+    return str(to)
+
+
 @pytest.fixture
 def demo_store(demo_template: Path, tmp_path: Path) -> Iterator[Store]:
-    path = tmp_path / "demo.db"
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{demo_template}{suffix}")
-        if source.exists():
-            shutil.copyfile(source, f"{path}{suffix}")
-    store = open_store(str(path))
+    store = open_store(copy_demo(demo_template, tmp_path / "demo.db"))
     yield store
     store.dispose()
 

@@ -13,6 +13,7 @@ import pytest
 from flowledger.domain import (
     BLOCKING_REASONS,
     DECISIONS,
+    Approval,
     Change,
     IllegalTransition,
     OpenHold,
@@ -20,10 +21,12 @@ from flowledger.domain import (
     Reason,
     Resolution,
     State,
+    allow_attempt,
     allowed,
     cancel,
     confirm_with_evidence,
     dismiss,
+    reapprove,
     refusal,
     release_for_retry,
 )
@@ -298,6 +301,10 @@ def _decide(action: str, hold: OpenHold, op: Operation, holds: list[OpenHold]) -
         return release_for_retry(op, hold, holds, "not there")
     if action == "cancel":
         return cancel(op, holds, "not wanted")
+    if action == "reapprove":
+        return reapprove(op, hold, holds, Approval(op.processing_version), "approved", T0)
+    if action == "allow-attempt":
+        return allow_attempt(op, hold, holds, "one more")
     return dismiss(hold, "seen")
 
 
@@ -335,6 +342,11 @@ def test_a_decision_is_allowed_exactly_when_it_succeeds(
         (Reason.OVERDUE, State.CONFIRMED, True, ("cancel", "dismiss")),
         (Reason.OVERDUE, State.DISPATCHING, False, ("confirm", "cancel", "dismiss")),
         (Reason.INPUT_MISMATCH, State.CANCELLED, False, ("dismiss",)),
+        (Reason.APPROVAL_EXPIRED, State.PREPARED, False, ("cancel", "dismiss", "reapprove")),
+        (Reason.APPROVAL_VERSION, State.FAILED, False, ("cancel", "dismiss", "reapprove")),
+        (Reason.APPROVAL_EXPIRED, State.DISPATCHING, False, ("confirm", "cancel", "dismiss")),
+        (Reason.MAX_ATTEMPTS, State.FAILED, False, ("cancel", "dismiss", "allow-attempt")),
+        (Reason.MAX_ATTEMPTS, State.CONFIRMED, False, ("dismiss",)),
     ],
 )
 def test_allowed_names_the_decisions_a_hold_offers(

@@ -1,7 +1,8 @@
 """Who may call what: bearer tokens, scopes per route, optional HMAC request signing.
 
 ``write`` may dispatch, prepare, confirm, fail and post hooks; ``read`` may read; ``operator``
-may do both. A token created with signing must also send ``X-Flowledger-Signature:
+may do both, and alone take a person's actions on holds (``/v1/holds/{id}/<action>``).
+A token created with signing must also send ``X-Flowledger-Signature:
 t=<unix>,v2=<hex HMAC-SHA256 of "t.METHOD.PATH.body">`` (PATH as sent, with its query) within
 the configured window, and each signature is accepted once: a captured request can neither be
 sent again nor moved to another operation. ``v1`` signed only "t.body" and is refused. Nothing

@@ -114,7 +114,7 @@ _MEANINGS = {
     "`replayed_signature` (accepted before), `signature_upgrade` (a v1 signature), "
     "`signing_unavailable` (the receiver has no secret)",
     403: "`forbidden`: the token's scope does not cover this route",
-    404: "`not_found`: no such operation (or route)",
+    404: "`not_found`: no such operation or hold (or route)",
     405: "`method_not_allowed`: another method; the `Allow` header names the right one",
     408: "`body_timeout`: the body did not arrive within `body_timeout`; the connection is closed",
     409: "an illegal transition (its code names it), or `idempotency_in_flight`",

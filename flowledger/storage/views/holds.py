@@ -65,6 +65,8 @@ class QueueFilter(Protocol):
     def overdue(self) -> bool: ...
     @property
     def blocking(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
 
 
 def _exec_status(ref: Any, source: Any) -> Any:
@@ -111,6 +113,8 @@ def _queue_where(flt: QueueFilter, now: datetime) -> list[Any]:
         where.append(HOLDS.c.deadline <= now)
     if flt.blocking:
         where.append(HOLDS.c.blocking.is_(True))
+    if flt.reason is not None:
+        where.append(HOLDS.c.reason == flt.reason)
     return where
 
 

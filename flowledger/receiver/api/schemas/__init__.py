@@ -3,7 +3,8 @@ shares, ``*Create`` is what a client may send (unknown fields are errors), ``*Pu
 the ledger answers. The stored form is ``flowledger.storage.models``; none of these is a table.
 
 One module per family: :mod:`.operations` (the workflow calls), :mod:`.hooks` (the n8n error
-hook), :mod:`.reads`, :mod:`.errors`; the field types they share are in :mod:`.fields`.
+hook), :mod:`.holds` (a person's actions on holds), :mod:`.reads`, :mod:`.errors`; the field
+types they share are in :mod:`.fields`.
 """
 
 from flowledger.receiver.api.schemas.errors import ErrorDetailPublic, ErrorPublic

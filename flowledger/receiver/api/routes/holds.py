@@ -1,0 +1,143 @@
+"""The hold routes: the open holds (``GET /v1/holds``), one hold, and a person's actions on
+one (``POST /v1/holds/{hold_id}/<action>``) for operator tokens, each the service call the
+terminal UI and ``flowledger hold`` make (:mod:`flowledger.services.actions`), recorded as
+``operator:<token name>``. A refusal is the domain's own words in the one error shape: 409
+with its code (``illegal_transition``, ``already_resolved``, ``deadline_passed``…), 404 for
+a hold that does not exist, 422 for a value the ledger refuses.
+
+They are plain FastAPI routes, not the write lane's: a person's actions are few. They do not
+replay an ``Idempotency-Key``: a decision sent twice is refused the second time
+(``already_resolved``), and an assign, extend or note sent twice is recorded twice."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from flowledger.domain import Reason
+from flowledger.queries import holds as queue
+from flowledger.receiver.api.auth import require
+from flowledger.receiver.api.deps import state_of
+from flowledger.receiver.api.errors import ApiError, as_api_error, documented
+from flowledger.receiver.api.schemas.holds import (
+    AssignCreate,
+    ConfirmHoldCreate,
+    DecisionCreate,
+    ExtendCreate,
+    HoldPage,
+    HoldPublic,
+    NoteCreate,
+    ReapproveCreate,
+)
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.services import actions
+from flowledger.services.actions import Values
+from flowledger.services.values import InvalidInput
+
+router = APIRouter(prefix="/v1/holds", tags=["holds"])
+Reader = Annotated[Principal, Depends(require("read"))]
+Operator = Annotated[Principal, Depends(require("operator"))]
+St = Annotated[ReceiverState, Depends(state_of)]
+HoldId = Annotated[int, Path(ge=1, le=2**62, description="The hold's id")]
+READ_ERRORS = (401, 403, 408, 413, 422, 503)
+# The body each action takes (a note always; the rest as the action needs).
+BODIES: dict[str, type[DecisionCreate]] = {
+    "confirm": ConfirmHoldCreate,
+    "release": DecisionCreate,
+    "cancel": DecisionCreate,
+    "dismiss": DecisionCreate,
+    "reapprove": ReapproveCreate,
+    "allow-attempt": DecisionCreate,
+    "assign": AssignCreate,
+    "extend": ExtendCreate,
+    "note": NoteCreate,
+}
+_HOLD_FIELDS = tuple(HoldPublic.model_fields)
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    return {name: row.get(name) for name in _HOLD_FIELDS}
+
+
+def _hold(st: ReceiverState, hold_id: int) -> dict[str, Any]:
+    found = queue.hold(st.store, hold_id)
+    if found is None:
+        raise ApiError(404, "not_found", f"no hold {hold_id}")
+    return _public(found)
+
+
+@router.get("", response_model=HoldPage, responses=documented(*READ_ERRORS, 404))
+def list_holds(
+    principal: Reader,
+    st: St,
+    reason: Reason | None = None,
+    owner: Annotated[str | None, Query(max_length=200, description="owner contains this")] = None,
+    overdue: Annotated[bool, Query(description="only holds past their deadline")] = False,
+    after: Annotated[int | None, Query(ge=1, le=2**62, description="a hold's id")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> dict[str, Any]:
+    """The open holds, soonest deadline first (the terminal UI's queue), ``limit`` at a
+    time after the hold ``after``."""
+    flt = queue.HoldFilter.of(reason=reason.value if reason else None, owner=owner, overdue=overdue)
+    last = queue.hold(st.store, after) if after is not None else None
+    if after is not None and (last is None or last["resolved_at"] is not None):
+        raise ApiError(404, "not_found", f"no open hold {after} to continue after")
+    now = st.ledger.clock()
+    rows = queue.hold_queue(st.store, now, flt=flt, limit=limit, after=last)
+    more = len(rows) == limit
+    return {"items": [_public(r) for r in rows], "next_after": rows[-1]["id"] if more else None}
+
+
+@router.get("/{hold_id}", response_model=HoldPublic, responses=documented(*READ_ERRORS, 404))
+def get_hold(hold_id: HoldId, principal: Reader, st: St) -> dict[str, Any]:
+    """One hold, open or resolved."""
+    return _hold(st, hold_id)
+
+
+def _endpoint(name: str) -> Any:
+    """The route of action ``name``: its body as the action's values, one service call
+    through the receiver's writer, the hold as it is afterwards."""
+
+    async def act(
+        hold_id: int, body: DecisionCreate, principal: Principal, st: ReceiverState
+    ) -> dict[str, Any]:
+        try:
+            call = actions.call(st.ledger, name, hold_id, principal.name, Values(**dict(body)))
+            await st.engine.commit(call.actor or "", call.work)
+        except InvalidInput as exc:
+            if exc.field != "deadline":
+                raise as_api_error(exc) from None
+            # A well-formed time the clock has passed: refused as the re-approval of an
+            # expired approval is, for what the ledger's clock says now.
+            raise ApiError(409, "deadline_passed", str(exc), "deadline") from None
+        except Exception as exc:
+            raise as_api_error(exc) from None
+        return _hold(st, hold_id)
+
+    kind = inspect.Parameter.KEYWORD_ONLY
+    act.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("hold_id", kind, annotation=HoldId),
+            inspect.Parameter("body", kind, annotation=BODIES[name]),
+            inspect.Parameter("principal", kind, annotation=Operator),
+            inspect.Parameter("st", kind, annotation=St),
+        ]
+    )
+    return act
+
+
+for _name, _action in actions.ACTIONS.items():
+    router.add_api_route(
+        f"/{{hold_id}}/{_name}",
+        _endpoint(_name),
+        methods=["POST"],
+        name=f"hold_{_name.replace('-', '_')}",
+        summary=_action.title,
+        description=f"{_action.title}, as the terminal UI and `flowledger hold ID {_name}` "
+        "do; needs an operator token. Answers the hold as it is afterwards.",
+        response_model=HoldPublic,
+        responses=documented(400, 401, 403, 404, 405, 408, 409, 413, 422, 503),
+    )

@@ -1,0 +1,233 @@
+"""A person's actions on a hold, as every way in offers them (the terminal UI, ``flowledger
+hold``, the API): their names, what each needs, what it will do (the words a confirmation
+shows), why one is refused (the domain's words), and the one service call each is.
+
+Which decisions a hold allows is the domain's rule (:func:`flowledger.domain.refusal`); the
+services check it again inside the transaction, so a race lost to someone else is refused
+with the same words. A hold here is a row as :func:`flowledger.queries.holds.hold` and the
+queue read it (with ``operation_state`` and ``operation_conflict``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flowledger import domain
+from flowledger.domain import DECISIONS, IllegalTransition, OpenHold, Reason, State
+from flowledger.services.call import Call
+from flowledger.services.holds import already_resolved
+from flowledger.services.ledger import Ledger
+from flowledger.services.values import InvalidInput, NotFound
+
+# Whatever the hold's reason, a person can always assign it, move its deadline or note it.
+UPDATES = ("assign", "extend", "note")
+NAMES = (*DECISIONS, *UPDATES)
+
+
+@dataclass(frozen=True)
+class Action:
+    """What an action is called, what it says once done, and the values it needs besides the
+    note (``needs``) or may take (``takes``)."""
+
+    title: str
+    done: str
+    needs: tuple[str, ...] = ()
+    takes: tuple[str, ...] = ()
+
+
+ACTIONS: dict[str, Action] = {
+    "confirm": Action("Confirm with evidence", "confirmed with evidence", needs=("receipt",)),
+    "release": Action("Release for retry", "released for retry"),
+    "cancel": Action("Cancel the operation", "cancelled"),
+    "dismiss": Action("Dismiss the hold", "dismissed"),
+    "reapprove": Action("Approve again", "approved again", takes=("version", "expires_at")),
+    "allow-attempt": Action("Allow another attempt", "allowed another attempt"),
+    "assign": Action("Assign", "assigned", needs=("owner",)),
+    "extend": Action("Extend the deadline", "deadline extended", needs=("deadline",)),
+    "note": Action("Add a note", "noted", takes=("next_action",)),
+}
+
+
+@dataclass(frozen=True)
+class Values:
+    """What a person gave for an action: the note always, the rest as :class:`Action` says."""
+
+    note: str
+    receipt: str | None = None
+    owner: str | None = None
+    deadline: datetime | None = None
+    # ``+2h``: the extension the services count from the deadline as they find it (the
+    # ``deadline`` beside it is what that gives now, for the confirmation).
+    extend_by: timedelta | None = None
+    next_action: str | None = None
+    version: str | None = None
+    expires_at: datetime | None = None
+
+
+def subject(hold: dict[str, Any]) -> tuple[OpenHold, str | None, State | None, bool]:
+    state = hold.get("operation_state")
+    return (
+        OpenHold(hold["id"], Reason(hold["reason"]), bool(hold["blocking"]), hold["cause_key"]),
+        hold.get("operation_id"),
+        State(state) if state else None,
+        bool(hold.get("operation_conflict")),
+    )
+
+
+def offered(hold: dict[str, Any]) -> tuple[str, ...]:
+    """What an open hold allows: the decisions the domain lets through, then the updates."""
+    return (*domain.allowed(*subject(hold)), *UPDATES)
+
+
+def why_not(name: str, hold: dict[str, Any]) -> str | None:
+    """The domain's reason ``name`` cannot be taken on ``hold``, or ``None`` when it can."""
+    if name not in DECISIONS:
+        return None
+    refused = domain.refusal(name, *subject(hold))
+    return str(refused) if refused is not None else None
+
+
+def refused(name: str, hold: dict[str, Any]) -> str | None:
+    """The line that says ``name`` is not possible on ``hold`` (``None`` when it is)."""
+    reason = why_not(name, hold)
+    if reason is None:
+        return None
+    return f"{ACTIONS[name].title} is not possible for hold {hold['id']}: {reason}."
+
+
+def closed(hold: dict[str, Any]) -> IllegalTransition | None:
+    """The services' refusal of any action on ``hold`` once it is resolved."""
+    if hold["resolved_at"] is None:
+        return None
+    return already_resolved(
+        hold["id"], hold["resolved_by"], hold["resolution"], hold["resolved_at"].astimezone(UTC)
+    )
+
+
+def failure(exc: Exception) -> str:
+    """What the services' refusal of an action says to a person: nothing changed."""
+    if isinstance(exc, IllegalTransition) and exc.code == "already_resolved":
+        return f"Someone else got there first: {exc}. Nothing changed."
+    return f"Refused, nothing changed: {exc}"
+
+
+REFUSALS = (IllegalTransition, InvalidInput, NotFound)
+
+
+def _at(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
+    """What will really happen to ``hold`` and its operation: the confirmation's text."""
+    op, state = hold.get("operation_id"), hold.get("operation_state") or "-"
+    overdue = " Any overdue hold about it closes with it."
+    if name == "confirm":
+        if hold["reason"] == Reason.RECEIPT_CONFLICT.value:
+            becomes = (
+                "stays CONFIRMED, with this receipt"
+                if hold.get("operation_state") == State.CONFIRMED.value
+                else "becomes CONFIRMED with it"
+            )
+            return (
+                f"Receipt {v.receipt!r} stands for operation {op} (now {state}): the "
+                f"operation {becomes}, and its receipt_conflict holds close. "
+                "Workflows will skip this write from now on." + overdue
+            )
+        return (
+            f"Operation {op} (now {state}) becomes CONFIRMED with receipt "
+            f"{v.receipt!r}, and its unknown-outcome holds close. Workflows will skip "
+            "this write from now on. Only confirm if you saw the effect in the target system."
+            + overdue
+        )
+    if name == "release":
+        return (
+            f"Operation {op} goes back to PREPARED and its unknown-outcome holds close: the "
+            "workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
+            "write did happen, the write will happen TWICE (a duplicate effect)." + overdue
+        )
+    if name == "cancel":
+        return _cancelling(hold, op, state) + overdue
+    if name == "dismiss":
+        stays = f"operation {op} stays {state}" if op else "nothing else changes"
+        return f"Hold {hold['id']} closes as seen; {stays}." + overdue
+    if name == "reapprove":
+        version = repr(v.version) if v.version else "its processing version"
+        until = f"until {_at(v.expires_at)} UTC" if v.expires_at else "with no expiry"
+        return (
+            f"Operation {op} (now {state}) is approved again for {version}, {until}: its next "
+            "dispatch goes ahead even if the approval it carries expired or names another "
+            "version, and its approval holds close. The workflow will be allowed to WRITE."
+            + overdue
+        )
+    if name == "allow-attempt":
+        return (
+            f"Operation {op} (now {state}) may be dispatched once more, past its max_attempts, "
+            "and its max_attempts holds close: the workflow will be allowed to WRITE AGAIN."
+            + overdue
+        )
+    if name == "assign":
+        return f"The hold is assigned to {v.owner}."
+    if name == "extend":
+        return (
+            f"The hold's deadline moves later, from {_at(hold.get('deadline'))} to "
+            f"{_at(v.deadline)} UTC."
+        )
+    return "The note is added to the hold's record."
+
+
+def _cancelling(hold: dict[str, Any], op: str | None, state: str) -> str:
+    """What cancelling says: that it stops later dispatches, and what it cannot undo."""
+    stops = (
+        f"Operation {op} (now {state}) becomes CANCELLED for good: a workflow that dispatches "
+        "it again is turned away, and all its open holds close. This cannot be undone."
+    )
+    if hold.get("operation_state") == State.CONFIRMED.value:
+        return (
+            f"Operation {op} was CONFIRMED: its write ALREADY HAPPENED, possibly TWICE (the "
+            "receipt conflict: two different receipts came back). Cancelling undoes nothing "
+            "in the target system; check there and undo a duplicate yourself. " + stops
+        )
+    if hold.get("operation_state") == State.DISPATCHING.value:
+        return (
+            f"Operation {op} may already have been written (its outcome is unknown): "
+            "cancelling undoes nothing in the target system. " + stops
+        )
+    return stops
+
+
+def missing(name: str, v: Values) -> str | None:
+    """The first value ``name`` needs that ``v`` lacks, said as the domain says it."""
+    if not v.note.strip():
+        return "a note is required"
+    for field in ACTIONS[name].needs:
+        if getattr(v, field) in (None, ""):
+            return f"a {field.replace('_', ' ')} is required"
+    return None
+
+
+def call(ledger: Ledger, name: str, hold_id: int, operator: str, v: Values) -> Call[Any]:
+    """The service call that records ``name`` on hold ``hold_id`` as ``operator``: the one
+    path every way in takes."""
+    if name not in ACTIONS:
+        raise InvalidInput(f"unknown action {name!r}; one of {', '.join(NAMES)}", "action")
+    if name in DECISIONS:
+        return ledger.resolve(
+            hold_id,
+            name,
+            note=v.note,
+            operator=operator,
+            receipt=v.receipt,
+            version=v.version,
+            expires_at=v.expires_at,
+        )
+    if name == "assign":
+        return ledger.update_hold(hold_id, operator=operator, note=v.note, owner=v.owner)
+    if name == "extend":
+        until = None if v.extend_by is not None else v.deadline
+        return ledger.update_hold(
+            hold_id, operator=operator, note=v.note, deadline=until, extend_by=v.extend_by
+        )
+    return ledger.update_hold(hold_id, operator=operator, note=v.note, next_action=v.next_action)
