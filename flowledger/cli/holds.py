@@ -227,7 +227,7 @@ def hold_action(
     if as_json:
         typer.echo(json.dumps(_as_listed(after or {}), default=_json_default, indent=2))
     else:
-        typer.echo(f"Hold {hold_id} {spec.done} by {who}.")
+        typer.echo(f"Hold {hold_id} {actions.done(action, values, who)}.")
 
 
 def _values(given: dict[str, str | None], note: str, now: datetime) -> Values:

@@ -178,6 +178,18 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
     return "The note is added to the hold's record."
 
 
+def done(name: str, v: Values, operator: str) -> str:
+    """What is said once ``name`` is recorded: what it did (the new owner or deadline, not
+    only the act) and who did it."""
+    if name == "assign":
+        did = f"assigned to {v.owner}"
+    elif name == "extend":
+        did = f"deadline is now {_at(v.deadline)} UTC"
+    else:
+        did = ACTIONS[name].done
+    return f"{did} by {operator}"
+
+
 def _cancelling(hold: dict[str, Any], op: str | None, state: str) -> str:
     """What cancelling says: that it stops later dispatches, and what it cannot undo."""
     stops = (

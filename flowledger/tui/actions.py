@@ -165,7 +165,7 @@ class HoldActions(TypingGuard):
         except shared.REFUSALS as exc:
             said = Report(shared.failure(exc), "error")
         else:
-            said = Report(f"Hold {hold['id']} {spec.done.format(**values)}.")
+            said = Report(f"Hold {hold['id']} {shared.done(name, values, ctx.operator)}.")
         self.post_message(said)
         self.after_action()
         self.post_message(HoldActedOn(hold["id"]))

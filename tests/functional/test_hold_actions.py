@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,13 @@ def test_every_way_in_records_the_same_events(
     assert events[0][1] == "operator:dave"
     assert recorded["cli"][0] == events, recorded["cli"][1]
     assert recorded["api"][0] == events, recorded["api"][1]
-    done = f"Hold {hold_id} {actions.ACTIONS[case.action].done} by dave."
+    deadline = case.values.get("deadline")
+    given = actions.Values(
+        note=NOTE,
+        owner=case.values.get("owner"),
+        deadline=datetime.fromisoformat(deadline) if deadline else None,
+    )
+    done = f"Hold {hold_id} {actions.done(case.action, given, 'dave')}."
     assert said == done and recorded["cli"][1].strip().endswith(done)
     assert json.loads(recorded["api"][1])["id"] == hold_id
 

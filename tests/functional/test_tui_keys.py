@@ -175,7 +175,7 @@ async def test_a_toast_names_the_new_owner_and_the_detail_shows_the_notes(
         await start_action(pilot, hold_id, "a", owner="carol", note="she has the mail logs")
         await pilot.press("y")
         await settle(pilot)
-        assert app.last_message == f"Hold {hold_id} assigned to carol."
+        assert app.last_message == f"Hold {hold_id} assigned to carol by dave."
         await select_hold(pilot, hold_id)
         await pilot.press("enter")
         await settle(pilot)

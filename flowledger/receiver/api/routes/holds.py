@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from flowledger.domain import Reason
+from flowledger.domain import IllegalTransition, Reason
 from flowledger.queries import holds as queue
 from flowledger.receiver.api.auth import require
 from flowledger.receiver.api.deps import state_of
@@ -112,6 +112,10 @@ def _endpoint(name: str) -> Any:
                 raise as_api_error(exc) from None
             # A well-formed time the clock has passed: refused as the re-approval of an
             # expired approval is, for what the ledger's clock says now.
+            raise ApiError(409, "deadline_passed", str(exc), "deadline") from None
+        except IllegalTransition as exc:
+            if exc.code != "deadline_in_past":
+                raise as_api_error(exc) from None
             raise ApiError(409, "deadline_passed", str(exc), "deadline") from None
         except Exception as exc:
             raise as_api_error(exc) from None
