@@ -108,10 +108,7 @@ def batches(
         30,
     )
     shown = execution_error(n8n, str(errored[0]["id"])) if errored else None
-    ops = {i: ledger.operation(read_token, op_id(i)) for i in (m1, m2, a0)}
-    states = {i: (o or {}).get("operation", {}).get("state") for i, o in ops.items()}
-    holds = {i: [h["reason"] for h in open_holds(o)] for i, o in ops.items()}
-    attempts = {i: [a.get("outcome") for a in (ops[i] or {}).get("attempts", [])] for i in (m1, m2)}
+    states, holds, attempts = _seen(ledger, read_token, (m1, m2, a0))
     check(
         "node batch, On Hold stop: the execution stops naming the held item",
         shown == f"flowledger holds {op_id(a0)}: input_mismatch",
@@ -135,10 +132,7 @@ def batches(
     )
 
     answer = post(n8n, "e2e-batch-on", mixed)
-    ops = {i: ledger.operation(read_token, op_id(i)) for i in (m1, m2, a0)}
-    states = {i: (o or {}).get("operation", {}).get("state") for i, o in ops.items()}
-    holds = {i: [h["reason"] for h in open_holds(o)] for i, o in ops.items()}
-    attempts = {i: [a.get("outcome") for a in (ops[i] or {}).get("attempts", [])] for i in (m1, m2)}
+    states, holds, attempts = _seen(ledger, read_token, (m1, m2, a0))
     failed = n8n.executions(carry_on, "error")
     check(
         "node batch, On Hold continue: the released items are written once each, confirmed",
@@ -166,4 +160,17 @@ def batches(
         "node batch, On Hold continue: the held item takes the Hold output, not written",
         target.requests[a0] == 1 and holds[a0] == ["input_mismatch"],
         f"requests to the target {target.requests[a0]}, holds {holds[a0]}",
+    )
+
+
+def _seen(
+    ledger: LocalLedger, token: str, invoices: tuple[str, ...]
+) -> tuple[dict[str, Any], dict[str, list[str]], dict[str, list[Any]]]:
+    """Each invoice's operation as the ledger tells it: its state, its open holds' reasons and
+    its attempts' outcomes."""
+    ops = {i: ledger.operation(token, op_id(i)) for i in invoices}
+    return (
+        {i: (o or {}).get("operation", {}).get("state") for i, o in ops.items()},
+        {i: [h["reason"] for h in open_holds(o)] for i, o in ops.items()},
+        {i: [a.get("outcome") for a in (o or {}).get("attempts", [])] for i, o in ops.items()},
     )
