@@ -16,14 +16,19 @@ from flowledger.storage.unit_of_work import Guard, Work
 class Engine(Protocol):
     """What the API asks of the engine that serves and writes the workflow calls
     (:class:`flowledger.receiver.engine.Engine`): to start and stop with the app, to write
-    what the API writes itself (the tokens' last use, a signed read's signature) through its
-    group commit, and to redact a new signing token's secret in every process it runs."""
+    what the API writes itself (the tokens' last use, a signed read's signature, a person's
+    action on a hold, once per ``Idempotency-Key``) through its group commit, and to redact a
+    new signing token's secret in every process it runs."""
 
     async def start(self) -> None: ...
 
     async def close(self) -> None: ...
 
     async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any: ...
+
+    async def commit_keyed(
+        self, actor: str, work: Work[Any], *, token_id: int, key: str, fingerprint: str, ttl: float
+    ) -> bool: ...
 
     def add_secrets(self, values: list[str]) -> None: ...
 

@@ -10,14 +10,13 @@ token and expire after the configured time.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.idempotency import HEADER, running_key
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.receiver.engine.committer import GroupCommitter
@@ -25,23 +24,6 @@ from flowledger.receiver.engine.reply import Reply, dumps
 from flowledger.services.ledger import Answer, Tx
 from flowledger.storage import idempotency as stored_keys
 from flowledger.storage.unit_of_work import Guard
-
-HEADER = "Idempotency-Key"
-
-
-def key_of(header: str | None) -> str | None:
-    """The ``Idempotency-Key`` header's value, checked; None when the request has none."""
-    if header is None:
-        return None
-    if not 1 <= len(header) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in header):
-        raise ApiError(422, "invalid_input", "1 to 200 visible ASCII characters", HEADER)
-    return header
-
-
-def request_hash(method: str, path: str, body: bytes) -> str:
-    digest = hashlib.sha256(f"{method} {path}\n".encode())
-    digest.update(body)
-    return digest.hexdigest()
 
 
 def _render(value: Any) -> Any:
@@ -133,22 +115,6 @@ def keyed(
         return Reply(200, body, value)
 
     return unit
-
-
-@contextlib.contextmanager
-def running_key(st: ReceiverState, principal: Principal, key: str | None) -> Iterator[None]:
-    """While a request with ``key`` runs: another with the same key and token is 409."""
-    if key is None:
-        yield
-        return
-    slot = (principal.token_id, key)
-    if slot in st.in_flight:  # checked and taken with no await in between
-        raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
-    st.in_flight.add(slot)
-    try:
-        yield
-    finally:
-        st.in_flight.discard(slot)
 
 
 async def answer(

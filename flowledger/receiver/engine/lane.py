@@ -28,12 +28,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flowledger.receiver.api.auth import Once, admit, check_body, target
 from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
+from flowledger.receiver.api.idempotency import key_of, request_hash, running_key
 from flowledger.receiver.api.paths import check_raw_path
 from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
 from flowledger.receiver.api.schemas.fields import WrittenOperationId
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
-from flowledger.receiver.engine.idempotency import answer, key_of, request_hash, running_key
+from flowledger.receiver.engine.idempotency import answer
 from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.engine.runtime import Engine
 from flowledger.receiver.engine.wire import LaneCall

@@ -6,9 +6,11 @@ Started and closed with the app."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from flowledger.receiver.engine.committer import GroupCommitter
+from flowledger.receiver.engine.idempotency import keyed
 from flowledger.receiver.engine.writer_process import WriterProcess
 from flowledger.services.ledger import Ledger
 from flowledger.storage.unit_of_work import Guard, Work
@@ -45,6 +47,24 @@ class Engine:
     async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any:
         """``work`` through the group commit (:meth:`GroupCommitter.commit`)."""
         return await self.committer.commit(actor, work, guard)
+
+    async def commit_keyed(
+        self, actor: str, work: Work[Any], *, token_id: int, key: str, fingerprint: str, ttl: float
+    ) -> bool:
+        """``work`` through the group commit once per ``Idempotency-Key`` of token
+        ``token_id``: True when a request with this key and fingerprint was done before, and
+        nothing was done now (:func:`flowledger.receiver.engine.idempotency.keyed`: the key
+        stored in the transaction of the work, refused if used for another request)."""
+        unit = keyed(
+            work,
+            lambda _value: None,
+            token_id=token_id,
+            key=key,
+            fingerprint=fingerprint,
+            ttl=timedelta(seconds=ttl),
+        )
+        reply = await self.committer.commit(actor, unit)
+        return reply.replayed
 
     def add_secrets(self, values: list[str]) -> None:
         """Secrets the writer process must redact from now on too (the ledger here is the

@@ -96,3 +96,56 @@ def test_bad_input_to_an_action_is_one_clear_error(
     assert answer.status_code == status, answer.text
     error = answer.json()["error"]
     assert (error["code"], error["field"]) == (code, field)
+
+
+def _notes(api: Api) -> list[str]:
+    return [e["kind"] for e in api.get(OP).json()["events"] if e["kind"].startswith("hold_")]
+
+
+def test_an_action_sent_again_with_its_idempotency_key_is_done_once(api: Api) -> None:
+    hold_id = _unknown_outcome(api)
+    before = _notes(api)
+    key = {"Idempotency-Key": "chat-4711"}
+    path = f"/v1/holds/{hold_id}/assign"
+    first = api.post(path, {"owner": "carol", "note": "hers"}, token="operator", headers=key)
+    again = api.post(path, {"owner": "carol", "note": "hers"}, token="operator", headers=key)
+    assert first.status_code == again.status_code == 200, again.text
+    assert "idempotent-replayed" not in first.headers
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    assert len(_notes(api)) == len(before) + 1  # one assignment recorded, not two
+    other = api.post(path, {"owner": "dave", "note": "his"}, token="operator", headers=key)
+    assert other.status_code == 422
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+    assert api.get(f"/v1/holds/{hold_id}").json()["owner"] == "carol"
+    plain = [api.post(path, {"owner": "carol", "note": "n"}, token="operator") for _ in "ab"]
+    assert [r.status_code for r in plain] == [200, 200]
+    assert len(_notes(api)) == len(before) + 3  # without a key, each is recorded
+
+
+def test_a_decision_sent_again_with_its_key_answers_the_resolved_hold(api: Api) -> None:
+    hold_id = _unknown_outcome(api)
+    key = {"Idempotency-Key": "retry-after-timeout"}
+    body = {"receipt": "bank-77", "note": "seen in the bank's log"}
+    path = f"/v1/holds/{hold_id}/confirm"
+    first = api.post(path, body, token="operator", headers=key)
+    again = api.post(path, body, token="operator", headers=key)
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+    assert again.json()["resolution"] == "confirmed_with_evidence"
+    unkeyed = api.post(path, body, token="operator")
+    assert unkeyed.status_code == 409
+    assert unkeyed.json()["error"]["code"] == "already_resolved"
+
+
+def test_a_refused_action_keeps_its_key_unused(api: Api) -> None:
+    hold_id = _unknown_outcome(api)
+    key = {"Idempotency-Key": "k-dismiss"}
+    path = f"/v1/holds/{hold_id}/dismiss"
+    for _ in "ab":  # refused each time, nothing stored under the key
+        refused = api.post(path, {"note": "n"}, token="operator", headers=key)
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "blocking_hold"
+    bad = api.post(path, {"note": "n"}, token="operator", headers={"Idempotency-Key": "a b"})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["field"] == "Idempotency-Key"

@@ -5,22 +5,26 @@ terminal UI and ``flowledger hold`` make (:mod:`flowledger.services.actions`), r
 with its code (``illegal_transition``, ``already_resolved``, ``deadline_passed``…), 404 for
 a hold that does not exist, 422 for a value the ledger refuses.
 
-They are plain FastAPI routes, not the write lane's: a person's actions are few. They do not
-replay an ``Idempotency-Key``: a decision sent twice is refused the second time
-(``already_resolved``), and an assign, extend or note sent twice is recorded twice."""
+They are plain FastAPI routes, not the write lane's: a person's actions are few. Sent with an
+``Idempotency-Key`` (as a chat bot or a script retrying after a timeout does), an action is
+done once: the same request again is not done again and answers the hold as it is then, with
+``Idempotent-Replayed: true``; the key with another request is 422 ``idempotency_key_reused``.
+Without a key, a decision sent twice is refused the second time (``already_resolved``), and an
+assign, extend or note sent twice is recorded twice."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 
 from flowledger.domain import IllegalTransition, Reason
 from flowledger.queries import holds as queue
 from flowledger.receiver.api.auth import require
 from flowledger.receiver.api.deps import state_of
 from flowledger.receiver.api.errors import ApiError, as_api_error, documented
+from flowledger.receiver.api.idempotency import HEADER, key_of, request_hash, running_key
 from flowledger.receiver.api.schemas.holds import (
     AssignCreate,
     ConfirmHoldCreate,
@@ -42,6 +46,13 @@ Reader = Annotated[Principal, Depends(require("read"))]
 Operator = Annotated[Principal, Depends(require("operator"))]
 St = Annotated[ReceiverState, Depends(state_of)]
 HoldId = Annotated[int, Path(ge=1, le=2**62, description="The hold's id")]
+Key = Annotated[
+    str | None,
+    Header(
+        alias=HEADER,
+        description="Done once per key: the same request again answers the hold as it is then",
+    ),
+]
 READ_ERRORS = (401, 403, 408, 413, 422, 503)
 # The body each action takes (a note always; the rest as the action needs).
 BODIES: dict[str, type[DecisionCreate]] = {
@@ -102,11 +113,29 @@ def _endpoint(name: str) -> Any:
     through the receiver's writer, the hold as it is afterwards."""
 
     async def act(
-        hold_id: int, body: DecisionCreate, principal: Principal, st: ReceiverState
+        hold_id: int,
+        body: DecisionCreate,
+        principal: Principal,
+        st: ReceiverState,
+        request: Request,
+        response: Response,
+        idempotency_key: str | None,
     ) -> dict[str, Any]:
+        key = key_of(idempotency_key)
         try:
             call = actions.call(st.ledger, name, hold_id, principal.name, Values(**dict(body)))
-            await st.engine.commit(call.actor or "", call.work)
+            with running_key(st, principal, key):
+                if key is None:
+                    await st.engine.commit(call.actor or "", call.work)
+                elif await st.engine.commit_keyed(
+                    call.actor or "",
+                    call.work,
+                    token_id=principal.token_id,
+                    key=key,
+                    fingerprint=request_hash("POST", request.url.path, await request.body()),
+                    ttl=st.idempotency_ttl,
+                ):
+                    response.headers["Idempotent-Replayed"] = "true"
         except InvalidInput as exc:
             if exc.field != "deadline":
                 raise as_api_error(exc) from None
@@ -128,6 +157,9 @@ def _endpoint(name: str) -> Any:
             inspect.Parameter("body", kind, annotation=BODIES[name]),
             inspect.Parameter("principal", kind, annotation=Operator),
             inspect.Parameter("st", kind, annotation=St),
+            inspect.Parameter("request", kind, annotation=Request),
+            inspect.Parameter("response", kind, annotation=Response),
+            inspect.Parameter("idempotency_key", kind, annotation=Key, default=None),
         ]
     )
     return act
