@@ -1,21 +1,34 @@
-# Every target that runs something first makes sure .venv exists and holds the project.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-stamp
-DB     ?= ./var/flowledger.db
+# Every target that runs something first makes sure .venv exists and holds the project: `run`
+# the ledger and what it needs at run time only (RUN_STAMP), every other target the development
+# tools too (STAMP, the `dev` extra: pytest, mypy, ruff, schemathesis, mutmut, py-spy...).
+PYTHON    ?= $(shell command -v python3.11 || command -v python3)
+VENV      := .venv
+BIN       := $(VENV)/bin
+STAMP     := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.runtime-stamp
+DB        ?= ./var/flowledger.db
 
 .PHONY: install run test check bench clean mutate n8n-node e2e-n8n
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+define venv
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+endef
 
-run: $(STAMP)
+# The development install holds the runtime one, so it stamps both.
+$(STAMP): pyproject.toml
+	$(venv)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP) $(RUN_STAMP)
+
+$(RUN_STAMP): pyproject.toml
+	$(venv)
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/flowledger init --db $(DB)
 	$(BIN)/flowledger run --db $(DB)
 

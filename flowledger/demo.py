@@ -50,19 +50,15 @@ def mark_demo(store: Store) -> None:
     ledger_meta.mark_demo(store)
 
 
-def check_fresh_demo(store: Store, where: str) -> None:
-    """Demo data goes only into a ledger marked as a demo that holds nothing yet."""
+def built_already(store: Store, where: str) -> bool:
+    """Whether the demo ledger ``store`` holds its shift already. Demo data goes only into a
+    ledger marked as a demo: any other is refused."""
     if not records.is_demo(store):
         raise LedgerError(
             f"{where} is not a demo ledger; demo data is written only into a new file "
             "(give another --db)"
         )
-    seq, _ = chain_head(store)
-    if seq:
-        raise LedgerError(
-            f"{where} already holds demo data; open it with `flowledger tui --db {where}`, "
-            "or delete the file to build it again"
-        )
+    return bool(chain_head(store)[0])
 
 
 class _Script:
@@ -385,7 +381,11 @@ class _Script:
 
 def build_demo(store: Store, where: str, *, now: datetime | None = None) -> None:
     """Fill a fresh demo ledger with a shift ending at ``now``."""
-    check_fresh_demo(store, where)
+    if built_already(store, where):
+        raise LedgerError(
+            f"{where} already holds demo data; open it with `flowledger tui --db {where}`, "
+            f"or build it again with `flowledger demo --fresh --db {where}`"
+        )
     _Script(store, (now or datetime.now(UTC)).astimezone(UTC)).run()
 
 

@@ -102,6 +102,19 @@ def autovacuum_finding(
     )
 
 
+def wal_reset_finding(affected: bool) -> str:
+    """``doctor``'s line for SQLite's WAL-reset bug: on a build that has it, what the ledger
+    does so that the bug cannot strike (``storage/engine.py``, ``storage/unit_of_work.py``)."""
+    if not affected:
+        return "not affected"
+    return (
+        "affected (3.7.0-3.51.2 but 3.44.6, 3.50.7) and mitigated: "
+        "no connection checkpoints on its own (wal_autocheckpoint = 0); the ledger checkpoints "
+        "with wal_checkpoint(FULL), which holds the writer lock so that no commit can race it, "
+        f"every {CHECKPOINT_EVERY} commits of a process and when a process closes the ledger"
+    )
+
+
 def _identity(store: Store) -> str:
     """The ledger's id, and where its chain starts from when that is the shared genesis."""
     ledger_id, genesis = chain.identity_of(store)
@@ -133,25 +146,7 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         ]
     pragmas = settings.sqlite_pragmas(store)
     found.append(("sqlite build:", settings.SQLITE_VERSION))
-    if WAL_RESET_AFFECTED:
-        found.append(
-            (
-                "wal-reset bug:",
-                "AFFECTED (3.7.0-3.51.2 but 3.44.6, 3.50.7): a checkpoint racing a commit "
-                "on another connection can corrupt the file",
-            )
-        )
-        found.append(
-            (
-                "  the ledger:",
-                "turns automatic checkpoints off and checkpoints with wal_checkpoint(FULL), "
-                f"which holds the writer lock, every {CHECKPOINT_EVERY} commits and at "
-                "shutdown; upgrade SQLite (3.51.3+) or use PostgreSQL for several writing "
-                "processes",
-            )
-        )
-    else:
-        found.append(("wal-reset bug:", "not affected"))
+    found.append(("wal-reset bug:", wal_reset_finding(WAL_RESET_AFFECTED)))
     path = sqlite_path(store.url)
     assert path is not None
     shared = shared_files(path)

@@ -21,7 +21,8 @@ from flowledger.cli.common import (
 from flowledger.clock import utcnow
 from flowledger.config import FileConfig, load_config
 from flowledger.queries import handover as report
-from flowledger.storage.engine import LedgerError, open_store
+from flowledger.queries import records
+from flowledger.storage.engine import LedgerError, open_store, sqlite_files, sqlite_path
 from flowledger.storage.migrate import init_ledger
 
 
@@ -125,23 +126,49 @@ def demo(
         str,
         typer.Option("--db", metavar="PATH", help="Where to build the demo ledger (a new file)"),
     ] = demo_data.DEMO_DEFAULT_DB,
+    fresh: Annotated[
+        bool,
+        typer.Option("--fresh", help="Delete the demo ledger at PATH and build it again"),
+    ] = False,
 ) -> None:
-    """Build a separate ledger holding a made-up shift, to try the terminal UI."""
+    """Build a separate ledger holding a made-up shift, to try the terminal UI. Run again, it
+    leaves the demo ledger it built as it is; --fresh builds it again from scratch."""
     if "://" in db:
         raise LedgerError("the demo ledger is a local SQLite file; give a path")
     path = Path(db)
+    if fresh and path.exists():
+        _remove_demo(db)
     if path.exists():
         store = open_store(db)
     else:
         store, _ = init_ledger(db)
         demo_data.mark_demo(store)
     try:
-        demo_data.build_demo(store, db)
+        built = not demo_data.built_already(store, db)
+        if built:
+            demo_data.build_demo(store, db)
         counts = demo_data.demo_counts(store)
     finally:
         store.dispose()
-    typer.echo(
-        f"demo ledger at {db}: {counts['operations']} operations, {counts['open_holds']} open "
-        "holds (made-up data)"
-    )
+    held = f"{counts['operations']} operations, {counts['open_holds']} open holds"
+    if built:
+        typer.echo(f"demo ledger at {db}: {held} (made-up data)")
+    else:
+        typer.echo(
+            f"demo ledger at {db}, as built before: {held} (made-up data; --fresh builds it again)"
+        )
     typer.echo(f"try it: flowledger tui --db {db}")
+
+
+def _remove_demo(where: str) -> None:
+    """Delete the demo ledger at ``where`` (the file, its ``-wal`` and ``-shm``) so that it can
+    be built again; any other file is refused and left as it is."""
+    with opened(where) as store:
+        path = sqlite_path(store.url)
+        if path is None or not records.is_demo(store):
+            raise LedgerError(
+                f"{where} is not a demo ledger; --fresh deletes only a ledger that "
+                "`flowledger demo` built"
+            )
+    for name in sqlite_files(path):
+        name.unlink(missing_ok=True)

@@ -179,11 +179,16 @@ def _create_private(path: Path) -> None:
         os.close(fd)
 
 
+def sqlite_files(path: Path) -> tuple[Path, ...]:
+    """A SQLite ledger's files: the database, its ``-wal`` and its ``-shm``."""
+    return (path, Path(f"{path}-wal"), Path(f"{path}-shm"))
+
+
 def shared_files(path: Path) -> list[str]:
     """The ledger's files (the database, ``-wal``, ``-shm``) that others than the owner may
     read or write, as ``name (mode)``."""
     found = []
-    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+    for name in sqlite_files(path):
         try:
             mode = name.stat().st_mode & 0o777
         except FileNotFoundError:

@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
-from flowledger.cli.database import autovacuum_finding
+from flowledger.cli.database import autovacuum_finding, wal_reset_finding
 from flowledger.domain import FailOutcome
 from flowledger.services import ledger as ledger_module
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import open_store
+from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import SCHEMA_VERSION
 from flowledger.storage.views.meta import identity
@@ -101,7 +101,8 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
     assert code == 0 and f"schema version:  {SCHEMA_VERSION}" in out
     if "://" not in busy_ledger:
         assert "journal mode:    wal" in out and "synchronous:     FULL" in out
-        assert "wal-reset bug:" in out
+        line = next(line for line in out.splitlines() if line.startswith("wal-reset bug:"))
+        assert line.split(":", 1)[1].strip() == wal_reset_finding(WAL_RESET_AFFECTED)
     else:
         assert "postgresql:" in out
         engine = engine_for(busy_ledger)
@@ -110,6 +111,28 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
         engine.dispose()
         line = next(line for line in out.splitlines() if line.startswith("autovacuum:"))
         assert ("WARNING: off" in line) == (autovacuum == "off"), line
+
+
+def test_doctor_says_the_wal_reset_bug_is_mitigated_on_a_build_that_has_it() -> None:
+    assert wal_reset_finding(False) == "not affected"
+    line = wal_reset_finding(True)
+    assert line.startswith("affected (3.7.0-3.51.2 but 3.44.6, 3.50.7) and mitigated: ")
+    assert "wal_autocheckpoint = 0" in line and "wal_checkpoint(FULL)" in line
+    assert f"every {CHECKPOINT_EVERY} commits" in line
+    assert "corrupt" not in line and "WARNING" not in line
+
+
+def test_the_mitigation_doctor_names_is_in_place(tmp_path: Path) -> None:
+    """On an affected build no connection of the ledger checkpoints on its own (SQLite's
+    default is every 1000 pages)."""
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    try:
+        for engine in (store.engine, store.reader):
+            with engine.connect() as conn:
+                pages = conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+            assert pages == (0 if WAL_RESET_AFFECTED else 1000)
+    finally:
+        store.dispose()
 
 
 @pytest.mark.parametrize(

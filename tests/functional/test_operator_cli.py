@@ -5,14 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
+from flowledger import demo
 from flowledger.cli import app
 from flowledger.domain import BLOCKING_REASONS, Reason
 from flowledger.queries import chain, holds, operations
 from flowledger.queries import records as queries
-from flowledger.storage.engine import open_store
+from flowledger.storage.engine import LedgerError, open_store
 
 runner = CliRunner()
 HOLD_REASONS = {r.value for r in Reason} - {"in_flight", "cancelled"}
@@ -52,18 +54,72 @@ def test_demo_builds_a_marked_ledger_with_every_kind_of_record(tmp_path: Path) -
         store.dispose()
 
 
-def test_demo_refuses_to_write_twice_or_into_a_real_ledger(tmp_path: Path) -> None:
+def identity(db: str) -> tuple[str, int, str]:
+    """The ledger's id and its chain head: what a rebuild changes and a second run keeps."""
+    store = open_store(db)
+    try:
+        ledger_id, _ = chain.identity_of(store)
+        seq, head = chain.chain_head(store)
+    finally:
+        store.dispose()
+    return ledger_id, seq, head
+
+
+def test_demo_run_again_keeps_the_demo_it_built(tmp_path: Path) -> None:
+    demo_db = str(tmp_path / "demo.db")
+    first = runner.invoke(app, ["demo", "--db", demo_db])
+    assert first.exit_code == 0, first.output
+    built = identity(demo_db)
+    again = runner.invoke(app, ["demo", "--db", demo_db])
+    assert again.exit_code == 0, again.output
+    assert "as built before" in again.output and "--fresh" in again.output
+    assert f"try it: flowledger tui --db {demo_db}" in again.output
+    assert identity(demo_db) == built
+
+
+def test_demo_fresh_builds_the_demo_again(tmp_path: Path) -> None:
     demo_db = str(tmp_path / "demo.db")
     assert runner.invoke(app, ["demo", "--db", demo_db]).exit_code == 0
-    again = runner.invoke(app, ["demo", "--db", demo_db])
-    assert again.exit_code == 2 and "already holds demo data" in again.output
+    built = identity(demo_db)
+    fresh = runner.invoke(app, ["demo", "--fresh", "--db", demo_db])
+    assert fresh.exit_code == 0, fresh.output
+    assert "made-up data" in fresh.output and "as built before" not in fresh.output
+    rebuilt = identity(demo_db)
+    assert rebuilt[0] != built[0] and rebuilt[1] == built[1]
+    # Where there is none yet, --fresh builds one.
+    other = str(tmp_path / "other.db")
+    assert runner.invoke(app, ["demo", "--fresh", "--db", other]).exit_code == 0
+    assert identity(other)[1] == built[1]
+
+
+def test_demo_refuses_a_real_ledger_and_fresh_deletes_none(tmp_path: Path) -> None:
     real = str(tmp_path / "real.db")
     assert runner.invoke(app, ["init", "--db", real]).exit_code == 0
     refused = runner.invoke(app, ["demo", "--db", real])
     assert refused.exit_code == 2 and "is not a demo ledger" in refused.output
+    kept = runner.invoke(app, ["demo", "--fresh", "--db", real])
+    assert kept.exit_code == 2 and "deletes only a ledger that `flowledger demo` built" in (
+        kept.output
+    )
     store = open_store(real)
     try:
         assert chain.chain_head(store)[0] == 0 and not queries.is_demo(store)
+    finally:
+        store.dispose()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a ledger")
+    not_sqlite = runner.invoke(app, ["demo", "--fresh", "--db", str(notes)])
+    assert not_sqlite.exit_code == 2 and "not a SQLite database" in not_sqlite.output
+    assert notes.read_text() == "not a ledger"
+
+
+def test_build_demo_refuses_a_demo_that_holds_its_shift(tmp_path: Path) -> None:
+    demo_db = str(tmp_path / "demo.db")
+    assert runner.invoke(app, ["demo", "--db", demo_db]).exit_code == 0
+    store = open_store(demo_db)
+    try:
+        with pytest.raises(LedgerError, match=r"already holds demo data.*demo --fresh"):
+            demo.build_demo(store, demo_db)
     finally:
         store.dispose()
 
