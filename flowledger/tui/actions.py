@@ -9,6 +9,7 @@ and changes nothing."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -19,6 +20,7 @@ from textual import work
 from textual.binding import Binding
 
 from flowledger.domain import DECISIONS
+from flowledger.domain.display import visible
 from flowledger.services import actions as shared
 from flowledger.services.actions import UPDATES, Values, offered, subject, why_not
 from flowledger.tui.context import Context
@@ -26,6 +28,8 @@ from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
 from flowledger.tui.format import deadline_forms, future_deadline, new_deadline, text, when
 from flowledger.tui.keys import TypingGuard
 from flowledger.tui.messages import HoldActedOn, Report
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["ACTIONS", "KEYS", "HoldActions", "offered", "subject", "why_not"]
 
@@ -164,6 +168,13 @@ class HoldActions(TypingGuard):
             await asyncio.to_thread(call.run)
         except shared.REFUSALS as exc:
             said = Report(shared.failure(exc), "error")
+        except Exception as exc:  # the database gone, a disk full: said, the UI stays open
+            _log.exception("hold %s %s failed", hold["id"], name)
+            said = Report(
+                f"The ledger could not record it ({type(exc).__name__}: {visible(str(exc))[:200]})."
+                " Whether it was recorded is not known: look at the hold before trying again.",
+                "error",
+            )
         else:
             said = Report(f"Hold {hold['id']} {shared.done(name, values, ctx.operator)}.")
         self.post_message(said)

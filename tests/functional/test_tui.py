@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -561,3 +562,33 @@ async def test_releasing_a_hold_closes_the_overdue_hold_about_it(app_factory, de
         "cause_resolved",
         f"hold {cause} was resolved (released_for_retry)",
     )
+
+
+async def test_a_failure_of_the_ledger_is_said_and_the_ui_stays_open(
+    app_factory, demo_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowledger.services import actions as shared
+
+    real = shared.call
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        real(*args, **kwargs)
+
+        def run(*_a: Any, **_k: Any) -> Any:
+            raise OSError(28, "No space left on device")
+
+        return SimpleNamespace(run=run)
+
+    monkeypatch.setattr(shared, "call", failing)
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "unknown_outcome")
+    async with app.run_test(size=SIZE) as pilot:
+        await start_action(pilot, hold_id, "c", receipt="msg-1", note="saw it")
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.is_running
+        assert "could not record it (OSError" in app.last_message
+        assert "No space left on device" in app.last_message
+        assert "look at the hold before trying again" in app.last_message
+        await select_hold(pilot, hold_id)  # the queue still answers
+    assert hold_row(demo_store, hold_id).resolved_at is None
