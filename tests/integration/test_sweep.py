@@ -17,6 +17,7 @@ from flowledger.scheduled.sweep import RULES, Sweep
 from flowledger.scheduled.sweep.rules import execution_failed
 from flowledger.services.ledger import Ledger
 from flowledger.storage import operations as records
+from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Execution, Hold, Operation, Source, table
 from tests.support.builders import T0, FakeClock, execution_row, req
 from tests.support.database import lock_waits
@@ -752,3 +753,15 @@ def test_an_error_in_one_batch_ends_the_sweep_with_that_error_and_whole_batches(
     assert len(kept) % 2 == 0 and 2 <= len(kept) <= 6
     assert opened_events(ledger, "unknown_outcome") == len(kept)
     assert sweep(ledger, ()).run().opened["unknown_outcome"] == 9 - len(kept)
+
+
+def test_an_operation_without_a_deadline_waits_the_ledgers_dispatch_deadline(
+    store: Store, clock: FakeClock
+) -> None:
+    # The ledger as the CLI makes it with FLOWLEDGER_DISPATCH_DEADLINE_SECONDS=60: the sweep's
+    # rule for a dispatch that has no deadline of its own (an older ledger's) waits as long.
+    ledger = Ledger(store, clock=clock, dispatch_deadline=timedelta(seconds=60))
+    ledger.dispatch(OP, req()).run("wf")
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(OPS).where(OPS.c.operation_id == OP).values(deadline=None))
+    fires_once_at(ledger, clock, sweep(ledger), T0 + timedelta(seconds=60), "unknown_outcome")

@@ -1,5 +1,6 @@
 """``unknown_outcome`` (blocking): an operation still ``dispatching`` past its deadline, or,
-without a deadline of its own, ``[sweep] dispatch_deadline`` after its last change."""
+without a deadline of its own, the ledger's dispatch deadline after its last change
+(``FLOWLEDGER_DISPATCH_DEADLINE_SECONDS``, else ``[sweep] dispatch_deadline``)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _past_deadline(sweep: Batches, walk: Walk, tx: Tx) -> tuple[int, bool]:
 
 
 def _without_deadline(sweep: Batches, walk: Walk, tx: Tx) -> tuple[int, bool]:
-    due = staleness.cutoff(tx.now, sweep.cfg.dispatch_deadline)
+    due = staleness.cutoff(tx.now, sweep.ledger.dispatch_deadline)
     rows = WITHOUT_DEADLINE.read(tx.conn, walk, due, sweep.batch)
     return sweep.open(tx, _targets(rows), locked=True), walk.full
 
