@@ -305,14 +305,16 @@ def export(
     since: Annotated[
         str | None,
         typer.Option(
-            metavar="TIME", help="Only events at or after this time (ISO 8601; UTC when no offset)"
+            metavar="TIME",
+            help="Only events at or after this time: -2h or 2h (two hours ago), 8am (the "
+            "last one), yesterday 18:00, or ISO 8601 (UTC unless it names its offset)",
         ),
     ] = None,
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
     if format != "jsonl":
         die(f"unknown format {format!r}; only jsonl is supported")
-    start = parse_since(since)
+    start = parse_since(since, utcnow())
     with opened(db) as store:
         out = sys.stdout
         for event in queries.iter_events(store, since=start):

@@ -76,7 +76,8 @@ def handover(
         str | None,
         typer.Option(
             metavar="TIME",
-            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]",
+            help="Start of the shift: -8h or 8h (eight hours ago), 6am (the last one), "
+            "yesterday 18:00, or ISO 8601 (UTC unless it names its offset) [default: 12h ago]",
         ),
     ] = None,
     operator: Annotated[
@@ -103,9 +104,7 @@ def handover(
     if format != "md":
         die(f"unknown format {format!r}; only md is supported")
     now = utcnow()
-    start = parse_since(since) or now - report.DEFAULT_SHIFT
-    if start > now:
-        die("--since is in the future")
+    start = parse_since(since, now) or now - report.DEFAULT_SHIFT
     with opened(db) as store:
         text = report.build(store, report.Shift(start, now, operator or getpass.getuser()), now=now)
     if not (save or out):

@@ -92,8 +92,8 @@ def test_export_writes_every_event_as_json_lines(busy_ledger: str) -> None:
     code, out, _ = cli("export", "--format", "jsonl", "--db", busy_ledger)
     events = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    code, out, _ = cli("export", "--since", "2999-01-01", "--db", busy_ledger)
-    assert code == 0 and out == ""
+    code, out, err = cli("export", "--since", "2999-01-01", "--db", busy_ledger)
+    assert code == 2 and out == "" and "is in the future" in err and err.count("\n") == 1
 
 
 def test_doctor_reports_the_database(busy_ledger: str) -> None:
