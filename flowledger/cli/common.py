@@ -17,7 +17,7 @@ from functools import wraps
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 import flowledger
 from flowledger.domain import times
@@ -42,8 +42,22 @@ EXIT_CODES = (
 # `-h` as well as `--help`, on every command and group (their contexts inherit it).
 CONTEXT: dict[str, Any] = {"max_content_width": 120, "help_option_names": ["-h", "--help"]}
 
+
+class Group(TyperGroup):
+    """A group of commands (the app and each of its groups: ``cls=Group``) whose help flag
+    is False when not given. Typer reads a flag left None through pydantic, which would load
+    it for every ``flowledger COMMAND --help`` on the way to the command."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+
 app = typer.Typer(
     name="flowledger",
+    cls=Group,
     no_args_is_help=True,
     add_completion=False,
     # Help is plain click text: square brackets in it ("[alerts]", "[default: …]") are words,
@@ -157,14 +171,16 @@ def one_line_errors(fn: F) -> F:
 
 
 def one_of(option: str, value: str | None, allowed: Collection[str], code: int = BAD_INPUT) -> None:
-    """Refuse a value outside its closed set in one line naming the allowed ones (``code``:
-    :data:`NOT_FOUND` when the set is of names looked up, such as sources)."""
+    """Refuse a value outside its closed set in one line naming the allowed ones, in their
+    order when given as a sequence (``code``: :data:`NOT_FOUND` when the set is of names
+    looked up, such as sources)."""
     if value is not None and value not in allowed:
-        known = ", ".join(sorted(allowed)) or "none"
+        known = ", ".join(allowed if isinstance(allowed, Sequence) else sorted(allowed)) or "none"
         die(f"{option} {value!r} is not one of: {known}", code)
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """A value JSON has no type for: a time as ISO 8601."""
     if isinstance(value, datetime):
         return value.isoformat()
     raise TypeError(type(value).__name__)
@@ -172,7 +188,7 @@ def _json_default(value: Any) -> Any:
 
 def json_text(value: Any) -> str:
     """``value`` as every ``--json`` writes it: indented, times in ISO 8601."""
-    return json.dumps(value, default=_json_default, indent=2)
+    return json.dumps(value, default=json_default, indent=2)
 
 
 def echo_json(value: Any) -> None:

@@ -6,18 +6,30 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flowledger.cli.common import Command, DbOption, app, die, one_line_errors, opened, parse_since
-from flowledger.cli.tables import echo_table, printable
+from flowledger.cli.common import (
+    NOT_FOUND,
+    Command,
+    DbOption,
+    app,
+    die,
+    json_default,
+    json_text,
+    one_line_errors,
+    opened,
+    parse_since,
+)
+from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
-from flowledger.queries import chain
-from flowledger.queries import records as queries
-from flowledger.queries.anchors import AnchorCheck, check_anchors
-from flowledger.queries.deep import DeepResult, deep_verify
+
+if TYPE_CHECKING:
+    from flowledger.queries import chain
+    from flowledger.queries.anchors import AnchorCheck
+    from flowledger.queries.deep import DeepResult
 
 # What ``show`` lists of an operation, in this order, when set.
 FIELDS = (
@@ -37,20 +49,12 @@ FIELDS = (
 TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
 
 
-def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-"
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(type(value).__name__)
-
-
 @app.command()
 @one_line_errors
 def status(db: DbOption = None) -> None:
     """Operations by state and open holds by reason."""
+    from flowledger.queries import records as queries
+
     with opened(db) as store:
         st = queries.status(store, utcnow())
     typer.echo("operations:")
@@ -76,19 +80,21 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """One operation: its record, attempts, receipts, holds and event timeline."""
+    from flowledger.queries import records as queries
+
     with opened(db) as store:
         detail = queries.operation_detail(store, operation_id)
     if detail is None:
-        die(f"no operation {operation_id!r}", code=1)
+        die(f"no operation {operation_id!r}", NOT_FOUND)
     assert detail is not None
     if as_json:
-        typer.echo(json.dumps(detail.__dict__, default=_json_default, indent=2))
+        typer.echo(json_text(detail.__dict__))
         return
     op = detail.operation
     typer.echo(f"operation  {printable(op['operation_id'])}")
     echo_table(
         [(key, op[key]) for key in FIELDS if op.get(key) is not None]
-        + [(key, _when(op[key])) for key in TIMES if op.get(key) is not None],
+        + [(key, when(op[key])) for key in TIMES if op.get(key) is not None],
         indent=2,
     )
     typer.echo("attempts:")
@@ -98,7 +104,7 @@ def show(
                 f"#{a['number']}",
                 a["outcome"],
                 f"execution {a['execution_id']}",
-                f"at {_when(a['dispatched_at'])}",
+                f"at {when(a['dispatched_at'])}",
                 a["error"] or "",
             )
             for a in detail.attempts
@@ -113,7 +119,7 @@ def show(
                 r["kind"],
                 f"attempt {r['attempt']}",
                 f"by {r['confirmed_by']}",
-                f"at {_when(r['confirmed_at'])}",
+                f"at {when(r['confirmed_at'])}",
             )
             for r in detail.receipts
         ],
@@ -128,7 +134,7 @@ def show(
                 (
                     f"resolved {h['resolution']} by {h['resolved_by']}"
                     if h["resolved_at"]
-                    else f"OPEN, due {_when(h['deadline'])}"
+                    else f"OPEN, due {when(h['deadline'])}"
                 ),
                 h["detail"],
             )
@@ -144,7 +150,7 @@ def show(
                     f"{e['source']}/{e['external_id']}",
                     e["status"],
                     f"via {e['linked_via']}",
-                    f"gone {_when(e['gone_at'])}" if e["gone_at"] else "",
+                    f"gone {when(e['gone_at'])}" if e["gone_at"] else "",
                 )
                 for e in detail.executions
             ],
@@ -155,7 +161,7 @@ def show(
         [
             (
                 ev["seq"],
-                _when(ev["at"]),
+                when(ev["at"]),
                 ev["kind"],
                 ev["actor"],
                 json.dumps(ev["data"], sort_keys=True),
@@ -207,6 +213,10 @@ def verify(
 ) -> None:
     """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
     --anchors or --deep, every published head or table row that disagrees)."""
+    from flowledger.queries import chain
+    from flowledger.queries.anchors import check_anchors
+    from flowledger.queries.deep import deep_verify
+
     with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
         _report_chain(result)
@@ -314,8 +324,10 @@ def export(
     """Every event as one JSON object a line, in chain order."""
     if format != "jsonl":
         die(f"unknown format {format!r}; only jsonl is supported")
+    from flowledger.queries import records as queries
+
     start = parse_since(since, utcnow())
     with opened(db) as store:
         out = sys.stdout
         for event in queries.iter_events(store, since=start):
-            out.write(json.dumps(event, default=_json_default, sort_keys=True) + "\n")
+            out.write(json.dumps(event, default=json_default, sort_keys=True) + "\n")

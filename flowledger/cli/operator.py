@@ -8,21 +8,20 @@ from typing import Annotated
 
 import typer
 
-from flowledger import demo as demo_data
 from flowledger.cli.common import (
     DbOption,
     app,
     die,
     ledger_for,
     one_line_errors,
+    one_of,
     opened,
     parse_since,
 )
 from flowledger.clock import utcnow
-from flowledger.config import FileConfig, load_config
-from flowledger.queries import handover as report
-from flowledger.storage.engine import LedgerError, open_store
-from flowledger.storage.migrate import init_ledger
+from flowledger.storage.problems import LedgerError
+
+DEMO_DB = "./var/demo.db"  # where `demo` builds its ledger unless told
 
 
 @app.command()
@@ -49,7 +48,8 @@ def tui(
     ] = None,
 ) -> None:
     """The terminal UI: the attention queue, operation detail, actions and handover."""
-    from flowledger.tui import make_app  # the UI library loads only for this command
+    from flowledger.config import FileConfig, load_config
+    from flowledger.tui import make_app
 
     # A broken flowledger.toml does not keep the person on shift out: the UI opens on the
     # defaults and its Sources tab says what is wrong.
@@ -101,8 +101,9 @@ def handover(
     """The handover report (Markdown): open holds by owner, what the shift resolved, sources
     in trouble, and the chain's head hash. On stdout, or with --save or --out as a new file
     named after the time (never overwriting another)."""
-    if format != "md":
-        die(f"unknown format {format!r}; only md is supported")
+    from flowledger.queries import handover as report
+
+    one_of("--format", format, ("md",))
     now = utcnow()
     start = parse_since(since, now) or now - report.DEFAULT_SHIFT
     with opened(db) as store:
@@ -123,9 +124,13 @@ def demo(
     db: Annotated[
         str,
         typer.Option("--db", metavar="PATH", help="Where to build the demo ledger (a new file)"),
-    ] = demo_data.DEMO_DEFAULT_DB,
+    ] = DEMO_DB,
 ) -> None:
     """Build a separate ledger holding a made-up shift, to try the terminal UI."""
+    from flowledger import demo as demo_data
+    from flowledger.storage.engine import open_store
+    from flowledger.storage.migrate import init_ledger
+
     if "://" in db:
         raise LedgerError("the demo ledger is a local SQLite file; give a path")
     path = Path(db)

@@ -9,6 +9,7 @@ import typer
 from flowledger.cli.common import (
     Command,
     DbOption,
+    Group,
     HostOption,
     PortOption,
     app,
@@ -18,12 +19,12 @@ from flowledger.cli.common import (
     settings,
 )
 from flowledger.cli.tables import echo_table
-from flowledger.config import load_config
-from flowledger.queries.proofs import ledger_origin
-from flowledger.services.signing import configured_signer
 
 token_app = typer.Typer(
-    no_args_is_help=True, rich_markup_mode=None, help="API tokens for the webhook receiver."
+    cls=Group,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="API tokens for the webhook receiver.",
 )
 app.add_typer(token_app, name="token")
 
@@ -37,9 +38,12 @@ def serve(
     access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
+    from flowledger.config import load_config
+    from flowledger.queries.proofs import ledger_origin
     from flowledger.receiver import create_app
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.engine.server import listen, serve_app, writer_ended
+    from flowledger.services.signing import configured_signer
 
     file = load_config()
     env = settings()
@@ -122,7 +126,7 @@ def token_list(db: DbOption = None) -> None:
             )
             for r in rows
         ),
-        header=("name", "scope", "signing", "created", "last used", "state"),
+        header=("NAME", "SCOPE", "SIGNING", "CREATED", "LAST USED", "STATE"),
     )
 
 

@@ -3,26 +3,35 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from flowledger.cli.common import Command, DbOption, app, die, ledger_for, one_line_errors, opened
-from flowledger.cli.inspect import _json_default, _when
-from flowledger.cli.tables import echo_table, printable
+from flowledger.cli.common import (
+    FAILED,
+    Command,
+    DbOption,
+    Group,
+    app,
+    die,
+    echo_json,
+    ledger_for,
+    one_line_errors,
+    opened,
+)
+from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
-from flowledger.config import FileConfig, SourceConfig, load_config
-from flowledger.connectors.base import ConnectorError
-from flowledger.queries import records as queries
-from flowledger.services.ledger import Ledger
-from flowledger.sync import SyncReport, check_source, sync_source
+
+if TYPE_CHECKING:
+    from flowledger.config import FileConfig, SourceConfig
+    from flowledger.services.ledger import Ledger
+    from flowledger.sync import SyncReport
 
 sources_app = typer.Typer(
-    rich_markup_mode=None, help="Configured workflow-tool instances and how their sync stands."
+    cls=Group,
+    rich_markup_mode=None,
+    help="Configured workflow-tool instances and how their sync stands.",
 )
 app.add_typer(sources_app, name="sources")
 
@@ -59,6 +68,9 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
     the lag since), and the last error."""
     if ctx.invoked_subcommand is not None:
         return
+    from flowledger.config import load_config
+    from flowledger.queries import records as queries
+
     file = load_config()
     with opened(db) as store:
         stored = {s["name"]: s for s in queries.list_sources(store)}
@@ -76,8 +88,8 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
                 name,
                 configured[name].kind if name in configured else row.get("kind", "?"),
                 row.get("status", "new") if name in configured else "unconfigured",
-                _when(row.get("last_sync_at")),  # every attempt sets it, failed or not
-                _when(row.get("last_success_at")),
+                when(row.get("last_sync_at")),  # every attempt sets it, failed or not
+                when(row.get("last_success_at")),
                 _age(row.get("last_success_at"), now),
                 row.get("last_error") or "-",
             )
@@ -104,12 +116,16 @@ def check(
     ],
 ) -> None:
     """One live call to the source; says plainly what is wrong, or what answered."""
+    from flowledger.config import load_config
+    from flowledger.connectors.base import ConnectorError
+    from flowledger.sync import check_source
+
     cfg = load_config().source(name)
     try:
         answer = check_source(cfg)
     except ConnectorError as exc:
         typer.echo(printable(f"{name}: FAILED: {exc}"), err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(FAILED) from None
     typer.echo(printable(f"{name}: ok: {answer}"))
 
 
@@ -125,6 +141,8 @@ def sync(
     ] = False,
 ) -> None:
     """Pull execution records from the configured sources into the ledger."""
+    from flowledger.config import load_config
+
     if not once:
         die("give --once: this command syncs once; the scheduler syncs at each source's interval")
     file = load_config()
@@ -137,11 +155,16 @@ def sync(
             failed += not report.ok
             typer.echo(printable(ledger.redact(_summary(report))))
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
 
 
 def _run_one(ledger: Ledger, cfg: SourceConfig, reconcile: bool | None) -> SyncReport:
     """One source's sync, with a progress bar when stderr is a terminal (a long backfill)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from flowledger.sync import sync_source
+
     console = Console(stderr=True)
     if not console.is_terminal:
         return sync_source(ledger, cfg, reconcile=reconcile)
@@ -202,6 +225,8 @@ def executions(
     ] = None,
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
+    from flowledger.queries import records as queries
+
     with opened(db) as store:
         found = queries.list_executions(
             store,
@@ -212,7 +237,7 @@ def executions(
             limit=limit,
         )
     if as_json:
-        typer.echo(json.dumps(found, default=_json_default, indent=2))
+        echo_json(found)
         return
     if not found:
         typer.echo("no executions")
@@ -224,9 +249,9 @@ def executions(
                 e["external_id"],
                 e["workflow_name"] or e["workflow_id"],
                 e["status"],
-                _when(e["started_at"]),
+                when(e["started_at"]),
                 e["retry_of"],
-                _when(e["gone_at"]),
+                when(e["gone_at"]),
             )
             for e in found
         ],

@@ -70,9 +70,9 @@ def test_show_prints_the_timeline(busy_ledger: str) -> None:
     assert json.loads(out)["operation"]["state"] == "dispatching"
 
 
-def test_show_unknown_operation_exits_1(busy_ledger: str) -> None:
+def test_show_unknown_operation_exits_3(busy_ledger: str) -> None:
     code, _, err = cli("show", "nope", "--db", busy_ledger)
-    assert code == 1 and "no operation 'nope'" in err
+    assert code == 3 and err == "flowledger: no operation 'nope'\n"
 
 
 def test_show_reads_an_id_stored_before_the_segment_rule(

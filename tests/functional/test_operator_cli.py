@@ -102,7 +102,7 @@ def test_handover_refuses_bad_options(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
     runner.invoke(app, ["init", "--db", db])
     bad_format = runner.invoke(app, ["handover", "--db", db, "--format", "html"])
-    assert bad_format.exit_code == 2 and "only md" in bad_format.output
+    assert bad_format.exit_code == 2 and "--format 'html' is not one of: md" in bad_format.output
     future = runner.invoke(app, ["handover", "--db", db, "--since", "2999-01-01T00:00:00"])
     assert future.exit_code == 2 and "future" in future.output
     garbled = runner.invoke(app, ["handover", "--db", db, "--since", "yesterday"])
