@@ -19,6 +19,7 @@ from flowledger.cli.common import (
     json_default,
     json_text,
     one_line_errors,
+    one_of,
     opened,
     parse_since,
 )
@@ -322,8 +323,7 @@ def export(
     ] = None,
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
-    if format != "jsonl":
-        die(f"unknown format {format!r}; only jsonl is supported")
+    one_of("--format", format, ("jsonl",))
     from flowledger.queries import records as queries
 
     start = parse_since(since, utcnow())

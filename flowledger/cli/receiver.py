@@ -15,6 +15,7 @@ from flowledger.cli.common import (
     app,
     ledger_for,
     one_line_errors,
+    one_of,
     opened,
     settings,
 )
@@ -88,8 +89,9 @@ def token_create(
     db: DbOption = None,
 ) -> None:
     """Create a token and print it once (with its signing secret when --signing)."""
-    from flowledger.receiver.api.tokens import create_token
+    from flowledger.receiver.api.tokens import SCOPES, create_token
 
+    one_of("--scope", scope, SCOPES)
     env = settings()
     with opened(db) as store:
         made = create_token(

@@ -10,6 +10,7 @@ import typer
 
 from flowledger.cli.common import (
     FAILED,
+    NOT_FOUND,
     Command,
     DbOption,
     Group,
@@ -18,10 +19,12 @@ from flowledger.cli.common import (
     echo_json,
     ledger_for,
     one_line_errors,
+    one_of,
     opened,
 )
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
+from flowledger.connectors.base import STATUSES
 
 if TYPE_CHECKING:
     from flowledger.config import FileConfig, SourceConfig
@@ -210,7 +213,12 @@ def executions(
     db: DbOption = None,
     source: SourceOption = None,
     status: Annotated[
-        str | None, typer.Option("--status", metavar="STATUS", help="Only this status")
+        str | None,
+        typer.Option(
+            "--status",
+            metavar="STATUS",
+            help=f"Only this status: {', '.join(STATUSES)}",
+        ),
     ] = None,
     gone: Annotated[
         bool, typer.Option("--gone", help="Only copies the tool no longer has (pruned, deleted)")
@@ -225,9 +233,15 @@ def executions(
     ] = None,
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
+    from flowledger.config import load_config
     from flowledger.queries import records as queries
 
+    one_of("--status", status, STATUSES)
     with opened(db) as store:
+        if source is not None:
+            known = {s.name for s in load_config().sources}
+            known |= {s["name"] for s in queries.list_sources(store)}
+            one_of("--source", source, known, NOT_FOUND)
         found = queries.list_executions(
             store,
             source=source,

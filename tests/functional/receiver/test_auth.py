@@ -197,7 +197,9 @@ def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) ->
     assert bad.exit_code == 2 and "scope" in bad.output
     assert runner.invoke(app, ["token", "revoke", "n8n-prod"], env=env).exit_code == 0
     again = runner.invoke(app, ["token", "revoke", "n8n-prod"], env=env)
-    assert again.exit_code == 2 and "no active token" in again.output
+    assert (
+        again.exit_code == 3 and "no active token named 'n8n-prod': it is revoked" in again.output
+    )
 
 
 def test_signing_needs_the_server_secret(db_url: str) -> None:
