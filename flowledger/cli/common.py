@@ -101,6 +101,7 @@ DbOption = Annotated[
         help="Ledger database: a file path or an SQLAlchemy URL [default: ./var/flowledger.db]",
     ),
 ]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 # Where `run` and `serve` listen (their defaults come from [receiver] in flowledger.toml).
 HostOption = Annotated[
     str | None, typer.Option(metavar="HOST", help="Address to listen on [receiver.host]")

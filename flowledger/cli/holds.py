@@ -20,6 +20,7 @@ from flowledger.cli.common import (
     NOT_FOUND,
     Command,
     DbOption,
+    JsonOption,
     app,
     die,
     echo_json,
@@ -65,7 +66,7 @@ def list_holds(
     overdue: Annotated[bool, typer.Option("--overdue", help="Only holds past their deadline")] = (
         False
     ),
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """The open holds, soonest deadline first: what the terminal UI's queue shows."""
     from flowledger.cli.tables import echo_table

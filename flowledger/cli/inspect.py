@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from flowledger.cli import as_json as as_json_doc
 from flowledger.cli.common import (
+    FAILED,
     NOT_FOUND,
     Command,
     DbOption,
+    JsonOption,
     app,
     die,
+    echo_json,
     json_default,
     json_text,
     one_line_errors,
@@ -52,12 +56,16 @@ TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
 
 @app.command()
 @one_line_errors
-def status(db: DbOption = None) -> None:
+def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Operations by state and open holds by reason."""
     from flowledger.queries import records as queries
 
+    now = utcnow()
     with opened(db) as store:
-        st = queries.status(store, utcnow())
+        st = queries.status(store, now)
+    if as_json:
+        echo_json(as_json_doc.status(st, now))
+        return
     typer.echo("operations:")
     states = ("prepared", "dispatching", "confirmed", "failed", "cancelled")
     echo_table([(state, st.by_state.get(state, 0)) for state in states], indent=2, right={1})
@@ -78,7 +86,7 @@ def show(
         typer.Argument(metavar="OPERATION_ID", help="The operation's id, as the workflow sent it"),
     ],
     db: DbOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """One operation: its record, attempts, receipts, holds and event timeline."""
     from flowledger.queries import records as queries
@@ -211,6 +219,10 @@ def verify(
             "with them (reads the whole ledger)",
         ),
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the result of each check as one JSON object"),
+    ] = False,
 ) -> None:
     """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
     --anchors or --deep, every published head or table row that disagrees)."""
@@ -220,14 +232,19 @@ def verify(
 
     with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
-        _report_chain(result)
-        failed = not result.ok
-        if anchors is not None:
-            failed = _report_anchors(check_anchors(conn, anchors)) or failed
-        if deep:
-            failed = _report_deep(deep_verify(conn)) or failed
-    if failed:
-        raise typer.Exit(1)
+        if not as_json:
+            _report_chain(result)
+        published = check_anchors(conn, anchors) if anchors is not None else None
+        if published is not None and not as_json:
+            _report_anchors(published)
+        replayed = deep_verify(conn) if deep else None
+        if replayed is not None and not as_json:
+            _report_deep(replayed)
+    answer = as_json_doc.verify(result, published, replayed)
+    if as_json:
+        echo_json(answer)
+    if not answer["ok"]:
+        raise typer.Exit(FAILED)
 
 
 def _report_chain(result: chain.VerifyResult) -> None:
@@ -266,15 +283,13 @@ def _report_chain(result: chain.VerifyResult) -> None:
         )
 
 
-def _report_anchors(found: AnchorCheck) -> bool:
-    """Print the anchor check; whether it failed."""
+def _report_anchors(found: AnchorCheck) -> None:
     for problem in found.problems:
         typer.echo(f"anchor MISMATCH: {printable(problem)}")
     if found.ok:
         typer.echo(f"anchors ok: {found.checked} published heads found in the chain")
     else:
         typer.echo(f"anchors: {len(found.problems)} of {found.checked} published heads disagree")
-    return not found.ok
 
 
 def _shown(value: Any) -> str:
@@ -283,8 +298,8 @@ def _shown(value: Any) -> str:
     return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
 
 
-def _report_deep(found: DeepResult) -> bool:
-    """Print the replay's findings, one a line; whether any differed."""
+def _report_deep(found: DeepResult) -> None:
+    """Print the replay's findings, one a line."""
     for f in found.findings:
         if f.column is None:
             typer.echo(f"table MISMATCH: {printable(f.what)}: {printable(f.note)}")
@@ -303,7 +318,6 @@ def _report_deep(found: DeepResult) -> bool:
         typer.echo(f"tables ok: {summary}")
     else:
         typer.echo(f"tables: {len(found.findings) + found.more} differences ({summary})")
-    return not found.ok
 
 
 @app.command()

@@ -6,13 +6,16 @@ from typing import Annotated
 
 import typer
 
+from flowledger.cli import as_json as as_json_doc
 from flowledger.cli.common import (
     Command,
     DbOption,
     Group,
     HostOption,
+    JsonOption,
     PortOption,
     app,
+    echo_json,
     ledger_for,
     one_line_errors,
     one_of,
@@ -106,13 +109,16 @@ def token_create(
 
 @token_app.command("list")
 @one_line_errors
-def token_list(db: DbOption = None) -> None:
+def token_list(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Tokens by name: scope, signing, created, last used (to the minute a running receiver
     writes it) and revoked; never the token."""
     from flowledger.receiver.api.tokens import list_tokens
 
     with opened(db) as store:
         rows = list_tokens(store)
+    if as_json:
+        echo_json(as_json_doc.tokens(rows))
+        return
     if not rows:
         typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
         return

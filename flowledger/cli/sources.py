@@ -14,6 +14,7 @@ from flowledger.cli.common import (
     Command,
     DbOption,
     Group,
+    JsonOption,
     app,
     die,
     echo_json,
@@ -43,10 +44,14 @@ SourceOption = Annotated[
 ]
 
 
-def _age(since: datetime | None, now: datetime) -> str:
-    if since is None:
+def _lag(since: datetime, now: datetime) -> int:
+    """Whole seconds from ``since`` to ``now``; 0 for a time ahead of the clock."""
+    return int(max(timedelta(0), now - since).total_seconds())
+
+
+def _age(s: int | None) -> str:
+    if s is None:
         return "never"
-    s = int(max(timedelta(0), now - since).total_seconds())
     if s < 60:
         return f"{s}s"
     if s < 3600:
@@ -66,9 +71,10 @@ def _selected(file: FileConfig, name: str | None) -> list[SourceConfig]:
 
 @sources_app.callback(invoke_without_command=True)
 @one_line_errors
-def sources(ctx: typer.Context, db: DbOption = None) -> None:
+def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """Every source: kind, status, its last sync attempt and its last successful sync (with
-    the lag since), and the last error."""
+    the lag since), and the last error. With --json, the lag in seconds (null: never synced)
+    and whether flowledger.toml configures it."""
     if ctx.invoked_subcommand is not None:
         return
     from flowledger.config import load_config
@@ -79,26 +85,42 @@ def sources(ctx: typer.Context, db: DbOption = None) -> None:
         stored = {s["name"]: s for s in queries.list_sources(store)}
     now = utcnow()
     names = [s.name for s in file.sources] + sorted(set(stored) - {s.name for s in file.sources})
-    if not names:
-        typer.echo("no sources configured (add [[sources]] to flowledger.toml)")
-        return
     configured = {s.name: s for s in file.sources}
-    rows = []
+    found = []
     for name in names:
         row = stored.get(name, {})
-        rows.append(
-            (
-                name,
-                configured[name].kind if name in configured else row.get("kind", "?"),
-                row.get("status", "new") if name in configured else "unconfigured",
-                when(row.get("last_sync_at")),  # every attempt sets it, failed or not
-                when(row.get("last_success_at")),
-                _age(row.get("last_success_at"), now),
-                row.get("last_error") or "-",
-            )
+        success = row.get("last_success_at")
+        found.append(
+            {
+                "name": name,
+                "kind": configured[name].kind if name in configured else row.get("kind", "?"),
+                "status": row.get("status", "new") if name in configured else "unconfigured",
+                "configured": name in configured,
+                "last_sync_at": row.get("last_sync_at"),  # every attempt sets it, failed or not
+                "last_success_at": success,
+                "lag_seconds": None if success is None else _lag(success, now),
+                "last_error": row.get("last_error"),
+            }
         )
+    if as_json:
+        echo_json(found)
+        return
+    if not found:
+        typer.echo("no sources configured (add [[sources]] to flowledger.toml)")
+        return
     echo_table(
-        rows,
+        [
+            (
+                s["name"],
+                s["kind"],
+                s["status"],
+                when(s["last_sync_at"]),
+                when(s["last_success_at"]),
+                _age(s["lag_seconds"]),
+                s["last_error"] or "-",
+            )
+            for s in found
+        ],
         header=(
             "NAME",
             "KIND",
@@ -223,7 +245,7 @@ def executions(
     gone: Annotated[
         bool, typer.Option("--gone", help="Only copies the tool no longer has (pruned, deleted)")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=1000, metavar="N", help="How many rows")
     ] = 50,
