@@ -140,7 +140,8 @@ def hold_action(
         typer.Option(
             "--deadline",
             metavar="WHEN",
-            help="extend: +30m, +2h, +1d, tomorrow 09:00 or ISO 8601 (UTC unless it says)",
+            help="extend: +30m, +2h, +1d, 18:00 or 9am (the next one), tomorrow 09:00 or ISO "
+            "8601 (UTC unless it says)",
         ),
     ] = None,
     next_action: Annotated[
