@@ -43,16 +43,53 @@ EXIT_CODES = (
 CONTEXT: dict[str, Any] = {"max_content_width": 120, "help_option_names": ["-h", "--help"]}
 
 
+# click's error for a command line it cannot take (typer has a copy of click of its own, whose
+# BadParameter is one).
+UsageError: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
+)
+
+
+class UsageInOneLine(UsageError):  # type: ignore[misc,valid-type]
+    """A command line refused in one line, as every other refusal (click writes the usage,
+    a hint and the error on four)."""
+
+    def show(self, file: Any = None) -> None:
+        typer.echo(f"flowledger: {visible(self.message)}", err=True)
+
+
+def _in_one_line(exc: Exception, ctx: Any) -> Exception:
+    if isinstance(exc, UsageInOneLine) or type(exc).__name__ == "NoArgsIsHelpError":
+        return exc  # said already, or the help of a group given no command
+    where = getattr(exc, "ctx", None) or ctx
+    format_message = getattr(exc, "format_message", lambda: str(exc))
+    said = format_message().rstrip(".")
+    return UsageInOneLine(f"{said} (see {where.command_path} -h)")
+
+
 class Group(TyperGroup):
-    """A group of commands (the app and each of its groups: ``cls=Group``) whose help flag
-    is False when not given. Typer reads a flag left None through pydantic, which would load
-    it for every ``flowledger COMMAND --help`` on the way to the command."""
+    """A group of commands (the app and each of its groups: ``cls=Group``): a command line
+    it cannot take is refused in one line (:class:`UsageInOneLine`), and its help flag is
+    False when not given (typer reads a flag left None through pydantic, which would load it
+    for every ``flowledger COMMAND --help`` on the way to the command)."""
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
         if option is not None and option.default is None:
             option.default = False
         return option
+
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except UsageError as exc:
+            raise _in_one_line(exc, parent) from None
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            raise _in_one_line(exc, ctx) from None
 
 
 app = typer.Typer(

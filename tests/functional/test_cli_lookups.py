@@ -34,9 +34,21 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def case_id(value: object) -> str:
+    return " ".join(value) if isinstance(value, list) else ""
+
+
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(app, list(args))
     return result.exit_code, result.stdout, result.stderr
+
+
+def refused_in_one_line(args: list[str], code: int, said: str) -> None:
+    """The command exits ``code`` with nothing on stdout and one line on stderr saying
+    ``said``."""
+    exit_code, out, err = run(*args)
+    assert (exit_code, out) == (code, "")
+    assert err.startswith("flowledger: ") and err.count("\n") == 1 and said in err, err
 
 
 @pytest.mark.parametrize(
@@ -53,14 +65,12 @@ def run(*args: str) -> tuple[int, str, str]:
         (["token", "revoke", "nope"], "no active token named 'nope'"),
         (["token", "revoke", "old"], "no active token named 'old': it is revoked already"),
     ],
-    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+    ids=case_id,
 )
 def test_a_name_or_id_that_is_not_there_exits_not_found_in_one_line(
     workdir: Path, args: list[str], said: str
 ) -> None:
-    code, out, err = run(*args)
-    assert (code, out) == (NOT_FOUND, "")
-    assert err.startswith("flowledger: ") and err.count("\n") == 1 and said in err, err
+    refused_in_one_line(args, NOT_FOUND, said)
 
 
 def test_what_is_there_is_found(workdir: Path) -> None:
@@ -86,11 +96,32 @@ def test_what_is_there_is_found(workdir: Path) -> None:
         (["holds", "--reason", "late"], "--reason 'late' is not one of: approval_expired, "),
         (["hold", "1", "close", "--note", "n"], "ACTION 'close' is not one of: confirm, release"),
     ],
-    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+    ids=case_id,
 )
 def test_a_value_outside_its_set_is_refused_naming_the_allowed_ones(
     workdir: Path, args: list[str], said: str
 ) -> None:
-    code, out, err = run(*args)
-    assert (code, out) == (BAD_INPUT, "")
-    assert err.startswith("flowledger: ") and err.count("\n") == 1 and said in err, err
+    refused_in_one_line(args, BAD_INPUT, said)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["executions", "--limit", "0"], "Invalid value for '--limit': "),
+        (["verify", "--expect-head", "zz"], "'zz' is not a head hash"),
+        (["show"], "Missing argument 'OPERATION_ID' (see flowledger show -h)"),
+        (["sources", "check"], "Missing argument 'NAME' (see flowledger sources check -h)"),
+        (["bogus"], "No such command 'bogus' (see flowledger -h)"),
+        (["--bogus"], "No such option: --bogus (see flowledger -h)"),
+    ],
+    ids=case_id,
+)
+def test_a_command_line_click_cannot_take_is_refused_in_one_line(
+    workdir: Path, args: list[str], said: str
+) -> None:
+    refused_in_one_line(args, BAD_INPUT, said)
+
+
+def test_a_group_given_no_command_still_shows_its_help(workdir: Path) -> None:
+    code, _, err = run("token")
+    assert code == BAD_INPUT and err.startswith("Usage: flowledger token")
