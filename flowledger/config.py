@@ -24,7 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from flowledger import domain
 from flowledger.domain.redact import Secrets, secrets_of
-from flowledger.storage.engine import LedgerError
+from flowledger.storage.problems import LedgerError, Missing
 
 CONFIG_FILE = "flowledger.toml"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -287,7 +287,7 @@ class FileConfig(_Section):
             if s.name == name:
                 return s
         known = ", ".join(s.name for s in self.sources) or "none configured"
-        raise LedgerError(f"no source named {name!r} in the configuration ({known})")
+        raise Missing(f"no source named {name!r} in the configuration ({known})")
 
 
 def config_path() -> Path | None:

@@ -23,7 +23,6 @@ from flowledger.storage import meta as ledger_meta
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.views import holds, operations
 
-DEMO_DEFAULT_DB = "./var/demo.db"
 WORKFLOW = "workflow:prod-n8n"
 BASE_URL = "https://n8n.example.com"
 WORKFLOWS = {

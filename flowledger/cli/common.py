@@ -1,32 +1,108 @@
-"""What every command shares: the app, the ``--db`` option, and one-line errors."""
+"""What every command shares: the app, the ``--db`` option, one-line errors, the exit codes,
+JSON output and the reading of a time option.
+
+Nothing here, and nothing at the top of a command's module, loads the database, the settings'
+models, HTTP, the terminal UI or the scheduler: those load inside the commands that use them,
+so that ``flowledger --help`` and ``flowledger COMMAND --help`` answer at once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import json
+import sys
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import wraps
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import pydantic
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 import flowledger
-from flowledger.config import FileConfig, Settings, configured_secrets, load_config
+from flowledger.domain import times
 from flowledger.domain.display import visible
-from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import LedgerError, Store, open_store, url_secrets
+from flowledger.storage.problems import LedgerError, Missing
+
+if TYPE_CHECKING:
+    from flowledger.config import FileConfig, Settings
+    from flowledger.services.ledger import Ledger
+    from flowledger.storage.engine import Store
+
+# The exit codes, the same for every command.
+FAILED = 1  # a check found a problem, a source failed, or the person answered no
+BAD_INPUT = 2  # an option, an argument or a setting is wrong, or the ledger cannot be opened
+NOT_FOUND = 3  # the operation, hold, source, token or row named is not there
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 a check failed (verify, sources check, a sync) or the answer was "
+    "no; 2 bad input (an option, a setting, a database that cannot be opened); 3 not found "
+    "(the operation, hold, source or token named)."
+)
+
+# `-h` as well as `--help`, on every command and group (their contexts inherit it).
+CONTEXT: dict[str, Any] = {"max_content_width": 120, "help_option_names": ["-h", "--help"]}
+
+
+# click's error for a command line it cannot take (typer has a copy of click of its own, whose
+# BadParameter is one).
+UsageError: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
+)
+
+
+class UsageInOneLine(UsageError):  # type: ignore[misc,valid-type]
+    """A command line refused in one line, as every other refusal (click writes the usage,
+    a hint and the error on four)."""
+
+    def show(self, file: Any = None) -> None:
+        typer.echo(f"flowledger: {visible(self.message)}", err=True)
+
+
+def _in_one_line(exc: Exception, ctx: Any) -> Exception:
+    if isinstance(exc, UsageInOneLine) or type(exc).__name__ == "NoArgsIsHelpError":
+        return exc  # said already, or the help of a group given no command
+    where = getattr(exc, "ctx", None) or ctx
+    format_message = getattr(exc, "format_message", lambda: str(exc))
+    said = format_message().rstrip(".")
+    return UsageInOneLine(f"{said} (see {where.command_path} -h)")
+
+
+class Group(TyperGroup):
+    """A group of commands (the app and each of its groups: ``cls=Group``): a command line
+    it cannot take is refused in one line (:class:`UsageInOneLine`), and its help flag is
+    False when not given (typer reads a flag left None through pydantic, which would load it
+    for every ``flowledger COMMAND --help`` on the way to the command)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except UsageError as exc:
+            raise _in_one_line(exc, parent) from None
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            raise _in_one_line(exc, ctx) from None
+
 
 app = typer.Typer(
     name="flowledger",
+    cls=Group,
     no_args_is_help=True,
     add_completion=False,
     # Help is plain click text: square brackets in it ("[alerts]", "[default: …]") are words,
     # not markup, and a flag reads `--once`, not `--once <bool>`.
     rich_markup_mode=None,
-    context_settings={"max_content_width": 120},
+    context_settings=CONTEXT,
     help="An audit ledger for workflow tools: business checkpoints that outlive execution history.",
+    epilog=EXIT_CODES,
 )
 
 
@@ -62,6 +138,7 @@ DbOption = Annotated[
         help="Ledger database: a file path or an SQLAlchemy URL [default: ./var/flowledger.db]",
     ),
 ]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
 # Where `run` and `serve` listen (their defaults come from [receiver] in flowledger.toml).
 HostOption = Annotated[
     str | None, typer.Option(metavar="HOST", help="Address to listen on [receiver.host]")
@@ -103,45 +180,85 @@ class Command(TyperCommand):
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def die(message: str, code: int = 2) -> None:
+def die(message: str, code: int = BAD_INPUT) -> None:
     typer.echo(f"flowledger: {visible(message)}", err=True)
     raise typer.Exit(code)
 
 
 def one_line_errors(fn: F) -> F:
-    """Turn a :class:`LedgerError` (and bad settings) into one line on stderr and exit 2."""
+    """Turn a :class:`LedgerError` (and bad settings) into one line on stderr: exit
+    :data:`NOT_FOUND` for a :class:`Missing` name or id, :data:`BAD_INPUT` for the rest."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except Missing as exc:
+            die(str(exc), NOT_FOUND)
         except LedgerError as exc:
             die(str(exc))
-        except pydantic.ValidationError as exc:
+        except Exception as exc:
+            # Bad settings: pydantic is loaded by then (and only then) by the settings.
+            pydantic = sys.modules.get("pydantic")
+            if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+                raise
             err = exc.errors()[0]
             die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {err['msg']}")
 
     return wrapper  # type: ignore[return-value]
 
 
-def parse_since(value: str | None, option: str = "--since") -> datetime | None:
-    """An ISO 8601 time from the command line; UTC when it names no offset."""
+def one_of(option: str, value: str | None, allowed: Collection[str], code: int = BAD_INPUT) -> None:
+    """Refuse a value outside its closed set in one line naming the allowed ones, in their
+    order when given as a sequence (``code``: :data:`NOT_FOUND` when the set is of names
+    looked up, such as sources)."""
+    if value is not None and value not in allowed:
+        known = ", ".join(allowed if isinstance(allowed, Sequence) else sorted(allowed)) or "none"
+        die(f"{option} {value!r} is not one of: {known}", code)
+
+
+def json_default(value: Any) -> Any:
+    """A value JSON has no type for: a time as ISO 8601."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+def json_text(value: Any) -> str:
+    """``value`` as every ``--json`` writes it: indented, times in ISO 8601."""
+    return json.dumps(value, default=json_default, indent=2)
+
+
+def echo_json(value: Any) -> None:
+    typer.echo(json_text(value))
+
+
+def parse_since(value: str | None, now: datetime, option: str = "--since") -> datetime | None:
+    """A past time as the terminal UI reads a typed time (:func:`flowledger.domain.times.read`,
+    in UTC): ``-2h`` or ``2h`` two hours ago, ``8am`` the last 8:00, ``yesterday 18:00``, or
+    ISO 8601. A time after now is refused: it would select nothing."""
     if value is None:
         return None
     try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        die(f"{option} {value!r} is not an ISO 8601 time (e.g. 2026-11-02T08:00+01:00)")
+        when = times.read(value, now, UTC, ahead=False)
+    except ValueError as exc:
+        die(f"{option} {value!r}: {exc}; give {times.PAST_FORMS}")
         raise  # unreachable: die exits
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    if when > now:
+        die(f"{option} {value!r} is in the future ({when:%Y-%m-%d %H:%M} UTC); give a past time")
+    return when
 
 
 def settings() -> Settings:
+    from flowledger.config import Settings
+
     return Settings()
 
 
 @contextmanager
 def opened(db: str | None) -> Iterator[Store]:
+    from flowledger.storage.engine import open_store
+
     store = open_store(db)
     try:
         yield store
@@ -158,6 +275,10 @@ def ledger_for(
     """The services as configured: environment first, then ``flowledger.toml``; every
     configured secret (and ``more_secrets``, and the password of the database URL in use,
     from ``--db`` or ``FLOWLEDGER_DB``) is redacted from outside text before it is stored."""
+    from flowledger.config import configured_secrets, load_config
+    from flowledger.services.ledger import Ledger
+    from flowledger.storage.engine import url_secrets
+
     env = env or settings()
     file = file or load_config()
     deadline = (

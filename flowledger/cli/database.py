@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import typer
 
 from flowledger.cli.common import DbOption, app, die, one_line_errors, opened
 from flowledger.cli.tables import echo_table
 from flowledger.domain.hashing import GENESIS_HASH
-from flowledger.queries import chain
-from flowledger.storage import migrate as migrations
-from flowledger.storage.engine import (
-    CHECKPOINT_EVERY,
-    WAL_RESET_AFFECTED,
-    LedgerError,
-    Store,
-    first_line,
-    hide_password,
-    make_store,
-    read_schema_version,
-    resolve_url,
-    shared_files,
-    sqlite_path,
-)
-from flowledger.storage.errors import DatabaseError
-from flowledger.storage.models import SCHEMA_VERSION
-from flowledger.storage.views import database as settings
+
+if TYPE_CHECKING:
+    from flowledger.storage.engine import Store
 
 SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -35,6 +21,10 @@ SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 @one_line_errors
 def init(db: DbOption = None) -> None:
     """Create a ledger (the only command that creates a database)."""
+    from flowledger.storage import migrate as migrations
+    from flowledger.storage.engine import hide_password
+    from flowledger.storage.models import SCHEMA_VERSION
+
     store, created = migrations.init_ledger(db)
     where = hide_password(store.url)
     store.dispose()
@@ -48,6 +38,18 @@ def init(db: DbOption = None) -> None:
 @one_line_errors
 def migrate(db: DbOption = None) -> None:
     """Upgrade an existing ledger's schema to the version this flowledger knows."""
+    from flowledger.storage import migrate as migrations
+    from flowledger.storage.engine import (
+        LedgerError,
+        first_line,
+        hide_password,
+        make_store,
+        read_schema_version,
+        resolve_url,
+    )
+    from flowledger.storage.errors import DatabaseError
+    from flowledger.storage.models import SCHEMA_VERSION
+
     url = resolve_url(db)
     store = make_store(url)
     try:
@@ -107,6 +109,8 @@ def wal_reset_finding(affected: bool) -> str:
     does so that the bug cannot strike (``storage/engine.py``, ``storage/unit_of_work.py``)."""
     if not affected:
         return "not affected"
+    from flowledger.storage.engine import CHECKPOINT_EVERY
+
     return (
         "affected (3.7.0-3.51.2 but 3.44.6, 3.50.7) and mitigated: "
         "no connection checkpoints on its own (wal_autocheckpoint = 0); the ledger checkpoints "
@@ -117,6 +121,8 @@ def wal_reset_finding(affected: bool) -> str:
 
 def _identity(store: Store) -> str:
     """The ledger's id, and where its chain starts from when that is the shared genesis."""
+    from flowledger.queries import chain
+
     ledger_id, genesis = chain.identity_of(store)
     if genesis == GENESIS_HASH:
         return f"{ledger_id} (its chain starts from the all-zeros genesis it had before ids)"
@@ -125,6 +131,16 @@ def _identity(store: Store) -> str:
 
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
     """``doctor``'s findings, one (label, value) a line."""
+    from flowledger.storage import migrate as migrations
+    from flowledger.storage.engine import (
+        WAL_RESET_AFFECTED,
+        hide_password,
+        shared_files,
+        sqlite_path,
+    )
+    from flowledger.storage.models import SCHEMA_VERSION
+    from flowledger.storage.views import database as settings
+
     found = [
         ("database:", hide_password(store.url)),
         ("ledger:", _identity(store)),

@@ -8,19 +8,30 @@ The ledger's modules load inside the commands, so that ``--help`` does not wait 
 from __future__ import annotations
 
 import getpass
-import json
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flowledger.cli.common import Command, DbOption, app, die, one_line_errors, opened
+from flowledger.cli.common import (
+    BAD_INPUT,
+    FAILED,
+    NOT_FOUND,
+    Command,
+    DbOption,
+    JsonOption,
+    app,
+    die,
+    echo_json,
+    one_line_errors,
+    one_of,
+    opened,
+)
 
 if TYPE_CHECKING:
     from flowledger.services.actions import Values
 
-NOT_FOUND = 1  # as `show` answers an unknown operation
 PAGE = 500  # open holds read at a time
 # What the queue's rows say besides the hold's own columns and its operation's state.
 _QUEUE_ONLY = ("operation_conflict", "workflow_id", "execution_status")
@@ -33,12 +44,6 @@ _OPTIONS = {
     "version": "--version",
     "expires_at": "--expires",
 }
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(type(value).__name__)
 
 
 def _as_listed(row: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +66,7 @@ def list_holds(
     overdue: Annotated[bool, typer.Option("--overdue", help="Only holds past their deadline")] = (
         False
     ),
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """The open holds, soonest deadline first: what the terminal UI's queue shows."""
     from flowledger.cli.tables import echo_table
@@ -69,9 +74,7 @@ def list_holds(
     from flowledger.domain import Reason, is_overdue
     from flowledger.queries.holds import HoldFilter, hold_queue
 
-    reasons = {r.value for r in Reason} - {"in_flight", "cancelled"}
-    if reason is not None and reason not in reasons:
-        die(f"--reason {reason!r} is not a hold reason; one of {', '.join(sorted(reasons))}")
+    one_of("--reason", reason, {r.value for r in Reason} - {"in_flight", "cancelled"})
     flt = HoldFilter.of(reason=reason, owner=owner, overdue=overdue)
     now = utcnow()
     found: list[dict[str, Any]] = []
@@ -83,7 +86,7 @@ def list_holds(
             if len(page) < PAGE:
                 break
     if as_json:
-        typer.echo(json.dumps([_as_listed(h) for h in found], default=_json_default, indent=2))
+        echo_json([_as_listed(h) for h in found])
         return
     if not found:
         typer.echo("no open holds: nothing needs you")
@@ -137,7 +140,8 @@ def hold_action(
         typer.Option(
             "--deadline",
             metavar="WHEN",
-            help="extend: +30m, +2h, +1d, tomorrow 09:00 or ISO 8601 (UTC unless it says)",
+            help="extend: +30m, +2h, +1d, 18:00 or 9am (the next one), tomorrow 09:00 or ISO "
+            "8601 (UTC unless it says)",
         ),
     ] = None,
     next_action: Annotated[
@@ -183,8 +187,7 @@ def hold_action(
     from flowledger.queries.holds import hold as read_hold
     from flowledger.services import actions
 
-    if action not in actions.NAMES:
-        die(f"unknown action {action!r}; one of {', '.join(actions.NAMES)}")
+    one_of("ACTION", action, actions.NAMES)
     given = {
         "receipt": receipt,
         "owner": owner,
@@ -222,10 +225,10 @@ def hold_action(
         try:
             actions.call(ledger_for(store), action, hold_id, who, values).run()
         except actions.REFUSALS as exc:
-            die(actions.failure(exc), NOT_FOUND if isinstance(exc, LookupError) else 2)
+            die(actions.failure(exc), NOT_FOUND if isinstance(exc, LookupError) else BAD_INPUT)
         after = read_hold(store, hold_id)
     if as_json:
-        typer.echo(json.dumps(_as_listed(after or {}), default=_json_default, indent=2))
+        echo_json(_as_listed(after or {}))
     else:
         typer.echo(f"Hold {hold_id} {actions.done(action, values, who)}.")
 
@@ -286,4 +289,4 @@ def _ask(question: str, yes: bool) -> None:
     typer.echo(f"{question} [y/N] ", err=True, nl=False)
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         typer.echo("Nothing changed.", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)

@@ -6,18 +6,35 @@ import json
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flowledger.cli.common import Command, DbOption, app, die, one_line_errors, opened, parse_since
-from flowledger.cli.tables import echo_table, printable
+from flowledger.cli import as_json as as_json_doc
+from flowledger.cli.common import (
+    FAILED,
+    NOT_FOUND,
+    Command,
+    DbOption,
+    JsonOption,
+    app,
+    die,
+    echo_json,
+    json_default,
+    json_text,
+    one_line_errors,
+    one_of,
+    opened,
+    parse_since,
+)
+from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
-from flowledger.queries import chain
-from flowledger.queries import records as queries
-from flowledger.queries.anchors import AnchorCheck, check_anchors
-from flowledger.queries.deep import DeepResult, deep_verify
+
+if TYPE_CHECKING:
+    from flowledger.queries import chain
+    from flowledger.queries.anchors import AnchorCheck
+    from flowledger.queries.deep import DeepResult
 
 # What ``show`` lists of an operation, in this order, when set.
 FIELDS = (
@@ -37,22 +54,18 @@ FIELDS = (
 TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
 
 
-def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-"
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(type(value).__name__)
-
-
 @app.command()
 @one_line_errors
-def status(db: DbOption = None) -> None:
+def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Operations by state and open holds by reason."""
+    from flowledger.queries import records as queries
+
+    now = utcnow()
     with opened(db) as store:
-        st = queries.status(store, utcnow())
+        st = queries.status(store, now)
+    if as_json:
+        echo_json(as_json_doc.status(st, now))
+        return
     typer.echo("operations:")
     states = ("prepared", "dispatching", "confirmed", "failed", "cancelled")
     echo_table([(state, st.by_state.get(state, 0)) for state in states], indent=2, right={1})
@@ -73,22 +86,24 @@ def show(
         typer.Argument(metavar="OPERATION_ID", help="The operation's id, as the workflow sent it"),
     ],
     db: DbOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """One operation: its record, attempts, receipts, holds and event timeline."""
+    from flowledger.queries import records as queries
+
     with opened(db) as store:
         detail = queries.operation_detail(store, operation_id)
     if detail is None:
-        die(f"no operation {operation_id!r}", code=1)
+        die(f"no operation {operation_id!r}", NOT_FOUND)
     assert detail is not None
     if as_json:
-        typer.echo(json.dumps(detail.__dict__, default=_json_default, indent=2))
+        typer.echo(json_text(detail.__dict__))
         return
     op = detail.operation
     typer.echo(f"operation  {printable(op['operation_id'])}")
     echo_table(
         [(key, op[key]) for key in FIELDS if op.get(key) is not None]
-        + [(key, _when(op[key])) for key in TIMES if op.get(key) is not None],
+        + [(key, when(op[key])) for key in TIMES if op.get(key) is not None],
         indent=2,
     )
     typer.echo("attempts:")
@@ -98,7 +113,7 @@ def show(
                 f"#{a['number']}",
                 a["outcome"],
                 f"execution {a['execution_id']}",
-                f"at {_when(a['dispatched_at'])}",
+                f"at {when(a['dispatched_at'])}",
                 a["error"] or "",
             )
             for a in detail.attempts
@@ -113,7 +128,7 @@ def show(
                 r["kind"],
                 f"attempt {r['attempt']}",
                 f"by {r['confirmed_by']}",
-                f"at {_when(r['confirmed_at'])}",
+                f"at {when(r['confirmed_at'])}",
             )
             for r in detail.receipts
         ],
@@ -128,7 +143,7 @@ def show(
                 (
                     f"resolved {h['resolution']} by {h['resolved_by']}"
                     if h["resolved_at"]
-                    else f"OPEN, due {_when(h['deadline'])}"
+                    else f"OPEN, due {when(h['deadline'])}"
                 ),
                 h["detail"],
             )
@@ -144,7 +159,7 @@ def show(
                     f"{e['source']}/{e['external_id']}",
                     e["status"],
                     f"via {e['linked_via']}",
-                    f"gone {_when(e['gone_at'])}" if e["gone_at"] else "",
+                    f"gone {when(e['gone_at'])}" if e["gone_at"] else "",
                 )
                 for e in detail.executions
             ],
@@ -155,7 +170,7 @@ def show(
         [
             (
                 ev["seq"],
-                _when(ev["at"]),
+                when(ev["at"]),
                 ev["kind"],
                 ev["actor"],
                 json.dumps(ev["data"], sort_keys=True),
@@ -204,19 +219,32 @@ def verify(
             "with them (reads the whole ledger)",
         ),
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the result of each check as one JSON object"),
+    ] = False,
 ) -> None:
     """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
     --anchors or --deep, every published head or table row that disagrees)."""
+    from flowledger.queries import chain
+    from flowledger.queries.anchors import check_anchors
+    from flowledger.queries.deep import deep_verify
+
     with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
-        _report_chain(result)
-        failed = not result.ok
-        if anchors is not None:
-            failed = _report_anchors(check_anchors(conn, anchors)) or failed
-        if deep:
-            failed = _report_deep(deep_verify(conn)) or failed
-    if failed:
-        raise typer.Exit(1)
+        if not as_json:
+            _report_chain(result)
+        published = check_anchors(conn, anchors) if anchors is not None else None
+        if published is not None and not as_json:
+            _report_anchors(published)
+        replayed = deep_verify(conn) if deep else None
+        if replayed is not None and not as_json:
+            _report_deep(replayed)
+    answer = as_json_doc.verify(result, published, replayed)
+    if as_json:
+        echo_json(answer)
+    if not answer["ok"]:
+        raise typer.Exit(FAILED)
 
 
 def _report_chain(result: chain.VerifyResult) -> None:
@@ -255,15 +283,13 @@ def _report_chain(result: chain.VerifyResult) -> None:
         )
 
 
-def _report_anchors(found: AnchorCheck) -> bool:
-    """Print the anchor check; whether it failed."""
+def _report_anchors(found: AnchorCheck) -> None:
     for problem in found.problems:
         typer.echo(f"anchor MISMATCH: {printable(problem)}")
     if found.ok:
         typer.echo(f"anchors ok: {found.checked} published heads found in the chain")
     else:
         typer.echo(f"anchors: {len(found.problems)} of {found.checked} published heads disagree")
-    return not found.ok
 
 
 def _shown(value: Any) -> str:
@@ -272,8 +298,8 @@ def _shown(value: Any) -> str:
     return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
 
 
-def _report_deep(found: DeepResult) -> bool:
-    """Print the replay's findings, one a line; whether any differed."""
+def _report_deep(found: DeepResult) -> None:
+    """Print the replay's findings, one a line."""
     for f in found.findings:
         if f.column is None:
             typer.echo(f"table MISMATCH: {printable(f.what)}: {printable(f.note)}")
@@ -292,7 +318,6 @@ def _report_deep(found: DeepResult) -> bool:
         typer.echo(f"tables ok: {summary}")
     else:
         typer.echo(f"tables: {len(found.findings) + found.more} differences ({summary})")
-    return not found.ok
 
 
 @app.command()
@@ -305,15 +330,18 @@ def export(
     since: Annotated[
         str | None,
         typer.Option(
-            metavar="TIME", help="Only events at or after this time (ISO 8601; UTC when no offset)"
+            metavar="TIME",
+            help="Only events at or after this time: -2h or 2h (two hours ago), 8am (the "
+            "last one), yesterday 18:00, or ISO 8601 (UTC unless it names its offset)",
         ),
     ] = None,
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
-    if format != "jsonl":
-        die(f"unknown format {format!r}; only jsonl is supported")
-    start = parse_since(since)
+    one_of("--format", format, ("jsonl",))
+    from flowledger.queries import records as queries
+
+    start = parse_since(since, utcnow())
     with opened(db) as store:
         out = sys.stdout
         for event in queries.iter_events(store, since=start):
-            out.write(json.dumps(event, default=_json_default, sort_keys=True) + "\n")
+            out.write(json.dumps(event, default=json_default, sort_keys=True) + "\n")

@@ -3,23 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import httpx
 import typer
 
-from flowledger.cli.common import DbOption, app, die, ledger_for, one_line_errors, opened, settings
+from flowledger.cli.common import (
+    DbOption,
+    Group,
+    app,
+    die,
+    ledger_for,
+    one_line_errors,
+    opened,
+    settings,
+)
 from flowledger.cli.tables import echo_table, printable
-from flowledger.config import ReceiverConfig, load_config
-from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
+
+if TYPE_CHECKING:
+    import httpx
+
+    from flowledger.config import ReceiverConfig
 
 n8n_app = typer.Typer(
-    no_args_is_help=True, rich_markup_mode=None, help="Connect an n8n instance to the ledger."
+    cls=Group,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Connect an n8n instance to the ledger.",
 )
 app.add_typer(n8n_app, name="n8n")
 
+
+def _client() -> httpx.Client:
+    import httpx
+
+    return httpx.Client(timeout=30.0)
+
+
 # How the command reaches n8n; tests put a client on a fake n8n here.
-client_factory: Callable[[], httpx.Client] = lambda: httpx.Client(timeout=30.0)  # noqa: E731
+client_factory: Callable[[], httpx.Client] = _client
 
 
 def default_ledger_url(receiver: ReceiverConfig) -> str:
@@ -61,6 +82,8 @@ def n8n_setup(
 ) -> None:
     """Create a write token, the n8n credential and the error workflow in that n8n (each only
     when one of that name is not there yet); print what was made, with ids and links."""
+    from flowledger.config import load_config
+    from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
     from flowledger.receiver.api.tokens import create_token, list_tokens, revoke_token
 
     file = load_config()

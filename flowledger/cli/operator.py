@@ -8,22 +8,20 @@ from typing import Annotated
 
 import typer
 
-from flowledger import demo as demo_data
 from flowledger.cli.common import (
     DbOption,
     app,
     die,
     ledger_for,
     one_line_errors,
+    one_of,
     opened,
     parse_since,
 )
 from flowledger.clock import utcnow
-from flowledger.config import FileConfig, load_config
-from flowledger.queries import handover as report
-from flowledger.queries import records
-from flowledger.storage.engine import LedgerError, open_store, sqlite_files, sqlite_path
-from flowledger.storage.migrate import init_ledger
+from flowledger.storage.problems import LedgerError
+
+DEMO_DB = "./var/demo.db"  # where `demo` builds its ledger unless told
 
 
 @app.command()
@@ -50,7 +48,8 @@ def tui(
     ] = None,
 ) -> None:
     """The terminal UI: the attention queue, operation detail, actions and handover."""
-    from flowledger.tui import make_app  # the UI library loads only for this command
+    from flowledger.config import FileConfig, load_config
+    from flowledger.tui import make_app
 
     # A broken flowledger.toml does not keep the person on shift out: the UI opens on the
     # defaults and its Sources tab says what is wrong.
@@ -77,7 +76,8 @@ def handover(
         str | None,
         typer.Option(
             metavar="TIME",
-            help="Start of the shift, ISO 8601 (UTC when no offset is given) [default: 12 h ago]",
+            help="Start of the shift: -8h or 8h (eight hours ago), 6am (the last one), "
+            "yesterday 18:00, or ISO 8601 (UTC unless it names its offset) [default: 12h ago]",
         ),
     ] = None,
     operator: Annotated[
@@ -101,12 +101,11 @@ def handover(
     """The handover report (Markdown): open holds by owner, what the shift resolved, sources
     in trouble, and the chain's head hash. On stdout, or with --save or --out as a new file
     named after the time (never overwriting another)."""
-    if format != "md":
-        die(f"unknown format {format!r}; only md is supported")
+    from flowledger.queries import handover as report
+
+    one_of("--format", format, ("md",))
     now = utcnow()
-    start = parse_since(since) or now - report.DEFAULT_SHIFT
-    if start > now:
-        die("--since is in the future")
+    start = parse_since(since, now) or now - report.DEFAULT_SHIFT
     with opened(db) as store:
         text = report.build(store, report.Shift(start, now, operator or getpass.getuser()), now=now)
     if not (save or out):
@@ -125,7 +124,7 @@ def demo(
     db: Annotated[
         str,
         typer.Option("--db", metavar="PATH", help="Where to build the demo ledger (a new file)"),
-    ] = demo_data.DEMO_DEFAULT_DB,
+    ] = DEMO_DB,
     fresh: Annotated[
         bool,
         typer.Option("--fresh", help="Delete the demo ledger at PATH and build it again"),
@@ -133,6 +132,10 @@ def demo(
 ) -> None:
     """Build a separate ledger holding a made-up shift, to try the terminal UI. Run again, it
     leaves the demo ledger it built as it is; --fresh builds it again from scratch."""
+    from flowledger import demo as demo_data
+    from flowledger.storage.engine import open_store
+    from flowledger.storage.migrate import init_ledger
+
     if "://" in db:
         raise LedgerError("the demo ledger is a local SQLite file; give a path")
     path = Path(db)
@@ -163,6 +166,9 @@ def demo(
 def _remove_demo(where: str) -> None:
     """Delete the demo ledger at ``where`` (the file, its ``-wal`` and ``-shm``) so that it can
     be built again; any other file is refused and left as it is."""
+    from flowledger.queries import records
+    from flowledger.storage.engine import sqlite_files, sqlite_path
+
     with opened(where) as store:
         path = sqlite_path(store.url)
         if path is None or not records.is_demo(store):

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flowledger.cli.common import Command, DbOption, app, die, one_line_errors, opened
-from flowledger.config import load_config
-from flowledger.domain.checkpoints import Signer
-from flowledger.queries import proofs
-from flowledger.services.signing import configured_signer, create_key, public_path
-from flowledger.storage.engine import LedgerError, Store
+from flowledger.cli.common import Command, DbOption, Group, app, die, one_line_errors, opened
+from flowledger.storage.problems import LedgerError
+
+if TYPE_CHECKING:
+    from flowledger.domain.checkpoints import Signer
+    from flowledger.storage.engine import Store
 
 key_app = typer.Typer(
-    help="The Ed25519 key that signs checkpoints.", no_args_is_help=True, rich_markup_mode=None
+    cls=Group,
+    help="The Ed25519 key that signs checkpoints.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(key_app, name="key")
 
@@ -35,6 +38,9 @@ def key_create(
     db: DbOption = None,
 ) -> None:
     """Make a signing key named for this ledger, and its verifier key beside it (PATH.pub)."""
+    from flowledger.queries import proofs
+    from flowledger.services.signing import create_key, public_path
+
     path = path.expanduser().absolute()
     with opened(db) as store:
         signer = create_key(path, proofs.ledger_origin(store))
@@ -45,6 +51,10 @@ def key_create(
 
 
 def _signer(store: Store) -> Signer:
+    from flowledger.config import load_config
+    from flowledger.queries import proofs
+    from flowledger.services.signing import configured_signer
+
     signer = configured_signer(load_config().checkpoints, proofs.ledger_origin(store))
     if signer is None:
         raise LedgerError(
@@ -77,6 +87,8 @@ def _read(path: Path, what: str) -> str:
 def checkpoint(db: DbOption = None, out: OutOption = None) -> None:
     """Sign the Merkle tree's head: a C2SP checkpoint (the ledger's identity, the number of
     events, the root hash) in a signed note."""
+    from flowledger.queries import proofs
+
     with opened(db) as store:
         note = proofs.signed_checkpoint(store, _signer(store))
     _emit(note, out)
@@ -109,6 +121,8 @@ def proof(
     """An operation's events with their inclusion proofs against a checkpoint, or (with
     --consistency) the proof that one checkpoint extends another, as a JSON file that
     `python -m flowledger.verify_proof FILE --key PUB` checks without the database."""
+    from flowledger.queries import proofs
+
     if (operation_id is None) == (consistency is None):
         die("give an OPERATION_ID or --consistency OLD NEW (one of the two)")
     with opened(db) as store:

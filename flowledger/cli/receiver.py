@@ -6,24 +6,29 @@ from typing import Annotated
 
 import typer
 
+from flowledger.cli import as_json as as_json_doc
 from flowledger.cli.common import (
     Command,
     DbOption,
+    Group,
     HostOption,
+    JsonOption,
     PortOption,
     app,
+    echo_json,
     ledger_for,
     one_line_errors,
+    one_of,
     opened,
     settings,
 )
 from flowledger.cli.tables import echo_table
-from flowledger.config import load_config
-from flowledger.queries.proofs import ledger_origin
-from flowledger.services.signing import configured_signer
 
 token_app = typer.Typer(
-    no_args_is_help=True, rich_markup_mode=None, help="API tokens for the webhook receiver."
+    cls=Group,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="API tokens for the webhook receiver.",
 )
 app.add_typer(token_app, name="token")
 
@@ -37,9 +42,12 @@ def serve(
     access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
+    from flowledger.config import load_config
+    from flowledger.queries.proofs import ledger_origin
     from flowledger.receiver import create_app
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.engine.server import listen, serve_app, writer_ended
+    from flowledger.services.signing import configured_signer
 
     file = load_config()
     env = settings()
@@ -84,8 +92,9 @@ def token_create(
     db: DbOption = None,
 ) -> None:
     """Create a token and print it once (with its signing secret when --signing)."""
-    from flowledger.receiver.api.tokens import create_token
+    from flowledger.receiver.api.tokens import SCOPES, create_token
 
+    one_of("--scope", scope, SCOPES)
     env = settings()
     with opened(db) as store:
         made = create_token(
@@ -100,13 +109,16 @@ def token_create(
 
 @token_app.command("list")
 @one_line_errors
-def token_list(db: DbOption = None) -> None:
+def token_list(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Tokens by name: scope, signing, created, last used (to the minute a running receiver
     writes it) and revoked; never the token."""
     from flowledger.receiver.api.tokens import list_tokens
 
     with opened(db) as store:
         rows = list_tokens(store)
+    if as_json:
+        echo_json(as_json_doc.tokens(rows))
+        return
     if not rows:
         typer.echo("no tokens; create one with `flowledger token create --name NAME --scope write`")
         return
@@ -122,7 +134,7 @@ def token_list(db: DbOption = None) -> None:
             )
             for r in rows
         ),
-        header=("name", "scope", "signing", "created", "last used", "state"),
+        header=("NAME", "SCOPE", "SIGNING", "CREATED", "LAST USED", "STATE"),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,12 +21,10 @@ from flowledger.cli.common import (
     settings,
 )
 from flowledger.cli.tables import echo_table
-from flowledger.config import FileConfig, load_config
-from flowledger.scheduled import housekeeping
-from flowledger.scheduled.alerts import Deliverer
-from flowledger.scheduled.anchors import Publisher
-from flowledger.scheduled.sweep import Sweep
-from flowledger.storage.engine import Store, hide_password
+
+if TYPE_CHECKING:
+    from flowledger.config import FileConfig
+    from flowledger.storage.engine import Store
 
 OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now and exit")]
 
@@ -54,9 +52,11 @@ def run(
     port: PortOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
-    from flowledger import runner  # the server stack loads only for this command
+    from flowledger import runner
+    from flowledger.config import load_config
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.logs import redact_handlers
+    from flowledger.storage.engine import hide_password
 
     cfg = load_config()
     env = settings()
@@ -87,6 +87,9 @@ def run(
 def sweep(db: DbOption = None, once: OnceOption = False) -> None:
     """Open the holds that are due (unknown outcome, failed or stuck executions, stale
     prepared operations and sources, overdue holds), then deliver pending alerts."""
+    from flowledger.config import load_config
+    from flowledger.scheduled.sweep import Sweep
+
     _need_once(once, "sweep")
     cfg = load_config()
     with opened(db) as store:
@@ -105,6 +108,8 @@ def sweep(db: DbOption = None, once: OnceOption = False) -> None:
 @one_line_errors
 def alerts(db: DbOption = None, once: OnceOption = False) -> None:
     """Deliver the alerts that are due to the [alerts] urls."""
+    from flowledger.config import load_config
+
     _need_once(once, "alerts")
     cfg = load_config()
     with opened(db) as store:
@@ -112,6 +117,8 @@ def alerts(db: DbOption = None, once: OnceOption = False) -> None:
 
 
 def _deliver(store: Store, cfg: FileConfig) -> None:
+    from flowledger.scheduled.alerts import Deliverer
+
     deliverer = Deliverer(store, cfg.alerts)
     try:
         result = deliverer.deliver_due()
@@ -128,6 +135,8 @@ def _deliver(store: Store, cfg: FileConfig) -> None:
 def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
     """Delete expired idempotency keys, signatures past their window and alerts delivered over
     a week ago."""
+    from flowledger.scheduled import housekeeping
+
     _need_once(once, "housekeeping")
     with opened(db) as store:
         done = housekeeping.clean(store)
@@ -142,6 +151,9 @@ def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
 def anchor(db: DbOption = None, once: OnceOption = False) -> None:
     """Publish the chain head to the [anchors] file and/or alert URLs (when it moved since
     the last one published)."""
+    from flowledger.config import load_config
+    from flowledger.scheduled.anchors import Publisher
+
     _need_once(once, "anchor")
     cfg = load_config()
     if not cfg.anchors.enabled:

@@ -3,26 +3,39 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from flowledger.cli.common import Command, DbOption, app, die, ledger_for, one_line_errors, opened
-from flowledger.cli.inspect import _json_default, _when
-from flowledger.cli.tables import echo_table, printable
+from flowledger.cli.common import (
+    FAILED,
+    NOT_FOUND,
+    Command,
+    DbOption,
+    Group,
+    JsonOption,
+    app,
+    die,
+    echo_json,
+    ledger_for,
+    one_line_errors,
+    one_of,
+    opened,
+)
+from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
-from flowledger.config import FileConfig, SourceConfig, load_config
-from flowledger.connectors.base import ConnectorError
-from flowledger.queries import records as queries
-from flowledger.services.ledger import Ledger
-from flowledger.sync import SyncReport, check_source, sync_source
+from flowledger.connectors.base import STATUSES
+
+if TYPE_CHECKING:
+    from flowledger.config import FileConfig, SourceConfig
+    from flowledger.services.ledger import Ledger
+    from flowledger.sync import SyncReport
 
 sources_app = typer.Typer(
-    rich_markup_mode=None, help="Configured workflow-tool instances and how their sync stands."
+    cls=Group,
+    rich_markup_mode=None,
+    help="Configured workflow-tool instances and how their sync stands.",
 )
 app.add_typer(sources_app, name="sources")
 
@@ -31,10 +44,14 @@ SourceOption = Annotated[
 ]
 
 
-def _age(since: datetime | None, now: datetime) -> str:
-    if since is None:
+def _lag(since: datetime, now: datetime) -> int:
+    """Whole seconds from ``since`` to ``now``; 0 for a time ahead of the clock."""
+    return int(max(timedelta(0), now - since).total_seconds())
+
+
+def _age(s: int | None) -> str:
+    if s is None:
         return "never"
-    s = int(max(timedelta(0), now - since).total_seconds())
     if s < 60:
         return f"{s}s"
     if s < 3600:
@@ -54,36 +71,56 @@ def _selected(file: FileConfig, name: str | None) -> list[SourceConfig]:
 
 @sources_app.callback(invoke_without_command=True)
 @one_line_errors
-def sources(ctx: typer.Context, db: DbOption = None) -> None:
+def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """Every source: kind, status, its last sync attempt and its last successful sync (with
-    the lag since), and the last error."""
+    the lag since), and the last error. With --json, the lag in seconds (null: never synced)
+    and whether flowledger.toml configures it."""
     if ctx.invoked_subcommand is not None:
         return
+    from flowledger.config import load_config
+    from flowledger.queries import records as queries
+
     file = load_config()
     with opened(db) as store:
         stored = {s["name"]: s for s in queries.list_sources(store)}
     now = utcnow()
     names = [s.name for s in file.sources] + sorted(set(stored) - {s.name for s in file.sources})
-    if not names:
-        typer.echo("no sources configured (add [[sources]] to flowledger.toml)")
-        return
     configured = {s.name: s for s in file.sources}
-    rows = []
+    found = []
     for name in names:
         row = stored.get(name, {})
-        rows.append(
-            (
-                name,
-                configured[name].kind if name in configured else row.get("kind", "?"),
-                row.get("status", "new") if name in configured else "unconfigured",
-                _when(row.get("last_sync_at")),  # every attempt sets it, failed or not
-                _when(row.get("last_success_at")),
-                _age(row.get("last_success_at"), now),
-                row.get("last_error") or "-",
-            )
+        success = row.get("last_success_at")
+        found.append(
+            {
+                "name": name,
+                "kind": configured[name].kind if name in configured else row.get("kind", "?"),
+                "status": row.get("status", "new") if name in configured else "unconfigured",
+                "configured": name in configured,
+                "last_sync_at": row.get("last_sync_at"),  # every attempt sets it, failed or not
+                "last_success_at": success,
+                "lag_seconds": None if success is None else _lag(success, now),
+                "last_error": row.get("last_error"),
+            }
         )
+    if as_json:
+        echo_json(found)
+        return
+    if not found:
+        typer.echo("no sources configured (add [[sources]] to flowledger.toml)")
+        return
     echo_table(
-        rows,
+        [
+            (
+                s["name"],
+                s["kind"],
+                s["status"],
+                when(s["last_sync_at"]),
+                when(s["last_success_at"]),
+                _age(s["lag_seconds"]),
+                s["last_error"] or "-",
+            )
+            for s in found
+        ],
         header=(
             "NAME",
             "KIND",
@@ -104,12 +141,16 @@ def check(
     ],
 ) -> None:
     """One live call to the source; says plainly what is wrong, or what answered."""
+    from flowledger.config import load_config
+    from flowledger.connectors.base import ConnectorError
+    from flowledger.sync import check_source
+
     cfg = load_config().source(name)
     try:
         answer = check_source(cfg)
     except ConnectorError as exc:
         typer.echo(printable(f"{name}: FAILED: {exc}"), err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(FAILED) from None
     typer.echo(printable(f"{name}: ok: {answer}"))
 
 
@@ -125,6 +166,8 @@ def sync(
     ] = False,
 ) -> None:
     """Pull execution records from the configured sources into the ledger."""
+    from flowledger.config import load_config
+
     if not once:
         die("give --once: this command syncs once; the scheduler syncs at each source's interval")
     file = load_config()
@@ -137,11 +180,16 @@ def sync(
             failed += not report.ok
             typer.echo(printable(ledger.redact(_summary(report))))
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(FAILED)
 
 
 def _run_one(ledger: Ledger, cfg: SourceConfig, reconcile: bool | None) -> SyncReport:
     """One source's sync, with a progress bar when stderr is a terminal (a long backfill)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from flowledger.sync import sync_source
+
     console = Console(stderr=True)
     if not console.is_terminal:
         return sync_source(ledger, cfg, reconcile=reconcile)
@@ -187,12 +235,17 @@ def executions(
     db: DbOption = None,
     source: SourceOption = None,
     status: Annotated[
-        str | None, typer.Option("--status", metavar="STATUS", help="Only this status")
+        str | None,
+        typer.Option(
+            "--status",
+            metavar="STATUS",
+            help=f"Only this status: {', '.join(STATUSES)}",
+        ),
     ] = None,
     gone: Annotated[
         bool, typer.Option("--gone", help="Only copies the tool no longer has (pruned, deleted)")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    as_json: JsonOption = False,
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=1000, metavar="N", help="How many rows")
     ] = 50,
@@ -202,7 +255,15 @@ def executions(
     ] = None,
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
+    from flowledger.config import load_config
+    from flowledger.queries import records as queries
+
+    one_of("--status", status, STATUSES)
     with opened(db) as store:
+        if source is not None:
+            known = {s.name for s in load_config().sources}
+            known |= {s["name"] for s in queries.list_sources(store)}
+            one_of("--source", source, known, NOT_FOUND)
         found = queries.list_executions(
             store,
             source=source,
@@ -212,7 +273,7 @@ def executions(
             limit=limit,
         )
     if as_json:
-        typer.echo(json.dumps(found, default=_json_default, indent=2))
+        echo_json(found)
         return
     if not found:
         typer.echo("no executions")
@@ -224,9 +285,9 @@ def executions(
                 e["external_id"],
                 e["workflow_name"] or e["workflow_id"],
                 e["status"],
-                _when(e["started_at"]),
+                when(e["started_at"]),
                 e["retry_of"],
-                _when(e["gone_at"]),
+                when(e["gone_at"]),
             )
             for e in found
         ],

@@ -13,12 +13,9 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 
 import typer
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Column, Table
-from rich.text import Text
 
 from flowledger.domain.display import visible
 
@@ -30,6 +27,11 @@ def printable(value: object) -> str:
     return visible(value)
 
 
+def when(value: object) -> str:
+    """A time as listings show it (``2026-11-02 08:00:00``), ``-`` for none."""
+    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-"
+
+
 def render(
     rows: Iterable[Sequence[object]],
     *,
@@ -37,14 +39,20 @@ def render(
     indent: int = 0,
     right: Collection[int] = (),
 ) -> str:
-    """Rows as aligned columns two spaces apart; ``right`` names the columns (by index) to
-    align right, ``indent`` the spaces before every line. ``None`` is shown as ``-``."""
+    """Rows as aligned columns two spaces apart under a header in capitals (every listing's
+    one style); ``right`` names the columns (by index) to align right, ``indent`` the spaces
+    before every line. ``None`` is shown as ``-``."""
+    from rich.console import Console
+    from rich.padding import Padding
+    from rich.table import Column, Table
+    from rich.text import Text
+
     body = [[Text(printable(cell)) for cell in row] for row in rows]
     count = len(header) if header is not None else max((len(r) for r in body), default=0)
     table = Table(
         *(
             Column(
-                header[i] if header is not None else "",
+                header[i].upper() if header is not None else "",
                 justify="right" if i in right else "left",
                 overflow="fold",
             )
@@ -91,4 +99,6 @@ def echo_table(
 def _width() -> int:
     if not sys.stdout.isatty():
         return PIPED_WIDTH
+    from rich.console import Console
+
     return Console(file=sys.stdout).width

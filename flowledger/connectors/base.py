@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import httpx
 
 MAX_ID = 200  # the ledger's longest id; a longer one from a tool is malformed data
+# Every status an execution record has, in n8n's words (``unknown``: an old n8n said neither).
+STATUSES = ("new", "running", "waiting", "success", "error", "crashed", "canceled", "unknown")
 
 
 @dataclass(frozen=True)

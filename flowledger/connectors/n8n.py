@@ -30,6 +30,7 @@ import httpx
 
 from flowledger.connectors import fields
 from flowledger.connectors.base import (
+    STATUSES,
     AuthFailed,
     ConnectorError,
     ExecutionRecord,
@@ -45,7 +46,7 @@ from flowledger.connectors.http import BadRequest, NotFound, public_url, request
 
 MAX_LIMIT = 250
 NON_FINAL = frozenset({"new", "running", "waiting"})
-FINAL = frozenset({"success", "error", "crashed", "canceled", "unknown"})
+FINAL = frozenset(STATUSES) - NON_FINAL
 STARTING = "n8n is starting up"
 MAX_PROBES = 100
 MAX_CURSOR = 1000

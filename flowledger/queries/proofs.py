@@ -18,7 +18,7 @@ from flowledger.domain.checkpoints import (
 )
 from flowledger.domain.proofs import b64, consistency_document, inclusion_document
 from flowledger.storage import merkle as tree
-from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.engine import LedgerError, Missing, Store
 from flowledger.storage.views import Connection
 from flowledger.storage.views import events as event_rows
 from flowledger.storage.views.chain import head, snapshot
@@ -79,7 +79,7 @@ def operation_proof(store: Store, operation_id: str, note: str) -> dict[str, Any
         rows = event_rows.of_operation(conn, operation_id, limit=MAX_EVENTS)
         events = [_event(conn, row, cp.size) for row in rows if row.seq <= cp.size]
     if not events:
-        raise LedgerError(
+        raise Missing(
             f"no events of operation {operation_id!r} in the checkpoint's {cp.size} events"
         )
     return inclusion_document(note, operation_id, events)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flowledger.storage.engine import Store
+from flowledger.storage.engine import Missing, Store
 from flowledger.storage.views import attempts, events, executions, holds, meta, operations
 from flowledger.storage.views import row_dict as row_dict
 from flowledger.storage.views import sources as source_rows
@@ -115,9 +115,9 @@ def list_executions(
     """The kept execution copies, most recently started first (queued ones by when the
     ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
     ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
-    ``False`` only those it still has."""
+    ``False`` only those it still has. An ``after`` that is no row is :class:`Missing`."""
     with store.reader.connect() as conn:
-        return executions.newest(
+        found = executions.newest(
             conn,
             source=source,
             status=status,
@@ -125,6 +125,9 @@ def list_executions(
             after=after,
             limit=max(1, min(limit, 1000)),
         )
+        if not found and after is not None and not executions.exists(conn, after):
+            raise Missing(f"no execution row {after} to continue after")
+    return found
 
 
 def list_sources(store: Store) -> list[dict[str, Any]]:

@@ -20,6 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 
 from flowledger.storage.models import SCHEMA_VERSION, LedgerMeta, table
+from flowledger.storage.problems import LedgerError as LedgerError
+from flowledger.storage.problems import Missing as Missing
 
 DEFAULT_DB = "./var/flowledger.db"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -41,10 +43,6 @@ def wal_reset_affected(version: str = sqlite3.sqlite_version) -> bool:
 
 WAL_RESET_AFFECTED = wal_reset_affected()
 CHECKPOINT_EVERY = 1000  # commits between two explicit checkpoints on an affected build
-
-
-class LedgerError(Exception):
-    """A problem a person can fix; its message is one line that says how."""
 
 
 @dataclass

@@ -166,7 +166,7 @@ HELP = """\
 | `p` | hold | approve again an approval that expired or names another version (note) |
 | `m` | hold | allow one more attempt past max_attempts (note) |
 | `a` | hold | assign an owner (note) |
-| `e` | hold | extend the deadline: `+30m`, `+2h`, `+1d`, `tomorrow 09:00` or ISO, UTC (note) |
+| `e` | hold | extend the deadline: `+2h`, `18:00`, `9am`, `tomorrow 09:00` or ISO, UTC (note) |
 | `n` | hold | add a note and the next action |
 | `v` | events | verify the event chain |
 | `H` | anywhere | write the handover report (Markdown) |

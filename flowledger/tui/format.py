@@ -8,21 +8,17 @@ as markup) whose control, ESC and bidi characters are visible escapes
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from rich.text import Text
 
 from flowledger.connectors import registry
-from flowledger.domain import IllegalTransition, is_overdue
+from flowledger.domain import IllegalTransition, is_overdue, times
 from flowledger.domain.display import visible
 from flowledger.domain.extension import extended_deadline
 from flowledger.queries.handover import span
 
-_RELATIVE = re.compile(r"^\+\s*(\d+)\s*([mhd])$")
-_DAY_TIME = re.compile(r"^(today|tomorrow)\s+(\d{1,2}):(\d{2})$", re.IGNORECASE)
-_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 # An operation's state, where it wants a look.
 STATE_STYLES = {"dispatching": "bold yellow", "failed": "red", "cancelled": "dim"}
 
@@ -84,32 +80,21 @@ def deadline_forms(now: datetime) -> str:
     """What the deadline field takes, its ISO example always in the future (tomorrow)."""
     example = (now.astimezone(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT18:00")
     return (
-        f"+30m, +2h, +1d (past the current deadline), tomorrow 09:00, or an ISO time such as "
-        f"{example} (UTC)"
+        f"+30m, +2h, +1d (past the current deadline), 18:00 or 9am (the next one), tomorrow "
+        f"09:00, or an ISO time such as {example} (UTC)"
     )
 
 
 def parse_deadline(value: str, now: datetime) -> datetime:
-    """``+30m``, ``+2h``, ``+1d``, ``today 18:00`` / ``tomorrow 09:00``, or an ISO 8601 time
-    (UTC unless it names its offset)."""
-    value = value.strip()
-    match = _RELATIVE.match(value)
-    if match:
-        return now + timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
-    match = _DAY_TIME.match(value)
-    if match:
-        day = now.astimezone(UTC).date() + timedelta(days=match.group(1).lower() == "tomorrow")
-        hour, minute = int(match.group(2)), int(match.group(3))
-        if hour > 23 or minute > 59:
-            raise ValueError(f"{hour:02}:{minute:02} is not a time of day")
-        return datetime(day.year, day.month, day.day, hour, minute, tzinfo=UTC)
+    """A deadline as typed (:func:`flowledger.domain.times.read`, a future time meant, in
+    UTC): ``+30m``, ``+2h``, ``+1d``, ``18:00`` or ``9am`` (the next one), ``today 18:00`` /
+    ``tomorrow 09:00``, or an ISO 8601 time (UTC unless it names its offset)."""
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
+        return times.read(value, now, UTC, ahead=True)
+    except times.Unreadable:
         raise ValueError(
             f"cannot read {value!r} as a deadline: give {deadline_forms(now)}"
         ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def future_deadline(value: str, now: datetime) -> datetime:
@@ -125,8 +110,7 @@ def new_deadline(value: str, current: datetime, now: datetime) -> tuple[datetime
     it names when it is relative (``+2h``: counted from the current deadline, by the rule
     the services apply, :func:`flowledger.domain.extension.extended_deadline`). A value that
     would not move the deadline later is refused with the rule's words."""
-    match = _RELATIVE.match(value.strip())
-    by = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))}) if match else None
+    by = times.span(value, ahead=True)
     try:
         if by is not None:
             return extended_deadline(current, now, by=by), by

@@ -70,9 +70,9 @@ def test_show_prints_the_timeline(busy_ledger: str) -> None:
     assert json.loads(out)["operation"]["state"] == "dispatching"
 
 
-def test_show_unknown_operation_exits_1(busy_ledger: str) -> None:
+def test_show_unknown_operation_exits_3(busy_ledger: str) -> None:
     code, _, err = cli("show", "nope", "--db", busy_ledger)
-    assert code == 1 and "no operation 'nope'" in err
+    assert code == 3 and err == "flowledger: no operation 'nope'\n"
 
 
 def test_show_reads_an_id_stored_before_the_segment_rule(
@@ -92,8 +92,8 @@ def test_export_writes_every_event_as_json_lines(busy_ledger: str) -> None:
     code, out, _ = cli("export", "--format", "jsonl", "--db", busy_ledger)
     events = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    code, out, _ = cli("export", "--since", "2999-01-01", "--db", busy_ledger)
-    assert code == 0 and out == ""
+    code, out, err = cli("export", "--since", "2999-01-01", "--db", busy_ledger)
+    assert code == 2 and out == "" and "is in the future" in err and err.count("\n") == 1
 
 
 def test_doctor_reports_the_database(busy_ledger: str) -> None:

@@ -90,3 +90,16 @@ def test_version_is_the_package_s(flag: str) -> None:
     # pyproject.toml takes the version from flowledger.__version__: one place for it.
     assert metadata.version("flowledger") == flowledger.__version__
     assert "-V, --version" in help_of()
+
+
+@pytest.mark.parametrize("path", EVERY, ids=lambda p: " ".join(p) or "flowledger")
+def test_h_is_help_on_every_command_and_group(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(app, [*path, "-h"], terminal_width=100)
+    assert result.exit_code == 0, result.output
+    assert result.output == help_of(*path)
+    assert "-h, --help" in result.output
+
+
+def test_the_help_names_the_exit_codes() -> None:
+    text = " ".join(help_of().split())
+    assert "Exit codes: 0 done; 1 a check failed" in text and "3 not found" in text

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
+from flowledger.cli.common import NOT_FOUND
 from tests.functional.conftest import copy_demo
 
 runner = CliRunner()
@@ -66,7 +67,10 @@ def test_holds_prints_a_table_and_refuses_an_unknown_reason(db: str) -> None:
     assert "unknown_outcome (blocking)" in table.output
     bogus = runner.invoke(app, ["holds", "--db", db, "--reason", "bogus"])
     assert bogus.exit_code == 2
-    assert "--reason 'bogus' is not a hold reason" in bogus.output
+    assert bogus.output.count("\n") == 1
+    assert "--reason 'bogus' is not one of: approval_expired, approval_version_mismatch" in (
+        bogus.output
+    )
 
 
 def _first(db: str, reason: str) -> int:
@@ -93,7 +97,7 @@ def test_an_action_without_yes_and_no_terminal_is_refused_and_changes_nothing(db
         (["release"], "a note is required (--note)", 2),
         (["extend", "--note", "n", "--owner", "bob"], "--owner is not an option of extend", 2),
         (["extend", "--note", "n", "--deadline", "soon"], "cannot read 'soon' as a deadline", 2),
-        (["frobnicate"], "unknown action 'frobnicate'; one of confirm, release", 2),
+        (["frobnicate"], "ACTION 'frobnicate' is not one of: confirm, release, cancel", 2),
     ],
 )
 def test_an_action_missing_what_it_needs_is_one_line(
@@ -108,7 +112,7 @@ def test_an_action_missing_what_it_needs_is_one_line(
 def test_an_unknown_hold_exits_as_an_unknown_operation_does(db: str) -> None:
     hold = runner.invoke(app, ["hold", "9999", "note", "--note", "n", "--db", db, "--yes"])
     show = runner.invoke(app, ["show", "no:such:op", "--db", db])
-    assert hold.exit_code == show.exit_code == 1
+    assert hold.exit_code == show.exit_code == NOT_FOUND == 3
     assert hold.output == "flowledger: no hold 9999\n"
 
 

@@ -18,16 +18,10 @@ from flowledger.cli import common, sources
 from flowledger.cli.common import app
 from flowledger.services.ledger import Ledger
 from flowledger.sync import connect
-from tests.support.cli import cli_workdir
+from tests.support.cli import N8N_SOURCE, cli_workdir
 from tests.support.fakes.n8n import KEY, FakeN8n
 
-CONFIG = """
-[[sources]]
-name = "prod-n8n"
-kind = "n8n"
-base_url = "http://n8n.test"
-api_key_env = "TEST_N8N_API_KEY"
-"""
+CONFIG = N8N_SOURCE
 
 
 @pytest.fixture
@@ -147,7 +141,7 @@ def test_sources_check_ok_names_what_answered(n8n: FakeN8n) -> None:
 
 def test_an_unknown_source_or_none_configured_is_one_line(n8n: FakeN8n, tmp_path: Path) -> None:
     code, out = run("sync", "--once", "--source", "nope")
-    assert code == 2 and "no source named 'nope'" in out
+    assert code == 3 and "no source named 'nope'" in out
     (tmp_path / "flowledger.toml").write_text("")
     code, out = run("sync", "--once")
     assert code == 2 and "no sources configured" in out

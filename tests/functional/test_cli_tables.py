@@ -94,3 +94,8 @@ def test_no_command_pads_columns_by_hand() -> None:
         if padded.search(line)
     ]
     assert found == []
+
+
+def test_every_header_is_in_capitals_whatever_the_command_wrote() -> None:
+    text = tables.render([("n8n-prod", "2026-11-02 08:00")], header=("name", "Last used"))
+    assert text.splitlines()[0].split() == ["NAME", "LAST", "USED"]

@@ -18,19 +18,16 @@ from flowledger.cli.common import app
 from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
 from flowledger.receiver.api.tokens import list_tokens
 from flowledger.storage.engine import open_store
-from tests.support.cli import cli_workdir
+from tests.support.cli import N8N_SOURCE, cli_workdir
 from tests.support.fakes.n8n_setup import KEY, NODE_TYPE, ROUTES, FakeN8n
 
-CONFIG = """
-[[sources]]
-name = "prod-n8n"
-kind = "n8n"
-base_url = "http://n8n.test"
-api_key_env = "TEST_N8N_API_KEY"
-
+CONFIG = (
+    N8N_SOURCE
+    + """
 [receiver]
 port = 8788
 """
+)
 
 
 class Tokens:
@@ -333,6 +330,6 @@ def test_a_failure_that_quotes_the_new_token_or_the_key_prints_neither(
 
 def test_an_unknown_source_or_a_bad_ledger_url_is_refused(cli: tuple[FakeN8n, Path]) -> None:
     code, out = invoke("--source", "nope")
-    assert code == 2 and "no source named 'nope'" in out
+    assert code == 3 and "no source named 'nope'" in out
     code, out = invoke("--source", "prod-n8n", "--ledger-url", "ledger:8787")
     assert code == 2 and "--ledger-url must be an http:// or https:// URL" in out

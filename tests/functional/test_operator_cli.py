@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -139,15 +139,32 @@ def test_handover_command_prints_the_report(tmp_path: Path) -> None:
     assert "by dave" in result.output and "Demo ledger" in result.output
 
 
+@pytest.mark.parametrize("typed", ["yesterday 18:00", "yesterday 6pm"])
+def test_handover_since_reads_a_typed_time_as_the_terminal_ui_does(
+    tmp_path: Path, typed: str
+) -> None:
+    db = str(tmp_path / "x.db")
+    runner.invoke(app, ["init", "--db", db])
+    before = datetime.now(UTC)
+    result = runner.invoke(app, ["handover", "--db", db, "--since", typed])
+    after = datetime.now(UTC)
+    assert result.exit_code == 0, result.output
+    shifts = {f"Shift: {day - timedelta(days=1):%Y-%m-%d} 18:00 UTC" for day in (before, after)}
+    assert any(shift in result.output for shift in shifts), result.output
+
+
 def test_handover_refuses_bad_options(tmp_path: Path) -> None:
     db = str(tmp_path / "x.db")
     runner.invoke(app, ["init", "--db", db])
     bad_format = runner.invoke(app, ["handover", "--db", db, "--format", "html"])
-    assert bad_format.exit_code == 2 and "only md" in bad_format.output
+    assert bad_format.exit_code == 2 and "--format 'html' is not one of: md" in bad_format.output
     future = runner.invoke(app, ["handover", "--db", db, "--since", "2999-01-01T00:00:00"])
     assert future.exit_code == 2 and "future" in future.output
     garbled = runner.invoke(app, ["handover", "--db", db, "--since", "yesterday"])
-    assert garbled.exit_code == 2 and "not an ISO 8601 time" in garbled.output
+    assert garbled.exit_code == 2 and garbled.output.count("\n") == 1
+    assert "--since 'yesterday': cannot read 'yesterday' as a time; give -2h" in garbled.output
+    ahead = runner.invoke(app, ["handover", "--db", db, "--since", "+2h"])
+    assert ahead.exit_code == 2 and "is in the future" in ahead.output
     with_offset = runner.invoke(app, ["handover", "--db", db, "--since", "2026-11-02T08:00+01:00"])
     assert with_offset.exit_code == 0 and "Shift: 2026-11-02 07:00 UTC" in with_offset.output
     missing = runner.invoke(app, ["handover", "--db", str(tmp_path / "nope.db")])

@@ -8,6 +8,15 @@ import pytest
 
 from flowledger.storage.migrate import init_ledger
 
+# flowledger.toml's one n8n source, as the CLI's tests configure it (its key in the environment).
+N8N_SOURCE = """
+[[sources]]
+name = "prod-n8n"
+kind = "n8n"
+base_url = "http://n8n.test"
+api_key_env = "TEST_N8N_API_KEY"
+"""
+
 
 def cli_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, **env: str) -> Path:
     """``config`` as ``tmp_path/flowledger.toml`` and a ledger at ``tmp_path/ledger.db``

@@ -22,7 +22,7 @@ from typing import Any
 from flowledger.domain.hashing import token_digest
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.storage import tokens as stored_tokens
-from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.engine import LedgerError, Missing, Store
 
 SCOPES = ("write", "read", "operator")
 TOKEN_PREFIX = "flt_"
@@ -113,7 +113,10 @@ def list_tokens(store: Store) -> list[dict[str, Any]]:
 def revoke_token(ledger: Ledger, name: str) -> None:
     def work(tx: Tx) -> None:
         if not stored_tokens.revoke(tx.conn, name, tx.now):
-            raise LedgerError(f"no active token named {name!r}")
+            revoked = stored_tokens.name_taken(tx.conn, name)
+            raise Missing(
+                f"no active token named {name!r}" + (": it is revoked already" if revoked else "")
+            )
         tx.event("token_revoked", None, {"name": name})
 
     ledger.run("cli", work)

@@ -50,6 +50,12 @@ def _after(conn: Connection, stmt: Any, after: int) -> Any:
     )
 
 
+def exists(conn: Connection, row_id: int) -> bool:
+    """A kept copy has the row id ``row_id``."""
+    found = conn.execute(sa.select(EXECUTIONS.c.id).where(EXECUTIONS.c.id == row_id)).first()
+    return found is not None
+
+
 def _rows(conn: Connection, stmt: Any, after: int | None) -> list[dict[str, Any]]:
     if after is not None:
         stmt = _after(conn, stmt, after)

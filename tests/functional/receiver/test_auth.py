@@ -177,7 +177,7 @@ def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) ->
     assert token.startswith("flt_") and len(secret) == 64
     listed = runner.invoke(app, ["token", "list"], env=env)
     header, row = listed.output.splitlines()
-    assert header.split() == ["name", "scope", "signing", "created", "last", "used", "state"]
+    assert header.split() == ["NAME", "SCOPE", "SIGNING", "CREATED", "LAST", "USED", "STATE"]
     assert row.split()[:3] == ["n8n-prod", "write", "yes"] and row.split()[-1] == "active"
     assert token not in listed.output and secret not in listed.output
 
@@ -197,7 +197,9 @@ def test_token_cli_shows_the_token_once_and_stores_only_its_hash(db_url: str) ->
     assert bad.exit_code == 2 and "scope" in bad.output
     assert runner.invoke(app, ["token", "revoke", "n8n-prod"], env=env).exit_code == 0
     again = runner.invoke(app, ["token", "revoke", "n8n-prod"], env=env)
-    assert again.exit_code == 2 and "no active token" in again.output
+    assert (
+        again.exit_code == 3 and "no active token named 'n8n-prod': it is revoked" in again.output
+    )
 
 
 def test_signing_needs_the_server_secret(db_url: str) -> None:
