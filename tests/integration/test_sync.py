@@ -16,6 +16,7 @@ from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage import executions
 from flowledger.storage.engine import Store
+from flowledger.storage.problems import Missing
 from flowledger.sync import Backoff, runner, sync_source
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
@@ -491,7 +492,8 @@ def test_list_executions_pages_by_keyset_most_recent_first(
     assert set(seen[:8]) == {str(i) for i in range(1, 9)}  # seen at the run's time, later
     assert seen[8:] == [str(i) for i in range(25, 8, -1)]
     assert queries.list_executions(store, status="error") == []
-    assert queries.list_executions(store, after=10**9) == []
+    with pytest.raises(Missing, match="1000000000"):  # a page after no row: said, not empty
+        queries.list_executions(store, after=10**9)
 
 
 def test_an_empty_list_from_a_tool_that_held_executions_marks_nothing_gone(
