@@ -1,6 +1,6 @@
 """What ``--json`` prints for ``status``, ``verify`` and ``token list``: the facts their text
 says, under the names ``show --json`` and ``holds --json`` use (``state``, ``reason``, ids as
-stored) and times as ISO 8601 (:func:`flowledger.cli.common.json_text` writes them)."""
+stored) and times as ISO 8601 (:func:`flowledger.cli.common.echo_json` prints them)."""
 
 from __future__ import annotations
 

@@ -224,13 +224,9 @@ def json_default(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def json_text(value: Any) -> str:
-    """``value`` as every ``--json`` writes it: indented, times in ISO 8601."""
-    return json.dumps(value, default=json_default, indent=2)
-
-
 def echo_json(value: Any) -> None:
-    typer.echo(json_text(value))
+    """``value`` as every ``--json`` prints it: indented, times in ISO 8601."""
+    typer.echo(json.dumps(value, default=json_default, indent=2))
 
 
 def parse_since(value: str | None, now: datetime, option: str = "--since") -> datetime | None:

@@ -21,7 +21,6 @@ from flowledger.cli.common import (
     die,
     echo_json,
     json_default,
-    json_text,
     one_line_errors,
     one_of,
     opened,
@@ -97,7 +96,7 @@ def show(
         die(f"no operation {operation_id!r}", NOT_FOUND)
     assert detail is not None
     if as_json:
-        typer.echo(json_text(detail.__dict__))
+        echo_json(detail.__dict__)
         return
     op = detail.operation
     typer.echo(f"operation  {printable(op['operation_id'])}")
