@@ -38,6 +38,13 @@ class LaneCall:
     guard: Once | None  # the signature, recorded once
     observe: bool  # the answer's value is wanted back (the call has an ``observe``)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its values: a dataclass's state dict cost a third more (bench/README.md).
+        return LaneCall, (
+            self.call, self.operation_id, self.body, self.actor, self.token_id, self.key,
+            self.fingerprint, self.ttl, self.guard, self.observe,
+        )  # fmt: skip
+
 
 def pack(message: Any) -> bytes:
     """``message`` as one frame: its length, then its pickle."""

@@ -21,8 +21,9 @@ from flowledger.metrics import REGISTRY
 from flowledger.receiver import create_app
 from flowledger.receiver.api.schemas import DispatchCreate
 from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.engine.wire import Frames, LaneCall, pack
-from flowledger.services.ledger import Ledger
+from flowledger.services.ledger import Answer, Ledger
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
@@ -181,6 +182,31 @@ def test_frames_split_anywhere_are_read_whole() -> None:
     one_by_one = Frames()
     assert [m for byte in stream for m in one_by_one.feed(bytes([byte]))] == messages
     assert pickle.loads(pack(messages[0])[4:]) == messages[0]
+
+
+def test_what_crosses_to_the_writer_process_comes_back_the_same() -> None:
+    """A call's body, the call and its answer are pickled as their values: what arrives is
+    equal to what was sent, with the fields the client gave (``"input": null`` is no input)."""
+    bodies = [
+        DispatchCreate.model_validate(
+            {**dispatch_body(), "approval": {"version": "a1", "expires_at": "2030-01-01T00:00:00Z"}}
+        ),
+        DispatchCreate.model_validate(
+            {**dispatch_body(), "input": None, "input_hash": "sha256:" + "a" * 64}
+        ),
+    ]
+    for body in bodies:
+        call = LaneCall("dispatch", "op-1", body, "token:t", 7, "k", "f", 60.0, None, True)
+        answer = Answer("op-1", "dispatching", "go", 1, None, None, [3])
+        reply = Reply(200, b"{}", answer, replayed=True, headers={"Allow": "POST"})
+        (kind, [(seq, got)]), (_, [(_, back)]) = Frames().feed(
+            pack(("write", [(1, call)])) + pack(("done", [(1, reply)]))
+        )
+        assert (kind, seq, got, back) == ("write", 1, call, reply)
+        assert got.body.model_fields_set == body.model_fields_set
+        assert got.body.has_input == body.has_input
+        assert got.body.to_input() == body.to_input()
+        assert back.value.hold_ids == [3]
 
 
 def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
