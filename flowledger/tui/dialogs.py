@@ -172,7 +172,7 @@ HELP = """\
 | `H` | anywhere | write the handover report (Markdown) |
 | `ctrl+r` | anywhere | refresh now (lists also refresh on their own) |
 | `ctrl+p` | anywhere | command palette |
-| `?` | anywhere | this help |
+| `?` | anywhere | this help (`escape`, `q` or `?` closes it) |
 | `q` | anywhere | quit (`escape` goes back from a detail or closes a dialog) |
 
 The queue's filter takes words (all must match), `reason:` `owner:` `state:` `workflow:`
