@@ -93,11 +93,21 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def round_trips(ports: list[int]) -> float:
-    """The receivers' ``flowledger_db_round_trips_total`` (PostgreSQL), summed."""
-    total = 0.0
+_SUMMED = (
+    "flowledger_db_round_trips_total",
+    "flowledger_commit_batch_units_sum",
+    "flowledger_commit_batch_units_count",
+)
+
+
+def counters(ports: list[int]) -> dict[str, float]:
+    """The receivers' round trips to the database (PostgreSQL) and the units their group
+    commits took and how many commits there were (``flowledger_commit_batch_units``), each
+    summed over the receivers."""
+    total = dict.fromkeys(_SUMMED, 0.0)
     for port in ports:
         for line in httpx.get(f"http://127.0.0.1:{port}/metrics").text.splitlines():
-            if line.startswith("flowledger_db_round_trips_total "):
-                total += float(line.split()[1])
+            name, _, value = line.partition(" ")
+            if name in total:
+                total[name] += float(value)
     return total
