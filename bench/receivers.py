@@ -71,12 +71,12 @@ def cpu_seconds(pids: list[int]) -> tuple[float, float]:
     ticks = os.sysconf("SC_CLK_TCK")
     own = children = 0
     for pid in pids:
-        own += _cpu_ticks(pid)
-        children += sum(_cpu_ticks(child) for child in descendants(pid))
+        own += cpu_ticks(pid)
+        children += sum(cpu_ticks(child) for child in descendants(pid))
     return own / ticks, children / ticks
 
 
-def _cpu_ticks(pid: int) -> int:
+def cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return int(fields[11]) + int(fields[12])  # utime, stime
 
