@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pickle
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -23,9 +22,10 @@ _LENGTH = struct.Struct("!I")
 READ_SIZE = 1 << 20  # bytes asked of the socket at a time
 
 
-@dataclass(frozen=True)
-class LaneCall:
-    """One workflow call as the writer process needs it to build and run its unit."""
+class LaneCall(NamedTuple):
+    """One workflow call as the writer process needs it to build and run its unit. A named
+    tuple: one is made and pickled per call, and a tuple is the cheapest of both
+    (bench/README.md, "Where the SQLite receiver stands")."""
 
     call: str  # a name in :data:`~flowledger.receiver.api.routes.calls.CALLS`
     operation_id: str | None
@@ -37,13 +37,6 @@ class LaneCall:
     ttl: float  # seconds an Idempotency-Key's answer is kept
     guard: Once | None  # the signature, recorded once
     observe: bool  # the answer's value is wanted back (the call has an ``observe``)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Pickled as its values: a dataclass's state dict cost a third more (bench/README.md).
-        return LaneCall, (
-            self.call, self.operation_id, self.body, self.actor, self.token_id, self.key,
-            self.fingerprint, self.ttl, self.guard, self.observe,
-        )  # fmt: skip
 
 
 def pack(message: Any) -> bytes:

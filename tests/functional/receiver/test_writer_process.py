@@ -6,7 +6,6 @@ trips counted in the receiver's metrics."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import pickle
 from collections.abc import Iterator
@@ -233,7 +232,7 @@ def test_a_call_that_cannot_be_handed_over_is_answered_alone(wall_ledger: Ledger
     app = _app(wall_ledger, writer_process=True)
     body = DispatchCreate.model_validate(dispatch_body("exec-p"))
     good = LaneCall("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
-    bad = dataclasses.replace(good, operation_id="op-q", body=_Unpicklable())  # type: ignore[arg-type]
+    bad = good._replace(operation_id="op-q", body=_Unpicklable())
     with running(app, wall_ledger, {}) as api:
         writer = app.state.receiver.engine.writer
 
