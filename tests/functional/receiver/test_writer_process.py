@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from pydantic import ConfigDict, PrivateAttr
 
 from flowledger.config import ReceiverConfig
 from flowledger.metrics import REGISTRY
 from flowledger.receiver import create_app
 from flowledger.receiver.api.schemas import DispatchCreate
+from flowledger.receiver.api.schemas.fields import Accepts
 from flowledger.receiver.api.tokens import create_token
 from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.engine.wire import Frames, LaneCall, pack
@@ -206,6 +208,25 @@ def test_what_crosses_to_the_writer_process_comes_back_the_same() -> None:
         assert got.body.has_input == body.has_input
         assert got.body.to_input() == body.to_input()
         assert back.value.hold_ids == [3]
+
+
+class _Private(Accepts):
+    x: int
+    _seen: str = PrivateAttr(default="")
+
+
+class _Extra(Accepts):
+    model_config = ConfigDict(extra="allow")
+    x: int
+
+
+def test_a_body_with_extra_or_private_attributes_is_pickled_whole() -> None:
+    private = _Private(x=1)
+    private._seen = "yes"
+    back = pickle.loads(pickle.dumps(private))
+    assert back == private and back._seen == "yes"
+    extra = pickle.loads(pickle.dumps(_Extra.model_validate({"x": 1, "y": 2})))
+    assert extra.model_extra == {"y": 2}
 
 
 def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
