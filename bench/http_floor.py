@@ -1,5 +1,6 @@
-"""The HTTP server's own CPU per request: what the receiver's event loop would spend if the
-ledger cost nothing.
+"""The HTTP server's own CPU per request, answering a fixed body.
+
+What the receiver's event loop would spend if the ledger cost nothing.
 
     python -m bench.http_floor [--requests 16000] [--clients 64]
 

@@ -1,5 +1,6 @@
-"""The writer process's CPU per transition by batch size, without HTTP or the frames: what a
-group commit costs once, and what each call in it costs.
+"""The writer process's CPU per transition by batch size, and its cost per call and per commit.
+
+Without HTTP or the frames: what a group commit costs once, and what each call in it costs.
 
     python -m bench.writer [--sizes 4,8,16,32,64,128] [--batches 60] [--dir ./var]
 

@@ -219,8 +219,8 @@ def hold_action(
         said = actions.refused(action, hold)
         if said is not None:
             die(said)
-        typer.echo(actions.consequence(action, hold, values), err=True)  # what it would do
-        _can_ask(yes)
+        _can_ask(yes)  # a refusal is one line, said before what the action would do
+        typer.echo(actions.consequence(action, hold, values), err=True)
         if not yes:
             typer.echo(f"It will be recorded under operator {who}.", err=True)
         _ask(f"{spec.title}?", yes)

@@ -88,7 +88,8 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One operation: its record, attempts, receipts, holds and event timeline."""
+    """One operation: its record, attempts, receipts, holds, linked executions and event
+    timeline."""
     from flowledger.queries import records as queries
 
     with opened(db) as store:
@@ -151,19 +152,18 @@ def show(
             for h in detail.holds
         ],
     )
-    if detail.executions:
-        _section(
-            "executions",
-            [
-                (
-                    f"{e['source']}/{e['external_id']}",
-                    e["status"],
-                    f"via {e['linked_via']}",
-                    f"gone {when(e['gone_at'])}" if e["gone_at"] else "",
-                )
-                for e in detail.executions
-            ],
-        )
+    _section(
+        "executions",
+        [
+            (
+                f"{e['source']}/{e['external_id']}",
+                e["status"],
+                f"via {e['linked_via']}",
+                f"gone {when(e['gone_at'])}" if e["gone_at"] else "",
+            )
+            for e in detail.executions
+        ],
+    )
     _section(
         "events",
         [
