@@ -7,6 +7,8 @@ BIN       := $(VENV)/bin
 STAMP     := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.runtime-stamp
 DB        ?= ./var/flowledger.db
+# PORT: unset, the port is the settings' (8787 unless flowledger.toml says otherwise)
+PORT      ?=
 
 .PHONY: install run test check bench clean mutate n8n-node e2e-n8n
 
@@ -30,7 +32,7 @@ $(RUN_STAMP): pyproject.toml
 
 run: $(RUN_STAMP)
 	$(BIN)/flowledger init --db $(DB)
-	$(BIN)/flowledger run --db $(DB)
+	$(BIN)/flowledger run --db $(DB) $(if $(PORT),--port $(PORT))
 
 # The suite runs on one worker per core (pytest-xdist). The tests that stop and start the
 # PostgreSQL server run afterwards, alone: every other PostgreSQL test would see it go away.
@@ -50,6 +52,8 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.transitions
 	$(BIN)/python -m bench.ingest
+	$(BIN)/python -m bench.http_floor
+	$(BIN)/python -m bench.writer
 	$(BIN)/python -m bench.checks
 	$(BIN)/python -m bench.sync
 	$(BIN)/python -m bench.sweep

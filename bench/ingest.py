@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bench.baselines import bare_postgres_rate, bare_sqlite_rate, fresh_postgres
 from bench.load import drive
-from bench.receivers import BENCH_SECRET, cpu_seconds, receivers, round_trips
+from bench.receivers import BENCH_SECRET, counters, cpu_seconds, receivers
 from bench.sampling import sampled
 from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
@@ -65,14 +65,15 @@ def measure(
     pids: list[int] = []
     with receivers(db, processes, pids) as ports:
         asyncio.run(drive(ports, token, 200, clients, f"warm-{name}"))
-        before, cpu = round_trips(ports), cpu_seconds(pids)
+        before, cpu = counters(ports), cpu_seconds(pids)
         client = time.process_time()
         with sampled(pids[0], profile):
             done, elapsed, latencies = asyncio.run(
                 drive(ports, token, pairs, clients, f"run-{name}")
             )
         client = time.process_time() - client
-        trips = (round_trips(ports) - before) / done
+        counted = {k: v - before[k] for k, v in counters(ports).items()}
+        trips = counted["flowledger_db_round_trips_total"] / done
         after = cpu_seconds(pids)
         own, writer = after[0] - cpu[0], after[1] - cpu[1]
     print(
@@ -80,6 +81,10 @@ def measure(
         f" event loop {own / done * 1e6:.0f}, writer process {writer / done * 1e6:.0f})"
     )
     print(f"  client CPU      {client / done * 1e6:.0f} us per transition (this process)")
+    commits = counted["flowledger_commit_batch_units_count"]
+    if commits:
+        units = counted["flowledger_commit_batch_units_sum"] / commits
+        print(f"  group commit    {units:.1f} units per commit ({commits:.0f} commits)")
     _verify(db)
     return done, elapsed, latencies, trips
 

@@ -71,12 +71,12 @@ def cpu_seconds(pids: list[int]) -> tuple[float, float]:
     ticks = os.sysconf("SC_CLK_TCK")
     own = children = 0
     for pid in pids:
-        own += _cpu_ticks(pid)
-        children += sum(_cpu_ticks(child) for child in descendants(pid))
+        own += cpu_ticks(pid)
+        children += sum(cpu_ticks(child) for child in descendants(pid))
     return own / ticks, children / ticks
 
 
-def _cpu_ticks(pid: int) -> int:
+def cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return int(fields[11]) + int(fields[12])  # utime, stime
 
@@ -93,11 +93,21 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def round_trips(ports: list[int]) -> float:
-    """The receivers' ``flowledger_db_round_trips_total`` (PostgreSQL), summed."""
-    total = 0.0
+_SUMMED = (
+    "flowledger_db_round_trips_total",
+    "flowledger_commit_batch_units_sum",
+    "flowledger_commit_batch_units_count",
+)
+
+
+def counters(ports: list[int]) -> dict[str, float]:
+    """The receivers' round trips to the database (PostgreSQL) and the units their group
+    commits took and how many commits there were (``flowledger_commit_batch_units``), each
+    summed over the receivers."""
+    total = dict.fromkeys(_SUMMED, 0.0)
     for port in ports:
         for line in httpx.get(f"http://127.0.0.1:{port}/metrics").text.splitlines():
-            if line.startswith("flowledger_db_round_trips_total "):
-                total += float(line.split()[1])
+            name, _, value = line.partition(" ")
+            if name in total:
+                total[name] += float(value)
     return total

@@ -219,8 +219,10 @@ def hold_action(
         said = actions.refused(action, hold)
         if said is not None:
             die(said)
+        _can_ask(yes)  # a refusal is one line, said before what the action would do
         typer.echo(actions.consequence(action, hold, values), err=True)
-        typer.echo(f"Recorded as operator {who}.", err=True)
+        if not yes:
+            typer.echo(f"It will be recorded under operator {who}.", err=True)
         _ask(f"{spec.title}?", yes)
         try:
             actions.call(ledger_for(store), action, hold_id, who, values).run()
@@ -275,15 +277,20 @@ def _extended(values: Values, typed: str, current: datetime, now: datetime) -> V
     return dataclasses.replace(values, deadline=deadline, extend_by=counted)
 
 
-def _ask(question: str, yes: bool) -> None:
-    """Go on when told to (``--yes``) or answered yes at a terminal; else nothing changes."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
+def _can_ask(yes: bool) -> None:
+    """Told to go on (``--yes``), or a terminal to ask at; else nothing changes."""
+    if not yes and not sys.stdin.isatty():
         die(
             "nothing changed: this action asks before it acts and stdin is not a terminal; "
             "pass --yes to act without asking"
         )
+
+
+def _ask(question: str, yes: bool) -> None:
+    """Go on when told to (``--yes``) or answered yes at a terminal; else nothing changes."""
+    if yes:
+        return
+    _can_ask(yes)
     # Asked and read here, not by click's confirm: that writes a space to stdout, and stdout
     # is kept for what the command answers.
     typer.echo(f"{question} [y/N] ", err=True, nl=False)

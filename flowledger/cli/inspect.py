@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -87,7 +88,8 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One operation: its record, attempts, receipts, holds and event timeline."""
+    """One operation: its record, attempts, receipts, holds, linked executions and event
+    timeline."""
     from flowledger.queries import records as queries
 
     with opened(db) as store:
@@ -99,14 +101,17 @@ def show(
         echo_json(detail.__dict__)
         return
     op = detail.operation
-    typer.echo(f"operation  {printable(op['operation_id'])}")
+    typer.echo(f"operation  {printable(op['operation_id'])}  (times in UTC)")
+    # The deadline is the current attempt's, to confirm by: once it is no longer dispatching,
+    # it is past business.
+    times = [k for k in TIMES if k != "deadline" or op["state"] == "dispatching"]
     echo_table(
         [(key, op[key]) for key in FIELDS if op.get(key) is not None]
-        + [(key, when(op[key])) for key in TIMES if op.get(key) is not None],
+        + [(key, when(op[key])) for key in times if op.get(key) is not None],
         indent=2,
     )
-    typer.echo("attempts:")
-    echo_table(
+    _section(
+        "attempts",
         [
             (
                 f"#{a['number']}",
@@ -117,10 +122,9 @@ def show(
             )
             for a in detail.attempts
         ],
-        indent=2,
     )
-    typer.echo("receipts:")
-    echo_table(
+    _section(
+        "receipts",
         [
             (
                 r["receipt"],
@@ -131,10 +135,9 @@ def show(
             )
             for r in detail.receipts
         ],
-        indent=2,
     )
-    typer.echo("holds:")
-    echo_table(
+    _section(
+        "holds",
         [
             (
                 f"[{h['id']}]",
@@ -148,24 +151,21 @@ def show(
             )
             for h in detail.holds
         ],
-        indent=2,
     )
-    if detail.executions:
-        typer.echo("executions:")
-        echo_table(
-            [
-                (
-                    f"{e['source']}/{e['external_id']}",
-                    e["status"],
-                    f"via {e['linked_via']}",
-                    f"gone {when(e['gone_at'])}" if e["gone_at"] else "",
-                )
-                for e in detail.executions
-            ],
-            indent=2,
-        )
-    typer.echo("events:")
-    echo_table(
+    _section(
+        "executions",
+        [
+            (
+                f"{e['source']}/{e['external_id']}",
+                e["status"],
+                f"via {e['linked_via']}",
+                f"gone {when(e['gone_at'])}" if e["gone_at"] else "",
+            )
+            for e in detail.executions
+        ],
+    )
+    _section(
+        "events",
         [
             (
                 ev["seq"],
@@ -176,9 +176,17 @@ def show(
             )
             for ev in detail.events
         ],
-        indent=2,
         right={0},
     )
+
+
+def _section(title: str, rows: list[tuple[object, ...]], right: Collection[int] = ()) -> None:
+    """One part of ``show``: its title, then its rows, or ``(none)``."""
+    typer.echo(f"{title}:")
+    if rows:
+        echo_table(rows, indent=2, right=right)
+    else:
+        typer.echo("  (none)")
 
 
 def _head_prefix(value: str | None) -> str | None:

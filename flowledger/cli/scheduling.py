@@ -94,7 +94,7 @@ def sweep(db: DbOption = None, once: OnceOption = False) -> None:
     cfg = load_config()
     with opened(db) as store:
         result = Sweep(ledger_for(store, file=cfg), cfg.sweep, cfg.sources).run()
-        typer.echo(f"sweep opened {result.total} holds")
+        typer.echo(f"sweep opened {result.total} hold{'' if result.total == 1 else 's'}")
         echo_table(
             [(reason, count) for reason, count in sorted(result.opened.items()) if count],
             indent=2,

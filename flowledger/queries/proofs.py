@@ -18,7 +18,8 @@ from flowledger.domain.checkpoints import (
 )
 from flowledger.domain.proofs import b64, consistency_document, inclusion_document
 from flowledger.storage import merkle as tree
-from flowledger.storage.engine import LedgerError, Missing, Store
+from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.problems import Missing
 from flowledger.storage.views import Connection
 from flowledger.storage.views import events as event_rows
 from flowledger.storage.views.chain import head, snapshot

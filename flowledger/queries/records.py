@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from flowledger.storage.engine import Missing, Store
+from flowledger.storage.engine import Store
+from flowledger.storage.problems import Missing
 from flowledger.storage.views import attempts, events, executions, holds, meta, operations
 from flowledger.storage.views import row_dict as row_dict
 from flowledger.storage.views import sources as source_rows

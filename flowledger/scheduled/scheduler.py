@@ -77,10 +77,16 @@ class Scheduler:
         )
 
     def start(self) -> None:
+        waits = ""
         if self.lease is not None:
             self.run_job(Job(LEASE_JOB, self.lease.ttl, self.lease.renew, needs_lease=False))
+            if not self.lease.held():
+                waits = (
+                    f"; standing by: another process holds the {self.lease.name} lease, and"
+                    " the jobs run here once it lapses"
+                )
         self.aps.start()
-        log.info("scheduler started: %s", ", ".join(sorted(self.jobs)) or "no jobs")
+        log.info("scheduler started: %s%s", ", ".join(sorted(self.jobs)) or "no jobs", waits)
 
     def shutdown(self, wait: bool = True) -> None:
         if self.aps.running:

@@ -138,13 +138,13 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
             )
         return (
             f"Operation {op} (now {state}) becomes CONFIRMED with receipt "
-            f"{v.receipt!r}, and its unknown-outcome holds close. Workflows will skip "
+            f"{v.receipt!r}, and its unknown_outcome holds close. Workflows will skip "
             "this write from now on. Only confirm if you saw the effect in the target system."
             + overdue
         )
     if name == "release":
         return (
-            f"Operation {op} goes back to PREPARED and its unknown-outcome holds close: the "
+            f"Operation {op} goes back to PREPARED and its unknown_outcome holds close: the "
             "workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
             "write did happen, the write will happen TWICE (a duplicate effect)." + overdue
         )

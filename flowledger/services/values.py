@@ -122,6 +122,13 @@ class Answer:
     receipt: str | None = None
     hold_ids: list[int] = field(default_factory=list)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its values (the receiver's writer process sends answers back so).
+        return Answer, (
+            self.operation_id, self.state, self.decision, self.attempt, self.reason,
+            self.receipt, self.hold_ids,
+        )  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "operation_id": self.operation_id,

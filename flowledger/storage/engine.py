@@ -21,7 +21,6 @@ from sqlalchemy.engine import URL, Engine, make_url
 
 from flowledger.storage.models import SCHEMA_VERSION, LedgerMeta, table
 from flowledger.storage.problems import LedgerError as LedgerError
-from flowledger.storage.problems import Missing as Missing
 
 DEFAULT_DB = "./var/flowledger.db"
 SQLITE_HEADER = b"SQLite format 3\x00"

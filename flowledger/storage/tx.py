@@ -21,6 +21,8 @@ from flowledger.storage.models import time_binder
 from flowledger.storage.sql import Row, pyformat, row_type
 from flowledger.storage.sql import together as joined
 
+_NOTHING = contextlib.nullcontext()  # Tx.together on SQLite
+
 
 class Conflict(Exception):
     """Another writer changed the row between our read and our write: run again."""
@@ -199,27 +201,26 @@ class Tx:
 
     # ------------------------------------------------------------------ SQL
 
-    @contextlib.contextmanager
-    def together(self) -> Iterator[None]:
+    def together(self) -> contextlib.AbstractContextManager[None]:
         """PostgreSQL: the writes made in the block go out as ONE statement when it ends,
         each but one as a data-modifying ``WITH`` clause of the one that is a compare-and-set
         (:meth:`expect_one`, at most one), or else of the last. Only for writes no other
         write of the block depends on, each on rows none of the others touches (the clauses
         of one statement see the same snapshot, not each other's changes; the foreign keys
-        are checked at its end); no reads in the block. A no-op on SQLite.
-
-        Every statement in a pipeline is a send of its own (psycopg flushes each) and a
-        wake-up of the server: a confirm's three writes and a dispatch's two go out as one
-        statement each (figures in ``bench/README.md``, "Write path")."""
+        are checked at its end); no reads in the block. On SQLite, or in a block already, one
+        shared empty context. A statement in a pipeline is a send of its own and a wake-up of
+        the server (``bench/README.md``, "Write path")."""
         if self.dialect == "sqlite" or self._together is not None:
-            yield
-            return
+            return _NOTHING
+        return self._joined()
+
+    @contextlib.contextmanager
+    def _joined(self) -> Iterator[None]:
         self._together = []
         try:
             yield
-            group = self._together
         finally:
-            self._together = None
+            group, self._together = self._together, None
         if group:
             self._send_together(group)
 

@@ -79,6 +79,7 @@ class UnitOfWork:
         self.clock = clock
         self.retries = retries
         self.commits = 0  # transactions committed, for the WAL checkpoints and the tests
+        self.round_trips = 0  # what its transactions waited for (:attr:`Tx.round_trips`), summed
         self._dbapi = store.engine.dialect.dbapi
 
     @contextmanager
@@ -105,6 +106,7 @@ class UnitOfWork:
             raise
         finally:
             tx.close()
+            self.round_trips += tx.round_trips
         self.commits += 1
         if WAL_RESET_AFFECTED and self.commits % CHECKPOINT_EVERY == 0:
             try:

@@ -159,7 +159,7 @@ class HoldActions(TypingGuard):
             self.post_message(Report(f"Nothing changed: {exc}", "error"))
             return
         message = shared.consequence(name, hold, values)
-        message += f"\n\nRecorded as operator {ctx.operator}."
+        message += f"\n\nIt will be recorded under operator {ctx.operator}."
         if not await self.app.push_screen_wait(ConfirmDialog(f"{spec.title}?", message)):
             self.post_message(Report("Nothing changed.", "information"))
             return

@@ -147,7 +147,7 @@ class ConfirmDialog(ModalScreen[bool]):
 
 # The tabs' row comes from the tabs themselves (flowledger.tui.tabs).
 HELP = """\
-# flowledger — keys
+# flowledger — keys (`escape` closes this)
 
 | key | where | what |
 |---|---|---|
@@ -172,7 +172,7 @@ HELP = """\
 | `H` | anywhere | write the handover report (Markdown) |
 | `ctrl+r` | anywhere | refresh now (lists also refresh on their own) |
 | `ctrl+p` | anywhere | command palette |
-| `?` | anywhere | this help |
+| `?` | anywhere | this help (`escape`, `q` or `?` closes it) |
 | `q` | anywhere | quit (`escape` goes back from a detail or closes a dialog) |
 
 The queue's filter takes words (all must match), `reason:` `owner:` `state:` `workflow:`
@@ -180,7 +180,7 @@ The queue's filter takes words (all must match), `reason:` `owner:` `state:` `wo
 (`dispatching`, `state:failed`) and words found in the id, last execution, workflow or receipt.
 
 An extension by `+2h` counts from the current deadline (from now once it has passed), and no
-extension moves a deadline earlier. Where there is no filter (sources, a detail) `/` changes
+extension moves a deadline earlier. Where there is no filter (sources, a detail) the `/` key changes
 nothing, and what you type next is ignored until `escape` or `enter`. The footer keeps `?`,
 `q`, `g` and `H` at its right and shows as many of the screen's keys as fit; this list has all.
 

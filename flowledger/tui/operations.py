@@ -184,7 +184,9 @@ class JumpDialog(ModalScreen[str | None]):
             note.update("enter opens it")
         else:
             more = "+" if len(found) >= JUMP_LIMIT else ""
-            note.update(f"{len(found)}{more} start so: down / up picks one, enter opens it")
+            note.update(
+                f"{len(found)}{more} ids start with this: down / up picks one, enter opens it"
+            )
 
     def action_move(self, step: int) -> None:
         listed = self.listed
@@ -214,7 +216,7 @@ class JumpDialog(ModalScreen[str | None]):
             return
         self.app.call_from_thread(self._found, typed, found)
         if found:
-            note = "Several operations start so: pick one with down / up, or type more."
+            note = "Several operation ids start with this: pick one with down / up, or type more."
             self.post_message(Report(note, "warning"))
 
     def action_cancel(self) -> None:

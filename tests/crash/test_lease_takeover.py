@@ -66,6 +66,10 @@ def test_only_the_leaseholder_runs_jobs_and_another_takes_over_when_it_dies(
             wait_until(lambda n=name: hold_actor(store, n) is not None, f"a hold on {name}")
             assert f":{a.pid}:" in (hold_actor(store, name) or "")
         assert "taken by" not in (tmp_path / "b.log").read_text()
+        assert (
+            "standing by: another process holds the scheduler lease"
+            in (tmp_path / "b.log").read_text()
+        )
 
         a.send_signal(signal.SIGKILL)
         a.wait(TIMEOUT)

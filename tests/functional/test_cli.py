@@ -70,6 +70,19 @@ def test_show_prints_the_timeline(busy_ledger: str) -> None:
     assert json.loads(out)["operation"]["state"] == "dispatching"
 
 
+def test_show_says_its_times_are_utc_an_empty_part_is_none_and_a_past_deadline_is_gone(
+    busy_ledger: str,
+) -> None:
+    code, confirmed, _ = cli("show", "invoice:1", "--db", busy_ledger)
+    assert code == 0
+    assert confirmed.splitlines()[0] == "operation  invoice:1  (times in UTC)"
+    assert "holds:\n  (none)\n" in confirmed  # no hold was ever opened about it
+    assert "deadline" not in confirmed.split("attempts:")[0]  # confirmed: nothing is due
+    code, dispatching, _ = cli("show", "invoice:3", "--db", busy_ledger)
+    assert "  deadline " in dispatching.split("attempts:")[0]
+    assert "receipts:\n  (none)\n" in dispatching
+
+
 def test_show_unknown_operation_exits_3(busy_ledger: str) -> None:
     code, _, err = cli("show", "nope", "--db", busy_ledger)
     assert code == 3 and err == "flowledger: no operation 'nope'\n"

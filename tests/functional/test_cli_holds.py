@@ -85,8 +85,10 @@ def test_an_action_without_yes_and_no_terminal_is_refused_and_changes_nothing(db
         app, ["hold", str(hold_id), "release", "--db", db, "--note", "not at the bank"]
     )
     assert result.exit_code == 2
-    assert "goes back to PREPARED" in result.output  # what it would have done, said first
-    assert "stdin is not a terminal; pass --yes" in result.output
+    assert result.output == (  # one line, as every refusal
+        "flowledger: nothing changed: this action asks before it acts and stdin is not a"
+        " terminal; pass --yes to act without asking\n"
+    )
     assert _json(["holds", "--db", db, "--json"]) == before
 
 
@@ -146,7 +148,7 @@ def test_on_a_terminal_an_action_says_what_it_will_do_and_asks(
     hold_id = _first(db, "source_stale")
     returncode, out, shown = _answer_on_a_terminal(db, hold_id, answer)
     assert "The note is added to the hold's record." in shown
-    assert "Recorded as operator erin." in shown and "Add a note? [y/N]" in shown
+    assert "It will be recorded under operator erin." in shown and "Add a note? [y/N]" in shown
     assert returncode == code
     noted = _json(["holds", "--db", db, "--json", "--reason", "source_stale"])
     if code == 0:

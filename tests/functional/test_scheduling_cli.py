@@ -35,7 +35,7 @@ def test_sweep_once_opens_due_holds_and_reports_them(
     Ledger(store).dispatch("op-1", req(deadline=utcnow() - timedelta(seconds=1))).run("wf")
     result = runner.invoke(app, ["sweep", "--once", "--db", db_url])
     assert result.exit_code == 0, result.output
-    assert "sweep opened 1 holds" in result.output and "unknown_outcome" in result.output
+    assert "sweep opened 1 hold\n" in result.output and "unknown_outcome" in result.output
     again = runner.invoke(app, ["sweep", "--once", "--db", db_url])
     assert "sweep opened 0 holds" in again.output
 

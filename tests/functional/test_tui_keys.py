@@ -85,6 +85,8 @@ async def test_the_jump_picks_the_second_of_several_matches_with_arrow_and_enter
         assert isinstance(dialog, JumpDialog)
         assert len(dialog.matches) > 2
         assert dialog.query_one(OptionList).option_count == len(dialog.matches)
+        note = str(dialog.query_one("#jump-note", Static).render())
+        assert "ids start with this: down / up picks one, enter opens it" in note
         second = dialog.matches[1]
         await pilot.press("down", "down", "enter")
         await settle(pilot)

@@ -22,7 +22,8 @@ from typing import Any
 from flowledger.domain.hashing import token_digest
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.storage import tokens as stored_tokens
-from flowledger.storage.engine import LedgerError, Missing, Store
+from flowledger.storage.engine import LedgerError, Store
+from flowledger.storage.problems import Missing
 
 SCOPES = ("write", "read", "operator")
 TOKEN_PREFIX = "flt_"

@@ -227,6 +227,8 @@ async def _in_writer(
         guard,
         call.observe is not None,
     )
+    if key is None:  # the usual call: no key to hold while it runs
+        return await writer.write(lane_call)
     with running_key(st, principal, key):
         return await writer.write(lane_call)
 

@@ -26,6 +26,10 @@ class Reply:
     replayed: bool = False
     headers: Mapping[str, str] | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The writer process sends every answer back pickled: as its values, not a state dict.
+        return Reply, (self.status, self.body, self.value, self.replayed, self.headers)
+
     @classmethod
     def error(cls, exc: ApiError) -> Reply:
         body = dumps(error_body(exc.code, exc.message, exc.field))

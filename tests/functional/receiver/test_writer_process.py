@@ -6,7 +6,6 @@ trips counted in the receiver's metrics."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import pickle
 from collections.abc import Iterator
@@ -15,14 +14,17 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from pydantic import ConfigDict, PrivateAttr
 
 from flowledger.config import ReceiverConfig
 from flowledger.metrics import REGISTRY
 from flowledger.receiver import create_app
 from flowledger.receiver.api.schemas import DispatchCreate
+from flowledger.receiver.api.schemas.fields import Accepts
 from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.engine.wire import Frames, LaneCall, pack
-from flowledger.services.ledger import Ledger
+from flowledger.services.ledger import Answer, Ledger
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
@@ -183,6 +185,50 @@ def test_frames_split_anywhere_are_read_whole() -> None:
     assert pickle.loads(pack(messages[0])[4:]) == messages[0]
 
 
+def test_what_crosses_to_the_writer_process_comes_back_the_same() -> None:
+    """A call's body, the call and its answer are pickled as their values: what arrives is
+    equal to what was sent, with the fields the client gave (``"input": null`` is no input)."""
+    bodies = [
+        DispatchCreate.model_validate(
+            {**dispatch_body(), "approval": {"version": "a1", "expires_at": "2030-01-01T00:00:00Z"}}
+        ),
+        DispatchCreate.model_validate(
+            {**dispatch_body(), "input": None, "input_hash": "sha256:" + "a" * 64}
+        ),
+    ]
+    for body in bodies:
+        call = LaneCall("dispatch", "op-1", body, "token:t", 7, "k", "f", 60.0, None, True)
+        answer = Answer("op-1", "dispatching", "go", 1, None, None, [3])
+        reply = Reply(200, b"{}", answer, replayed=True, headers={"Allow": "POST"})
+        (kind, [(seq, got)]), (_, [(_, back)]) = Frames().feed(
+            pack(("write", [(1, call)])) + pack(("done", [(1, reply)]))
+        )
+        assert (kind, seq, got, back) == ("write", 1, call, reply)
+        assert got.body.model_fields_set == body.model_fields_set
+        assert got.body.has_input == body.has_input
+        assert got.body.to_input() == body.to_input()
+        assert back.value.hold_ids == [3]
+
+
+class _Private(Accepts):
+    x: int
+    _seen: str = PrivateAttr(default="")
+
+
+class _Extra(Accepts):
+    model_config = ConfigDict(extra="allow")
+    x: int
+
+
+def test_a_body_with_extra_or_private_attributes_is_pickled_whole() -> None:
+    private = _Private(x=1)
+    private._seen = "yes"
+    back = pickle.loads(pickle.dumps(private))
+    assert back == private and back._seen == "yes"
+    extra = pickle.loads(pickle.dumps(_Extra.model_validate({"x": 1, "y": 2})))
+    assert extra.model_extra == {"y": 2}
+
+
 def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
     path = tmp_path / "gone.db"
     store, _ = init_ledger(str(path))
@@ -207,7 +253,7 @@ def test_a_call_that_cannot_be_handed_over_is_answered_alone(wall_ledger: Ledger
     app = _app(wall_ledger, writer_process=True)
     body = DispatchCreate.model_validate(dispatch_body("exec-p"))
     good = LaneCall("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
-    bad = dataclasses.replace(good, operation_id="op-q", body=_Unpicklable())  # type: ignore[arg-type]
+    bad = good._replace(operation_id="op-q", body=_Unpicklable())
     with running(app, wall_ledger, {}) as api:
         writer = app.state.receiver.engine.writer
 
