@@ -210,3 +210,17 @@ async def test_an_empty_queue_says_nothing_needs_you(app_factory, demo_ledger) -
         await settle(pilot)
         status = str(queue(app).query_one(".list-status", Static).content)
         assert status.startswith("Nothing needs you")
+
+
+async def test_every_lists_filter_hint_is_whole_in_80_columns(app_factory) -> None:
+    """The hint under each list says what its filter takes; cut at the edge, the last pairs
+    were lost (the queue's ``blocking``)."""
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for tab in ("1", "2", "4", "5"):  # the queue, executions, events, operations
+            await pilot.press(tab)
+            await settle(pilot)
+            for hint in app.screen.query("Input.filter").results(Input):
+                if hint.display and hint.region.width:
+                    assert len(hint.placeholder) <= hint.content_region.width, hint.placeholder

@@ -28,7 +28,7 @@ class OperationsPane(ListPane):
         ("changed", "changed"),
         ("age", "age"),
     ]
-    FILTER_HINT = "/ filter: a state (dispatching, state:failed) and words (id, execution, receipt)"
+    FILTER_HINT = "/ filter: a state (failed) and words of the id, execution or receipt"
     NEWEST_FIRST = True
     # The operation takes what is left; narrower screens drop the time of the last change
     # first, then the receipt, the age and the last execution.
