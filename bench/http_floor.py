@@ -65,14 +65,16 @@ def main() -> None:
         serve(args.serve)
         return
     port = free_port()
+    # The server's log (its start, a reason it could not) goes to this terminal's stderr.
     server = subprocess.Popen(
         [sys.executable, "-m", "bench.http_floor", "--serve", str(port)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 30
         while True:
+            if server.poll() is not None:
+                raise SystemExit(f"the server ended at start (exit status {server.returncode})")
             try:
                 httpx.get(f"http://127.0.0.1:{port}/")
                 break

@@ -7,10 +7,11 @@ Without HTTP or the frames: what a group commit costs once, and what each call i
 For each size B, a fresh SQLite ledger and batches of B dispatches, then of the same B
 operations' confirms, each batch run as the writer process runs it
 (:func:`flowledger.receiver.engine.writer_child.run_batch`, one transaction and one durable
-commit), the collector set as the writer sets it. Prints the CPU per transition at each size
-(``time.process_time``: user and system, the commit's ``fsync`` included), the time spent in the
-commit alone, and the least-squares fit ``per call + per commit / B``: the receiver's batches
-in ``bench.ingest`` (``group commit … units per commit``) say which B applies there.
+commit), the collector set as the writer sets it (:func:`quiet_collector`). Prints the CPU
+per transition at each size (``time.process_time``: user and system, the commit's ``fsync``
+included), the time spent in the commit alone, and the least-squares fit ``per call + per
+commit / B``: the receiver's batches in ``bench.ingest`` (``group commit … units per
+commit``) say which B applies there.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from bench.load import pair
 from flowledger.receiver.api.routes.calls import BY_NAME
+from flowledger.receiver.engine.server import quiet_collector
 from flowledger.receiver.engine.wire import LaneCall
 from flowledger.receiver.engine.writer_child import run_batch
 from flowledger.services.ledger import Ledger
@@ -83,16 +85,19 @@ def measure(directory: Path, size: int, batches: int) -> tuple[float, float]:
             for batch in _calls("warm", 0, size):
                 run_batch(ledger, batch)
             work = [_calls("run", k * size, size) for k in range(batches)]
-            gc.collect()
-            gc.freeze()  # as the writer process before its first batch
-            with _CommitClock() as commits:
-                started = time.process_time()
-                for dispatches, confirms in work:
-                    for batch in (dispatches, confirms):
-                        replies, units = run_batch(ledger, batch)
-                        assert units == size and all(r.status == 200 for _, r in replies)
-                spent = time.process_time() - started
-            gc.unfreeze()
+            threshold = gc.get_threshold()
+            quiet_collector()  # as the writer process before its first batch
+            try:
+                with _CommitClock() as commits:
+                    started = time.process_time()
+                    for dispatches, confirms in work:
+                        for batch in (dispatches, confirms):
+                            replies, units = run_batch(ledger, batch)
+                            assert units == size and all(r.status == 200 for _, r in replies)
+                    spent = time.process_time() - started
+            finally:
+                gc.unfreeze()
+                gc.set_threshold(*threshold)
         finally:
             store.dispose()
     transitions = 2 * size * batches

@@ -221,8 +221,7 @@ def hold_action(
             die(said)
         _can_ask(yes)  # a refusal is one line, said before what the action would do
         typer.echo(actions.consequence(action, hold, values), err=True)
-        if not yes:
-            typer.echo(f"It will be recorded under operator {who}.", err=True)
+        typer.echo(f"It will be recorded under operator {who}.", err=True)
         _ask(f"{spec.title}?", yes)
         try:
             actions.call(ledger_for(store), action, hold_id, who, values).run()
@@ -287,10 +286,10 @@ def _can_ask(yes: bool) -> None:
 
 
 def _ask(question: str, yes: bool) -> None:
-    """Go on when told to (``--yes``) or answered yes at a terminal; else nothing changes."""
+    """Go on when told to (``--yes``) or answered yes at the terminal :func:`_can_ask` found;
+    else nothing changes."""
     if yes:
         return
-    _can_ask(yes)
     # Asked and read here, not by click's confirm: that writes a space to stdout, and stdout
     # is kept for what the command answers.
     typer.echo(f"{question} [y/N] ", err=True, nl=False)

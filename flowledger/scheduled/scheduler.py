@@ -79,8 +79,10 @@ class Scheduler:
     def start(self) -> None:
         waits = ""
         if self.lease is not None:
-            self.run_job(Job(LEASE_JOB, self.lease.ttl, self.lease.renew, needs_lease=False))
-            if not self.lease.held():
+            asked = self.run_job(
+                Job(LEASE_JOB, self.lease.ttl, self.lease.renew, needs_lease=False)
+            )
+            if asked and not self.lease.held():  # not when the database could not be asked
                 waits = (
                     f"; standing by: another process holds the {self.lease.name} lease, and"
                     " the jobs run here once it lapses"

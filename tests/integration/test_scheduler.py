@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 from prometheus_client import CollectorRegistry
@@ -127,3 +129,32 @@ def test_the_lease_is_renewed_while_slow_jobs_fill_every_job_thread(store: Store
     finally:
         release.set()
         s.shutdown()
+
+
+def test_a_scheduler_says_it_stands_by_only_when_another_process_holds_the_lease(
+    store: Store, clock: FakeClock, caplog: Any
+) -> None:
+    caplog.set_level(logging.INFO, logger="flowledger.scheduled.scheduler")
+    held = Lease(store, timedelta(seconds=30), holder="a", clock=clock)
+    assert held.renew()
+    waiting = Lease(store, timedelta(seconds=30), holder="b", clock=clock)
+    broken = Lease(store, timedelta(seconds=30), holder="c", clock=clock)
+
+    def unreachable() -> bool:
+        raise RuntimeError("the database is not there")
+
+    broken.renew = unreachable  # type: ignore[method-assign]
+    said = []
+    for lease in (waiting, broken):
+        caplog.clear()
+        sched = Scheduler([Job("j", timedelta(hours=1), lambda: None)], lease=lease)
+        sched.start()
+        sched.shutdown()
+        said.append(
+            [r.getMessage() for r in caplog.records if "scheduler started" in r.getMessage()]
+        )
+    assert said[0] == [
+        "scheduler started: j; standing by: another process holds the scheduler lease, and the"
+        " jobs run here once it lapses"
+    ]
+    assert said[1] == ["scheduler started: j"]  # it could not ask: it says no more than it knows

@@ -50,7 +50,8 @@ class QueuePane(ListPane):
         ("workflow", "workflow"),
         ("execution", "execution"),
     ]
-    # Whole in an 80-column terminal (74 characters); the help (?) lists every pair.
+    # Whole in an 80-column terminal, where the input shows 74 characters; the help (?) lists
+    # every pair.
     FILTER_HINT = "/ filter: words, reason: owner: state: op: source:, overdue, blocking"
     EAGER = True  # the first thing on screen
     # The operation takes what is left; narrower screens drop the execution's status first,

@@ -153,15 +153,25 @@ def _sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_the_writer_process_batches_and_decisions_are_counted_by_the_receiver(lane: Api) -> None:
+def test_the_writer_process_batches_and_decisions_are_counted_by_the_receiver(
+    lane: Api, wall_ledger: Ledger
+) -> None:
     batches = _sample("flowledger_commit_batch_units_count")
     go = _sample("flowledger_dispatch_decisions_total", decision="go", reason="")
+    trips = _sample("flowledger_db_round_trips_total")
     for i in range(3):
         assert lane.post(f"{OP}/m-{i}/dispatch", dispatch_body(f"exec-{i}")).status_code == 200
     refused = {**dispatch_body("exec-r", input={"n": 1}), "input_hash": HASH}
     assert lane.post(f"{OP}/m-r/dispatch", refused).status_code == 422  # never in a commit
     assert _sample("flowledger_commit_batch_units_count") == batches + 3
     assert _sample("flowledger_dispatch_decisions_total", decision="go", reason="") == go + 3
+    # The writer process's round trips reach the receiver's metrics: on SQLite one a commit
+    # (the commit itself), on PostgreSQL the batch's pipeline syncs and its commit.
+    waited = _sample("flowledger_db_round_trips_total") - trips
+    if wall_ledger.store.engine.dialect.name == "sqlite":
+        assert waited == 3
+    else:
+        assert 3 <= waited <= 3 * 4
 
 
 def test_a_ledger_with_its_own_clock_cannot_have_a_writer_process(store: Store) -> None:
@@ -220,6 +230,11 @@ class _Extra(Accepts):
     x: int
 
 
+class _Unset(Accepts):
+    x: int
+    _seen: str = PrivateAttr()
+
+
 def test_a_body_with_extra_or_private_attributes_is_pickled_whole() -> None:
     private = _Private(x=1)
     private._seen = "yes"
@@ -227,6 +242,11 @@ def test_a_body_with_extra_or_private_attributes_is_pickled_whole() -> None:
     assert back == private and back._seen == "yes"
     extra = pickle.loads(pickle.dumps(_Extra.model_validate({"x": 1, "y": 2})))
     assert extra.model_extra == {"y": 2}
+    none = pickle.loads(pickle.dumps(_Extra(x=1)))  # extra allowed, none given: still a dict
+    none.z = 3
+    assert none.model_extra == {"z": 3}
+    unset = _Unset(x=1)  # a private attribute without a default: an empty dict, kept so
+    assert pickle.loads(pickle.dumps(unset)) == unset
 
 
 def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
