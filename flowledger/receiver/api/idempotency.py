@@ -10,6 +10,7 @@ import hashlib
 from collections.abc import Iterator
 
 from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.api.schemas.fields import is_idempotency_key
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 
@@ -20,7 +21,7 @@ def key_of(header: str | None) -> str | None:
     """The ``Idempotency-Key`` header's value, checked; None when the request has none."""
     if header is None:
         return None
-    if not 1 <= len(header) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in header):
+    if not is_idempotency_key(header):
         raise ApiError(422, "invalid_input", "1 to 200 visible ASCII characters", HEADER)
     return header
 

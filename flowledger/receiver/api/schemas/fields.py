@@ -147,8 +147,14 @@ RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
 
 
+def is_idempotency_key(value: str) -> bool:
+    """1 to 200 visible ASCII characters: an ``Idempotency-Key`` as the header and a body take
+    it."""
+    return 1 <= len(value) <= 200 and all(0x21 <= ord(c) <= 0x7E for c in value)
+
+
 def _key(value: str) -> str:
-    if not 1 <= len(value) <= 200 or not all(0x21 <= ord(c) <= 0x7E for c in value):
+    if not is_idempotency_key(value):
         raise ValueError("an Idempotency-Key is 1 to 200 visible ASCII characters")
     return value
 
