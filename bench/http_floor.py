@@ -19,13 +19,10 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from typing import Any
 
-import httpx
-
 from bench.load import drive
-from bench.receivers import cpu_ticks, free_port
+from bench.receivers import cpu_ticks, free_port, wait_healthy
 
 ANSWER = (
     b'{"attempt":1,"decision":"go","operation_id":"x","reason":null,"receipt":null,'
@@ -71,17 +68,7 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if server.poll() is not None:
-                raise SystemExit(f"the server ended at start (exit status {server.returncode})")
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/")
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_healthy(port, server)  # the fixed app answers 200 to any path
         token = ("bench", None)
         asyncio.run(drive([port], token, 200, args.clients, "warm"))
         before = cpu_ticks(server.pid)

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -40,8 +41,8 @@ def receivers(db: str, count: int, pids: list[int] | None = None) -> Iterator[li
         for port in ports
     ]
     try:
-        for port in ports:
-            _wait_healthy(port)
+        for port, proc in zip(ports, procs, strict=True):
+            wait_healthy(port, proc)
         if pids is not None:
             pids.extend(p.pid for p in procs)
         yield ports
@@ -52,9 +53,13 @@ def receivers(db: str, count: int, pids: list[int] | None = None) -> Iterator[li
             proc.wait(timeout=30)
 
 
-def _wait_healthy(port: int) -> None:
+def wait_healthy(port: int, proc: subprocess.Popen[Any]) -> None:
+    """Until the server ``proc`` started answers 200 on ``port``; a server that ended first is
+    said at once, with its exit status."""
     deadline = time.monotonic() + 30
     while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server ended at start (exit status {proc.returncode})")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
                 return

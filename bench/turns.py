@@ -49,11 +49,11 @@ def figures(output: str) -> Figures:
 
 def medians(runs: list[Figures]) -> Figures:
     """Each figure found in every run, with the median of each of its numbers."""
-    common = set(runs[0]).intersection(*runs[1:])
+    first = runs[0]
     return {
-        key: [statistics.median(run[key][i] for run in runs) for i in range(len(runs[0][key]))]
-        for key in sorted(common, key=list(runs[0]).index)
-        if all(len(run[key]) == len(runs[0][key]) for run in runs)
+        key: [statistics.median(run[key][i] for run in runs) for i in range(len(numbers))]
+        for key, numbers in first.items()  # in the order the first run printed them
+        if all(len(run.get(key, ())) == len(numbers) for run in runs)
     }
 
 
