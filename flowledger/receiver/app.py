@@ -42,6 +42,8 @@ class Receiver(FastAPI):
     ) -> None:
         super().__init__(**kwargs)
         self.front = front(super().__call__, engine, state, config)
+        # Also served from the HTTP parser's callbacks (flowledger.receiver.engine.exchange).
+        self.write_lane = self.front.app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

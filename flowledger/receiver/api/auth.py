@@ -129,6 +129,26 @@ async def admit(
             if st.tokens.worth_a_reload:
                 await anyio.to_thread.run_sync(st.tokens.reload)
         principal = st.tokens.find(token)
+    return _admitted(st, scope, principal, signature)
+
+
+def admit_now(
+    st: ReceiverState, scope: str, *, authorization: str | None, signature: str | None
+) -> Admission | None:
+    """:func:`admit` without waiting: None when it would first reload the tokens (the cache
+    is stale, or a miss is worth a reload), for the caller to :func:`admit` instead."""
+    token = bearer(authorization)
+    if st.tokens.stale:
+        return None
+    principal = st.tokens.find(token)
+    if principal is None and st.tokens.worth_a_reload:
+        return None
+    return _admitted(st, scope, principal, signature)
+
+
+def _admitted(
+    st: ReceiverState, scope: str, principal: Principal | None, signature: str | None
+) -> Admission:
     if principal is None:
         raise _unauthorized("unknown_token", "the token is unknown or revoked")
     if not principal.may(scope):

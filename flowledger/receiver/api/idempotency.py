@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.api.schemas.fields import is_idempotency_key
@@ -38,11 +38,18 @@ def running_key(st: ReceiverState, principal: Principal, key: str | None) -> Ite
     if key is None:
         yield
         return
+    release = take_key(st, principal, key)
+    try:
+        yield
+    finally:
+        release()
+
+
+def take_key(st: ReceiverState, principal: Principal, key: str) -> Callable[[], None]:
+    """Mark ``key`` of ``principal``'s token running (409 if it is already): what to call once
+    the request has its answer (:func:`running_key`, for a caller with no block to wrap)."""
     slot = (principal.token_id, key)
     if slot in st.in_flight:  # checked and taken with no await in between
         raise ApiError(409, "idempotency_in_flight", "a request with this key is running")
     st.in_flight.add(slot)
-    try:
-        yield
-    finally:
-        st.in_flight.discard(slot)
+    return lambda: st.in_flight.discard(slot)

@@ -19,7 +19,7 @@ from flowledger.receiver.engine.runtime import Engine
 __all__ = ["Engine", "front"]
 
 
-def front(app: ASGIApp, engine: Engine, state: ReceiverState, config: ReceiverConfig) -> ASGIApp:
+def front(app: ASGIApp, engine: Engine, state: ReceiverState, config: ReceiverConfig) -> BodyGuard:
     """What every HTTP request passes before ``app``: the latency timer and the body guard
     (limit and timeout, applied as the body is read), then the write lane, which serves the
     workflow calls through ``engine`` and hands the rest to ``app``."""

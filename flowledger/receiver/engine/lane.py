@@ -11,13 +11,18 @@ a byte of the body is read), body (413, 408), signature over the body (401), Con
 ``Idempotency-Key``; a signature is recorded once in that unit's transaction. Validation is
 pydantic's, on the same models FastAPI documents; errors have the one shape
 (:mod:`flowledger.receiver.api.errors`). Everything else passes to FastAPI.
+
+Served by ``serve`` and ``run``, a usual call does not come through ASGI at all: the HTTP
+protocol hands it to an exchange (:mod:`~flowledger.receiver.engine.exchange`) that takes the
+same steps through :meth:`WriteLane.start`. Whatever it does not take arrives here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from re import Pattern
 from typing import Any
 from urllib.parse import quote
@@ -26,9 +31,9 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from flowledger.receiver.api.auth import Once, admit, check_body, target
+from flowledger.receiver.api.auth import Admission, Once, admit, check_body, target
 from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
-from flowledger.receiver.api.idempotency import key_of, request_hash, running_key
+from flowledger.receiver.api.idempotency import key_of, request_hash, take_key
 from flowledger.receiver.api.paths import check_raw_path
 from flowledger.receiver.api.routes.calls import CALLS, Call, documented_route
 from flowledger.receiver.api.schemas.fields import WrittenOperationId
@@ -54,7 +59,7 @@ _WANTED = {
 }
 
 
-def _headers(scope: Scope) -> dict[str, str]:
+def lane_headers(scope: Scope) -> dict[str, str]:
     """The few request headers the lane reads (the first of each, as Starlette does)."""
     found: dict[str, str] = {}
     for name, value in scope["headers"]:
@@ -106,6 +111,14 @@ class WriteLane:
         else:
             await reply.send(send)
 
+    def match(self, path: str) -> tuple[Call, dict[str, str], Any] | None:
+        """The call whose path ``path`` is, its path's parameters and its documented route."""
+        for pattern, call, route in self.routes:
+            found = pattern.match(path)
+            if found is not None:
+                return call, found.groupdict(), route
+        return None
+
     async def _reply(self, scope: Scope, receive: Receive) -> Reply | None:
         """The lane's answer, or None for a request FastAPI serves."""
         path, method = get_route_path(scope), scope["method"]
@@ -114,18 +127,17 @@ class WriteLane:
             # would be the dispatch of ``x``), and a read's route stops at one (``a%0Ab``
             # would be a bare 404): refused as an id, whatever the route.
             return Reply.error(LINE_BREAK)
-        for pattern, call, route in self.routes:
-            match = pattern.match(path)
-            if match is None:
-                continue
+        matched = self.match(path)
+        if matched is not None:
+            call, params, route = matched
             if method == "POST":
                 scope["route"] = route  # what the latency metric is labelled with
-                return await self._serve(call, match.groupdict(), scope, receive)
+                return await self._serve(call, params, scope, receive)
             # GET too: ".../x/dispatch" is the dispatch call, not an operation named
             # "x/dispatch" to read.
             return Reply.error(NOT_ALLOWED)
         slashed = method == "POST" and path.endswith("/")
-        if slashed and any(p.match(path[:-1]) for p, _, _ in self.routes):
+        if slashed and self.match(path[:-1]) is not None:
             return _without_slash(scope)
         return None
 
@@ -133,10 +145,9 @@ class WriteLane:
         self, call: Call, params: Mapping[str, str], scope: Scope, receive: Receive
     ) -> Reply:
         try:
-            headers = _headers(scope)
-            st = self.state
+            headers = lane_headers(scope)
             admission = await admit(
-                st,
+                self.state,
                 "write",
                 authorization=headers.get("authorization"),
                 signature=headers.get("signature"),
@@ -145,6 +156,26 @@ class WriteLane:
             if body is None:
                 # The client went away mid-body: nothing is written, and nobody reads this.
                 raise ApiError(400, "incomplete_body", "the body ended before its end")
+        except Exception as exc:
+            return refusal(exc)
+        return await self.answered(call, self.start(call, params, scope, headers, admission, body))
+
+    def start(
+        self,
+        call: Call,
+        params: Mapping[str, str],
+        scope: Scope,
+        headers: Mapping[str, str],
+        admission: Admission,
+        body: bytes,
+    ) -> Reply | Awaitable[Reply]:
+        """Everything after the body was read whole, up to the hand-over of the call's unit:
+        the answer now when the request is refused, else what gives it once written (a future
+        of the writer process, or the group commit's coroutine). Shared by :meth:`_serve` and
+        the exchanges served from the parser's callbacks
+        (:mod:`~flowledger.receiver.engine.exchange`)."""
+        try:
+            st = self.state
             # What a signature covers, made only for a token that signs.
             signed = target(scope) if admission.key is not None else b""
             principal, guard = check_body(st, admission, signed, body)
@@ -153,34 +184,50 @@ class WriteLane:
                 raise ApiError(415, "unsupported_media_type", message)
             operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
+            header = headers.get("key")
             writer = self.engine.writer
             if writer is not None:
-                header = headers.get("key")
                 fingerprint = request_hash("POST", scope["path"], body) if header else ""
-                reply = await _in_writer(
+                return _to_writer(
                     st, writer, call, operation_id, model, principal, header, fingerprint, guard
                 )
-            else:
-                work = _work(st, call, operation_id, model, principal.token_id)
-                key = key_of(headers.get("key"))
-                fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
-                reply = await answer(
-                    st,
-                    self.engine.committer,
-                    principal,
-                    work,
-                    key=key,
-                    fingerprint=fingerprint,
-                    guard=guard,
-                    reads=operation_id,
-                )
+            work = _work(st, call, operation_id, model, principal.token_id)
+            key = key_of(header)
+            fingerprint = request_hash("POST", scope["path"], body) if key is not None else ""
+            return answer(
+                st,
+                self.engine.committer,
+                principal,
+                work,
+                key=key,
+                fingerprint=fingerprint,
+                guard=guard,
+                reads=operation_id,
+            )
+        except Exception as exc:
+            return refusal(exc)
+
+    async def answered(self, call: Call, outcome: Reply | Awaitable[Reply]) -> Reply:
+        """The answer :meth:`start` gave or will give, its value observed."""
+        try:
+            reply = outcome if isinstance(outcome, Reply) else await outcome
+        except Exception as exc:
+            return refusal(exc)
+        return self.observed(call, reply)
+
+    def observed(self, call: Call, reply: Reply) -> Reply:
+        """``reply``, its value counted by the call's metric (an answer replayed is not)."""
+        try:
             if call.observe is not None and not reply.replayed:
                 call.observe(reply.value)
-            return reply
-        except ApiError as exc:
-            return Reply.error(exc)
-        except Exception as exc:  # never a 500 with a trace: the one shape, logged by class
-            return Reply.error(as_api_error(exc))
+        except Exception as exc:
+            return refusal(exc)
+        return reply
+
+
+def refusal(exc: Exception) -> Reply:
+    """The one shape of an error answer, never a 500 with a trace (logged by class)."""
+    return Reply.error(exc if isinstance(exc, ApiError) else as_api_error(exc))
 
 
 def _work(
@@ -193,7 +240,7 @@ def _work(
         raise as_api_error(exc) from None
 
 
-async def _in_writer(
+def _to_writer(
     st: ReceiverState,
     writer: WriterProcess,
     call: Call,
@@ -203,11 +250,12 @@ async def _in_writer(
     header: str | None,
     fingerprint: str,
     guard: Once | None,
-) -> Reply:
-    """The call run by the writer process, which builds its unit from the same parts. The
-    services' checks of the call run there, so where the lane would refuse the request before
-    them (a bad ``Idempotency-Key``, or one in use) the unit is built here first, as the lane
-    does without a writer process: its refusal comes first, whichever process writes."""
+) -> asyncio.Future[Reply]:
+    """The call handed to the writer process, which builds its unit from the same parts: the
+    future of its answer. The services' checks of the call run there, so where the lane would
+    refuse the request before them (a bad ``Idempotency-Key``, or one in use) the unit is
+    built here first, as the lane does without a writer process: its refusal comes first,
+    whichever process writes."""
     try:
         key = key_of(header)
     except ApiError:
@@ -228,9 +276,11 @@ async def _in_writer(
         call.observe is not None,
     )
     if key is None:  # the usual call: no key to hold while it runs
-        return await writer.write(lane_call)
-    with running_key(st, principal, key):
-        return await writer.write(lane_call)
+        return writer.submit(lane_call)
+    release = take_key(st, principal, key)
+    written = writer.submit(lane_call)
+    written.add_done_callback(lambda _: release())
+    return written
 
 
 def _pattern(path: str) -> Pattern[str]:

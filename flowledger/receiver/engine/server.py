@@ -105,8 +105,11 @@ def _refusal(status: int, reason: str, code: str, message: str) -> bytes:
 
 
 def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
-    """uvicorn's httptools protocol with :class:`BoundedHead`'s bounds, ``timeout`` seconds."""
+    """uvicorn's httptools protocol with :class:`BoundedHead`'s bounds, ``timeout`` seconds,
+    serving the workflow calls from its callbacks (:mod:`~flowledger.receiver.engine.exchange`)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from flowledger.receiver.engine.exchange import Exchange, lane_of, take
 
     class BoundedHead(HttpToolsProtocol):
         """A head over :data:`HEAD_LIMIT` bytes is refused with 431; one that has not arrived
@@ -124,6 +127,7 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
+            self.lane = lane_of(self.app)  # the workflow calls served from the callbacks
             self.unparsed = self.read = 0
             self.in_head = True  # a new connection owes the head of its first request
             self.head_since = self.loop.time()
@@ -151,6 +155,8 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
             if self.unparsed + self.read > HEAD_LIMIT:  # the head may be over: count it
                 self.check_size(len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers))
             if not self.refused:
+                if self.lane is not None and take(self, self.lane, self.head_timeout):
+                    return
                 before = self.cycle
                 super().on_headers_complete()
                 cycle = self.cycle
@@ -159,11 +165,25 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
 
         def on_body(self, body: bytes) -> None:
             if not self.refused:
-                super().on_body(body)
+                cycle = self.cycle
+                if type(cycle) is Exchange:
+                    cycle.on_body(body)
+                else:
+                    super().on_body(body)
 
         def on_message_complete(self) -> None:
             if not self.refused:
-                super().on_message_complete()
+                cycle = self.cycle
+                if type(cycle) is Exchange:
+                    cycle.on_complete()
+                else:
+                    super().on_message_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            cycle = self.cycle
+            if type(cycle) is Exchange:
+                cycle.lost()
+            super().connection_lost(exc)
 
         def check_size(self, size: int) -> None:
             if size > HEAD_LIMIT and not self.refused:
@@ -173,6 +193,9 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
                 )
 
         def head_too_slow(self, now: float) -> None:
+            cycle = self.cycle
+            if type(cycle) is Exchange:
+                cycle.late(now)
             late = now - self.head_since >= self.head_timeout
             if late and self.in_head and not self.refused and not self.transport.is_closing():
                 message = f"the request's headers did not arrive within {self.head_timeout:g} s"
@@ -181,6 +204,9 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
         def refuse(self, answer: bytes) -> None:
             self.refused = True
             self.transport.write(answer)
+            self.close_after_answer()
+
+        def close_after_answer(self) -> None:
             if self.transport.can_write_eof():
                 # The answer, then end of stream; what the client still sends is read and
                 # dropped until it closes (or for one more timeout): closing with unread

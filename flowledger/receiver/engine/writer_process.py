@@ -138,17 +138,26 @@ class WriterProcess:
 
     async def write(self, call: LaneCall) -> Reply:
         """``call`` run durably by the child: its answer, error answers included."""
-        if self._transport is None or self._closing:  # not started, ended or stopping
-            return Reply.error(unavailable("the ledger's writer is not running; retry later"))
+        return await self.submit(call)
+
+    def submit(self, call: LaneCall) -> asyncio.Future[Reply]:
+        """:meth:`write` without a coroutine: the future of ``call``'s answer, for a caller
+        that answers from a callback (:mod:`~flowledger.receiver.engine.exchange`). Called
+        from the event loop's thread."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Reply] = loop.create_future()
+        if self._transport is None or self._closing:  # not started, ended or stopping
+            future.set_result(
+                Reply.error(unavailable("the ledger's writer is not running; retry later"))
+            )
+            return future
         seq = next(self._seq)
         self._pending[seq] = future
         if self._turn is None:
             self._turn = []
             loop.call_soon(self._hand_over)
         self._turn.append((seq, call))
-        return await future
+        return future
 
     def _hand_over(self) -> None:
         """The calls of this turn of the loop, to the child in one frame. A call that cannot

@@ -1,0 +1,269 @@
+"""The workflow calls served from the HTTP parser's callbacks (``engine/exchange.py``) over real
+loopback sockets: the same answers, byte for byte but the date, as the same requests get the
+ASGI way (uvicorn's own protocol, which never takes that path); answers in order on a
+pipelined connection; the latency metric; and a graceful stop that waits for a call in
+flight. Every wait is bounded by the socket timeout or an event, never a pause."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from flowledger.config import ReceiverConfig
+from flowledger.receiver import create_app
+from flowledger.receiver.engine import exchange
+from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.engine.server import bounded_head_protocol
+from flowledger.services.ledger import Ledger
+from flowledger.storage.migrate import init_ledger
+from tests.integration.test_receiver_bodies import (
+    Answer,
+    closed,
+    head,
+    open_socket,
+    read_answer,
+)
+from tests.support.receiver import (
+    SECRET,
+    make_signing_token,
+    make_token,
+    server_thread,
+    signature,
+)
+
+TIMEOUT = 10.0  # the head and body timeout: never reached by these tests
+STAMP = int(time.time())  # one signature time for both servers, so both see the same requests
+
+BODY = b'{"processing_version":"v1","execution_id":"e-1","input":{"n":1}}'
+
+
+@contextlib.contextmanager
+def receiver(tmp_path: Path, *, direct: bool, writer_process: bool) -> Iterator[dict[str, Any]]:
+    """A receiver on a loopback port: with ``direct``, the protocol that serves the workflow
+    calls from its callbacks; without, uvicorn's own httptools protocol (the ASGI way)."""
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    ledger = Ledger(store)
+    tokens = {
+        "write": make_token(ledger, "n8n"),
+        "read": make_token(ledger, "reader", "read"),
+    }
+    signing, key = make_signing_token(ledger, "n8n-signed")
+    config = ReceiverConfig(body_timeout=TIMEOUT)
+    app = create_app(ledger, config=config, secret=SECRET, writer_process=writer_process)
+    http: Any = bounded_head_protocol(TIMEOUT) if direct else "httptools"
+    try:
+        with server_thread(app, http=http) as url:
+            yield {"url": url, "tokens": tokens, "signing": (signing, key), "app": app}
+    finally:
+        store.dispose()
+
+
+def exchange_once(url: str, request: bytes) -> Answer:
+    with open_socket(url) as sock:
+        sock.sendall(request)
+        answer = read_answer(sock)
+        answer.closed = "connection" in answer.headers and closed(sock)
+    return answer
+
+
+def requests(served: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """A workflow's calls and their mistakes, each on its own connection, in this order."""
+    write, read = served["tokens"]["write"], served["tokens"]["read"]
+    signing, key = served["signing"]
+
+    def post(path: str, body: bytes, token: str | None = write, **extra: str) -> bytes:
+        return head(path, token=token, length=len(body), **extra) + body
+
+    def signed(path: str, body: bytes, *, stamp: int = STAMP) -> bytes:
+        return post(path, body, signing, X_Flowledger_Signature=signature(key, path, body, stamp))
+
+    op = "/v1/operations/op-1"
+    confirm = b'{"receipt":"R-1","execution_id":"e-1"}'
+    keyed = b'{"processing_version":"v1","input":{"n":2}}'
+    return [
+        ("go", post(f"{op}/dispatch", BODY)),
+        ("the same execution again", post(f"{op}/dispatch", BODY)),
+        ("confirm", post(f"{op}/confirm", confirm)),
+        ("skip", post(f"{op}/dispatch", BODY)),
+        ("another input", post(f"{op}/dispatch", BODY.replace(b'"n":1', b'"n":9'))),
+        ("fail, unknown", post("/v1/operations/op-3/fail", b'{"outcome":"unknown"}')),
+        ("a query string", post("/v1/operations/op-4/dispatch?x=1", BODY)),
+        ("an id with escapes", post("/v1/operations/inv%3A42/dispatch", BODY)),
+        ("a missing value as id", post("/v1/operations/undefined/dispatch", BODY)),
+        ("not JSON", post(f"{op}/dispatch", b"{nope")),
+        ("an unknown field", post(f"{op}/dispatch", b'{"processing_version":"v1","x":1}')),
+        ("a wrong type", post(f"{op}/dispatch", b'{"processing_version":5}')),
+        ("not JSON's type", post(f"{op}/dispatch", BODY).replace(b"json", b"xml", 1)),
+        ("no token", post(f"{op}/dispatch", BODY, None)),
+        ("an unknown token", post(f"{op}/dispatch", BODY, "flt_nope")),
+        ("a read token", post(f"{op}/dispatch", BODY, read)),
+        ("keyed", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="k-1")),
+        ("keyed again", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="k-1")),
+        (
+            "the key, another body",
+            post("/v1/operations/op-5/prepare", keyed, Idempotency_Key="k-1"),
+        ),
+        ("a bad key", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="a b")),
+        ("signed", signed("/v1/operations/op-6/dispatch", BODY)),
+        ("signed, again", signed("/v1/operations/op-6/dispatch", BODY)),
+        ("signed, stale", signed("/v1/operations/op-7/dispatch", BODY, stamp=STAMP - 86400)),
+        (
+            "signed, tampered",
+            signed("/v1/operations/op-8/dispatch", BODY).replace(b'"n":1', b'"n":2'),
+        ),
+        ("n8n's error hook", post("/v1/hooks/n8n/error", b'{"execution":{"id":"e-1"}}')),
+        ("a slash after", post(f"{op}/dispatch/", BODY)),
+    ]
+
+
+def answers(served: dict[str, Any]) -> list[tuple[str, int, dict[str, str], Any, bool]]:
+    said = []
+    for name, request in requests(served):
+        answer = exchange_once(served["url"], request)
+        headers = {k: v for k, v in answer.headers.items() if k != "date"}
+        said.append(
+            (name, answer.status, headers, json.loads(answer.body or b"null"), answer.closed)
+        )
+    return said
+
+
+@pytest.mark.parametrize("writer_process", [False, True], ids=["thread", "writer-process"])
+def test_the_calls_get_the_same_answers_as_the_asgi_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_process: bool
+) -> None:
+    served_so: list[int] = []
+    original = exchange.Exchange.answer
+
+    def counted(self: exchange.Exchange, reply: Reply) -> None:
+        served_so.append(reply.status)
+        original(self, reply)
+
+    monkeypatch.setattr(exchange.Exchange, "answer", counted)
+    with receiver(tmp_path / "direct", direct=True, writer_process=writer_process) as served:
+        direct = answers(served)
+    taken = len(served_so)
+    with receiver(tmp_path / "asgi", direct=False, writer_process=writer_process) as served:
+        asgi = answers(served)
+    assert len(served_so) == taken  # uvicorn's own protocol never takes the direct path
+    assert direct == asgi
+    # Every workflow call went the direct way; the slash's redirect goes the ASGI way.
+    assert taken == len(direct) - 1
+    by_name = {name: (status, body) for name, status, _, body, _ in direct}
+    assert by_name["go"][1]["decision"] == "go"
+    assert by_name["skip"][1]["decision"] == "skip"
+    assert by_name["keyed again"][0] == 200
+    assert by_name["signed, again"][1]["error"]["code"] == "replayed_signature"
+    assert {name for name, *_, shut in direct if shut} >= {"no token", "an unknown token"}
+
+
+def test_pipelined_calls_are_answered_in_order(tmp_path: Path) -> None:
+    with receiver(tmp_path, direct=True, writer_process=False) as served:
+        token = served["tokens"]["write"]
+        calls = []
+        for n in range(1, 5):
+            body = BODY.replace(b"e-1", f"e-{n}".encode())
+            path = f"/v1/operations/op-{n}/dispatch"
+            calls.append(head(path, token=token, length=len(body)) + body)
+        with open_socket(served["url"]) as sock:
+            sock.sendall(b"".join(calls))  # four requests before any answer
+            got = [read_answer(sock) for _ in calls]
+    assert [a.status for a in got] == [200] * 4
+    assert [json.loads(a.body)["operation_id"] for a in got] == [f"op-{n}" for n in range(1, 5)]
+
+
+def test_a_call_served_so_is_timed_under_its_route(tmp_path: Path) -> None:
+    def timed(url: str) -> float:
+        """The dispatches answered 200 so far (the registry is the process's)."""
+        text = httpx.get(f"{url}/metrics", timeout=30).text
+        for line in text.splitlines():
+            if (
+                line.startswith("flowledger_http_request_duration_seconds_count")
+                and 'route="/v1/operations/{operation_id:path}/dispatch"' in line
+                and 'method="POST"' in line
+                and 'status="200"' in line
+            ):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    with receiver(tmp_path, direct=True, writer_process=False) as served:
+        url, token = served["url"], served["tokens"]["write"]
+        before = timed(url)
+        for n in range(3):
+            request = head(f"/v1/operations/timed-{n}/dispatch", token=token, length=len(BODY))
+            assert exchange_once(url, request + BODY).status == 200
+        assert timed(url) == before + 3
+
+
+def test_a_graceful_stop_answers_the_call_in_flight_and_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop begins while a call waits for its write; the call is still answered, with
+    ``connection: close``, before the server ends."""
+    in_flight, stopping = threading.Event(), threading.Event()
+    released: concurrent.futures.Future[None] = concurrent.futures.Future()
+    start = exchange.WriteLane.start
+
+    def held_back(self: Any, *args: Any) -> Any:
+        outcome = start(self, *args)
+
+        async def after_release() -> Reply:
+            reply = outcome if isinstance(outcome, Reply) else await outcome
+            await asyncio.wrap_future(released)  # the test's word
+            return reply
+
+        in_flight.set()
+        return after_release()
+
+    monkeypatch.setattr(exchange.WriteLane, "start", held_back)
+    protocol = bounded_head_protocol(TIMEOUT)
+    shutdown = protocol.shutdown  # type: ignore[attr-defined]
+
+    def told_to_stop(self: Any) -> None:
+        shutdown(self)
+        stopping.set()
+
+    monkeypatch.setattr(protocol, "shutdown", told_to_stop)
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    ledger = Ledger(store)
+    token = make_token(ledger, "n8n")
+    app = create_app(ledger, config=ReceiverConfig(body_timeout=TIMEOUT), secret=SECRET)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", http=protocol)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 90
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        with open_socket(f"http://127.0.0.1:{port}") as sock:
+            sock.sendall(head(token=token, length=len(BODY)) + BODY)
+            assert in_flight.wait(30)
+            server.should_exit = True  # the stop begins with the call in flight
+            assert stopping.wait(30)
+            released.set_result(None)
+            answer = read_answer(sock)
+            shut = closed(sock)
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+    finally:
+        if not released.done():
+            released.set_result(None)
+        server.should_exit = True
+        thread.join(timeout=30)
+        store.dispose()
+    assert answer.status == 200 and json.loads(answer.body)["decision"] == "go"
+    assert answer.headers["connection"] == "close"
+    assert shut
