@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from flowledger.domain.records import direct_init
+
 
 class State(enum.StrEnum):
     PREPARED = "prepared"
@@ -100,6 +102,7 @@ class Approval:
     expires_at: datetime | None = None
 
 
+@direct_init
 @dataclass(frozen=True)
 class Operation:
     """An operation as stored: what the rules need to decide."""
@@ -128,6 +131,7 @@ class OpenHold:
     cause_key: str
 
 
+@direct_init
 @dataclass(frozen=True)
 class DispatchRequest:
     input_hash: str
@@ -152,6 +156,7 @@ class NewHold:
         return cls(reason, cause_key, detail, reason in BLOCKING_REASONS)
 
 
+@direct_init
 @dataclass(frozen=True)
 class Change:
     """The outcome of one rule: the operation afterwards (``None`` when unchanged), the answer,

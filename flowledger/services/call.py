@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from flowledger.domain.records import direct_init
 from flowledger.storage.unit_of_work import UnitOfWork, Work
 
 T = TypeVar("T")
 
 
+@direct_init
 @dataclass(frozen=True)
 class Call(Generic[T]):
     """One service call, its input already checked: ``work`` runs it inside a transaction.

@@ -10,6 +10,7 @@ from typing import Any
 
 from flowledger import domain
 from flowledger.domain import NewHold, limits
+from flowledger.domain.records import direct_init
 
 
 class NotFound(LookupError):
@@ -80,6 +81,7 @@ def operator_actor(operator: str) -> str:
     return f"operator:{check_id(operator, 'operator')}"
 
 
+@direct_init
 @dataclass(frozen=True)
 class DispatchInput:
     """What a workflow sends before its write."""
@@ -110,6 +112,7 @@ class HoldTarget:
     refers_to: int | None = None
 
 
+@direct_init
 @dataclass(frozen=True)
 class Answer:
     """What the ledger tells a workflow."""

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from flowledger.clock import Clock, utcnow
+from flowledger.domain.records import direct_init
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from flowledger.faults import crashpoint
 from flowledger.storage import chain, operations
@@ -39,6 +40,7 @@ Verdict = Callable[[], None]
 Guard = Callable[[Tx], Verdict]
 
 
+@direct_init
 @dataclass(frozen=True)
 class Outcome:
     """What one unit of a :meth:`UnitOfWork.run_many` batch returned, or the error it raised."""

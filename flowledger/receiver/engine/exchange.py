@@ -33,7 +33,7 @@ from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from flowledger.metrics import request_latency
 from flowledger.receiver.api.auth import Admission, admit, admit_now
 from flowledger.receiver.api.errors import ApiError
-from flowledger.receiver.engine.lane import WriteLane, lane_headers, refusal
+from flowledger.receiver.engine.lane import LANE_HEADERS, WriteLane, refusal
 from flowledger.receiver.engine.reply import Reply
 
 if TYPE_CHECKING:
@@ -265,9 +265,16 @@ def take(protocol: Any, lane: WriteLane, timeout: float) -> Exchange | None:
     limit = protocol.limit_concurrency
     if limit is not None and (len(protocol.connections) >= limit or len(protocol.tasks) >= limit):
         return None  # uvicorn answers 503
-    parsed = httptools.parse_url(protocol.url)
-    raw_path = parsed.path
-    path = raw_path.decode("ascii")
+    url = protocol.url
+    if url[:1] == b"/" and b"?" not in url and b"#" not in url:
+        raw_path, query = url, b""  # the usual target: a path alone, nothing to parse
+    else:
+        parsed = httptools.parse_url(url)
+        raw_path, query = parsed.path, parsed.query or b""
+    try:
+        path = raw_path.decode("ascii")
+    except UnicodeDecodeError:
+        return None
     if "%" in path:
         path = urllib.parse.unquote(path)
     if "\n" in path:
@@ -276,8 +283,13 @@ def take(protocol: Any, lane: WriteLane, timeout: float) -> Exchange | None:
     if matched is None:
         return None
     declared: bytes | None = None
-    for name, value in protocol.headers:
-        if name == b"content-length":
+    headers: dict[str, str] = {}
+    for name, value in protocol.headers:  # lowercased by the protocol
+        wanted = LANE_HEADERS.get(name)
+        if wanted is not None:
+            if wanted not in headers:
+                headers[wanted] = value.decode("latin-1")
+        elif name == b"content-length":
             if declared is not None:
                 return None
             declared = value
@@ -291,8 +303,8 @@ def take(protocol: Any, lane: WriteLane, timeout: float) -> Exchange | None:
     scope["method"] = "POST"
     scope["path"] = path
     scope["raw_path"] = raw_path
-    scope["query_string"] = parsed.query or b""
-    exchange = Exchange(protocol, lane, matched, lane_headers(scope), timeout)
+    scope["query_string"] = query
+    exchange = Exchange(protocol, lane, matched, headers, timeout)
     protocol.cycle = exchange
     exchange.begin()
     return exchange

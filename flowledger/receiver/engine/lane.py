@@ -51,7 +51,7 @@ LINE_BREAK = ApiError(
     422, "invalid_id", "must not contain control or bidi characters", "operation_id"
 )
 OPERATIONS = "/v1/operations/"
-_WANTED = {
+LANE_HEADERS = {
     b"authorization": "authorization",
     b"x-flowledger-signature": "signature",
     b"idempotency-key": "key",
@@ -63,7 +63,7 @@ def lane_headers(scope: Scope) -> dict[str, str]:
     """The few request headers the lane reads (the first of each, as Starlette does)."""
     found: dict[str, str] = {}
     for name, value in scope["headers"]:
-        wanted = _WANTED.get(name.lower())
+        wanted = LANE_HEADERS.get(name.lower())
         if wanted is not None and wanted not in found:
             found[wanted] = value.decode("latin-1")
     return found

@@ -10,12 +10,14 @@ from typing import Any
 
 from starlette.types import Send
 
+from flowledger.domain.records import direct_init
 from flowledger.receiver.api.errors import ApiError, error_body
 
 REPLAYED = b"idempotent-replayed"
 JSON = b"application/json"
 
 
+@direct_init
 @dataclass(frozen=True)
 class Reply:
     """An answer's status and exact body bytes; ``replayed`` when it came from storage."""

@@ -1,0 +1,61 @@
+"""Frozen dataclasses made for less on the hot path: :func:`direct_init`.
+
+A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (its own
+``__setattr__`` refuses), one call per field, several times the cost of a plain assignment;
+the write lane makes several frozen records for every call (the operation before and after,
+the rule's change, the answer and its reply). :func:`direct_init` gives such a class an
+``__init__`` that writes the fields into the new instance's ``__dict__`` at once, which the
+class's ``__setattr__`` never sees. Everything else stays the dataclass's own: the fields,
+their defaults and factories, equality, hashing, ``repr``, :func:`dataclasses.replace`,
+pickling and the refusal to assign (bench/README.md, "Where the SQLite receiver stands").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_MISSING = object()  # a factory's field left out by the caller
+
+
+def direct_init(cls: type[T]) -> type[T]:
+    """Replace the ``__init__`` of ``cls``, a frozen dataclass (apply it over
+    ``@dataclass(frozen=True)``) with one that takes the same arguments and writes them
+    straight into the instance's ``__dict__``. Refuses a class whose ``__init__`` does more
+    than set its fields (``__post_init__``, init-only or keyword-only fields, slots)."""
+    params = vars(cls).get("__dataclass_params__")
+    if params is None or not params.frozen:
+        raise TypeError(f"{cls.__name__}: direct_init is for frozen dataclasses")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    plain = (
+        not hasattr(cls, "__post_init__")
+        and "__slots__" not in cls.__dict__
+        and len(fields) == len(vars(cls)["__dataclass_fields__"])  # no init-only fields
+        and all(f.init and not f.kw_only for f in fields)
+    )
+    if not plain:
+        raise TypeError(f"{cls.__name__}: its __init__ does more than set its fields")
+    namespace: dict[str, Any] = {"_MISSING": _MISSING}
+    arguments, lines = ["self"], ["d = self.__dict__"]
+    for f in fields:
+        name = f.name
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default_{name}"] = f.default
+            arguments.append(f"{name}=_default_{name}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{name}"] = f.default_factory
+            arguments.append(f"{name}=_MISSING")
+            lines.append(f"if {name} is _MISSING: {name} = _factory_{name}()")
+        else:
+            arguments.append(name)
+        lines.append(f"d[{name!r}] = {name}")
+    source = f"def __init__({', '.join(arguments)}):\n" + "".join(f"    {line}\n" for line in lines)
+    exec(source, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    setattr(cls, "__init__", init)  # noqa: B010
+    return cls
