@@ -79,14 +79,19 @@ def open_socket(url: str) -> socket.socket:
 
 
 def read_answer(sock: socket.socket) -> Answer:
-    """One answer from ``sock`` (bounded by its timeout)."""
+    """One answer from ``sock`` (bounded by its timeout), past any interim one (``100
+    Continue``)."""
     buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = sock.recv(65536)
-        assert chunk, f"the connection closed without an answer: {buf!r}"
-        buf += chunk
-    raw_head, _, body = buf.partition(b"\r\n\r\n")
-    status_line, *header_lines = raw_head.decode("latin-1").split("\r\n")
+    while True:
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            assert chunk, f"the connection closed without an answer: {buf!r}"
+            buf += chunk
+        raw_head, _, body = buf.partition(b"\r\n\r\n")
+        status_line, *header_lines = raw_head.decode("latin-1").split("\r\n")
+        if not status_line.split()[1].startswith("1"):
+            break
+        buf = body
     headers = {
         name.strip().lower(): value.strip()
         for name, _, value in (line.partition(":") for line in header_lines)

@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -77,8 +78,10 @@ def exchange_once(url: str, request: bytes) -> Answer:
     return answer
 
 
-def requests(served: dict[str, Any]) -> list[tuple[str, bytes]]:
-    """A workflow's calls and their mistakes, each on its own connection, in this order."""
+def requests(served: dict[str, Any]) -> list[tuple[str, bytes, bool]]:
+    """A workflow's calls, their mistakes and some hostile requests, each on its own
+    connection, in this order; and whether the protocol serves each from its callbacks (the
+    rest it hands to ASGI: nothing of theirs is unusual to the lane, or all is)."""
     write, read = served["tokens"]["write"], served["tokens"]["read"]
     signing, key = served["signing"]
 
@@ -88,53 +91,101 @@ def requests(served: dict[str, Any]) -> list[tuple[str, bytes]]:
     def signed(path: str, body: bytes, *, stamp: int = STAMP) -> bytes:
         return post(path, body, signing, X_Flowledger_Signature=signature(key, path, body, stamp))
 
+    def raw(line: str, *headers: str, body: bytes = BODY) -> bytes:
+        lines = [line, "Host: receiver", f"Authorization: Bearer {write}", *headers]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
     op = "/v1/operations/op-1"
     confirm = b'{"receipt":"R-1","execution_id":"e-1"}'
     keyed = b'{"processing_version":"v1","input":{"n":2}}'
+    json_type = "Content-Type: application/json"
+    length = f"Content-Length: {len(BODY)}"
+    chunked = f"{len(BODY):x}\r\n".encode() + BODY + b"\r\n0\r\n\r\n"
     return [
-        ("go", post(f"{op}/dispatch", BODY)),
-        ("the same execution again", post(f"{op}/dispatch", BODY)),
-        ("confirm", post(f"{op}/confirm", confirm)),
-        ("skip", post(f"{op}/dispatch", BODY)),
-        ("another input", post(f"{op}/dispatch", BODY.replace(b'"n":1', b'"n":9'))),
-        ("fail, unknown", post("/v1/operations/op-3/fail", b'{"outcome":"unknown"}')),
-        ("a query string", post("/v1/operations/op-4/dispatch?x=1", BODY)),
-        ("an id with escapes", post("/v1/operations/inv%3A42/dispatch", BODY)),
-        ("a missing value as id", post("/v1/operations/undefined/dispatch", BODY)),
-        ("not JSON", post(f"{op}/dispatch", b"{nope")),
-        ("an unknown field", post(f"{op}/dispatch", b'{"processing_version":"v1","x":1}')),
-        ("a wrong type", post(f"{op}/dispatch", b'{"processing_version":5}')),
-        ("not JSON's type", post(f"{op}/dispatch", BODY).replace(b"json", b"xml", 1)),
-        ("no token", post(f"{op}/dispatch", BODY, None)),
-        ("an unknown token", post(f"{op}/dispatch", BODY, "flt_nope")),
-        ("a read token", post(f"{op}/dispatch", BODY, read)),
-        ("keyed", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="k-1")),
-        ("keyed again", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="k-1")),
+        ("go", post(f"{op}/dispatch", BODY), True),
+        ("the same execution again", post(f"{op}/dispatch", BODY), True),
+        ("confirm", post(f"{op}/confirm", confirm), True),
+        ("skip", post(f"{op}/dispatch", BODY), True),
+        ("another input", post(f"{op}/dispatch", BODY.replace(b'"n":1', b'"n":9')), True),
+        ("fail, unknown", post("/v1/operations/op-3/fail", b'{"outcome":"unknown"}'), True),
+        ("a query string", post("/v1/operations/op-4/dispatch?x=1", BODY), True),
+        ("an id with escapes", post("/v1/operations/inv%3A42/dispatch", BODY), True),
+        ("an id not UTF-8", post("/v1/operations/a%ffb/dispatch", BODY), True),
+        ("a missing value as id", post("/v1/operations/undefined/dispatch", BODY), True),
+        ("not JSON", post(f"{op}/dispatch", b"{nope"), True),
+        ("an unknown field", post(f"{op}/dispatch", b'{"processing_version":"v1","x":1}'), True),
+        ("a wrong type", post(f"{op}/dispatch", b'{"processing_version":5}'), True),
+        ("not JSON's type", post(f"{op}/dispatch", BODY).replace(b"json", b"xml", 1), True),
+        ("no token", post(f"{op}/dispatch", BODY, None), True),
+        ("an unknown token", post(f"{op}/dispatch", BODY, "flt_nope"), True),
+        ("a read token", post(f"{op}/dispatch", BODY, read), True),
+        ("keyed", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="k-1"), True),
+        ("keyed again", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="k-1"), True),
         (
             "the key, another body",
             post("/v1/operations/op-5/prepare", keyed, Idempotency_Key="k-1"),
+            True,
         ),
-        ("a bad key", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="a b")),
-        ("signed", signed("/v1/operations/op-6/dispatch", BODY)),
-        ("signed, again", signed("/v1/operations/op-6/dispatch", BODY)),
-        ("signed, stale", signed("/v1/operations/op-7/dispatch", BODY, stamp=STAMP - 86400)),
+        ("a bad key", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="a b"), True),
+        ("signed", signed("/v1/operations/op-6/dispatch", BODY), True),
+        ("signed, again", signed("/v1/operations/op-6/dispatch", BODY), True),
+        ("signed, stale", signed("/v1/operations/op-7/dispatch", BODY, stamp=STAMP - 86400), True),
         (
             "signed, tampered",
             signed("/v1/operations/op-8/dispatch", BODY).replace(b'"n":1', b'"n":2'),
+            True,
         ),
-        ("n8n's error hook", post("/v1/hooks/n8n/error", b'{"execution":{"id":"e-1"}}')),
-        ("a slash after", post(f"{op}/dispatch/", BODY)),
+        ("n8n's error hook", post("/v1/hooks/n8n/error", b'{"execution":{"id":"e-1"}}'), True),
+        ("a slash after", post(f"{op}/dispatch/", BODY), False),
+        ("a read of a call's path", raw(f"GET {op}/dispatch HTTP/1.1", body=b""), False),
+        ("HTTP/1.0", raw("POST /v1/operations/op-10/dispatch HTTP/1.0", json_type, length), False),
+        (
+            "an absolute target",
+            raw("POST http://receiver/v1/operations/op-11/dispatch HTTP/1.1", json_type, length),
+            True,
+        ),
+        ("a fragment", raw(f"POST {op}/dispatch#x HTTP/1.1", json_type, length), True),
+        (
+            "a chunked body",
+            raw(
+                f"POST {op}/dispatch HTTP/1.1",
+                json_type,
+                "Transfer-Encoding: chunked",
+                body=chunked,
+            ),
+            False,
+        ),
+        (
+            "Expect: 100-continue",
+            raw(f"POST {op}/dispatch HTTP/1.1", json_type, length, "Expect: 100-continue"),
+            False,
+        ),
+        (
+            "no body",
+            raw(f"POST {op}/dispatch HTTP/1.1", json_type, "Content-Length: 0", body=b""),
+            False,
+        ),
+        (
+            "a declared body over the limit",
+            raw(f"POST {op}/dispatch HTTP/1.1", json_type, "Content-Length: 999999999", body=b"{"),
+            False,
+        ),
+        ("an escaped line break", post("/v1/operations/a%0Ab/dispatch", BODY), False),
+        (
+            "a proxy's client",
+            raw(f"POST {op}/dispatch HTTP/1.1", json_type, length, "X-Forwarded-For: 10.1.2.3"),
+            False,
+        ),
     ]
 
 
 def answers(served: dict[str, Any]) -> list[tuple[str, int, dict[str, str], Any, bool]]:
     said = []
-    for name, request in requests(served):
+    for name, request, _ in requests(served):
         answer = exchange_once(served["url"], request)
         headers = {k: v for k, v in answer.headers.items() if k != "date"}
-        said.append(
-            (name, answer.status, headers, json.loads(answer.body or b"null"), answer.closed)
-        )
+        body = json.loads(answer.body) if answer.body else None
+        said.append((name, answer.status, headers, body, answer.closed))
     return said
 
 
@@ -157,8 +208,9 @@ def test_the_calls_get_the_same_answers_as_the_asgi_way(
         asgi = answers(served)
     assert len(served_so) == taken  # uvicorn's own protocol never takes the direct path
     assert direct == asgi
-    # Every workflow call went the direct way; the slash's redirect goes the ASGI way.
-    assert taken == len(direct) - 1
+    with receiver(tmp_path / "count", direct=False, writer_process=False) as served:
+        expected = sum(1 for *_, so in requests(served) if so)
+    assert taken == expected
     by_name = {name: (status, body) for name, status, _, body, _ in direct}
     assert by_name["go"][1]["decision"] == "go"
     assert by_name["skip"][1]["decision"] == "skip"
@@ -267,3 +319,51 @@ def test_a_graceful_stop_answers_the_call_in_flight_and_closes(
     assert answer.status == 200 and json.loads(answer.body)["decision"] == "go"
     assert answer.headers["connection"] == "close"
     assert shut
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "asgi"])
+def test_a_call_served_so_logs_the_access_line_uvicorn_logs(tmp_path: Path, direct: bool) -> None:
+    """Each answer's access line: the client, method, path with its query, version and
+    status, as uvicorn's cycle logs it."""
+    lines = _Lines()
+    access = logging.getLogger("uvicorn.access")
+    access.addHandler(lines)
+    level = access.level
+    access.setLevel(logging.INFO)
+    try:
+        store, _ = init_ledger(str(tmp_path / "ledger.db"))
+        ledger = Ledger(store)
+        token = make_token(ledger, "n8n")
+        app = create_app(ledger, config=ReceiverConfig(body_timeout=TIMEOUT), secret=SECRET)
+        http: Any = bounded_head_protocol(TIMEOUT) if direct else "httptools"
+        try:
+            settings = {"log_config": None, "log_level": "info", "access_log": True}
+            with server_thread(app, http=http, **settings) as url:
+                sent = [
+                    head("/v1/operations/logged/dispatch?x=1", token=token, length=len(BODY))
+                    + BODY,
+                    head("/v1/operations/logged/dispatch", token="flt_nope", length=len(BODY))
+                    + BODY,
+                ]
+                for request in sent:
+                    exchange_once(url, request)
+        finally:
+            store.dispose()
+    finally:
+        access.removeHandler(lines)
+        access.setLevel(level)
+    said = [record.args for record in lines.records]
+    assert [args[1:] for args in said] == [  # type: ignore[index]
+        ("POST", "/v1/operations/logged/dispatch?x=1", "1.1", 200),
+        ("POST", "/v1/operations/logged/dispatch", "1.1", 401),
+    ]
+    assert all(str(args[0]).startswith("127.0.0.1:") for args in said)  # type: ignore[index]

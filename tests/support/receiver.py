@@ -24,7 +24,9 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from flowledger.config import ReceiverConfig
 from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.engine.server import protocol
 from flowledger.services.ledger import Ledger
 
 SECRET = b"test-server-secret"
@@ -122,10 +124,11 @@ def wait_until_serving(base_url: str, proc: subprocess.Popen[bytes] | None = Non
 @contextlib.contextmanager
 def server_thread(app: FastAPI, **settings: Any) -> Iterator[str]:
     """Run ``app`` under uvicorn on a free loopback port in a thread; yields its base URL.
-    ``settings`` go to ``uvicorn.Config`` (an ``http`` protocol, say)."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", access_log=False, **settings
-    )
+    ``settings`` go to ``uvicorn.Config``; the HTTP protocol is the one ``serve`` runs (the
+    workflow calls served from its callbacks) unless ``http`` names another."""
+    settings = {"log_level": "warning", "access_log": False, **settings}
+    settings.setdefault("http", protocol(ReceiverConfig()))
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
