@@ -6,10 +6,12 @@ What the receiver's event loop would spend if the ledger cost nothing.
 
 Serves, with :func:`flowledger.receiver.engine.server.serve_app` (uvicorn with the receiver's
 protocol, limits, collector and switch interval), an ASGI app that reads each body whole and
-answers a fixed dispatch answer; drives it with ``bench.load``'s keep-alive clients, as
-``bench.ingest`` drives the receiver, and prints the server's CPU per request from ``/proc``.
-``bench.ingest``'s "event loop" figure is this plus the write lane and the frames to the
-writer process.
+answers a fixed dispatch answer; then, in the same run, a bare httptools protocol on uvloop
+that answers the same body from the parser's callbacks (what the workflow calls are served
+from, :mod:`flowledger.receiver.engine.exchange`, without the lane). Drives each with
+``bench.load``'s keep-alive clients, as ``bench.ingest`` drives the receiver, and prints each
+server's CPU per request from ``/proc``. ``bench.ingest``'s "event loop" figure is the second
+plus the write lane and the frames to the writer process.
 """
 
 from __future__ import annotations
@@ -46,10 +48,68 @@ async def fixed(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": ANSWER})
 
 
-def serve(port: int) -> None:
-    from flowledger.receiver.engine.server import listen, serve_app
+_RESPONSE = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+    + str(len(ANSWER)).encode()
+    + b"\r\n\r\n"
+    + ANSWER
+)
 
-    serve_app(fixed, listen("127.0.0.1", port), access_log=False)
+
+class Callbacks(asyncio.Protocol):
+    """The fixed answer written from the parser's callbacks, one write an answer."""
+
+    def connection_made(self, transport: Any) -> None:
+        import httptools
+
+        self.transport = transport
+        self.parser = httptools.HttpRequestParser(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed_data(data)
+
+    def on_message_complete(self) -> None:
+        self.transport.write(_RESPONSE)
+
+
+def serve(port: int, bare: bool) -> None:
+    from flowledger.receiver.engine.server import listen, quiet_collector, serve_app
+
+    sock = listen("127.0.0.1", port)
+    if not bare:
+        serve_app(fixed, sock, access_log=False)
+        return
+    import uvloop
+
+    from flowledger.receiver.engine.server import SWITCH_INTERVAL
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        await loop.create_server(Callbacks, sock=sock)
+        quiet_collector()
+        await asyncio.Event().wait()
+
+    sys.setswitchinterval(SWITCH_INTERVAL)
+    uvloop.run(run())
+
+
+def measure(bare: bool, requests: int, clients: int) -> tuple[float, float]:
+    """Requests per second and the server's CPU per request, in µs."""
+    port = free_port()
+    # The server's log (its start, a reason it could not) goes to this terminal's stderr.
+    command = [sys.executable, "-m", "bench.http_floor", "--serve", str(port)]
+    server = subprocess.Popen([*command, *(["--bare"] if bare else [])], stdout=subprocess.DEVNULL)
+    try:
+        wait_healthy(port, server)  # both answer 200 to any path
+        token = ("bench", None)
+        asyncio.run(drive([port], token, 200, clients, "warm"))
+        before = cpu_ticks(server.pid)
+        done, elapsed, _ = asyncio.run(drive([port], token, requests // 2, clients, "run"))
+        spent = (cpu_ticks(server.pid) - before) / os.sysconf("SC_CLK_TCK")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return done / elapsed, spent / done * 1e6
 
 
 def main() -> None:
@@ -57,31 +117,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=16000)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # the server's own process
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve is not None:
-        serve(args.serve)
+        serve(args.serve, args.bare)
         return
-    port = free_port()
-    # The server's log (its start, a reason it could not) goes to this terminal's stderr.
-    server = subprocess.Popen(
-        [sys.executable, "-m", "bench.http_floor", "--serve", str(port)],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        wait_healthy(port, server)  # the fixed app answers 200 to any path
-        token = ("bench", None)
-        asyncio.run(drive([port], token, 200, args.clients, "warm"))
-        before = cpu_ticks(server.pid)
-        pairs = args.requests // 2
-        done, elapsed, _ = asyncio.run(drive([port], token, pairs, args.clients, "run"))
-        spent = (cpu_ticks(server.pid) - before) / os.sysconf("SC_CLK_TCK")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    print(
-        f"HTTP server answering a fixed body, {args.clients} clients: {done / elapsed:,.0f}"
-        f" requests/s, server CPU {spent / done * 1e6:.1f} us per request"
-    )
+    asgi = measure(False, args.requests, args.clients)
+    bare = measure(True, args.requests, args.clients)
+    for name, (rate, cpu) in (("uvicorn, ASGI", asgi), ("parser callbacks", bare)):
+        print(
+            f"HTTP server answering a fixed body ({name}), {args.clients} clients: {rate:,.0f}"
+            f" requests/s, server CPU {cpu:.1f} us per request"
+        )
+    print(f"parser callbacks / ASGI, CPU per request: {bare[1] / asgi[1]:.2f}")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ from tests.support.receiver import (
 )
 
 TIMEOUT = 10.0  # the head and body timeout: never reached by these tests
-STAMP = int(time.time())  # one signature time for both servers, so both see the same requests
 
 BODY = b'{"processing_version":"v1","execution_id":"e-1","input":{"n":1}}'
 
@@ -78,18 +77,20 @@ def exchange_once(url: str, request: bytes) -> Answer:
     return answer
 
 
-def requests(served: dict[str, Any]) -> list[tuple[str, bytes, bool]]:
+def requests(served: dict[str, Any], stamp: int) -> list[tuple[str, bytes, bool]]:
     """A workflow's calls, their mistakes and some hostile requests, each on its own
     connection, in this order; and whether the protocol serves each from its callbacks (the
-    rest it hands to ASGI: nothing of theirs is unusual to the lane, or all is)."""
+    rest it hands to ASGI: nothing of theirs is unusual to the lane, or all is). Signed at
+    ``stamp``: both servers see the same requests."""
     write, read = served["tokens"]["write"], served["tokens"]["read"]
     signing, key = served["signing"]
 
     def post(path: str, body: bytes, token: str | None = write, **extra: str) -> bytes:
         return head(path, token=token, length=len(body), **extra) + body
 
-    def signed(path: str, body: bytes, *, stamp: int = STAMP) -> bytes:
-        return post(path, body, signing, X_Flowledger_Signature=signature(key, path, body, stamp))
+    def signed(path: str, body: bytes, *, late: int = 0) -> bytes:
+        sign = signature(key, path, body, stamp - late)
+        return post(path, body, signing, X_Flowledger_Signature=sign)
 
     def raw(line: str, *headers: str, body: bytes = BODY) -> bytes:
         lines = [line, "Host: receiver", f"Authorization: Bearer {write}", *headers]
@@ -129,7 +130,7 @@ def requests(served: dict[str, Any]) -> list[tuple[str, bytes, bool]]:
         ("a bad key", post("/v1/operations/op-2/prepare", keyed, Idempotency_Key="a b"), True),
         ("signed", signed("/v1/operations/op-6/dispatch", BODY), True),
         ("signed, again", signed("/v1/operations/op-6/dispatch", BODY), True),
-        ("signed, stale", signed("/v1/operations/op-7/dispatch", BODY, stamp=STAMP - 86400), True),
+        ("signed, stale", signed("/v1/operations/op-7/dispatch", BODY, late=86400), True),
         (
             "signed, tampered",
             signed("/v1/operations/op-8/dispatch", BODY).replace(b'"n":1', b'"n":2'),
@@ -179,9 +180,9 @@ def requests(served: dict[str, Any]) -> list[tuple[str, bytes, bool]]:
     ]
 
 
-def answers(served: dict[str, Any]) -> list[tuple[str, int, dict[str, str], Any, bool]]:
+def answers(served: dict[str, Any], stamp: int) -> list[tuple[str, int, dict[str, str], Any, bool]]:
     said = []
-    for name, request, _ in requests(served):
+    for name, request, _ in requests(served, stamp):
         answer = exchange_once(served["url"], request)
         headers = {k: v for k, v in answer.headers.items() if k != "date"}
         body = json.loads(answer.body) if answer.body else None
@@ -201,15 +202,16 @@ def test_the_calls_get_the_same_answers_as_the_asgi_way(
         original(self, reply)
 
     monkeypatch.setattr(exchange.Exchange, "answer", counted)
+    stamp = int(time.time())
     with receiver(tmp_path / "direct", direct=True, writer_process=writer_process) as served:
-        direct = answers(served)
+        direct = answers(served, stamp)
     taken = len(served_so)
     with receiver(tmp_path / "asgi", direct=False, writer_process=writer_process) as served:
-        asgi = answers(served)
+        asgi = answers(served, stamp)
     assert len(served_so) == taken  # uvicorn's own protocol never takes the direct path
     assert direct == asgi
     with receiver(tmp_path / "count", direct=False, writer_process=False) as served:
-        expected = sum(1 for *_, so in requests(served) if so)
+        expected = sum(1 for *_, so in requests(served, stamp) if so)
     assert taken == expected
     by_name = {name: (status, body) for name, status, _, body, _ in direct}
     assert by_name["go"][1]["decision"] == "go"

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import httptools
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
@@ -88,6 +89,7 @@ class Exchange:
         "response_complete",
         "route",
         "scope",
+        "size",
         "started",
     )
 
@@ -109,6 +111,7 @@ class Exchange:
         self.started = time.perf_counter()  # the latency, as the body guard times it
         self.deadline = protocol.loop.time() + timeout  # the whole body by then, or 408
         self.body: list[bytes] = []
+        self.size = 0  # bytes of the body so far
         self.complete = False  # the whole body arrived
         self.admission: Admission | None = None
         self.keep_alive = protocol.parser.should_keep_alive()
@@ -142,6 +145,10 @@ class Exchange:
 
     def on_body(self, data: bytes) -> None:
         self.body.append(data)
+        self.size += len(data)
+        if self.admission is None and self.size > HIGH_WATER_LIMIT:
+            # The token is still being looked up: hold no more than the ASGI way would.
+            self.protocol.flow.pause_reading()
 
     def on_complete(self) -> None:
         self.complete = True
@@ -176,6 +183,8 @@ class Exchange:
             return
         if self.complete:
             self._start()
+        else:
+            self.protocol.flow.resume_reading()
 
     def _start(self) -> None:
         assert self.admission is not None
