@@ -122,6 +122,11 @@ def main() -> None:
         if key in after:
             print(f"  {args.rev:>{width}}: {shown(key[0], before[key]).strip()}")
             print(f"  {'this tree':>{width}}: {shown(key[0], after[key]).strip()}")
+    # A line one tree prints in another shape (or not at all): each side's own, after.
+    for side, mine, theirs in ((args.rev, before, after), ("this tree", after, before)):
+        for key in mine:
+            if key not in theirs:
+                print(f"  {side:>{width}} only: {shown(key[0], mine[key]).strip()}")
 
 
 if __name__ == "__main__":
