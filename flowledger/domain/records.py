@@ -24,7 +24,9 @@ def direct_init(cls: type[T]) -> type[T]:
     """Replace the ``__init__`` of ``cls``, a frozen dataclass (apply it over
     ``@dataclass(frozen=True)``) with one that takes the same arguments and writes them
     straight into the instance's ``__dict__``. Refuses a class whose ``__init__`` does more
-    than set its fields (``__post_init__``, init-only or keyword-only fields, slots)."""
+    than set its fields (``__post_init__``, init-only or keyword-only fields, slots, a
+    descriptor as a default) or a field named as the new ``__init__``'s own names
+    (``_record_…``)."""
     params = vars(cls).get("__dataclass_params__")
     if params is None or not params.frozen:
         raise TypeError(f"{cls.__name__}: direct_init is for frozen dataclasses")
@@ -32,30 +34,35 @@ def direct_init(cls: type[T]) -> type[T]:
     plain = (
         not hasattr(cls, "__post_init__")
         and "__slots__" not in cls.__dict__
-        and len(fields) == len(vars(cls)["__dataclass_fields__"])  # no init-only fields
+        # no init-only (nor class) variables beside the fields
+        and len(fields) == len(vars(cls)["__dataclass_fields__"])
         and all(f.init and not f.kw_only for f in fields)
+        and not any(f.name.startswith("_record_") for f in fields)  # the names used below
+        # a descriptor for a field: the dataclass's __init__ assigns through it
+        and not any(hasattr(type(vars(cls).get(f.name)), "__set__") for f in fields)
     )
     if not plain:
         raise TypeError(f"{cls.__name__}: its __init__ does more than set its fields")
-    namespace: dict[str, Any] = {"_MISSING": _MISSING}
-    arguments, lines = ["self"], ["d = self.__dict__"]
+    namespace: dict[str, Any] = {"_record_missing": _MISSING}
+    arguments, lines = ["_record_self"], ["_record_dict = _record_self.__dict__"]
     for f in fields:
         name = f.name
         if f.default is not dataclasses.MISSING:
-            namespace[f"_default_{name}"] = f.default
-            arguments.append(f"{name}=_default_{name}")
+            namespace[f"_record_default_{name}"] = f.default
+            arguments.append(f"{name}=_record_default_{name}")
         elif f.default_factory is not dataclasses.MISSING:
-            namespace[f"_factory_{name}"] = f.default_factory
-            arguments.append(f"{name}=_MISSING")
-            lines.append(f"if {name} is _MISSING: {name} = _factory_{name}()")
+            namespace[f"_record_factory_{name}"] = f.default_factory
+            arguments.append(f"{name}=_record_missing")
+            lines.append(f"if {name} is _record_missing: {name} = _record_factory_{name}()")
         else:
             arguments.append(name)
-        lines.append(f"d[{name!r}] = {name}")
+        lines.append(f"_record_dict[{name!r}] = {name}")
     source = f"def __init__({', '.join(arguments)}):\n" + "".join(f"    {line}\n" for line in lines)
-    exec(source, namespace)
+    exec(source, namespace)  # the source is made above from the fields' names
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     init.__doc__ = cls.__init__.__doc__
+    init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     setattr(cls, "__init__", init)  # noqa: B010
     return cls

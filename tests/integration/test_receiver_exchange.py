@@ -23,6 +23,7 @@ import uvicorn
 
 from flowledger.config import ReceiverConfig
 from flowledger.receiver import create_app
+from flowledger.receiver.api.tokens import TokenCache
 from flowledger.receiver.engine import exchange
 from flowledger.receiver.engine.reply import Reply
 from flowledger.receiver.engine.server import bounded_head_protocol
@@ -369,3 +370,184 @@ def test_a_call_served_so_logs_the_access_line_uvicorn_logs(tmp_path: Path, dire
         ("POST", "/v1/operations/logged/dispatch", "1.1", 401),
     ]
     assert all(str(args[0]).startswith("127.0.0.1:") for args in said)  # type: ignore[index]
+
+
+@contextlib.contextmanager
+def slow_tokens(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Every reload of the token cache waits for the event the block is given (set at its
+    end, whatever happened)."""
+    release = threading.Event()
+    reload = TokenCache.reload
+
+    def waiting(self: TokenCache) -> None:
+        assert release.wait(30)
+        reload(self)
+
+    monkeypatch.setattr(TokenCache, "reload", waiting)
+    try:
+        yield release
+    finally:
+        release.set()
+
+
+def signalled(monkeypatch: pytest.MonkeyPatch, name: str) -> threading.Event:
+    """An event set once ``Exchange.<name>`` has run."""
+    done = threading.Event()
+    original = getattr(exchange.Exchange, name)
+
+    def then_signal(self: exchange.Exchange, *args: Any) -> Any:
+        try:
+            return original(self, *args)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(exchange.Exchange, name, then_signal)
+    return done
+
+
+@contextlib.contextmanager
+def stale_cache_receiver(tmp_path: Path, **settings: Any) -> Iterator[dict[str, Any]]:
+    """A receiver whose token cache is always to be read again (``token_ttl`` 0): every
+    call waits for the reload before its token is known."""
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    ledger = Ledger(store)
+    token = make_token(ledger, "n8n")
+    config = ReceiverConfig(body_timeout=settings.pop("body_timeout", TIMEOUT))
+    app = create_app(ledger, config=config, secret=SECRET, token_ttl=0.0)
+    http = bounded_head_protocol(config.body_timeout.total_seconds())
+    try:
+        with server_thread(app, http=http, **settings) as url:
+            yield {"url": url, "token": token, "store": store}
+    finally:
+        store.dispose()
+
+
+def stored(store: Any) -> int:
+    from tests.integration.test_receiver_bodies import operations
+
+    return operations(store)
+
+
+@pytest.mark.parametrize("token", ["known", "unknown"])
+def test_a_client_gone_while_its_token_is_looked_up_has_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, token: str
+) -> None:
+    """The whole request arrives, the client leaves, then the token is known: under ASGI the
+    lane reads a disconnect and writes nothing; so here, and a refused token's error is
+    not left unread (asyncio would log it)."""
+    lost = signalled(monkeypatch, "lost")
+    admitted = signalled(monkeypatch, "_admitted")
+    with slow_tokens(monkeypatch) as release, stale_cache_receiver(tmp_path) as served:
+        bearer = served["token"] if token == "known" else "flt_nope"
+        request = head("/v1/operations/gone/dispatch", token=bearer, length=len(BODY)) + BODY
+        with open_socket(served["url"]) as sock:
+            sock.sendall(request)
+        assert lost.wait(30)  # the server saw the client go, with the token still unknown
+        release.set()
+        assert admitted.wait(30)
+        assert stored(served["store"]) == 0
+        release_check = exchange_once(
+            served["url"], head("/v1/operations/after/dispatch", token=served["token"],
+                                length=len(BODY)) + BODY
+        )  # fmt: skip
+    assert release_check.status == 200
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+
+
+def test_the_body_deadline_counts_from_the_tokens_admission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token looked up for longer than the body timeout does not use up the body's time:
+    the body guard's clock starts at the first read, after the token is known."""
+    timeout = 0.2
+    swept: list[float] = []
+    past = threading.Event()
+    late = exchange.Exchange.late
+
+    def watched(self: exchange.Exchange, now: float) -> None:
+        swept.append(now)
+        if now - swept[0] > 2 * timeout:  # a head-counted deadline would be long gone
+            past.set()
+        late(self, now)
+
+    monkeypatch.setattr(exchange.Exchange, "late", watched)
+    with (
+        slow_tokens(monkeypatch) as release,
+        stale_cache_receiver(tmp_path, body_timeout=timeout) as served,
+    ):
+        request = head("/v1/operations/slow/dispatch", token=served["token"], length=len(BODY))
+        with open_socket(served["url"]) as sock:
+            sock.sendall(request + BODY[:10])
+            assert past.wait(30)
+            release.set()
+            sock.sendall(BODY[10:])
+            answer = read_answer(sock)
+    assert answer.status == 200, answer.body
+
+
+def test_a_call_after_a_refusal_in_the_same_read_keeps_its_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal answered from the parser's callbacks, then a call in the same read whose
+    write takes long: no keep-alive timer may run while that call is owed its answer."""
+    in_flight = threading.Event()
+    released: concurrent.futures.Future[None] = concurrent.futures.Future()
+    start = exchange.WriteLane.start
+
+    def held_back(self: Any, call: Any, params: Any, *args: Any) -> Any:
+        outcome = start(self, call, params, *args)
+        if params.get("operation_id") != "held" or isinstance(outcome, Reply):
+            return outcome
+
+        async def after_release() -> Reply:
+            reply = await outcome
+            await asyncio.wrap_future(released)
+            return reply
+
+        in_flight.set()
+        return after_release()
+
+    monkeypatch.setattr(exchange.WriteLane, "start", held_back)
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    ledger = Ledger(store)
+    token = make_token(ledger, "n8n")
+    app = create_app(ledger, config=ReceiverConfig(body_timeout=TIMEOUT), secret=SECRET)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning",
+        http=bounded_head_protocol(TIMEOUT), timeout_keep_alive=1,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 90
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        refused = head("/v1/operations/x/dispatch", token=token, length=len(BODY)) + BODY
+        refused = refused.replace(b"application/json", b"text/plain")  # 415 at once
+        held = head("/v1/operations/held/dispatch", token=token, length=len(BODY)) + BODY
+        warm = head("/v1/operations/warm/dispatch", token=token, length=len(BODY)) + BODY
+        # The token known (the cache read a moment ago): the refusal is answered from the
+        # parser's callbacks, within the read that also holds the next call.
+        assert exchange_once(f"http://127.0.0.1:{port}", warm).status == 200
+        with open_socket(f"http://127.0.0.1:{port}") as sock:
+            sock.sendall(refused + held)  # one read: the refusal, then the held call
+            first = read_answer(sock)
+            assert in_flight.wait(30)
+            (connection,) = server.server_state.connections
+            armed = connection.timeout_keep_alive_task
+            direct = type(connection.cycle) is exchange.Exchange
+            released.set_result(None)
+            second = read_answer(sock)
+    finally:
+        if not released.done():
+            released.set_result(None)
+        server.should_exit = True
+        thread.join(timeout=30)
+        store.dispose()
+    assert first.status == 415
+    assert direct  # the held call is the parser's, not a pipelined ASGI request
+    assert armed is None  # nothing would close the connection under the held call
+    assert second.status == 200 and json.loads(second.body)["decision"] == "go"

@@ -127,7 +127,45 @@ def _slots() -> type:
     return Slotted
 
 
-@pytest.mark.parametrize("make", [_not_frozen, _post_init, _keyword_only, _slots])
+def _own_name() -> type:
+    @dataclass(frozen=True)
+    class Clash:
+        _record_dict: int
+
+    return Clash
+
+
+class _Descriptor:
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return 5
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        pass
+
+
+def _descriptor_default() -> type:
+    @dataclass(frozen=True)
+    class Described:
+        value: int = _Descriptor()  # type: ignore[assignment]
+
+    return Described
+
+
+def test_fields_named_as_the_names_of_an_init_are_kept() -> None:
+    @direct_init
+    @dataclass(frozen=True)
+    class Named:
+        self: int
+        d: int = 2
+
+    made = Named(1)
+    assert (made.self, made.d) == (1, 2) and made == Named(self=1, d=2)
+    assert Named.__init__.__annotations__ == {"self": "int", "d": "int", "return": None}
+
+
+@pytest.mark.parametrize(
+    "make", [_not_frozen, _post_init, _keyword_only, _slots, _own_name, _descriptor_default]
+)
 def test_a_class_whose_init_does_more_is_refused(make: Any) -> None:
     with pytest.raises(TypeError):
         direct_init(make())

@@ -20,6 +20,7 @@ Anything else goes the ASGI way, which answers it as before.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import urllib.parse
 from collections.abc import Awaitable
@@ -44,16 +45,14 @@ _PROXY = frozenset((b"x-forwarded-for", b"x-forwarded-proto"))
 
 
 def lane_of(app: Any) -> WriteLane | None:
-    """The write lane of the receiver that ``app`` is, or wraps (uvicorn wraps it in its
-    proxy headers middleware): None for any other app."""
-    for _ in range(8):
-        lane = getattr(app, "write_lane", None)
-        if isinstance(lane, WriteLane):
-            return lane
-        app = getattr(app, "app", None)
-        if app is None:
-            return None
-    return None
+    """The write lane of the receiver that ``app`` is, or that uvicorn's proxy headers
+    middleware wraps (the exchange applies those headers itself: :func:`take`). None for any
+    other app, or one wrapped in anything else (uvicorn's message logger at its ``trace``
+    level, say): its requests all go the ASGI way."""
+    if isinstance(app, ProxyHeadersMiddleware):
+        app = app.app
+    lane = getattr(app, "write_lane", None)
+    return lane if isinstance(lane, WriteLane) else None
 
 
 class _Unheard:
@@ -91,6 +90,7 @@ class Exchange:
         "scope",
         "size",
         "started",
+        "timeout",
     )
 
     message_event = _UNHEARD
@@ -109,7 +109,10 @@ class Exchange:
         self.scope = protocol.scope
         self.headers = headers
         self.started = time.perf_counter()  # the latency, as the body guard times it
-        self.deadline = protocol.loop.time() + timeout  # the whole body by then, or 408
+        self.timeout = timeout
+        # The whole body by then, or 408: counted from the token's admission, as the body
+        # guard counts from the first read, which follows it.
+        self.deadline = math.inf
         self.body: list[bytes] = []
         self.size = 0  # bytes of the body so far
         self.complete = False  # the whole body arrived
@@ -134,7 +137,9 @@ class Exchange:
         except Exception as exc:
             self.refuse(refusal(exc))
             return
-        if self.admission is None:
+        if self.admission is not None:
+            self.deadline = self.protocol.loop.time() + self.timeout
+        else:
             waiting = admit(
                 self.lane.state,
                 "write",
@@ -158,15 +163,16 @@ class Exchange:
     def late(self, now: float) -> None:
         """The connections' sweep: a body not whole by its deadline is answered 408."""
         if not self.complete and not self.response_complete and now >= self.deadline:
-            timeout = self.protocol.head_timeout
-            message = f"the body did not arrive within {timeout:g} s"
+            message = f"the body did not arrive within {self.timeout:g} s"
             self.refuse(Reply.error(ApiError(408, "body_timeout", message)))
 
     def lost(self) -> None:
-        """The connection closed before the answer: what the lane answers a body cut short
-        is still counted, though nobody reads it."""
+        """The connection closed before the answer. Before the call was handed over (the
+        body not whole, or the token still being looked up) nothing is written, as under
+        ASGI, where the lane then reads a disconnect: what it answers a body cut short is
+        still counted, though nobody reads it."""
         self.disconnected = True
-        if not self.complete and not self.response_complete:
+        if (not self.complete or self.admission is None) and not self.response_complete:
             self.response_complete = True
             reply = Reply.error(ApiError(400, "incomplete_body", "the body ended before its end"))
             self._observe(reply.status)
@@ -174,13 +180,16 @@ class Exchange:
     # The steps.
 
     def _admitted(self, future: asyncio.Future[Admission]) -> None:
-        if self.response_complete:
+        if self.response_complete:  # answered meanwhile (the client went, or was too slow)
+            if not future.cancelled():
+                future.exception()  # a refusal nobody hears: not logged as never retrieved
             return
         try:
             self.admission = future.result()
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
             self.refuse(refusal(exc))
             return
+        self.deadline = self.protocol.loop.time() + self.timeout
         if self.complete:
             self._start()
         else:
@@ -194,14 +203,21 @@ class Exchange:
         outcome = lane.start(self.call, self.params, self.scope, self.headers, self.admission, body)
         if isinstance(outcome, Reply):
             self.answer(lane.observed(self.call, outcome))
-        else:
-            asyncio.ensure_future(outcome).add_done_callback(self._written)
+            return
+        written = asyncio.ensure_future(outcome)
+        # Among the server's tasks, as an ASGI request's task is: a graceful stop waits for
+        # it (until its timeout, when it cancels it) even once its client has gone, and
+        # ``limit_concurrency`` counts it.
+        tasks = self.protocol.tasks
+        tasks.add(written)
+        written.add_done_callback(tasks.discard)
+        written.add_done_callback(self._written)
 
     def _written(self, future: Awaitable[Reply]) -> None:
         assert isinstance(future, asyncio.Future)
         try:
             reply = future.result()
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
             reply = refusal(exc)
         self.answer(self.lane.observed(self.call, reply))
 
@@ -219,6 +235,8 @@ class Exchange:
         protocol = self.protocol
         status = reply.status
         self._observe(status)
+        if self.disconnected:  # nobody to answer, and no line logged (as uvicorn's cycle)
+            return
         if protocol.access_log:
             scope = self.scope
             protocol.access_logger.info(
@@ -230,7 +248,7 @@ class Exchange:
                 status,
             )
         transport = protocol.transport
-        if self.disconnected or transport.is_closing():
+        if transport.is_closing():
             return
         parts = [STATUS_LINE[status]]
         for name, value in protocol.server_state.default_headers:

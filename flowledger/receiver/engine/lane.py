@@ -225,7 +225,7 @@ class WriteLane:
         return reply
 
 
-def refusal(exc: Exception) -> Reply:
+def refusal(exc: BaseException) -> Reply:
     """The one shape of an error answer, never a 500 with a trace (logged by class)."""
     return Reply.error(exc if isinstance(exc, ApiError) else as_api_error(exc))
 

@@ -146,6 +146,9 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
                 self.check_size(self.unparsed)
 
         def on_message_begin(self) -> None:
+            # An exchange answered from the parser's callbacks (a refusal) arms the keep-alive
+            # timer mid-read: a request that follows in the same read is no idle connection.
+            self._unset_keepalive_if_required()
             super().on_message_begin()
             self.in_head, self.unparsed = True, 0
             self.head_since = self.loop.time()
