@@ -72,7 +72,7 @@ def refusal(
             return None
         return IllegalTransition(
             f"release for retry applies to an unknown outcome of a dispatched operation; "
-            f"{operation_id} is {state.value} with a {hold.reason.value} hold"
+            f"{operation_id} is {state.value}, held as {hold.reason.value}"
         )
     if action == "reapprove":
         return _next_dispatch_refusal(

@@ -351,3 +351,24 @@ def test_unauthenticated_bodies_never_take_memory_of_their_size(tmp_path: Path) 
         assert served.status_code == 200 and operations(store) == 1
     finally:
         store.dispose()
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"NOT HTTP AT ALL\r\n\r\n",
+        head(token=None, length=5).replace(
+            b"Content-Length: 5", b"Content-Length: 5\r\nContent-Length: 6"
+        )
+        + b"{}{}{}",
+        head(token=None, length=5).replace(b"Content-Length: 5", b"Transfer-Encoding: chunked")
+        + b"zz\r\n{}\r\n0\r\n\r\n",
+    ],
+    ids=["request-line", "two-lengths", "bad-chunk-size"],
+)
+def test_a_request_the_parser_refuses_is_answered_in_the_error_shape(
+    served: Served, sent: bytes
+) -> None:
+    answer = converse(served.url, sent)
+    assert (answer.status, answer.code, answer.closed) == (400, "invalid_http", True)
+    assert answer.headers["content-type"] == "application/json"

@@ -208,7 +208,7 @@ def test_release_for_retry_needs_an_outcome_hold_on_a_dispatched_operation(
     assert refused(lambda: release_for_retry(op, hold, [hold], "not sent")) == (
         "illegal_transition",
         "release for retry applies to an unknown outcome of a dispatched operation; "
-        f"invoice:INV-42:send is {state.value} with a {hold.reason.value} hold",
+        f"invoice:INV-42:send is {state.value}, held as {hold.reason.value}",
     )
 
 

@@ -108,7 +108,8 @@ def unavailable(message: str, code: str = "unavailable") -> ApiError:
 
 # What each error status means on the routes that can answer it, with its ``code`` values.
 _MEANINGS = {
-    400: "`invalid_json`: the body is not JSON; `incomplete_body`: the client left mid-body",
+    400: "`invalid_json`: the body is not JSON; `incomplete_body`: the client left mid-body; "
+    "`invalid_http`: the request is not valid HTTP/1.1",
     401: "`missing_token`, `unknown_token` (unknown or revoked); for a token that signs: "
     "`signature_required`, `bad_signature`, `stale_signature` (outside the window), "
     "`replayed_signature` (accepted before), `signature_upgrade` (a v1 signature), "

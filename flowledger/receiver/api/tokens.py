@@ -90,7 +90,10 @@ def create_token(
 
     def work(tx: Tx) -> None:
         if stored_tokens.name_taken(tx.conn, name):
-            raise LedgerError(f"a token named {name!r} exists; revoke it or choose another name")
+            raise LedgerError(
+                f"a token named {name!r} exists or existed (a name is taken once, revoked or "
+                "not: the events name it); choose another name"
+            )
         stored_tokens.insert(
             tx.conn,
             name=name,

@@ -188,6 +188,12 @@ def bounded_head_protocol(timeout: float) -> type[asyncio.Protocol]:
                 cycle.lost()
             super().connection_lost(exc)
 
+        def send_400_response(self, msg: str) -> None:
+            """A request the parser refuses (a bad request line, chunk size or framing), in
+            the one error shape rather than uvicorn's plain text; closes the connection."""
+            message = "the request is not valid HTTP/1.1"
+            self.refuse(_refusal(400, "Bad Request", "invalid_http", message))
+
         def check_size(self, size: int) -> None:
             if size > HEAD_LIMIT and not self.refused:
                 message = f"the request line and headers are over {HEAD_LIMIT} bytes"
