@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from flowledger.config import ReceiverConfig
 from flowledger.receiver import create_app
@@ -42,6 +41,7 @@ from tests.support.receiver import (
     make_token,
     server_thread,
     signature,
+    uvicorn_thread,
 )
 
 TIMEOUT = 10.0  # the head and body timeout: never reached by these tests
@@ -293,31 +293,21 @@ def test_a_graceful_stop_answers_the_call_in_flight_and_closes(
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     app = create_app(ledger, config=ReceiverConfig(body_timeout=TIMEOUT), secret=SECRET)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", http=protocol)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     try:
-        deadline = time.monotonic() + 90
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        with open_socket(f"http://127.0.0.1:{port}") as sock:
-            sock.sendall(head(token=token, length=len(BODY)) + BODY)
-            assert in_flight.wait(30)
-            server.should_exit = True  # the stop begins with the call in flight
-            assert stopping.wait(30)
-            released.set_result(None)
-            answer = read_answer(sock)
-            shut = closed(sock)
-        thread.join(timeout=30)
-        assert not thread.is_alive()
+        with uvicorn_thread(app, http=protocol) as running:
+            with open_socket(running.url) as sock:
+                sock.sendall(head(token=token, length=len(BODY)) + BODY)
+                assert in_flight.wait(30)
+                running.server.should_exit = True  # the stop begins with the call in flight
+                assert stopping.wait(30)
+                released.set_result(None)
+                answer = read_answer(sock)
+                shut = closed(sock)
+            running.thread.join(timeout=30)
+            assert not running.thread.is_alive()
     finally:
         if not released.done():
             released.set_result(None)
-        server.should_exit = True
-        thread.join(timeout=30)
         store.dispose()
     assert answer.status == 200 and json.loads(answer.body)["decision"] == "go"
     assert answer.headers["connection"] == "close"
@@ -512,40 +502,27 @@ def test_a_call_after_a_refusal_in_the_same_read_keeps_its_connection(
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     app = create_app(ledger, config=ReceiverConfig(body_timeout=TIMEOUT), secret=SECRET)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning",
-        http=bounded_head_protocol(TIMEOUT), timeout_keep_alive=1,
-    )  # fmt: skip
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     try:
-        deadline = time.monotonic() + 90
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        refused = head("/v1/operations/x/dispatch", token=token, length=len(BODY)) + BODY
-        refused = refused.replace(b"application/json", b"text/plain")  # 415 at once
-        held = head("/v1/operations/held/dispatch", token=token, length=len(BODY)) + BODY
-        warm = head("/v1/operations/warm/dispatch", token=token, length=len(BODY)) + BODY
-        # The token known (the cache read a moment ago): the refusal is answered from the
-        # parser's callbacks, within the read that also holds the next call.
-        assert exchange_once(f"http://127.0.0.1:{port}", warm).status == 200
-        with open_socket(f"http://127.0.0.1:{port}") as sock:
-            sock.sendall(refused + held)  # one read: the refusal, then the held call
-            first = read_answer(sock)
-            assert in_flight.wait(30)
-            (connection,) = server.server_state.connections
-            armed = connection.timeout_keep_alive_task
-            direct = type(connection.cycle) is exchange.Exchange
-            released.set_result(None)
-            second = read_answer(sock)
+        with uvicorn_thread(app, timeout_keep_alive=1) as running:
+            refused = head("/v1/operations/x/dispatch", token=token, length=len(BODY)) + BODY
+            refused = refused.replace(b"application/json", b"text/plain")  # 415 at once
+            held = head("/v1/operations/held/dispatch", token=token, length=len(BODY)) + BODY
+            warm = head("/v1/operations/warm/dispatch", token=token, length=len(BODY)) + BODY
+            # The token known (the cache read a moment ago): the refusal is answered from the
+            # parser's callbacks, within the read that also holds the next call.
+            assert exchange_once(running.url, warm).status == 200
+            with open_socket(running.url) as sock:
+                sock.sendall(refused + held)  # one read: the refusal, then the held call
+                first = read_answer(sock)
+                assert in_flight.wait(30)
+                (connection,) = running.server.server_state.connections
+                armed = connection.timeout_keep_alive_task
+                direct = type(connection.cycle) is exchange.Exchange
+                released.set_result(None)
+                second = read_answer(sock)
     finally:
         if not released.done():
             released.set_result(None)
-        server.should_exit = True
-        thread.join(timeout=30)
         store.dispose()
     assert first.status == 415
     assert direct  # the held call is the parser's, not a pipelined ASGI request

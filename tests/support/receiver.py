@@ -121,9 +121,19 @@ def wait_until_serving(base_url: str, proc: subprocess.Popen[bytes] | None = Non
     raise RuntimeError(f"{base_url} did not start")
 
 
+@dataclass
+class Running:
+    """uvicorn serving in a thread: the server (to stop it, or to look at its connections),
+    the thread, and the base URL."""
+
+    server: uvicorn.Server
+    thread: threading.Thread
+    url: str
+
+
 @contextlib.contextmanager
-def server_thread(app: FastAPI, **settings: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn on a free loopback port in a thread; yields its base URL.
+def uvicorn_thread(app: FastAPI, **settings: Any) -> Iterator[Running]:
+    """Run ``app`` under uvicorn on a free loopback port in a thread, until the block ends.
     ``settings`` go to ``uvicorn.Config``; the HTTP protocol is the one ``serve`` runs (the
     workflow calls served from its callbacks) unless ``http`` names another."""
     settings = {"log_level": "warning", "access_log": False, **settings}
@@ -132,17 +142,24 @@ def server_thread(app: FastAPI, **settings: Any) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield Running(server, thread, f"http://127.0.0.1:{port}")
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@contextlib.contextmanager
+def server_thread(app: FastAPI, **settings: Any) -> Iterator[str]:
+    """:func:`uvicorn_thread`, yielding its base URL."""
+    with uvicorn_thread(app, **settings) as running:
+        yield running.url
 
 
 def serve_process(
