@@ -35,7 +35,7 @@ from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from flowledger.metrics import request_latency
 from flowledger.receiver.api.auth import Admission, admit, admit_now
 from flowledger.receiver.api.errors import ApiError
-from flowledger.receiver.engine.lane import LANE_HEADERS, WriteLane, refusal
+from flowledger.receiver.engine.lane import INCOMPLETE_BODY, LANE_HEADERS, WriteLane, refusal
 from flowledger.receiver.engine.reply import Reply
 
 if TYPE_CHECKING:
@@ -174,8 +174,7 @@ class Exchange:
         self.disconnected = True
         if (not self.complete or self.admission is None) and not self.response_complete:
             self.response_complete = True
-            reply = Reply.error(ApiError(400, "incomplete_body", "the body ended before its end"))
-            self._observe(reply.status)
+            self._observe(INCOMPLETE_BODY.status)
 
     # The steps.
 

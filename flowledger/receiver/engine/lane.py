@@ -51,6 +51,8 @@ LINE_BREAK = ApiError(
     422, "invalid_id", "must not contain control or bidi characters", "operation_id"
 )
 OPERATIONS = "/v1/operations/"
+# The client went away mid-body: nothing is written, and nobody reads this (counted, though).
+INCOMPLETE_BODY = ApiError(400, "incomplete_body", "the body ended before its end")
 LANE_HEADERS = {
     b"authorization": "authorization",
     b"x-flowledger-signature": "signature",
@@ -154,8 +156,7 @@ class WriteLane:
             )
             body = await _body(receive)
             if body is None:
-                # The client went away mid-body: nothing is written, and nobody reads this.
-                raise ApiError(400, "incomplete_body", "the body ended before its end")
+                raise INCOMPLETE_BODY
         except Exception as exc:
             return refusal(exc)
         return await self.answered(call, self.start(call, params, scope, headers, admission, body))
@@ -227,7 +228,7 @@ class WriteLane:
 
 def refusal(exc: BaseException) -> Reply:
     """The one shape of an error answer, never a 500 with a trace (logged by class)."""
-    return Reply.error(exc if isinstance(exc, ApiError) else as_api_error(exc))
+    return Reply.error(as_api_error(exc))
 
 
 def _work(
