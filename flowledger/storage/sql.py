@@ -8,7 +8,8 @@ SQLAlchemy's statement compiler, which costs more than the database work itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from operator import itemgetter
 from typing import Any
@@ -20,6 +21,38 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 def pyformat(sql: str, binary: bool = False) -> str:
     """``sql`` with psycopg's placeholders (``%(name)s``, or ``%(name)b`` sent in binary)."""
     return _NAMED.sub(r"%(\1)b" if binary else r"%(\1)s", sql.replace("%", "%%"))
+
+
+@cache
+def qmark(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
+    """``sql`` with sqlite3's positional placeholders (``?``), and what takes its parameters
+    out of a mapping in their order: sqlite3 binds a named parameter by asking the statement
+    its name and looking it up, which costs twice as much as binding by position
+    (``bench/README.md``, "Write path")."""
+    names = tuple(_NAMED.findall(sql))
+    positional = _NAMED.sub("?", sql)
+    if len(names) > 1:
+        return positional, itemgetter(*names)
+    if names:
+        (name,) = names
+        return positional, lambda params: (params[name],)
+    return positional, lambda params: ()
+
+
+Params = Mapping[str, Any] | Sequence[Any]
+
+
+def bound(sql: str, params: Params | None) -> tuple[str, Params]:
+    """``sql`` and ``params`` as sqlite3 binds them: a dict's by position (:func:`qmark`),
+    anything else as it is; a name missing from the dict is refused as sqlite3 refuses it."""
+    if not isinstance(params, dict):
+        return sql, params or ()
+    positional, values = qmark(sql)
+    try:
+        return positional, values(params)
+    except KeyError as exc:
+        message = f"You did not supply a value for binding parameter :{exc.args[0]}."
+        raise sqlite3.ProgrammingError(message) from None
 
 
 @cache

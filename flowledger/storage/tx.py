@@ -18,7 +18,7 @@ from flowledger.domain.redact import NO_SECRETS, Secrets, redact
 from flowledger.metrics import DB_ROUND_TRIPS
 from flowledger.storage.engine import ChainHint
 from flowledger.storage.models import time_binder
-from flowledger.storage.sql import Row, pyformat, row_type
+from flowledger.storage.sql import Row, bound, pyformat, row_type
 from flowledger.storage.sql import together as joined
 
 _NOTHING = contextlib.nullcontext()  # Tx.together on SQLite
@@ -270,7 +270,7 @@ class Tx:
             self._before_write()
             self.writes += 1
         if self.dialect == "sqlite":
-            cur.execute(sql, params or {})
+            cur.execute(*bound(sql, params))
             return cur
         sql = pyformat(sql, binary)
         if self._pipeline is None:

@@ -144,8 +144,9 @@ MISS_RELOAD = 0.25  # seconds between reloads caused by unknown tokens
 
 class TokenCache:
     """The active tokens, reloaded at most every ``ttl`` seconds, so that checking a request
-    costs no database round trip. A revocation takes effect within ``ttl``. Every lookup
-    compares the presented token's hash with each active hash by ``hmac.compare_digest``.
+    costs no database round trip. A revocation takes effect within ``ttl``. A token is looked
+    up by its hash, compared with each active hash by ``hmac.compare_digest``; one that
+    matched is then known by itself until the next reload.
 
     When each token was last used is kept here too, and written now and then
     (:meth:`take_used` + :func:`record_use`) rather than by every request."""
@@ -162,7 +163,11 @@ class TokenCache:
         # receiver runs), before any request can use that token.
         self.on_signing = on_signing
         self._salts: set[str] = set()
-        self._tokens: list[tuple[str, Principal]] = []
+        # The active tokens' hashes, and the tokens presented since they were loaded that
+        # matched one (by the token itself: a hash a request costs more than the rest of
+        # the lookup). One pair, replaced whole by a reload: a token found among the hashes
+        # before a reload is never remembered among those after it.
+        self._tokens: tuple[list[tuple[str, Principal]], dict[str, Principal]] = ([], {})
         self._loaded_at = -1e9
         self._lock = threading.Lock()
         self._used: dict[int, float] = {}  # token id -> time.time() of its last request
@@ -186,17 +191,21 @@ class TokenCache:
             self.on_signing(sorted(salts))
         self._salts |= salts
         with self._lock:
-            self._tokens = tokens
+            self._tokens = (tokens, {})
             self._loaded_at = time.monotonic()
 
     def find(self, token: str) -> Principal | None:
-        digest = token_digest(token)
-        found = None
-        for stored, principal in self._tokens:
-            if hmac.compare_digest(stored, digest):
-                found = principal
-        if found is not None:
-            self._used[found.token_id] = time.time()
+        tokens, found_before = self._tokens
+        found = found_before.get(token)
+        if found is None:
+            digest = token_digest(token)
+            for stored, principal in tokens:
+                if hmac.compare_digest(stored, digest):
+                    found = principal
+            if found is None:
+                return None
+            found_before[token] = found  # at most one entry an active token
+        self._used[found.token_id] = time.time()
         return found
 
     def take_used(self) -> dict[int, datetime]:

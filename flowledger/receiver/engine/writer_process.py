@@ -144,7 +144,9 @@ class WriterProcess:
         """:meth:`write` without a coroutine: the future of ``call``'s answer, for a caller
         that answers from a callback (:mod:`~flowledger.receiver.engine.exchange`). Called
         from the event loop's thread."""
-        loop = asyncio.get_running_loop()
+        # The loop it started on: asyncio.get_running_loop() asks the system for the
+        # process id on every call (Python 3.11), a system call a request.
+        loop = self._loop or asyncio.get_running_loop()
         future: asyncio.Future[Reply] = loop.create_future()
         if self._transport is None or self._closing:  # not started, ended or stopping
             future.set_result(

@@ -17,7 +17,7 @@ from flowledger.cli import app as _app  # noqa: F401  (registers the commands)
 from flowledger.cli.common import app
 from flowledger.domain.hashing import token_digest
 from flowledger.receiver import create_app
-from flowledger.receiver.api.tokens import list_tokens, revoke_token
+from flowledger.receiver.api.tokens import TokenCache, list_tokens, revoke_token
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
@@ -58,6 +58,23 @@ def test_unknown_token_is_401(api: Api) -> None:
 def test_revoked_token_is_401(api: Api) -> None:
     revoke_token(api.ledger, "write")
     _refused(api, 401, "unknown_token")
+
+
+def test_a_token_known_by_itself_is_looked_up_again_after_a_reload(ledger: Ledger) -> None:
+    """A token that matched is remembered by itself (no hash a request) until the next
+    reload, which forgets it: a revocation takes effect at the reload, as before."""
+    token = make_token(ledger, "remembered")
+    cache = TokenCache(ledger.store, ttl=3600.0)
+    cache.reload()
+    found = cache.find(token)
+    assert found is not None and found.name == "remembered"
+    assert cache.find(token) == found
+    assert cache.find(token + "x") is None and cache.find(token[:-1]) is None
+    revoke_token(ledger, "remembered")
+    assert cache.find(token) == found  # the cache is fresh: revoked within its ttl
+    cache.reload()
+    assert cache.find(token) is None
+    assert cache.find(token) is None  # a miss is never remembered
 
 
 def test_read_token_may_not_write_and_write_token_may_not_read(api: Api) -> None:
