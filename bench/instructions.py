@@ -5,13 +5,15 @@
 CPU time per transition moves by several percent from one run to the next on a shared
 machine, so a step worth 2 % is lost in it. The instructions a program runs do not move so:
 this runs the writer's batches (as ``bench.writer``: dispatches, then the same operations'
-confirms, each batch in one transaction, :func:`run_batch`) under callgrind twice, with 5
-batches of each kind and with 5 + ``--batches``, and prints the difference per transition;
-the start, the imports and the ledger's creation cancel out. What the kernel does (the
-commit's writes and ``fsync``) is not counted, and callgrind's instructions are not time: a
-cache miss or a system call costs more than its count.
+confirms, each batch in one transaction, :func:`run_batch`) under callgrind twice, both runs
+building the calls of 5 + ``--batches`` batches of each kind, one running 5 of them and the
+other all, and prints the difference per transition: the start, the imports, the ledger's
+creation and the making of the calls cancel out, and what is left is :func:`run_batch`'s.
+What the kernel does (the commit's writes and ``fsync``) is not counted, and callgrind's
+instructions are not time: a cache miss or a system call costs more than its count.
 
-To compare two trees: ``python -m bench.turns REV --runs 1 --bench instructions``.
+To compare two trees: ``python -m bench.turns REV --runs 1 --bench instructions``, for a REV
+that has this benchmark (for an older one, run this file in a worktree of it).
 
 Needs ``valgrind`` (Debian's package of that name); about two minutes a tree.
 """
@@ -37,18 +39,18 @@ _COLLECTED = re.compile(r"Collected : (\d+)")
 _FIRST = 5  # batches of each kind in the shorter run
 
 
-def workload(directory: Path, batches: int, size: int) -> None:
-    """``batches`` batches of ``size`` dispatches and as many of their confirms, after a warm-up
-    of 10 of each, on a fresh ledger in ``directory``."""
+def workload(directory: Path, batches: int, built: int, size: int) -> None:
+    """The first ``batches`` of ``built`` batches of ``size`` dispatches and as many of their
+    confirms, after a warm-up of 10 of each, on a fresh ledger in ``directory``."""
     store, _ = init_ledger(str(directory / "ledger.db"))
     ledger = Ledger(store)
     try:
         for k in range(10):
             for batch in _calls("warm", k * size, size):
                 run_batch(ledger, batch)
-        work = [_calls("run", k * size, size) for k in range(batches)]
+        work = [_calls("run", k * size, size) for k in range(built)]
         quiet_collector()  # as the writer process before its first batch
-        for dispatches, confirms in work:
+        for dispatches, confirms in work[:batches]:
             for batch in (dispatches, confirms):
                 replies, units = run_batch(ledger, batch)
                 assert units == size and all(r.status == 200 for _, r in replies)
@@ -56,7 +58,7 @@ def workload(directory: Path, batches: int, size: int) -> None:
         store.dispose()
 
 
-def counted(batches: int, size: int, directory: Path) -> int:
+def counted(batches: int, built: int, size: int, directory: Path) -> int:
     """Instructions callgrind counted for a whole run of :func:`workload` in a child."""
     command = [
         "valgrind",
@@ -67,6 +69,8 @@ def counted(batches: int, size: int, directory: Path) -> int:
         "bench.instructions",
         "--child",
         str(batches),
+        "--built",
+        str(built),
         "--size",
         str(size),
         "--dir",
@@ -86,17 +90,19 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=28, help="calls a batch (a commit)")
     parser.add_argument("--dir", default="./var", help="where the ledgers are made")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)  # run the workload alone
+    parser.add_argument("--built", type=int, help=argparse.SUPPRESS)  # the calls made for it
     args = parser.parse_args()
     base = Path(args.dir)
     base.mkdir(parents=True, exist_ok=True)
     if args.child is not None:
         with tempfile.TemporaryDirectory(dir=base, prefix="bench-instructions-") as tmp:
-            workload(Path(tmp), args.child, args.size)
+            workload(Path(tmp), args.child, args.built, args.size)
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("bench.instructions needs valgrind (apt-get install valgrind)")
-    short = counted(_FIRST, args.size, base)
-    long = counted(_FIRST + args.batches, args.size, base)
+    built = _FIRST + args.batches
+    short = counted(_FIRST, built, args.size, base)
+    long = counted(built, built, args.size, base)
     transitions = 2 * args.size * args.batches
     print(
         f"writer: {(long - short) / transitions:,.0f} instructions per transition "

@@ -125,7 +125,7 @@ def main() -> None:
         cost, commit = measure(base, size, args.batches)
         points.append((size, cost))
         print(f"  {size:4d} calls a commit: {cost:6.1f} us a transition (the commit {commit:.1f})")
-    if len(points) > 1:  # one size alone has no fit
+    if len({size for size, _ in points}) > 1:  # one size alone has no fit
         per_call, per_commit = fit(points)
         print(f"writer, fitted: {per_call:.1f} us a call + {per_commit:.0f} us a commit")
 

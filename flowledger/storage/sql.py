@@ -1,8 +1,13 @@
 """Plain SQL for the driver: the writer's statements and the rows they read.
 
 Statements are written once with ``:name`` placeholders (sqlite3's named style) and rewritten
-to ``%(name)s`` for psycopg; the hot path speaks SQL to the driver's cursor rather than through
-SQLAlchemy's statement compiler, which costs more than the database work itself.
+to ``%(name)s`` for psycopg and to ``?`` for sqlite3, which binds by position for less; the hot
+path speaks SQL to the driver's cursor rather than through SQLAlchemy's statement compiler,
+which costs more than the database work itself. So a ``:name`` is a placeholder wherever it
+stands: never one in a string literal or a comment of these statements.
+
+Each rewrite is kept for the statements used most (:data:`KEPT`): a statement built for its
+values (``in_list``) makes one of each length it is built with.
 """
 
 from __future__ import annotations
@@ -10,25 +15,26 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from operator import itemgetter
 from typing import Any
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+KEPT = 512  # statements whose rewrite is kept
 
 
-@cache
+@lru_cache(maxsize=KEPT)
 def pyformat(sql: str, binary: bool = False) -> str:
     """``sql`` with psycopg's placeholders (``%(name)s``, or ``%(name)b`` sent in binary)."""
     return _NAMED.sub(r"%(\1)b" if binary else r"%(\1)s", sql.replace("%", "%%"))
 
 
-@cache
+@lru_cache(maxsize=KEPT)
 def qmark(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
     """``sql`` with sqlite3's positional placeholders (``?``), and what takes its parameters
     out of a mapping in their order: sqlite3 binds a named parameter by asking the statement
-    its name and looking it up, which costs twice as much as binding by position
-    (``bench/README.md``, "Write path")."""
+    its name and looking it up, which costs about twice as much as binding by position
+    (``bench/README.md``, "Plain SQL to the driver")."""
     names = tuple(_NAMED.findall(sql))
     positional = _NAMED.sub("?", sql)
     if len(names) > 1:

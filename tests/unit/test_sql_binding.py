@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -36,8 +37,10 @@ def test_what_is_bound(sql: str, params: Any, expected: tuple[str, Any]) -> None
 
 
 def test_a_missing_name_is_refused_as_sqlite3_refuses_it() -> None:
-    conn = sqlite3.connect(":memory:")
-    with pytest.raises(sqlite3.ProgrammingError) as by_name:
+    with (
+        closing(sqlite3.connect(":memory:")) as conn,
+        pytest.raises(sqlite3.ProgrammingError) as by_name,
+    ):
         conn.execute("SELECT :a, :b", {"a": 1})
     with pytest.raises(sqlite3.ProgrammingError) as by_position:
         bound("SELECT :a, :b", {"a": 1})
@@ -53,13 +56,13 @@ def test_the_database_holds_the_same_rows_either_way() -> None:
     ]
     held = []
     for how in ("name", "position"):
-        conn = sqlite3.connect(":memory:")
-        conn.execute("CREATE TABLE t (a, b, c)")
-        for row in rows:
-            if how == "name":
-                conn.execute(INSERT, row)
-            else:
-                conn.execute(*bound(INSERT, row))
-        held.append(conn.execute("SELECT a, b, c, typeof(b) FROM t ORDER BY rowid").fetchall())
+        with closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute("CREATE TABLE t (a, b, c)")
+            for row in rows:
+                if how == "name":
+                    conn.execute(INSERT, row)
+                else:
+                    conn.execute(*bound(INSERT, row))
+            held.append(conn.execute("SELECT a, b, c, typeof(b) FROM t ORDER BY rowid").fetchall())
     assert held[0] == held[1]
     assert len(held[0]) == len(rows)

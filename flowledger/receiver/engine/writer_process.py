@@ -144,15 +144,18 @@ class WriterProcess:
         """:meth:`write` without a coroutine: the future of ``call``'s answer, for a caller
         that answers from a callback (:mod:`~flowledger.receiver.engine.exchange`). Called
         from the event loop's thread."""
-        # The loop it started on: asyncio.get_running_loop() asks the system for the
-        # process id on every call (Python 3.11), a system call a request.
-        loop = self._loop or asyncio.get_running_loop()
-        future: asyncio.Future[Reply] = loop.create_future()
         if self._transport is None or self._closing:  # not started, ended or stopping
+            future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
             future.set_result(
                 Reply.error(unavailable("the ledger's writer is not running; retry later"))
             )
             return future
+        # Running: on the loop its transport was made on (:meth:`start`), without
+        # asyncio.get_running_loop(), which asks the system for the process id on every
+        # call (Python 3.11): a system call a request.
+        loop = self._loop
+        assert loop is not None
+        future = loop.create_future()
         seq = next(self._seq)
         self._pending[seq] = future
         if self._turn is None:

@@ -17,6 +17,7 @@ from flowledger.cli import app as _app  # noqa: F401  (registers the commands)
 from flowledger.cli.common import app
 from flowledger.domain.hashing import token_digest
 from flowledger.receiver import create_app
+from flowledger.receiver.api import tokens as tokens_module
 from flowledger.receiver.api.tokens import TokenCache, list_tokens, revoke_token
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
@@ -60,21 +61,31 @@ def test_revoked_token_is_401(api: Api) -> None:
     _refused(api, 401, "unknown_token")
 
 
-def test_a_token_known_by_itself_is_looked_up_again_after_a_reload(ledger: Ledger) -> None:
-    """A token that matched is remembered by itself (no hash a request) until the next
+def test_a_token_known_by_itself_is_looked_up_again_after_a_reload(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token that matched is remembered by itself (not hashed again) until the next
     reload, which forgets it: a revocation takes effect at the reload, as before."""
+    hashed: list[str] = []
+
+    def digest(token: str) -> str:
+        hashed.append(token)
+        return token_digest(token)
+
     token = make_token(ledger, "remembered")
     cache = TokenCache(ledger.store, ttl=3600.0)
     cache.reload()
+    monkeypatch.setattr(tokens_module, "token_digest", digest)
     found = cache.find(token)
     assert found is not None and found.name == "remembered"
-    assert cache.find(token) == found
+    assert cache.find(token) == found and hashed == [token]  # the second time by itself
     assert cache.find(token + "x") is None and cache.find(token[:-1]) is None
+    assert cache.find(token + "x") is None  # a miss is never remembered: hashed each time
+    assert hashed == [token, token + "x", token[:-1], token + "x"]
     revoke_token(ledger, "remembered")
     assert cache.find(token) == found  # the cache is fresh: revoked within its ttl
     cache.reload()
-    assert cache.find(token) is None
-    assert cache.find(token) is None  # a miss is never remembered
+    assert cache.find(token) is None and hashed[-1] == token
 
 
 def test_read_token_may_not_write_and_write_token_may_not_read(api: Api) -> None:
@@ -269,8 +280,6 @@ def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
 ) -> None:
     """`token create` then the first call at once (what `flowledger n8n setup` and a person
     pasting the token do): the miss reloads the cache instead of answering unknown_token."""
-    import flowledger.receiver.api.tokens as tokens_module
-
     monkeypatch.setattr(tokens_module, "MISS_RELOAD", 0.0)
     tokens = {"write": make_token(ledger, "write")}
     with running(_cached_app(ledger, tokens), ledger, tokens) as api:
@@ -283,8 +292,6 @@ def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(
 def test_unknown_tokens_in_a_loop_do_not_reload_the_cache_each_time(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flowledger.receiver.api.tokens as tokens_module
-
     monkeypatch.setattr(tokens_module, "MISS_RELOAD", 3600.0)
     reloads: list[None] = []
     real = tokens_module.TokenCache.reload
