@@ -84,10 +84,27 @@ def counted(batches: int, built: int, size: int, directory: Path) -> int:
     return int(found.group(1))
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, default=20, help="batches of each kind counted")
-    parser.add_argument("--size", type=int, default=28, help="calls a batch (a commit)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.instructions",
+        description=(
+            "The writer process's instructions a transition (its run_batch: dispatches, then "
+            "their confirms), counted by Valgrind's callgrind in two runs of about a minute "
+            "each; needs valgrind. Prints one line: the instructions a transition."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument(
+        "--batches", type=_positive, default=20, help="batches of each kind counted"
+    )
+    parser.add_argument("--size", type=_positive, default=28, help="calls a batch (a commit)")
     parser.add_argument("--dir", default="./var", help="where the ledgers are made")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)  # run the workload alone
     parser.add_argument("--built", type=int, help=argparse.SUPPRESS)  # the calls made for it
