@@ -196,3 +196,43 @@ def test_every_way_in_refuses_with_the_same_words(
     assert by_api.status_code == 409
     assert line.endswith(f": {by_api.json()['error']['message']}.")
     assert holds.hold(demo_store, hold_id)["resolved_at"] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (None, 415),
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("application/xml", 415),
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+        ("application/merge-patch+json", 200),
+    ],
+)
+def test_an_action_sent_as_anything_but_json_is_415_and_does_nothing(
+    demo_store: Store, demo_ledger: Ledger, content_type: str | None, status: int
+) -> None:
+    """As the workflow calls answer it (and the README says): the body is JSON or the action
+    is refused, after the token and before the body is read."""
+    hold_id = _hold_of(demo_store, "source_stale")
+    tokens = {"dave": make_token(demo_ledger, "dave", "operator")}
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    body = json.dumps({"note": NOTE}).encode()
+    before = queries.status(demo_store, SHIFT_END).events
+    with running(create_app(demo_ledger, secret=SECRET, token_ttl=0.0), demo_ledger, tokens) as api:
+        path = f"/v1/holds/{hold_id}/note"
+        anonymous = api.post(path, token=None, content=body, headers=headers)
+        answer = api.post(path, token="dave", content=body, headers=headers)
+    assert anonymous.status_code == 401  # the token first, whatever the body
+    assert answer.status_code == status, answer.text
+    written = queries.status(demo_store, SHIFT_END).events - before
+    if status == 415:
+        assert answer.json()["error"] == {
+            "code": "unsupported_media_type",
+            "message": "send the body with Content-Type: application/json",
+            "field": None,
+        }
+        assert written == 0
+    else:
+        assert answer.json()["id"] == hold_id and written == 1  # the note

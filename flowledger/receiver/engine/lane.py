@@ -32,6 +32,7 @@ from starlette.routing import compile_path, get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flowledger.receiver.api.auth import Admission, Once, admit, check_body, target
+from flowledger.receiver.api.deps import NOT_JSON, is_json
 from flowledger.receiver.api.errors import INVALID_JSON, ApiError, as_api_error, validation_error
 from flowledger.receiver.api.idempotency import key_of, request_hash, take_key
 from flowledger.receiver.api.paths import check_raw_path
@@ -69,15 +70,6 @@ def lane_headers(scope: Scope) -> dict[str, str]:
         if wanted is not None and wanted not in found:
             found[wanted] = value.decode("latin-1")
     return found
-
-
-def _is_json(content_type: str | None) -> bool:
-    if content_type is None:
-        return False  # as FastAPI's routes: the documented body is application/json
-    media = content_type.partition(";")[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
 
 
 def _parse(call: Call, body: bytes) -> Any:
@@ -180,9 +172,8 @@ class WriteLane:
             # What a signature covers, made only for a token that signs.
             signed = target(scope) if admission.key is not None else b""
             principal, guard = check_body(st, admission, signed, body)
-            if not _is_json(headers.get("content_type")):
-                message = "send the body with Content-Type: application/json"
-                raise ApiError(415, "unsupported_media_type", message)
+            if not is_json(headers.get("content_type")):
+                raise NOT_JSON
             operation_id = _operation_id(scope, params) if call.has_operation else None
             model = _parse(call, body)
             header = headers.get("key")

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from flowledger.domain import IllegalTransition, Reason
 from flowledger.queries import holds as queue
 from flowledger.receiver.api.auth import require
-from flowledger.receiver.api.deps import state_of
+from flowledger.receiver.api.deps import JsonBody, state_of
 from flowledger.receiver.api.errors import ApiError, as_api_error, documented
 from flowledger.receiver.api.idempotency import HEADER, key_of, request_hash, running_key
 from flowledger.receiver.api.schemas.holds import (
@@ -109,6 +109,7 @@ def _endpoint(name: str) -> Any:
         hold_id: int,
         body: DecisionCreate,
         principal: Principal,
+        json: None,
         st: ReceiverState,
         request: Request,
         response: Response,
@@ -150,6 +151,7 @@ def _endpoint(name: str) -> Any:
             inspect.Parameter("hold_id", kind, annotation=HoldId),
             inspect.Parameter("body", kind, annotation=BODIES[name]),
             inspect.Parameter("principal", kind, annotation=Operator),
+            inspect.Parameter("json", kind, annotation=JsonBody),  # 415 after the token's 401
             inspect.Parameter("st", kind, annotation=St),
             inspect.Parameter("request", kind, annotation=Request),
             inspect.Parameter("response", kind, annotation=Response),
@@ -168,5 +170,5 @@ for _name, _action in actions.ACTIONS.items():
         description=f"{_action.title}, as the terminal UI and `flowledger hold ID {_name}` "
         "do; needs an operator token. Answers the hold as it is afterwards.",
         response_model=HoldPublic,
-        responses=documented(400, 401, 403, 404, 405, 408, 409, 413, 422, 503),
+        responses=documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503),
     )
