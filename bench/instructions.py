@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.writer import _calls
+from bench.writer import calls, run_pairs
 from flowledger.receiver.engine.server import quiet_collector
 from flowledger.receiver.engine.writer_child import run_batch
 from flowledger.services.ledger import Ledger
@@ -46,14 +46,11 @@ def workload(directory: Path, batches: int, built: int, size: int) -> None:
     ledger = Ledger(store)
     try:
         for k in range(10):
-            for batch in _calls("warm", k * size, size):
+            for batch in calls("warm", k * size, size):
                 run_batch(ledger, batch)
-        work = [_calls("run", k * size, size) for k in range(built)]
+        work = [calls("run", k * size, size) for k in range(built)]
         quiet_collector()  # as the writer process before its first batch
-        for dispatches, confirms in work[:batches]:
-            for batch in (dispatches, confirms):
-                replies, units = run_batch(ledger, batch)
-                assert units == size and all(r.status == 200 for _, r in replies)
+        run_pairs(ledger, work[:batches])
     finally:
         store.dispose()
 

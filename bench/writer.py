@@ -36,7 +36,7 @@ from flowledger.storage.migrate import init_ledger
 TTL = 86400.0  # an Idempotency-Key's life, unused: the calls carry none
 
 
-def _calls(run: str, first: int, size: int) -> tuple[list[Any], list[Any]]:
+def calls(run: str, first: int, size: int) -> tuple[list[Any], list[Any]]:
     """Batch ``first``..``first + size`` of run ``run``: its dispatches and its confirms, as the
     write lane hands them over (validated bodies, the bench token's actor)."""
     dispatches, confirms = [], []
@@ -50,6 +50,15 @@ def _calls(run: str, first: int, size: int) -> tuple[list[Any], list[Any]]:
         confirms.append((i, LaneCall("confirm", op, bodies[1], "token:bench", 1,
                                      None, "", TTL, None, False)))  # fmt: skip
     return dispatches, confirms
+
+
+def run_pairs(ledger: Ledger, work: list[tuple[list[Any], list[Any]]]) -> None:
+    """Each batch of dispatches, then the same operations' confirms, each run as the writer
+    process runs a batch (:func:`run_batch`); every call must be answered 200."""
+    for dispatches, confirms in work:
+        for batch in (dispatches, confirms):
+            replies, units = run_batch(ledger, batch)
+            assert units == len(batch) and all(r.status == 200 for _, r in replies)
 
 
 class _CommitClock:
@@ -82,18 +91,15 @@ def measure(directory: Path, size: int, batches: int) -> tuple[float, float]:
         store, _ = init_ledger(str(Path(tmp) / "ledger.db"))
         ledger = Ledger(store)
         try:
-            for batch in _calls("warm", 0, size):
+            for batch in calls("warm", 0, size):
                 run_batch(ledger, batch)
-            work = [_calls("run", k * size, size) for k in range(batches)]
+            work = [calls("run", k * size, size) for k in range(batches)]
             threshold = gc.get_threshold()
             quiet_collector()  # as the writer process before its first batch
             try:
                 with _CommitClock() as commits:
                     started = time.process_time()
-                    for dispatches, confirms in work:
-                        for batch in (dispatches, confirms):
-                            replies, units = run_batch(ledger, batch)
-                            assert units == size and all(r.status == 200 for _, r in replies)
+                    run_pairs(ledger, work)
                     spent = time.process_time() - started
             finally:
                 gc.unfreeze()
