@@ -54,7 +54,6 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.http_floor
 	$(BIN)/python -m bench.writer
-	$(BIN)/python -m bench.checks
 	$(BIN)/python -m bench.sync
 	$(BIN)/python -m bench.sweep
 	$(BIN)/python -m bench.tui

@@ -34,8 +34,8 @@ import uvloop
 from bench.load import Token, pair, signature
 from bench.receivers import BENCH_SECRET
 from bench.sampling import sampled
-from flowledger.receiver import create_app
 from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 

@@ -4,14 +4,13 @@ What the receiver's event loop would spend if the ledger cost nothing.
 
     python -m bench.http_floor [--requests 16000] [--clients 64]
 
-Serves, with :func:`flowledger.receiver.engine.server.serve_app` (uvicorn with the receiver's
+Serves, with :func:`flowledger.receiver.server.serve_app` (uvicorn with the receiver's
 protocol, limits, collector and switch interval), an ASGI app that reads each body whole and
 answers a fixed dispatch answer; then, in the same run, a bare httptools protocol on uvloop
-that answers the same body from the parser's callbacks (what the workflow calls are served
-from, :mod:`flowledger.receiver.engine.exchange`, without the lane). Drives each with
-``bench.load``'s keep-alive clients, as ``bench.ingest`` drives the receiver, and prints each
-server's CPU per request from ``/proc``. ``bench.ingest``'s "event loop" figure is the second
-plus the write lane and the frames to the writer process.
+that answers the same body from the parser's callbacks: the floor under any server. Drives
+each with ``bench.load``'s keep-alive clients, as ``bench.ingest`` drives the receiver, and
+prints each server's CPU per request from ``/proc``. ``bench.ingest``'s "event loop" figure is
+the first plus FastAPI's routing, the call's checks and the frames to the writer process.
 """
 
 from __future__ import annotations
@@ -73,7 +72,8 @@ class Callbacks(asyncio.Protocol):
 
 
 def serve(port: int, bare: bool) -> None:
-    from flowledger.receiver.engine.server import listen, quiet_collector, serve_app
+    from flowledger.receiver.engine.tuning import quiet_collector
+    from flowledger.receiver.server import listen, serve_app
 
     sock = listen("127.0.0.1", port)
     if not bare:
@@ -81,7 +81,7 @@ def serve(port: int, bare: bool) -> None:
         return
     import uvloop
 
-    from flowledger.receiver.engine.server import SWITCH_INTERVAL
+    from flowledger.receiver.engine.tuning import SWITCH_INTERVAL
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from bench.writer import calls, run_pairs
-from flowledger.receiver.engine.server import quiet_collector
+from flowledger.receiver.engine.tuning import quiet_collector
 from flowledger.receiver.engine.writer_child import run_batch
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger

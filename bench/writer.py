@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.load import pair
-from flowledger.receiver.api.routes.calls import BY_NAME
-from flowledger.receiver.engine.server import quiet_collector
-from flowledger.receiver.engine.wire import LaneCall
+from flowledger.receiver.api.calls import BY_NAME, CallRequest
+from flowledger.receiver.engine.tuning import quiet_collector
 from flowledger.receiver.engine.writer_child import run_batch
 from flowledger.services.ledger import Ledger
 from flowledger.storage import tx as transactions
@@ -45,9 +44,9 @@ def calls(run: str, first: int, size: int) -> tuple[list[Any], list[Any]]:
         op = f"{run}-{i}"
         bodies = [BY_NAME[name].body.model_validate_json(b) for name, b in (
             ("dispatch", dispatch), ("confirm", confirm))]  # fmt: skip
-        dispatches.append((i, LaneCall("dispatch", op, bodies[0], "token:bench", 1,
+        dispatches.append((i, CallRequest("dispatch", op, bodies[0], "token:bench", 1,
                                        None, "", TTL, None, True)))  # fmt: skip
-        confirms.append((i, LaneCall("confirm", op, bodies[1], "token:bench", 1,
+        confirms.append((i, CallRequest("confirm", op, bodies[1], "token:bench", 1,
                                      None, "", TTL, None, False)))  # fmt: skip
     return dispatches, confirms
 

@@ -19,8 +19,8 @@ from flowledger import metrics
 from flowledger.config import FileConfig
 from flowledger.queries import observability
 from flowledger.queries.proofs import ledger_origin
-from flowledger.receiver import create_app
-from flowledger.receiver.engine.server import listen, serve_app, url, writer_ended
+from flowledger.receiver.app import create_app
+from flowledger.receiver.server import listen, serve_app, url, writer_ended
 from flowledger.scheduled import housekeeping
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher

@@ -44,9 +44,9 @@ def serve(
     """Run the webhook receiver (HTTP API) until interrupted."""
     from flowledger.config import load_config
     from flowledger.queries.proofs import ledger_origin
-    from flowledger.receiver import create_app
     from flowledger.receiver.api.tokens import signing_secrets
-    from flowledger.receiver.engine.server import listen, serve_app, writer_ended
+    from flowledger.receiver.app import create_app
+    from flowledger.receiver.server import listen, serve_app, writer_ended
     from flowledger.services.signing import configured_signer
 
     file = load_config()

@@ -1,5 +1,3 @@
-"""The webhook receiver: the HTTP API that workflows call before and after each write."""
-
-from flowledger.receiver.app import create_app
-
-__all__ = ["create_app"]
+"""The webhook receiver: the HTTP API that workflows call before and after each write
+(:func:`flowledger.receiver.app.create_app`), its engine that writes them durably, and the
+server that runs it (:mod:`flowledger.receiver.server`)."""

@@ -9,15 +9,16 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from starlette.types import Receive, Scope, Send
+from pydantic.json_schema import models_json_schema
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.checkpoints import Signer
-from flowledger.receiver.api import errors
+from flowledger.receiver.api import handlers
+from flowledger.receiver.api.guard import BodyGuard
 from flowledger.receiver.api.routes import calls, health, holds, proofs, reads
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
-from flowledger.receiver.engine import Engine, front
+from flowledger.receiver.engine.runtime import Engine
 from flowledger.services.ledger import Ledger
 from flowledger.storage.unit_of_work import Work
 
@@ -28,28 +29,6 @@ or `fail` after it. Business decisions are always 200 with `decision` (`go`, `sk
 so an n8n IF node can branch on it. Authenticate with `Authorization: Bearer <token>`
 (`flowledger token create`). Errors have one shape: `{"error": {"code", "message", "field"}}`.
 """
-
-
-class Receiver(FastAPI):
-    """FastAPI behind the engine's front (:func:`flowledger.receiver.engine.front`): every
-    HTTP request passes the latency timer and the body guard, then the write lane serves the
-    workflow calls and hands the rest to FastAPI. The lane sits in front of FastAPI's own
-    middleware (error pages, telemetry checks) because those cost CPU on every call and the
-    lane answers every error itself."""
-
-    def __init__(
-        self, state: ReceiverState, engine: Engine, config: ReceiverConfig, **kwargs: Any
-    ) -> None:
-        super().__init__(**kwargs)
-        self.front = front(super().__call__, engine, state, config)
-        # Also served from the HTTP parser's callbacks (flowledger.receiver.engine.exchange).
-        self.write_lane = self.front.app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self.front(scope, receive, send)
-        else:
-            await super().__call__(scope, receive, send)
 
 
 def _redacting(state: ReceiverState) -> Callable[[list[str]], None] | None:
@@ -78,9 +57,10 @@ def create_app(
     writer_process: bool = False,
     signer: Signer | None = None,
 ) -> FastAPI:
-    """The receiver over ``ledger``; with ``writer_process`` the write lane's calls are
-    committed by a child process (:mod:`flowledger.receiver.engine.writer_process`), which needs the
-    ledger's own clock and a database the child can open by its URL."""
+    """The receiver over ``ledger``: FastAPI's routes behind the body guard. With
+    ``writer_process`` the workflow calls are committed by a child process
+    (:mod:`flowledger.receiver.engine.writer_process`), which needs the ledger's own clock and
+    a database the child can open by its URL."""
     config = config or ReceiverConfig()
     engine = Engine(ledger, writer_process=writer_process)
     state = ReceiverState(
@@ -109,10 +89,7 @@ def create_app(
             await _record_token_use(state)  # what the last minute saw
             await engine.close()
 
-    app = Receiver(
-        state,
-        engine,
-        config,
+    app = FastAPI(
         title="flowledger",
         version="1",
         description=DESCRIPTION,
@@ -121,21 +98,31 @@ def create_app(
         redoc_url=None,
     )
     app.state.receiver = state
-    errors.install(app)
-    app.include_router(proofs.router)  # first: /operations/{id}/proof is not a read of {id}
+    handlers.install(app)
+    timeout = config.body_timeout.total_seconds()
+    app.add_middleware(BodyGuard, limit=config.body_limit, timeout=timeout, timed=True)
+    app.include_router(calls.router)  # first: ".../x/dispatch" is the call, not a read of x
+    app.include_router(proofs.router)  # before the reads: /operations/{id}/proof is no {id}
     app.include_router(reads.router)
     app.include_router(holds.router)
     app.include_router(health.router)
 
     def openapi() -> dict[str, Any]:
-        """FastAPI's schema of its routes and of the calls the write lane serves."""
+        """FastAPI's schema, with the bodies of the workflow calls among its components (their
+        routes read the body themselves, after the token: :mod:`.api.routes.calls`)."""
         if app.openapi_schema is None:
-            app.openapi_schema = get_openapi(
+            schema = get_openapi(
                 title=app.title,
                 version=app.version,
                 description=app.description,
-                routes=[*calls.documented_routes(), *app.routes],
+                routes=app.routes,
             )
+            _, bodies = models_json_schema(
+                [(model, "validation") for model in calls.body_models()],
+                ref_template="#/components/schemas/{model}",
+            )
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(bodies["$defs"])
+            app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -65,6 +65,9 @@ class RedactLogs(logging.Filter):
         return redact(str(value), self.secrets)
 
 
+PLAIN = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
     """Put :class:`RedactLogs` on every handler of ``logger`` (the root logger of ``run``)."""
     for handler in logger.handlers:
@@ -72,7 +75,32 @@ def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
             handler.addFilter(RedactLogs(secrets))
 
 
+def plain_log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
+    """The ledger's own loggers, and the root logger, on stderr, redacted: what the writer
+    process logs with (it runs no server, so none of uvicorn's loggers or formatters)."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"redact": {"()": RedactLogs, "secrets": secrets}},
+        "formatters": {"plain": {"format": PLAIN}},
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "plain",
+                "filters": ["redact"],
+                "stream": "ext://sys.stderr",
+            },
+        },
+        "loggers": {
+            "flowledger": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+        },
+        "root": {"handlers": ["default"], "level": "WARNING"},
+    }
+
+
 def log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
+    """uvicorn's loggers (its access log on stdout, without query strings) and the ledger's,
+    redacted."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -81,7 +109,7 @@ def log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, An
             "redact": {"()": RedactLogs, "secrets": secrets},
         },
         "formatters": {
-            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+            "plain": {"format": PLAIN},
             "access": {
                 "()": "uvicorn.logging.AccessFormatter",
                 "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',

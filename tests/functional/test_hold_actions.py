@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from flowledger.cli import app as cli
 from flowledger.queries import holds
 from flowledger.queries import records as queries
-from flowledger.receiver import create_app
+from flowledger.receiver.app import create_app
 from flowledger.services import actions
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, open_store

@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
-from flowledger.receiver import create_app
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 from tests.support.builders import dispatch_body

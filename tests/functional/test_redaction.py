@@ -22,8 +22,8 @@ from flowledger.cli.common import app, ledger_for
 from flowledger.config import ReceiverConfig, Settings, load_config
 from flowledger.domain import FailOutcome
 from flowledger.domain.redact import MARK, secrets_of
-from flowledger.receiver import create_app
 from flowledger.receiver.api.tokens import signing_secrets
+from flowledger.receiver.app import create_app
 from flowledger.receiver.logs import log_config, redact_handlers
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.scheduler import Job, Scheduler

@@ -20,8 +20,8 @@ from flowledger.cli import app as cli_app
 from flowledger.config import ReceiverConfig, SourceConfig
 from flowledger.domain import FailOutcome
 from flowledger.queries import records as queries
-from flowledger.receiver import create_app
 from flowledger.receiver.api.schemas import LinkedExecutionPublic
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.views.executions import LINKED_VIA
 from flowledger.sync import sync_source

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from flowledger.receiver import create_app
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger

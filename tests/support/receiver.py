@@ -24,9 +24,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from flowledger.config import ReceiverConfig
 from flowledger.receiver.api.tokens import create_token
-from flowledger.receiver.engine.server import protocol
 from flowledger.services.ledger import Ledger
 
 SECRET = b"test-server-secret"
@@ -134,10 +132,10 @@ class Running:
 @contextlib.contextmanager
 def uvicorn_thread(app: FastAPI, **settings: Any) -> Iterator[Running]:
     """Run ``app`` under uvicorn on a free loopback port in a thread, until the block ends.
-    ``settings`` go to ``uvicorn.Config``; the HTTP protocol is the one ``serve`` runs (the
-    workflow calls served from its callbacks) unless ``http`` names another."""
+    ``settings`` go to ``uvicorn.Config``; the HTTP protocol is the one ``serve`` runs
+    (``auto``: httptools) unless ``http`` names another."""
     settings = {"log_level": "warning", "access_log": False, **settings}
-    settings.setdefault("http", protocol(ReceiverConfig()))
+    settings.setdefault("http", "auto")
     config = uvicorn.Config(app, host="127.0.0.1", port=0, **settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

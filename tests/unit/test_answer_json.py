@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from flowledger.receiver.api.reply import dumps
 from flowledger.receiver.engine.idempotency import answer_json, settled
-from flowledger.receiver.engine.reply import dumps
 from flowledger.services.values import Answer
 
 _TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)

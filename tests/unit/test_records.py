@@ -14,7 +14,7 @@ import pytest
 
 from flowledger.domain.model import Change, DispatchRequest, Operation
 from flowledger.domain.records import direct_init
-from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.api.reply import Reply
 from flowledger.services.call import Call
 from flowledger.services.values import Answer, DispatchInput
 from flowledger.storage.unit_of_work import Outcome

@@ -23,16 +23,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
-from fastapi import Request
-from starlette.types import Scope
 
-from flowledger.receiver.api.deps import current
-from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal, signing_key
 from flowledger.storage import signatures
@@ -57,7 +55,7 @@ def bearer(header: str | None) -> str:
     return token
 
 
-def target(scope: Scope) -> bytes:
+def target(scope: Mapping[str, Any]) -> bytes:
     """The request's method and path as sent, with its query: ``POST./v1/…?x=1`` (what a
     signature covers besides the time and the body)."""
     raw = scope.get("raw_path") or scope["path"].encode("utf-8")
@@ -193,33 +191,3 @@ class Once:
                 raise _unauthorized("replayed_signature", "this signed request was accepted before")
 
         return verdict
-
-
-def _nothing(tx: Tx) -> None:
-    """The unit behind a read's guard: a read writes nothing."""
-
-
-def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
-    """A dependency that admits a token whose scope covers ``scope``; the body is read only
-    for a token that signs (its signature covers the body), after its headers passed."""
-
-    async def dependency(request: Request) -> Principal:
-        headers = request.headers
-        admission = await admit(
-            current(request),
-            scope,
-            authorization=headers.get("authorization"),
-            signature=headers.get("x-flowledger-signature"),
-        )
-        if admission.key is None:
-            return admission.principal
-        body = await request.body()
-        st = current(request)
-        principal, guard = check_body(st, admission, target(request.scope), body)
-        try:
-            await st.engine.commit(principal.actor, _nothing, guard)
-        except Exception as exc:
-            raise as_api_error(exc) from None
-        return principal
-
-    return dependency

@@ -1,14 +1,19 @@
-"""The routes' dependencies: the running receiver's state, as an ``Annotated`` alias, and a
-body sent as JSON."""
+"""The routes' dependencies: the running receiver's state, as an ``Annotated`` alias, the
+calling token (:func:`require`), and a body sent as JSON."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 
-from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.api.auth import admit, check_body, target
+from flowledger.receiver.api.errors import ApiError, as_api_error
+from flowledger.receiver.api.schemas.fields import Id
 from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
+from flowledger.storage.tx import Tx
 
 NOT_JSON = ApiError(
     415, "unsupported_media_type", "send the body with Content-Type: application/json"
@@ -26,6 +31,7 @@ def current(request: Request) -> ReceiverState:
 
 
 StateDep = Annotated[ReceiverState, Depends(state_of)]
+OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
 
 
 def is_json(content_type: str | None) -> bool:
@@ -47,3 +53,33 @@ async def json_body(request: Request) -> None:
 
 
 JsonBody = Annotated[None, Depends(json_body)]
+
+
+def _nothing(tx: Tx) -> None:
+    """The unit behind a read's guard: a read writes nothing."""
+
+
+def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
+    """A dependency that admits a token whose scope covers ``scope``; the body is read only
+    for a token that signs (its signature covers the body), after its headers passed."""
+
+    async def dependency(request: Request) -> Principal:
+        headers = request.headers
+        admission = await admit(
+            current(request),
+            scope,
+            authorization=headers.get("authorization"),
+            signature=headers.get("x-flowledger-signature"),
+        )
+        if admission.key is None:
+            return admission.principal
+        body = await request.body()
+        st = current(request)
+        principal, guard = check_body(st, admission, target(request.scope), body)
+        try:
+            await st.engine.commit(principal.actor, _nothing, guard)
+        except Exception as exc:
+            raise as_api_error(exc) from None
+        return principal
+
+    return dependency

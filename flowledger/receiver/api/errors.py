@@ -1,4 +1,6 @@
-"""One error shape for every failure: ``{"error": {"code", "message", "field"}}``.
+"""One error shape for every failure: ``{"error": {"code", "message", "field"}}``. No web
+framework here: the writer process maps its errors with this module too; FastAPI's handlers
+that answer in this shape are :mod:`flowledger.receiver.api.handlers`.
 
 Domain errors map to HTTP codes here and nowhere else: ``IllegalTransition`` -> 409,
 ``NotFound`` -> 404, ``InvalidInput`` -> 422. Messages never echo a raw input value (pydantic's
@@ -17,11 +19,6 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import Any
-
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flowledger.domain import IllegalTransition
 from flowledger.receiver.api.schemas.errors import ErrorPublic
@@ -81,12 +78,6 @@ def error_body(code: str, message: str, field: str | None = None) -> dict[str, A
     return {"error": {"code": code, "message": message, "field": field}}
 
 
-def error_response(
-    status: int, code: str, message: str, field: str | None = None, **kw: Any
-) -> JSONResponse:
-    return JSONResponse(error_body(code, message, field), status_code=status, **kw)
-
-
 def as_api_error(exc: BaseException) -> ApiError:
     """The HTTP answer for an exception raised by the services."""
     if isinstance(exc, ApiError):
@@ -108,8 +99,7 @@ def unavailable(message: str, code: str = "unavailable") -> ApiError:
 
 # What each error status means on the routes that can answer it, with its ``code`` values.
 _MEANINGS = {
-    400: "`invalid_json`: the body is not JSON; `incomplete_body`: the client left mid-body; "
-    "`invalid_http`: the request is not valid HTTP/1.1",
+    400: "`invalid_json`: the body is not JSON; `incomplete_body`: the client left mid-body",
     401: "`missing_token`, `unknown_token` (unknown or revoked); for a token that signs: "
     "`signature_required`, `bad_signature`, `stale_signature` (outside the window), "
     "`replayed_signature` (accepted before), `signature_upgrade` (a v1 signature), "
@@ -132,18 +122,6 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI ``responses`` of a route that can answer ``statuses``: each with the one
     error shape (:class:`~flowledger.receiver.api.schemas.ErrorPublic`) and what it means."""
     return {status: {"model": ErrorPublic, "description": _MEANINGS[status]} for status in statuses}
-
-
-_STATUS_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    413: "body_too_large",
-    415: "unsupported_media_type",
-}
 
 
 def _field(loc: tuple[Any, ...]) -> str | None:
@@ -192,31 +170,3 @@ def _message(err: dict[str, Any]) -> str:
         return f"at most {ctx.get('max_length')} characters, not {ctx.get('actual_length')}"
     message = str(err.get("msg", "invalid value"))
     return message.removeprefix("Value error, ")
-
-
-def install(app: FastAPI) -> None:
-    """Register the handlers that give every error the one shape."""
-
-    @app.exception_handler(ApiError)
-    async def _api(request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message, exc.field, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        api = validation_error(exc.errors())
-        if api.field == "operation_id" and api.code == "invalid_input":
-            api.code = "invalid_id"  # in the path, as the workflow calls name it
-        return error_response(api.status, api.code, api.message, api.field)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = _STATUS_CODES.get(exc.status_code, "error")
-        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-        if exc.status_code == 400:
-            code, message = "invalid_json", INVALID_JSON
-        return error_response(exc.status_code, code, message, headers=exc.headers)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        api = as_api_error(exc)
-        return error_response(api.status, api.code, api.message, api.field, headers=api.headers)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote_to_bytes
-
-from starlette.types import Scope
 
 from flowledger.receiver.api.errors import ApiError
 
@@ -16,7 +16,7 @@ NOT_UTF8 = ApiError(
 )
 
 
-def check_raw_path(scope: Scope) -> None:
+def check_raw_path(scope: Mapping[str, Any]) -> None:
     """Refuse a path that is not UTF-8 once percent-decoded (422 ``invalid_id``). The server
     decodes the path's percent escapes replacing bytes that are not UTF-8, so ``a%ffb``,
     ``a%feb`` and ``a%EF%BF%BDb`` would all name the operation ``a\ufffdb``; the path as sent

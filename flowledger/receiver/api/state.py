@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api.tokens import TokenCache
@@ -12,17 +13,24 @@ from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.unit_of_work import Guard, Work
 
+if TYPE_CHECKING:
+    from flowledger.receiver.api.calls import CallRequest
+    from flowledger.receiver.api.reply import Reply
+
 
 class Engine(Protocol):
-    """What the API asks of the engine that serves and writes the workflow calls
-    (:class:`flowledger.receiver.engine.Engine`): to start and stop with the app, to write
-    what the API writes itself (the tokens' last use, a signed read's signature, a person's
-    action on a hold, once per ``Idempotency-Key``) through its group commit, and to redact a
-    new signing token's secret in every process it runs."""
+    """What the API asks of the engine that writes the workflow calls
+    (:class:`flowledger.receiver.engine.runtime.Engine`): to start and stop with the app; to
+    write a workflow call and give its answer; to write what the API writes itself (the
+    tokens' last use, a signed read's signature, a person's action on a hold, once per
+    ``Idempotency-Key``) through its group commit; and to redact a new signing token's secret
+    in every process it runs."""
 
     async def start(self) -> None: ...
 
     async def close(self) -> None: ...
+
+    def write(self, call: CallRequest) -> Awaitable[Reply]: ...
 
     async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any: ...
 

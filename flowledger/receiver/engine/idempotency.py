@@ -15,15 +15,11 @@ from datetime import timedelta
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from flowledger.receiver.api.errors import ApiError, as_api_error
-from flowledger.receiver.api.idempotency import HEADER, running_key
-from flowledger.receiver.api.state import ReceiverState
-from flowledger.receiver.api.tokens import Principal
-from flowledger.receiver.engine.committer import GroupCommitter
-from flowledger.receiver.engine.reply import Reply, dumps
+from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.api.idempotency import HEADER
+from flowledger.receiver.api.reply import Reply, dumps
 from flowledger.services.ledger import Answer, Tx
 from flowledger.storage import idempotency as stored_keys
-from flowledger.storage.unit_of_work import Guard
 
 
 def _render(value: Any) -> Any:
@@ -115,37 +111,3 @@ def keyed(
         return Reply(200, body, value)
 
     return unit
-
-
-async def answer(
-    st: ReceiverState,
-    committer: GroupCommitter,
-    principal: Principal,
-    work: Callable[[Tx], Any],
-    *,
-    key: str | None,
-    fingerprint: str,
-    render: Callable[[Any], Any] = _render,
-    guard: Guard | None = None,
-    reads: str | None = None,
-) -> Reply:
-    """Run ``work`` through the writer, honouring an ``Idempotency-Key`` (``key``, with the
-    :func:`request_hash` of the request it came with), ``guard`` ahead of it in the same
-    transaction (the request's signature recorded once), ``reads`` the operation it loads
-    (:meth:`flowledger.receiver.engine.committer.GroupCommitter.commit`); map errors."""
-    with running_key(st, principal, key):
-        unit = work
-        if key is not None:
-            unit = keyed(
-                work,
-                render,
-                token_id=principal.token_id,
-                key=key,
-                fingerprint=fingerprint,
-                ttl=timedelta(seconds=st.idempotency_ttl),
-            )
-        try:
-            value = await committer.commit(principal.actor, unit, guard, reads)
-        except Exception as exc:
-            raise as_api_error(exc) from None
-        return settled(value, render)

@@ -5,28 +5,32 @@ Started and closed with the app."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from flowledger.receiver.api.calls import CallRequest
+from flowledger.receiver.api.errors import as_api_error
+from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.idempotency import keyed
+from flowledger.receiver.engine.units import reply_of, unit_of
 from flowledger.receiver.engine.writer_process import WriterProcess
 from flowledger.services.ledger import Ledger
 from flowledger.storage.unit_of_work import Guard, Work
 
 
 class Engine:
-    """The receiver's engine, as the API sees it (:class:`flowledger.receiver.api.state.Engine`);
-    the write lane (:func:`flowledger.receiver.engine.front`) sends each call to its
-    :attr:`writer` when it runs one, else to its :attr:`committer`."""
+    """The receiver's engine, as the API sees it (:class:`flowledger.receiver.api.state.Engine`):
+    :meth:`write` sends each workflow call to its :attr:`writer` when it runs one, else to its
+    :attr:`committer`."""
 
     def __init__(self, ledger: Ledger, *, writer_process: bool = False) -> None:
         self.ledger = ledger
         self.committer = GroupCommitter(ledger)
         self.writer_process = writer_process
         self.writer: WriterProcess | None = None
-        # Ends serving gracefully (set by :func:`flowledger.receiver.engine.server.serve_app`).
+        # Ends serving gracefully (set by :func:`flowledger.receiver.server.serve_app`).
         self.stop: Callable[[], None] | None = None
 
     async def start(self) -> None:
@@ -43,6 +47,23 @@ class Engine:
         if self.writer is not None:
             await self.writer.close()
         self.committer.close()
+
+    def write(self, call: CallRequest) -> Awaitable[Reply]:
+        """``call`` written durably: its answer, error answers included."""
+        if self.writer is not None:
+            return self.writer.submit(call)
+        return self._write_here(call)
+
+    async def _write_here(self, call: CallRequest) -> Reply:
+        try:
+            unit = unit_of(self.ledger, call)
+        except Exception as exc:  # the services refused the call before any transaction
+            return Reply.error(as_api_error(exc))
+        try:
+            value = await self.committer.commit(call.actor, unit, call.guard, call.operation_id)
+        except Exception as exc:
+            return reply_of(call, None, exc)
+        return reply_of(call, value, None)
 
     async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any:
         """``work`` through the group commit (:meth:`GroupCommitter.commit`)."""

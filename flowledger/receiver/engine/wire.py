@@ -1,7 +1,7 @@
 """What crosses the socket between the receiver and its writer process, in length-prefixed
 pickles (both ends are this program).
 
-The receiver sends ``("write", [(seq, LaneCall), …])`` (a whole turn of its event loop in one
+The receiver sends ``("write", [(seq, CallRequest), …])`` (a whole turn of its event loop in one
 frame) and ``("secrets", [text, …])`` (a new signing token's, to redact); the child sends
 ``("ready",)`` or ``("failed", message)`` once it has opened the ledger, then
 ``("done", [(seq, Reply), …], units, round_trips)`` for each batch it committed. The first
@@ -12,31 +12,10 @@ from __future__ import annotations
 
 import pickle
 import struct
-from typing import Any, NamedTuple
-
-from pydantic import BaseModel
-
-from flowledger.receiver.api.auth import Once
+from typing import Any
 
 _LENGTH = struct.Struct("!I")
 READ_SIZE = 1 << 20  # bytes asked of the socket at a time
-
-
-class LaneCall(NamedTuple):
-    """One workflow call as the writer process needs it to build and run its unit. A named
-    tuple: one is made and pickled per call, and a tuple is the cheapest of both
-    (bench/README.md, "Where the SQLite receiver stands")."""
-
-    call: str  # a name in :data:`~flowledger.receiver.api.routes.calls.CALLS`
-    operation_id: str | None
-    body: BaseModel
-    actor: str
-    token_id: int
-    key: str | None  # the Idempotency-Key, checked
-    fingerprint: str  # the request's hash, for a key
-    ttl: float  # seconds an Idempotency-Key's answer is kept
-    guard: Once | None  # the signature, recorded once
-    observe: bool  # the answer's value is wanted back (the call has an ``observe``)
 
 
 def pack(message: Any) -> bytes:

@@ -1,7 +1,9 @@
 """The writer process itself: it opens the ledger the receiver names, then takes every call
 handed over so far, runs them in one transaction (:meth:`Ledger.run_many`), commits once and
 sends back each call's finished answer; again, until its socket ends
-(:mod:`flowledger.receiver.engine.writer_process` is the receiver's end)."""
+(:mod:`flowledger.receiver.engine.writer_process` is the receiver's end). It imports no web
+framework: a call arrives validated, as data (:class:`~flowledger.receiver.api.calls.CallRequest`),
+and its answer leaves as bytes (:class:`~flowledger.receiver.api.reply.Reply`)."""
 
 from __future__ import annotations
 
@@ -13,16 +15,15 @@ import os
 import signal
 import socket
 import sys
-from datetime import timedelta
 from typing import Any
 
+from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.errors import as_api_error
-from flowledger.receiver.api.routes.calls import BY_NAME
-from flowledger.receiver.engine.idempotency import keyed, settled
-from flowledger.receiver.engine.reply import Reply
-from flowledger.receiver.engine.server import quiet_collector
-from flowledger.receiver.engine.wire import READ_SIZE, Frames, LaneCall, pack
-from flowledger.receiver.logs import log_config
+from flowledger.receiver.api.reply import Reply
+from flowledger.receiver.engine.tuning import quiet_collector
+from flowledger.receiver.engine.units import reply_of, unit_of, without_value
+from flowledger.receiver.engine.wire import READ_SIZE, Frames, pack
+from flowledger.receiver.logs import plain_log_config
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import make_store
 from flowledger.storage.unit_of_work import Guard, Work
@@ -38,22 +39,8 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
-def unit_of(ledger: Ledger, call: LaneCall) -> Work[Any]:
-    """The unit of work ``call`` stands for, as the write lane builds it in process."""
-    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body, call.token_id)
-    if call.key is None:
-        return work
-    return keyed(
-        work,
-        token_id=call.token_id,
-        key=call.key,
-        fingerprint=call.fingerprint,
-        ttl=timedelta(seconds=call.ttl),
-    )
-
-
 def run_batch(
-    ledger: Ledger, batch: list[tuple[int, LaneCall]]
+    ledger: Ledger, batch: list[tuple[int, CallRequest]]
 ) -> tuple[list[tuple[int, Reply]], int]:
     """Every call of ``batch`` in one transaction: each call's answer, and how many units
     shared the commit (the calls the services refused before it are not among them)."""
@@ -61,7 +48,7 @@ def run_batch(
     units: list[tuple[str, Work[Any]]] = []
     guards: list[Guard | None] = []
     reads: list[str | None] = []
-    ran: list[tuple[int, LaneCall]] = []
+    ran: list[tuple[int, CallRequest]] = []
     for seq, call in batch:
         try:
             units.append((call.actor, unit_of(ledger, call)))
@@ -80,24 +67,11 @@ def run_batch(
         results = [(None, exc)] * len(units)
     for (seq, call), (value, error) in zip(ran, results, strict=True):
         try:
-            reply = _reply(call, value, error)
+            reply = reply_of(call, value, error)
         except Exception as exc:  # one answer that cannot be made fails alone, as in process
             reply = Reply.error(as_api_error(exc))
         replies.append((seq, reply))
     return replies, len(units)
-
-
-def _reply(call: LaneCall, value: Any, error: BaseException | None) -> Reply:
-    if error is not None:
-        return Reply.error(as_api_error(error))
-    reply = settled(value)
-    # Nobody reads the value: not sent back.
-    return reply if call.observe or reply.value is None else _without_value(reply)
-
-
-def _without_value(reply: Reply) -> Reply:
-    # A new Reply: ``dataclasses.replace`` showed in this process's profile (bench/README.md).
-    return Reply(reply.status, reply.body, None, reply.replayed, reply.headers)
 
 
 def serve_child(
@@ -106,7 +80,7 @@ def serve_child(
     """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
     answer them, and again; until the socket ends and nothing is left. ``frames`` holds what
     was read after the first message, ``early`` the messages that came with it."""
-    waiting: list[tuple[int, LaneCall]] = []
+    waiting: list[tuple[int, CallRequest]] = []
     ended = False
     counted = ledger.unit.round_trips
 
@@ -143,7 +117,7 @@ def serve_child(
         try:
             frame = pack(("done", replies, units, now - counted))
         except Exception:  # a value that cannot be pickled: the answers without their values
-            bare = [(seq, _without_value(r)) for seq, r in replies]
+            bare = [(seq, without_value(r)) for seq, r in replies]
             frame = pack(("done", bare, units, now - counted))
         with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
             sock.sendall(frame)
@@ -168,9 +142,7 @@ def _child(fd: int) -> int:
         return ledger.secrets if ledger is not None else secrets
 
     # First, and for every logger (the writer's own log through the root logger): redacted.
-    config = log_config(secrets=known)
-    config["root"] = {"handlers": ["default"], "level": "WARNING"}
-    logging.config.dictConfig(config)
+    logging.config.dictConfig(plain_log_config(secrets=known))
     max_batch = args.pop("max_batch")
     targets = args.pop("alert_targets")
     try:

@@ -1,4 +1,4 @@
-"""The write lane's group commit in a process of its own: ``serve`` and ``run`` on two cores.
+"""The workflow calls' group commit in a process of its own: ``serve`` and ``run`` on two cores.
 
 The receiver is one interpreter, and its interpreter lock is what bounds it: with the writer a
 thread beside the event loop, the two took turns on one core while the other core idled.
@@ -9,9 +9,9 @@ once and sends back each call's finished answer (status, headers, exact body). A
 never sent before its commit is durable, as with the thread.
 
 What crosses the socket between the two (:mod:`~flowledger.receiver.engine.wire`) is a
-:class:`LaneCall` (the call's name, the operation id, the validated body, the actor, the
-``Idempotency-Key`` and the signature guard) one way, and a
-:class:`~flowledger.receiver.engine.reply.Reply` the other, in length-prefixed pickles: both
+:class:`~flowledger.receiver.api.calls.CallRequest` (the call's name, the operation id, the
+validated body, the actor, the ``Idempotency-Key`` and the signature guard) one way, and a
+:class:`~flowledger.receiver.api.reply.Reply` the other, in length-prefixed pickles: both
 ends are this program. One frame carries a whole turn of the event loop, and one answer frame a
 whole batch. This module is the receiver's end; the child's is
 :mod:`~flowledger.receiver.engine.writer_child`.
@@ -45,9 +45,10 @@ from typing import Any
 
 from flowledger.clock import utcnow
 from flowledger.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
+from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.errors import as_api_error, unavailable
-from flowledger.receiver.engine.reply import Reply
-from flowledger.receiver.engine.wire import Frames, LaneCall, pack
+from flowledger.receiver.api.reply import Reply
+from flowledger.receiver.engine.wire import Frames, pack
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import LedgerError
 
@@ -96,7 +97,7 @@ class WriterProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, asyncio.Future[Reply]] = {}
-        self._turn: list[tuple[int, LaneCall]] | None = None
+        self._turn: list[tuple[int, CallRequest]] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._closing = False
         self._started = False  # the child said it is ready
@@ -136,14 +137,9 @@ class WriterProcess:
             self._kill()
             raise
 
-    async def write(self, call: LaneCall) -> Reply:
-        """``call`` run durably by the child: its answer, error answers included."""
-        return await self.submit(call)
-
-    def submit(self, call: LaneCall) -> asyncio.Future[Reply]:
-        """:meth:`write` without a coroutine: the future of ``call``'s answer, for a caller
-        that answers from a callback (:mod:`~flowledger.receiver.engine.exchange`). Called
-        from the event loop's thread."""
+    def submit(self, call: CallRequest) -> asyncio.Future[Reply]:
+        """The future of ``call``'s answer once the child has written it durably (error
+        answers included). Called from the event loop's thread."""
         if self._transport is None or self._closing:  # not started, ended or stopping
             future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
             future.set_result(

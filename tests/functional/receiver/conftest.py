@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from flowledger.config import ReceiverConfig
-from flowledger.receiver import create_app
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
 

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from flowledger.cli import app as _app  # noqa: F401  (registers the commands)
 from flowledger.cli.common import app
 from flowledger.domain.hashing import token_digest
-from flowledger.receiver import create_app
 from flowledger.receiver.api import tokens as tokens_module
 from flowledger.receiver.api.tokens import TokenCache, list_tokens, revoke_token
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot

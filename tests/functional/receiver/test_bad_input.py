@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from flowledger.config import ReceiverConfig
-from flowledger.receiver import create_app
+from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot

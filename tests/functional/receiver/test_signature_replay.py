@@ -14,10 +14,10 @@ import sqlalchemy as sa
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain import IllegalTransition
-from flowledger.receiver import create_app
 from flowledger.receiver.api.auth import Once
 from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.api.tokens import create_token
+from flowledger.receiver.app import create_app
 from flowledger.scheduled.housekeeping import expire_signatures
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.storage.engine import open_store

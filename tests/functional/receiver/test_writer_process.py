@@ -1,4 +1,4 @@
-"""The write lane through the writer process (``serve`` and ``run``) answers as the writer
+"""The workflow calls through the writer process (``serve`` and ``run``) answers as the writer
 thread does: the same statuses, bodies and replays for the same calls, signatures recorded
 once, the secrets of a signing token created while it runs redacted, and its batches and round
 trips counted in the receiver's metrics."""
@@ -18,12 +18,13 @@ from pydantic import ConfigDict, PrivateAttr
 
 from flowledger.config import ReceiverConfig
 from flowledger.metrics import REGISTRY
-from flowledger.receiver import create_app
+from flowledger.receiver.api.calls import CallRequest
+from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.api.schemas import DispatchCreate
 from flowledger.receiver.api.schemas.fields import Accepts
 from flowledger.receiver.api.tokens import create_token
-from flowledger.receiver.engine.reply import Reply
-from flowledger.receiver.engine.wire import Frames, LaneCall, pack
+from flowledger.receiver.app import create_app
+from flowledger.receiver.engine.wire import Frames, pack
 from flowledger.services.ledger import Answer, Ledger
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
@@ -93,6 +94,29 @@ def _play(api: Api) -> list[tuple[int, Any, str | None]]:
         got = api.post(path, body, headers=headers)
         answers.append((got.status_code, got.json(), got.headers.get("idempotent-replayed")))
     return answers
+
+
+WEB = {"fastapi", "starlette", "uvicorn", "httptools", "uvloop"}
+
+
+def test_the_writer_process_imports_no_web_framework(
+    wall_ledger: Ledger, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every module the child imports, to its last call (each kind of call, answered), as
+    Python's own import log (``PYTHONPROFILEIMPORTTIME``) names them."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # read by the child as it starts
+    token = make_token(wall_ledger, "write")
+    with running(_app(wall_ledger, writer_process=True), wall_ledger, {"write": token}) as api:
+        answers = _play(api)
+    assert {status for status, _, _ in answers} == {200, 404, 409, 422}
+    imported = {
+        line.rsplit("|", 1)[1].strip()
+        for line in capfd.readouterr().err.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "flowledger.receiver.engine.writer_child" in imported  # the log is the child's
+    assert "flowledger.services.ledger" in imported
+    assert {name for name in imported if name.partition(".")[0] in WEB} == set()
 
 
 def test_the_writer_process_answers_every_call_as_the_writer_thread_does(
@@ -207,7 +231,7 @@ def test_what_crosses_to_the_writer_process_comes_back_the_same() -> None:
         ),
     ]
     for body in bodies:
-        call = LaneCall("dispatch", "op-1", body, "token:t", 7, "k", "f", 60.0, None, True)
+        call = CallRequest("dispatch", "op-1", body, "token:t", 7, "k", "f", 60.0, None, True)
         answer = Answer("op-1", "dispatching", "go", 1, None, None, [3])
         reply = Reply(200, b"{}", answer, replayed=True, headers={"Allow": "POST"})
         (kind, [(seq, got)]), (_, [(_, back)]) = Frames().feed(
@@ -272,13 +296,13 @@ def test_a_call_that_cannot_be_handed_over_is_answered_alone(wall_ledger: Ledger
     """Its turn's other calls are still written; it gets a 503 rather than waiting forever."""
     app = _app(wall_ledger, writer_process=True)
     body = DispatchCreate.model_validate(dispatch_body("exec-p"))
-    good = LaneCall("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
+    good = CallRequest("dispatch", "op-p", body, "t", 1, None, "", 60.0, None, True)
     bad = good._replace(operation_id="op-q", body=_Unpicklable())
     with running(app, wall_ledger, {}) as api:
         writer = app.state.receiver.engine.writer
 
         async def one_turn() -> list[Any]:
-            return list(await asyncio.gather(writer.write(good), writer.write(bad)))
+            return list(await asyncio.gather(writer.submit(good), writer.submit(bad)))
 
         written, refused = api.portal.call(one_turn)
     assert written.status == 200 and json.loads(written.body)["decision"] == "go"

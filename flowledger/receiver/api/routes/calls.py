@@ -1,223 +1,232 @@
-"""The calls a workflow makes around each write: dispatch, prepare, confirm, fail, and the
-n8n error hook. Each is one row of :data:`CALLS`: the body it accepts and how that body becomes
-one unit of work in the services. The write lane (:mod:`flowledger.receiver.engine.lane`) serves
-these rows; the same rows document them in the OpenAPI (:func:`documented_routes`)."""
+"""The workflow calls' routes: one FastAPI route per row of
+:data:`~flowledger.receiver.api.calls.CALLS`, serving it and documenting it in the OpenAPI.
+
+Each takes the same steps, in this order: the token and the signature header (401/403, before a
+byte of the body is read: :func:`~flowledger.receiver.api.auth.admit`), the body (413 and 408
+from the guard that caps its reading: :mod:`flowledger.receiver.api.guard`), the signature over
+the body (401), Content-Type (415), the operation id (422), JSON (400), the body's fields (422),
+then one :class:`~flowledger.receiver.api.calls.CallRequest` to the engine, which writes it
+durably (in its writer process when it runs one) and gives back the answer; an
+``Idempotency-Key`` is honoured in the writer's transaction. That is why the body is read here
+rather than declared as a parameter: FastAPI would read and validate it before the token was
+checked. Validation is pydantic's, on the models the OpenAPI shows; errors have the one shape.
+"""
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import Path
-from fastapi.routing import APIRoute
-from pydantic import BaseModel
+from fastapi import APIRouter, Path, Request, Response
+from pydantic import TypeAdapter, ValidationError
+from starlette.requests import ClientDisconnect
 
-from flowledger.metrics import dispatch_decision
-from flowledger.receiver.api.errors import documented
-from flowledger.receiver.api.schemas.fields import Id, WrittenOperationId
-from flowledger.receiver.api.schemas.hooks import HookPublic, N8nErrorCreate
-from flowledger.receiver.api.schemas.operations import (
-    AnswerPublic,
-    ConfirmCreate,
-    DispatchCreate,
-    FailCreate,
-    PrepareCreate,
-    ReleaseCreate,
+from flowledger.receiver.api.auth import admit, check_body, target
+from flowledger.receiver.api.calls import BY_NAME, CALLS, Call, CallRequest
+from flowledger.receiver.api.deps import NOT_JSON, current, is_json
+from flowledger.receiver.api.errors import (
+    INVALID_JSON,
+    ApiError,
+    as_api_error,
+    documented,
+    validation_error,
 )
-from flowledger.services.ledger import Answer, Ledger
-from flowledger.storage.unit_of_work import Work
+from flowledger.receiver.api.idempotency import key_of, request_hash, take_key
+from flowledger.receiver.api.paths import check_raw_path
+from flowledger.receiver.api.reply import JSON, Reply
+from flowledger.receiver.api.schemas.fields import WrittenOperationId
+from flowledger.receiver.api.state import ReceiverState
+from flowledger.receiver.api.tokens import Principal
 
-OperationId = Annotated[Id, Path(description="The workflow's stable operation id")]
+ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
+_OPERATION_ID: TypeAdapter[str] = TypeAdapter(WrittenOperationId)
+# Documented with the constraints the route checks (after the token: see the module's text).
 WrittenId = Annotated[
-    WrittenOperationId,
+    str,
     Path(
         description="The workflow's stable operation id; no segment between its ':' may be "
-        "empty or what a missing value becomes as text (undefined, null, NaN, [object Object])"
+        "empty or what a missing value becomes as text (undefined, null, NaN, [object Object])",
+        json_schema_extra={
+            k: v for k, v in _OPERATION_ID.json_schema().items() if k not in ("type", "description")
+        },
     ),
 ]
-OPERATION_PATH = "/v1/operations/{operation_id:path}"
-ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
+NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
+# The client went away mid-body: nothing is written, and nobody reads this.
+INCOMPLETE_BODY = ApiError(400, "incomplete_body", "the body ended before its end")
+
+OTHER_METHODS = ("GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+router = APIRouter()
 
 
-@dataclass(frozen=True)
-class Call:
-    """One workflow call: where it is posted, what it accepts, what it does."""
-
-    name: str
-    path: str  # the route template, as documented and as labelled in the metrics
-    body: type[BaseModel]
-    # (ledger, operation id, body, the calling token's id) -> unit
-    work: Callable[[Ledger, str | None, Any, int], Work]
-    doc: str
-    response: type[BaseModel] = AnswerPublic
-    tag: str = "workflow calls"
-    observe: Callable[[Any], None] | None = None  # sees the value a committed unit returned
-
-    @property
-    def has_operation(self) -> bool:
-        return "{operation_id" in self.path
+def response(reply: Reply) -> Response:
+    return Response(reply.body, reply.status, reply.header_map(), media_type=JSON)
 
 
-def _dispatch(ledger: Ledger, operation_id: str | None, body: DispatchCreate, _token: int) -> Work:
-    assert operation_id is not None
-    return ledger.dispatch(operation_id, body.to_input()).work
+def refusal(exc: BaseException) -> Reply:
+    """The one shape of an error answer, never a 500 with a trace (logged by class)."""
+    return Reply.error(as_api_error(exc))
 
 
-def _count_decision(value: Any) -> None:
-    if isinstance(value, Answer):
-        dispatch_decision(value.decision or "go", value.reason or "").inc()
+async def serve(call: Call, request: Request, operation_id: str | None) -> Reply:
+    """``call`` as ``request`` asks it, answered: every step of the module's text."""
+    st = current(request)
+    headers = request.headers
+    try:
+        admission = await admit(
+            st,
+            "write",
+            authorization=headers.get("authorization"),
+            signature=headers.get("x-flowledger-signature"),
+        )
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            raise INCOMPLETE_BODY from None
+        scope = request.scope
+        # What a signature covers, made only for a token that signs.
+        signed = target(scope) if admission.key is not None else b""
+        principal, guard = check_body(st, admission, signed, body)
+        if not is_json(headers.get("content-type")):
+            raise NOT_JSON
+        if operation_id is not None:
+            operation_id = _operation_id(scope, operation_id)
+        model = _parse(call, body)
+        header = headers.get("idempotency-key")
+        fingerprint = request_hash("POST", scope["path"], body) if header else ""
+        written = CallRequest(
+            call.name,
+            operation_id,
+            model,
+            principal.actor,
+            principal.token_id,
+            None,
+            fingerprint,
+            st.idempotency_ttl,
+            guard,
+            call.observe is not None,
+        )
+        reply = await _write(st, written, header, principal)
+        if call.observe is not None and not reply.replayed:
+            call.observe(reply.value)  # counted once, not again when replayed
+    except Exception as exc:
+        return refusal(exc)
+    return reply
 
 
-def _prepare(ledger: Ledger, operation_id: str | None, body: PrepareCreate, _token: int) -> Work:
-    assert operation_id is not None
-    return ledger.prepare(
-        operation_id,
-        processing_version=body.processing_version,
-        input=body.input,
-        has_input=body.has_input,
-        input_hash=body.input_hash,
-        workflow_id=body.workflow_id,
-        step=body.step,
-        source=body.source,
-        input_ref=body.input_ref,
-    ).work
+def _write(
+    st: ReceiverState, written: CallRequest, header: str | None, principal: Principal
+) -> Awaitable[Reply]:
+    """``written`` handed to the engine, with its ``Idempotency-Key`` (``header``) held as
+    running here until it is answered. Where the key is refused (malformed, or in use), the
+    services' refusal of the call comes first, as it would from the writer."""
+    if header is None:  # the usual call: no key to hold while it runs
+        return st.engine.write(written)
+    try:
+        key = key_of(header)
+        assert key is not None
+        release = take_key(st, principal, key)
+    except ApiError:
+        _refused_by_services(st, written)
+        raise
+    return _released(st.engine.write(written._replace(key=key)), release)
 
 
-def _confirm(ledger: Ledger, operation_id: str | None, body: ConfirmCreate, _token: int) -> Work:
-    assert operation_id is not None
-    return ledger.confirm(
-        operation_id, body.receipt, execution_id=body.execution_id, detail=body.detail
-    ).work
+async def _released(reply: Awaitable[Reply], release: Callable[[], None]) -> Reply:
+    try:
+        return await reply
+    finally:
+        release()
 
 
-def _fail(ledger: Ledger, operation_id: str | None, body: FailCreate, _token: int) -> Work:
-    assert operation_id is not None
-    return ledger.fail(operation_id, body.outcome, body.error, execution_id=body.execution_id).work
+def _refused_by_services(st: ReceiverState, written: CallRequest) -> None:
+    """Raise what the services would refuse ``written`` with, if anything."""
+    try:
+        BY_NAME[written.call].work(st.ledger, written.operation_id, written.body, written.token_id)
+    except Exception as exc:
+        raise as_api_error(exc) from None
 
 
-def _release(ledger: Ledger, operation_id: str | None, body: ReleaseCreate, token: int) -> Work:
-    assert operation_id is not None
-    forget = (token, body.dispatch_key) if body.dispatch_key is not None else None
-    return ledger.release(
-        operation_id,
-        execution_id=body.execution_id,
-        run_index=body.run_index,
-        reason=body.reason,
-        forget=forget,
-    ).work
+def _parse(call: Call, body: bytes) -> Any:
+    if not body:
+        raise ApiError(422, "missing_field", "Field required", "body")
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ApiError(400, "invalid_json", INVALID_JSON) from None
+    try:
+        return call.body.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc.errors(include_input=False)) from None
 
 
-def _n8n_error(ledger: Ledger, operation_id: str | None, body: N8nErrorCreate, _token: int) -> Work:
-    execution_id = body.execution.id if body.execution is not None else None
-    opened_by = (
-        ledger.execution_failed(execution_id, body.detail()).work
-        if execution_id is not None
-        else None  # an error in a trigger: no execution to match
-    )
-
-    def work(tx: Any) -> dict[str, Any]:
-        opened = opened_by(tx) if opened_by is not None else []
-        return {
-            "execution_id": execution_id,
-            "matched": len(opened),
-            "holds": [{"operation_id": op, "hold_id": hold} for op, hold in opened],
-        }
-
-    return work
+def _operation_id(scope: Any, raw: str) -> str:
+    """The path's operation id, checked as every id is (:func:`check_raw_path` first)."""
+    check_raw_path(scope)
+    try:
+        return _OPERATION_ID.validate_python(raw)
+    except ValidationError as exc:
+        error = validation_error(exc.errors(), "operation_id")
+        if error.code == "invalid_input":
+            error.code = "invalid_id"
+        raise error from None
 
 
-CALLS: tuple[Call, ...] = (
-    Call(
-        "dispatch",
-        f"{OPERATION_PATH}/dispatch",
-        DispatchCreate,
-        _dispatch,
-        "May this execution write now? Always 200 with ``decision`` go, skip or hold.",
-        observe=_count_decision,
-    ),
-    Call(
-        "prepare",
-        f"{OPERATION_PATH}/prepare",
-        PrepareCreate,
-        _prepare,
-        "Record the input and processing version without claiming the operation.",
-    ),
-    Call(
-        "confirm",
-        f"{OPERATION_PATH}/confirm",
-        ConfirmCreate,
-        _confirm,
-        "The write succeeded: record the target's receipt.",
-    ),
-    Call(
-        "fail",
-        f"{OPERATION_PATH}/fail",
-        FailCreate,
-        _fail,
-        "The write failed (``rejected``: nothing was written) or nobody can tell "
-        "(``unknown``: a blocking hold is opened for a person).",
-    ),
-    Call(
-        "release",
-        f"{OPERATION_PATH}/release",
-        ReleaseCreate,
-        _release,
-        "The execution that dispatched the operation did not write it after all (an n8n "
-        "Guard that stopped on another item's hold before passing this one on): the "
-        "operation is ``prepared`` again, without a hold, and the attempt ends ``unsent``, "
-        "which does not count against its attempts. Only the execution (and run index) that "
-        "holds the current attempt may release it; a release of a ``prepared`` operation "
-        "changes nothing. ``dispatch_key``, the dispatch's own ``Idempotency-Key``, removes "
-        "its stored ``go``, so that the same dispatch sent again is answered afresh.",
-    ),
-    Call(
-        "n8n_error",
-        "/v1/hooks/n8n/error",
-        N8nErrorCreate,
-        _n8n_error,
-        "Point an n8n error workflow's HTTP Request here with what its Error Trigger "
-        "received. Every operation that this execution left ``dispatching`` gets a blocking "
-        "``execution_failed`` hold at once. Only ids, names, ``lastNodeExecuted`` and the "
-        "error's name, message and httpCode are kept; ``error.context`` and the stack are "
-        "dropped.",
-        response=HookPublic,
-        tag="hooks",
-    ),
-)
+def _documented_body(call: Call) -> dict[str, Any]:
+    """The call's body as the OpenAPI shows it (its schema among the components:
+    :func:`body_models`)."""
+    schema = {"$ref": f"#/components/schemas/{call.body.__name__}"}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
-def _served_by_the_lane(**_: Any) -> None:
-    raise RuntimeError("workflow calls are served by the write lane, not the router")
-
-
-@functools.cache
-def documented_route(call: Call) -> APIRoute:
-    """The call as FastAPI documents a route: path parameter, body schema, answers. The route
-    is only described, never mounted; the write lane serves the path (and labels its metrics
-    with this same object)."""
-    kind = inspect.Parameter.KEYWORD_ONLY
-    params = [inspect.Parameter("body", kind, annotation=call.body)]
+def _endpoint(call: Call) -> Any:
+    """The route's function: with the path's operation id for a call on an operation."""
     if call.has_operation:
-        params.insert(0, inspect.Parameter("operation_id", kind, annotation=WrittenId))
-    endpoint: Any = lambda **kw: _served_by_the_lane(**kw)  # noqa: E731
-    endpoint.__signature__ = inspect.Signature(params)
-    return APIRoute(
-        call.path,
-        endpoint,
+
+        async def on_operation(request: Request, operation_id: WrittenId) -> Response:
+            return response(await serve(call, request, operation_id))
+
+        return on_operation
+
+    async def on_path(request: Request) -> Response:
+        return response(await serve(call, request, None))
+
+    return on_path
+
+
+async def _not_allowed(request: Request) -> Response:
+    return response(Reply.error(NOT_ALLOWED))
+
+
+async def _without_slash(request: Request) -> Response:
+    """A 307 to the path without its trailing slash, as FastAPI's router answers elsewhere
+    (307 keeps the method and the body)."""
+    path = request.scope["path"][:-1]  # the full path: root_path included, as ASGI has it
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    location = quote(path, safe="/:@!$&'()*+,;=-._~%") + (f"?{query}" if query else "")
+    return Response(status_code=307, headers={"Location": location})
+
+
+for _call in CALLS:
+    router.add_api_route(
+        _call.path,
+        _endpoint(_call),
         methods=["POST"],
-        name=call.name,
-        description=call.doc,
-        response_model=call.response,
+        name=_call.name,
+        description=_call.doc,
+        response_model=_call.response,
         responses=ERRORS,
-        tags=[call.tag],
+        tags=[_call.tag],
+        openapi_extra={"requestBody": _documented_body(_call)},
     )
+    # Any other method on a call's path is 405 (GET included: ".../x/dispatch" is the dispatch
+    # call, not a read of an operation "x/dispatch"); a trailing slash is redirected.
+    router.add_route(_call.path, _not_allowed, methods=OTHER_METHODS, include_in_schema=False)
+    router.add_route(f"{_call.path}/", _without_slash, methods=["POST"], include_in_schema=False)
 
 
-def documented_routes() -> list[APIRoute]:
-    return [documented_route(call) for call in CALLS]
-
-
-BY_NAME: dict[str, Call] = {call.name: call for call in CALLS}
+def body_models() -> list[type[Any]]:
+    """The bodies the calls accept, for the OpenAPI's components."""
+    return [call.body for call in CALLS]

@@ -10,7 +10,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from flowledger.metrics import REGISTRY
 from flowledger.receiver.api.deps import StateDep
-from flowledger.receiver.api.errors import RETRY_AFTER, documented, error_response
+from flowledger.receiver.api.errors import RETRY_AFTER, documented
+from flowledger.receiver.api.handlers import error_response
 from flowledger.receiver.api.schemas.errors import ErrorPublic
 from flowledger.storage.engine import LedgerError, check_schema
 

@@ -21,8 +21,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from flowledger.domain import IllegalTransition, Reason
 from flowledger.queries import holds as queue
-from flowledger.receiver.api.auth import require
-from flowledger.receiver.api.deps import JsonBody, state_of
+from flowledger.receiver.api.deps import JsonBody, require, state_of
 from flowledger.receiver.api.errors import ApiError, as_api_error, documented
 from flowledger.receiver.api.idempotency import HEADER, key_of, request_hash, running_key
 from flowledger.receiver.api.schemas.holds import (

@@ -16,11 +16,9 @@ from fastapi import APIRouter, Depends, Request
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import b64
 from flowledger.queries import proofs
-from flowledger.receiver.api.auth import require
-from flowledger.receiver.api.deps import state_of
+from flowledger.receiver.api.deps import OperationId, require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
 from flowledger.receiver.api.paths import check_raw_path
-from flowledger.receiver.api.routes.calls import OperationId
 from flowledger.receiver.api.schemas.proofs import CheckpointPublic, ProofPublic
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal

@@ -9,11 +9,9 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from flowledger.domain import Reason, State
 from flowledger.queries import records as queries
-from flowledger.receiver.api.auth import require
-from flowledger.receiver.api.deps import state_of
+from flowledger.receiver.api.deps import OperationId, require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
 from flowledger.receiver.api.paths import check_raw_path
-from flowledger.receiver.api.routes.calls import OperationId
 from flowledger.receiver.api.schemas import (
     ExecutionPage,
     Id,

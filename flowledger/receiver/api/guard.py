@@ -1,5 +1,5 @@
-"""The ASGI layer around the app: the body guard, which also observes each request's latency
-by route.
+"""The ASGI layer in front of the routes: the body guard, which also observes each request's
+latency by route and refuses a line break in an operation's path before any route sees it.
 
 The body guard reads nothing itself: the app reads the body when it wants it, after the
 token was checked on the headers alone (:func:`flowledger.receiver.api.auth.admit`), so a request
@@ -21,9 +21,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowledger.metrics import request_latency
 from flowledger.receiver.api.errors import ApiError
-from flowledger.receiver.engine.reply import Reply
+from flowledger.receiver.api.reply import JSON, Reply
 
 _CLOSE = (b"connection", b"close")
+OPERATIONS = "/v1/operations/"
+LINE_BREAK = ApiError(
+    422, "invalid_id", "must not contain control or bidi characters", "operation_id"
+)
+
+
+async def send_reply(reply: Reply, send: Send) -> None:
+    """Answer with ``reply`` through ASGI's ``send`` (the guard's own refusals, made before
+    or around the routes)."""
+    headers = [(b"content-type", JSON.encode()), (b"content-length", str(len(reply.body)).encode())]
+    headers += [
+        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.header_map().items()
+    ]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
 
 
 class _Body:
@@ -168,7 +183,15 @@ class BodyGuard:
             if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
                 error = ApiError(413, "body_too_large", _too_big(self.limit), headers=_CLOSE_HEADER)
                 status = 413
-                await Reply.error(error).send(send)
+                await send_reply(Reply.error(error), send)
+                return
+            path = scope["path"]
+            if "\n" in path and OPERATIONS in path:
+                # A route's pattern matches before a final line break (``x/dispatch%0A`` would
+                # be the dispatch of ``x``) and stops at an inner one (``a%0Ab`` would be a
+                # bare 404): refused as an id, whatever the route.
+                status = 422
+                await send_reply(Reply.error(LINE_BREAK), send)
                 return
             pending = chunked or (declared is not None and declared.strip(b"0") != b"")
             if pending:
@@ -179,7 +202,7 @@ class BodyGuard:
             except ApiError as exc:  # a read the app did not catch: answer it if nothing was sent
                 if body.started:
                     raise
-                await Reply.error(exc).send(body.send)
+                await send_reply(Reply.error(exc), body.send)
             finally:
                 status = body.status
         finally:

@@ -1,5 +1,7 @@
-"""An answer as the receiver sends it: status, the exact body bytes, and the headers; sent
-straight through ASGI by the write lane, the body limit and the idempotency replay."""
+"""An answer as the writer gives it: status, the exact body bytes, and the headers. Made where
+the call is written (the writer process among them, so no web framework here) and turned into
+an HTTP response by the route that served the call
+(:mod:`flowledger.receiver.api.routes.calls`)."""
 
 from __future__ import annotations
 
@@ -8,13 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.types import Send
-
 from flowledger.domain.records import direct_init
 from flowledger.receiver.api.errors import ApiError, error_body
 
-REPLAYED = b"idempotent-replayed"
-JSON = b"application/json"
+REPLAYED = "Idempotent-Replayed"
+JSON = "application/json"
 
 
 @direct_init
@@ -37,24 +37,12 @@ class Reply:
         body = dumps(error_body(exc.code, exc.message, exc.field))
         return cls(exc.status, body, headers=exc.headers)
 
-    def raw_headers(self) -> list[tuple[bytes, bytes]]:
-        """The headers as ASGI sends them."""
-        headers = [(b"content-type", JSON), (b"content-length", str(len(self.body)).encode())]
+    def header_map(self) -> dict[str, str]:
+        """The headers besides the body's type and length."""
+        headers = dict(self.headers or {})
         if self.replayed:
-            headers.append((REPLAYED, b"true"))
-        for name, value in (self.headers or {}).items():
-            headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+            headers[REPLAYED] = "true"
         return headers
-
-    async def send(self, send: Send) -> None:
-        """Answer with it through ASGI's ``send``."""
-        start = {
-            "type": "http.response.start",
-            "status": self.status,
-            "headers": self.raw_headers(),
-        }
-        await send(start)
-        await send({"type": "http.response.body", "body": self.body})
 
 
 # One encoder for every answer: ``json.dumps`` with options builds a new one on every call.
