@@ -19,7 +19,7 @@ export interface Operation {
 	execute(run: Run): Promise<INodeExecutionData[][]>;
 }
 
-/** In the order the editor lists them; the first is the default. */
+/** In the order the editor lists them. */
 export const operations: Operation[] = [guard, confirm, fail, reportFailedExecution];
 
 /**

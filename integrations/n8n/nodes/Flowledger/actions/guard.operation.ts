@@ -28,13 +28,13 @@ export const option: INodePropertyOptions = {
 /** Its Operation ID, listed before the parameters of every operation (see ./description). */
 export const operationIdProperty: INodeProperties = {
 	displayName: 'Operation ID',
-		name: 'operationId',
-		type: 'string',
-		default: '',
-		required: true,
-		placeholder: "e.g. {{ 'invoice:' + $json.body.invoice_id + ':send' }}",
-		description:
-			"A stable name for this one business effect, the same every time the same effect is meant (up to 200 characters). A part between its ':' that is empty, undefined, null, NaN or [object Object] is an error naming the missing field, never a dispatch.",
+	name: 'operationId',
+	type: 'string',
+	default: '',
+	required: true,
+	placeholder: "e.g. {{ 'invoice:' + $json.body.invoice_id + ':send' }}",
+	description:
+		"A stable name for this one business effect, the same every time the same effect is meant (up to 200 characters). A part between its ':' that is empty, undefined, null, NaN or [object Object] is an error naming the missing field, never a dispatch.",
 	displayOptions: shown,
 };
 
