@@ -3,7 +3,9 @@ import type { IAuthenticate, ICredentialType, INodeProperties, Icon } from 'n8n-
 /**
  * Where the ledger is and how to call it, kept once for every Flowledger node. The test
  * behind "Test connection" is the node's ``flowledgerApiTest`` (it names what is wrong:
- * unreachable, a refused token, the wrong scope, a signing secret missing).
+ * unreachable, a refused token, the wrong scope, a signing secret missing). There is no
+ * declarative ``test`` here: n8n would run it instead, and a request without a signature
+ * cannot test a signing token, nor tell a read token from a write one.
  */
 export class FlowledgerApi implements ICredentialType {
 	name = 'flowledgerApi';

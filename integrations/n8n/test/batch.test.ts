@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 
 import type { INodeExecutionData } from 'n8n-workflow';
 
-import { heldMessage, releasedNote } from '../nodes/Flowledger/batch';
+import { heldMessage, releasedNote } from '../nodes/Flowledger/shared/batch';
 import { Flowledger } from '../nodes/Flowledger/Flowledger.node';
 import { FakeLedger, context, decide, item, type Params, type Sent } from './fake';
 

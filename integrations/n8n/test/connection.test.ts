@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import type { IHttpRequestOptions } from 'n8n-workflow';
 
 import { FlowledgerApi } from '../credentials/FlowledgerApi.credentials';
-import { testConnection, type ProbeRequest } from '../nodes/Flowledger/connection';
+import { testConnection, type ProbeRequest } from '../nodes/Flowledger/shared/connection';
 
 const credential = { baseUrl: 'http://ledger.test:8787', token: 'flt_x', signingSecret: '' };
 

@@ -1,7 +1,7 @@
 /** A stand-in for n8n's execute context and for the ledger, enough to run the node. */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import type { WireRequest, WireResponse } from '../nodes/Flowledger/transport';
+import type { WireRequest, WireResponse } from '../nodes/Flowledger/shared/transport';
 
 export type Params = Record<string, unknown | ((i: number) => unknown)>;
 

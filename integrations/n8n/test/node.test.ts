@@ -3,8 +3,10 @@ import { describe, test } from 'node:test';
 
 import type { INodeExecutionData } from 'n8n-workflow';
 
-import { outputsFor } from '../nodes/Flowledger/description';
-import { Flowledger, Run } from '../nodes/Flowledger/Flowledger.node';
+import { outputsFor } from '../nodes/Flowledger/actions/description';
+import { execute as runGuard } from '../nodes/Flowledger/actions/guard.operation';
+import { Flowledger } from '../nodes/Flowledger/Flowledger.node';
+import { Run } from '../nodes/Flowledger/shared/run';
 import { FakeLedger, context, decide, item, type Params } from './fake';
 
 const node = new Flowledger();
@@ -331,7 +333,7 @@ describe('inside the node: retries', () => {
 		const ctx = context({ items: [invoices[0]], params: guard, ledger });
 		const send = async (request: Parameters<FakeLedger['send']>[0]) => await ledger.send(request);
 		const runner = new Run(ctx, send, { baseUrl: 'http://ledger.test:8787' }, '', async (ms) => void waits.push(ms));
-		const [go] = await runner.guard();
+		const [go] = await runGuard(runner);
 		assert.equal(go.length, 1);
 		assert.deepEqual(waits, [500]);
 		assert.equal(ledger.sent[0].headers['Idempotency-Key'], ledger.sent[1].headers['Idempotency-Key']);

@@ -13,7 +13,7 @@ import {
 	receiptOf,
 	statusOf,
 	type KeyParts,
-} from '../nodes/Flowledger/rules';
+} from '../nodes/Flowledger/shared/rules';
 
 describe('Fail auto: how a failed write is classified', () => {
 	const cases: Array<[string, unknown, 'rejected' | 'unknown']> = [

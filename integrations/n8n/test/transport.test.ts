@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { callLedger, signature, type WireResponse } from '../nodes/Flowledger/transport';
+import { callLedger, signature, type WireResponse } from '../nodes/Flowledger/shared/transport';
 import { FakeLedger } from './fake';
 
 const SECRET = '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff';

@@ -2,6 +2,12 @@
  * "Test connection" for the Flowledger API credential: one ``GET /v1/token`` (any valid token
  * may call it) and one plain sentence about what is wrong, or which token answered.
  */
+import type {
+	ICredentialTestFunctions,
+	ICredentialsDecrypted,
+	INodeCredentialTestResult,
+} from 'n8n-workflow';
+
 import { LedgerError, SIGNATURE_HEADER, joinUrl, parseBody, pathOf, signature } from './transport';
 
 export interface ProbeRequest {
@@ -26,6 +32,34 @@ export interface TestResult {
 }
 
 const WRITE_SCOPES = new Set(['write', 'operator']);
+
+/** The credential's "Test connection" (the node's ``testedBy``): the probe sent through n8n. */
+export async function flowledgerApiTest(
+	this: ICredentialTestFunctions,
+	credential: ICredentialsDecrypted,
+): Promise<INodeCredentialTestResult> {
+	const data = credential.data ?? {};
+	const probe: Probe = async (request) => {
+		// A credential test is given only the legacy `request` helper (n8n-core's
+		// CredentialTestContext), so the lint's advice to use httpRequest cannot apply.
+		// eslint-disable-next-line @n8n/community-nodes/no-deprecated-workflow-functions
+		const response = (await this.helpers.request({
+			method: request.method,
+			uri: request.url,
+			headers: request.headers,
+			json: true,
+			simple: false,
+			resolveWithFullResponse: true,
+			timeout: request.timeout,
+		})) as { statusCode: number; body: unknown };
+		return { status: response.statusCode, body: response.body };
+	};
+	return await testConnection(probe, {
+		baseUrl: String(data.baseUrl ?? ''),
+		token: String(data.token ?? ''),
+		signingSecret: String(data.signingSecret ?? ''),
+	});
+}
 
 export async function testConnection(
 	probe: Probe,
