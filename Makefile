@@ -10,7 +10,7 @@ DB        ?= ./var/flowledger.db
 # PORT: unset, the port is the settings' (8787 unless flowledger.toml says otherwise)
 PORT      ?=
 
-.PHONY: install run test check bench clean mutate n8n-node e2e-n8n
+.PHONY: install run test check docs bench clean mutate n8n-node e2e-n8n
 
 install: $(STAMP)
 
@@ -43,10 +43,17 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 check: $(STAMP)
-	$(BIN)/ruff check flowledger tests bench e2e
-	$(BIN)/ruff format --check flowledger tests bench e2e
+	$(BIN)/ruff check flowledger tests bench e2e docs
+	$(BIN)/ruff format --check flowledger tests bench e2e docs
 	$(BIN)/mypy
+	$(BIN)/mypy docs/generate.py
 	$(BIN)/lint-imports --no-cache
+
+# The generated reference: docs/commands.md from the command-line app, docs/settings.md from
+# the settings models (tests/unit/test_docs_generated.py fails when they are stale), and the
+# terminal UI's screenshot over the demo shift (docs/tui.svg).
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py
 
 # Benchmarks print figures measured in one run against a baseline; none is a test.
 bench: $(STAMP)

@@ -4,7 +4,8 @@ command where ``make run`` puts it (``.venv/bin/flowledger``: here a script that
 installed one, and stands ``status`` in for ``tui``, since a test has no terminal). Then a
 sweep past the dispatch deadline must find nothing of the first look to hold: its operation
 confirmed, no hold opened. Change the README so that its steps stop working, or leave an
-operation dispatching, and this fails."""
+operation dispatching, and this fails. The section's second block makes a hold appear, as it
+says: a dispatch with a deadline already here, then ``flowledger sweep --once``."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tests.support.processes import FLOWLEDGER, ROOT, TIMEOUT, wait_until
 from tests.support.receiver import auth, free_port, stop, wait_until_serving
 
 OPERATION = "invoice:INV-42:send"
+HELD = "invoice:INV-44:send"  # the one the first look's second block leaves to the sweep
 CONTROL = "first-look-test:never-confirmed"  # dispatched by the test, left dispatching
 PORT_IN_README = "127.0.0.1:8787"
 # The command in a checkout's .venv: the installed one, with `tui` shown as `status`.
@@ -143,7 +145,7 @@ def deadline_of(checkout: Checkout, operation_id: str) -> datetime:
 
 
 def test_the_first_look_leaves_nothing_dispatching(checkout: Checkout) -> None:
-    look, _ = first_look_blocks()
+    look, _, _ = first_look_blocks()
     assert PORT_IN_README in look and "localhost" not in look
     done = checkout.bash(look)
     assert done.returncode == 0, done.stderr
@@ -166,8 +168,21 @@ def test_the_first_look_leaves_nothing_dispatching(checkout: Checkout) -> None:
     assert operation["state"] == "confirmed" and operation["receipt"]
 
 
+def test_the_first_look_makes_a_hold_appear(checkout: Checkout) -> None:
+    look, hold, _ = first_look_blocks()
+    assert PORT_IN_README in hold and "sweep --once" in hold
+    done = checkout.bash(f"{look}\n{hold}")  # one terminal: the token of the first block
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count('"decision":"go"') == 2, done.stdout
+    assert HELD in done.stdout  # `flowledger holds` lists it
+    holds = checkout.detail(HELD)["holds"]
+    assert isinstance(holds, list)
+    assert [(h["reason"], h["resolved_at"]) for h in holds] == [("unknown_outcome", None)]
+    assert checkout.detail(OPERATION)["holds"] == []
+
+
 def test_the_demo_step_runs_twice(checkout: Checkout) -> None:
-    look, demo = first_look_blocks()
+    look, _, demo = first_look_blocks()
     # The same terminal as the first block: the line that puts the command on PATH.
     (path_line,) = [line for line in look.splitlines() if line.startswith("export PATH=")]
     demo = f"{path_line}\n{demo}"

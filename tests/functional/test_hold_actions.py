@@ -213,7 +213,7 @@ def test_every_way_in_refuses_with_the_same_words(
 def test_an_action_sent_as_anything_but_json_is_415_and_does_nothing(
     demo_store: Store, demo_ledger: Ledger, content_type: str | None, status: int
 ) -> None:
-    """As the workflow calls answer it (and the README says): the body is JSON or the action
+    """As the workflow calls answer it (and docs/api.md says): the body is JSON or the action
     is refused, after the token and before the body is read."""
     hold_id = _hold_of(demo_store, "source_stale")
     tokens = {"dave": make_token(demo_ledger, "dave", "operator")}

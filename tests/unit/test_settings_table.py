@@ -1,4 +1,4 @@
-"""Every environment variable the code reads is in the README's settings table: the ones
+"""Every environment variable the code reads is in docs/settings.md's tables: the ones
 ``Settings`` reads (``FLOWLEDGER_`` and a field's name) and every ``FLOWLEDGER_…`` named in the
 code, the tests' and benchmarks' own included."""
 
@@ -14,12 +14,11 @@ NAME = re.compile(r"(?<![A-Z0-9_])FLOWLEDGER_[A-Z0-9_]*[A-Z0-9]")  # not REPLACE
 
 
 def documented() -> set[str]:
-    """The names in the settings table's first column; ``FLOWLEDGER_CRASH_AT``, ``_SIGNAL``
-    stands for ``FLOWLEDGER_CRASH_SIGNAL`` too."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    """The names in the first column of the settings tables; ``FLOWLEDGER_CRASH_AT``,
+    ``_SIGNAL`` stands for ``FLOWLEDGER_CRASH_SIGNAL`` too."""
+    tables = (ROOT / "docs" / "settings.md").read_text()
     names: set[str] = set()
-    for line in table.splitlines():
+    for line in tables.splitlines():
         if not line.startswith("| `"):
             continue
         cell = line.split("|")[1]
@@ -43,7 +42,7 @@ def named_in_code() -> set[str]:
 def test_every_environment_variable_is_in_the_settings_table() -> None:
     read_by_settings = {"FLOWLEDGER_" + name.upper() for name in Settings.model_fields}
     missing = (read_by_settings | named_in_code()) - documented()
-    assert not missing, f"not in the README's settings table: {sorted(missing)}"
+    assert not missing, f"not in docs/settings.md: {sorted(missing)}"
 
 
 def test_the_table_is_read_as_written() -> None:
