@@ -96,12 +96,15 @@ def create_app(
         lifespan=lifespan,
         docs_url="/docs",
         redoc_url=None,
+        # Prometheus is the receiver's telemetry (/metrics); FastAPI's own OpenTelemetry
+        # checks cost every request a few microseconds (bench/README.md, "Receiver engine").
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.receiver = state
     handlers.install(app)
     timeout = config.body_timeout.total_seconds()
     app.add_middleware(BodyGuard, limit=config.body_limit, timeout=timeout, timed=True)
-    app.include_router(calls.router)  # first: ".../x/dispatch" is the call, not a read of x
+    calls.add_routes(app)  # first: ".../x/dispatch" is the call, not a read of x
     app.include_router(proofs.router)  # before the reads: /operations/{id}/proof is no {id}
     app.include_router(reads.router)
     app.include_router(holds.router)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import FastAPI, Request, Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
 
@@ -42,23 +42,21 @@ from flowledger.receiver.api.tokens import Principal
 
 ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(WrittenOperationId)
-# Documented with the constraints the route checks (after the token: see the module's text).
-WrittenId = Annotated[
-    str,
-    Path(
-        description="The workflow's stable operation id; no segment between its ':' may be "
-        "empty or what a missing value becomes as text (undefined, null, NaN, [object Object])",
-        json_schema_extra={
-            k: v for k, v in _OPERATION_ID.json_schema().items() if k not in ("type", "description")
-        },
-    ),
-]
+# The path's operation id as the OpenAPI shows it: the constraints the route checks, after the
+# token (so not a parameter FastAPI would check before it; reading one costs every call, too).
+OPERATION_ID_PARAMETER = {
+    "name": "operation_id",
+    "in": "path",
+    "required": True,
+    "description": "The workflow's stable operation id; no segment between its ':' may be "
+    "empty or what a missing value becomes as text (undefined, null, NaN, [object Object])",
+    "schema": {**_OPERATION_ID.json_schema(), "title": "Operation Id"},
+}
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
 # The client went away mid-body: nothing is written, and nobody reads this.
 INCOMPLETE_BODY = ApiError(400, "incomplete_body", "the body ended before its end")
 
-OTHER_METHODS = ("GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
-router = APIRouter()
+OTHER_METHODS = ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 
 
 def response(reply: Reply) -> Response:
@@ -174,19 +172,23 @@ def _operation_id(scope: Any, raw: str) -> str:
         raise error from None
 
 
-def _documented_body(call: Call) -> dict[str, Any]:
-    """The call's body as the OpenAPI shows it (its schema among the components:
-    :func:`body_models`)."""
+def _documented(call: Call) -> dict[str, Any]:
+    """What the OpenAPI shows of the call beyond FastAPI's own: its operation id in the path
+    and its body (whose schema is among the components: :func:`body_models`)."""
     schema = {"$ref": f"#/components/schemas/{call.body.__name__}"}
-    return {"required": True, "content": {"application/json": {"schema": schema}}}
+    body = {"required": True, "content": {"application/json": {"schema": schema}}}
+    documented: dict[str, Any] = {"requestBody": body}
+    if call.has_operation:
+        documented["parameters"] = [OPERATION_ID_PARAMETER]
+    return documented
 
 
 def _endpoint(call: Call) -> Any:
-    """The route's function: with the path's operation id for a call on an operation."""
+    """The route's function, which passes on the path's operation id for a call on one."""
     if call.has_operation:
 
-        async def on_operation(request: Request, operation_id: WrittenId) -> Response:
-            return response(await serve(call, request, operation_id))
+        async def on_operation(request: Request) -> Response:
+            return response(await serve(call, request, request.path_params["operation_id"]))
 
         return on_operation
 
@@ -209,22 +211,25 @@ async def _without_slash(request: Request) -> Response:
     return Response(status_code=307, headers={"Location": location})
 
 
-for _call in CALLS:
-    router.add_api_route(
-        _call.path,
-        _endpoint(_call),
-        methods=["POST"],
-        name=_call.name,
-        description=_call.doc,
-        response_model=_call.response,
-        responses=ERRORS,
-        tags=[_call.tag],
-        openapi_extra={"requestBody": _documented_body(_call)},
-    )
-    # Any other method on a call's path is 405 (GET included: ".../x/dispatch" is the dispatch
-    # call, not a read of an operation "x/dispatch"); a trailing slash is redirected.
-    router.add_route(_call.path, _not_allowed, methods=OTHER_METHODS, include_in_schema=False)
-    router.add_route(f"{_call.path}/", _without_slash, methods=["POST"], include_in_schema=False)
+def add_routes(app: FastAPI) -> None:
+    """Every call's route on ``app`` itself (an included router is one more level to match on
+    every request), and after each the answers to the other methods and to a trailing slash:
+    any other method is 405, GET included (".../x/dispatch" is the dispatch call, not a read of
+    an operation "x/dispatch"); a trailing slash is redirected."""
+    for call in CALLS:
+        app.add_api_route(
+            call.path,
+            _endpoint(call),
+            methods=["POST"],
+            name=call.name,
+            description=call.doc,
+            response_model=call.response,
+            responses=ERRORS,
+            tags=[call.tag],
+            openapi_extra=_documented(call),
+        )
+        app.add_route(call.path, _not_allowed, methods=OTHER_METHODS, include_in_schema=False)
+        app.add_route(f"{call.path}/", _without_slash, methods=["POST"], include_in_schema=False)
 
 
 def body_models() -> list[type[Any]]:
