@@ -58,8 +58,8 @@ from flowledger.receiver.api.tokens import create_token
 from flowledger.receiver.engine import lane
 from flowledger.receiver.engine.middleware import BodyGuard
 from flowledger.receiver.engine.server import bounded_head_protocol
+from flowledger.services import holds as hold_services
 from flowledger.services.ledger import Ledger
-from flowledger.storage import tx
 from flowledger.storage import unit_of_work as unit
 from flowledger.storage.migrate import init_ledger
 
@@ -191,7 +191,7 @@ def checks_off() -> Iterator[None]:
             (limits, "has_unsafe", lambda value: False),
             (lane, "check_raw_path", lambda scope: None),
             (unit, "redact", lambda text, secrets=None: text),
-            (tx, "redact", lambda text, secrets=None: text),
+            (hold_services, "redact", lambda text, secrets=None: text),
             (BodyGuard, "__call__", _unguarded),
         ):
             stack.enter_context(mock.patch.object(target, name, value))
