@@ -3,6 +3,9 @@
 The hot path (dispatch, confirm, fail) runs a handful of short statements per call, spoken to
 the driver's cursor inside the transaction SQLAlchemy opened (:mod:`flowledger.storage.sql`);
 on PostgreSQL they are queued in psycopg's pipeline and waited for only where a result is read.
+The repositories speak to it; a service's work sees it as
+:class:`~flowledger.storage.transaction.SqlTx` (the repositories' statements as its methods),
+through the services' port (:mod:`flowledger.services.port`).
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def test_the_fake_answers_and_records_as_the_database_does(
     on_database = walk(ledger, clock)
     fake_clock = FakeClock()
     unit = FakeUnitOfWork(fake_clock)
-    on_fake = walk(Ledger(unit.store, unit=unit), fake_clock)  # type: ignore[arg-type]
+    on_fake = walk(Ledger(unit.store, unit=unit), fake_clock)
 
     assert on_fake == on_database
     stored = _stored(store)

@@ -31,7 +31,7 @@ def unit() -> FakeUnitOfWork:
 
 @pytest.fixture
 def ledger(unit: FakeUnitOfWork) -> Ledger:
-    return Ledger(unit.store, unit=unit)  # type: ignore[arg-type]
+    return Ledger(unit.store, unit=unit)
 
 
 def req(execution_id: str, run_index: int = 0, n: int = 1) -> DispatchInput:
