@@ -1,8 +1,9 @@
 """Holds in the writer's transaction: the one place they are opened, their closing when a rule
 resolves them, and a person's decisions on them (resolve, assign, extend, note).
 
-Each function takes the caller's :class:`~flowledger.storage.tx.Tx` and leaves the statements to
-the repositories (:mod:`flowledger.storage.holds`, :mod:`flowledger.storage.operations`);
+Each function takes the caller's transaction as the port sees it
+(:class:`flowledger.services.port.Tx`), whose methods are the repositories' statements
+(:mod:`flowledger.storage.holds`, :mod:`flowledger.storage.operations`);
 :class:`flowledger.services.ledger.Ledger` runs them and is still the only way in.
 """
 
@@ -16,13 +17,13 @@ from flowledger import domain
 from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
 from flowledger.domain.chain import data_time
 from flowledger.domain.extension import extended_deadline
+from flowledger.domain.redact import Secrets, redact
 from flowledger.services import outbox
+from flowledger.services.port import Tx
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
-from flowledger.storage import holds as hold_rows
 from flowledger.storage import operations
 from flowledger.storage.models import from_db_time
 from flowledger.storage.sql import Row
-from flowledger.storage.tx import Tx
 
 ACTIONS = domain.DECISIONS
 
@@ -32,10 +33,12 @@ def open_holds(
     targets: Sequence[HoldTarget],
     deadlines: domain.HoldDeadlines,
     alert_targets: Sequence[str],
+    secrets: Secrets,
     *,
     locked: bool = False,
 ) -> list[int | None]:
-    """Open each hold whose cause key has none yet: the one place holds are opened. Each
+    """Open each hold whose cause key has none yet: the one place holds are opened. A
+    hold's detail (a tool's or a target's words) is stored redacted of ``secrets``. Each
     opening is an event and, when alert URLs are configured, one outbox row per URL in the
     same transaction. The operations the holds concern are locked until the commit first,
     unless the caller says it holds them already (``locked``), so that a writer reading one
@@ -46,8 +49,8 @@ def open_holds(
         return []
     concerned = [t.operation_id for t in targets if t.operation_id]
     if not locked:
-        operations.lock_operations(tx, concerned)
-    operations.read_again(tx, concerned)
+        tx.lock_operations(concerned)
+    tx.read_again(concerned)
     unique: dict[str, HoldTarget] = {}
     for t in targets:
         unique.setdefault(t.hold.cause_key, t)
@@ -66,13 +69,13 @@ def open_holds(
             "operation_id": t.operation_id,
             "execution_id": t.execution_id,
             "source": t.source,
-            "detail": tx.redact(t.hold.detail)[: limits.MAX_HOLD_DETAIL_LENGTH],
+            "detail": redact(t.hold.detail, secrets)[: limits.MAX_HOLD_DETAIL_LENGTH],
             "opened_at": tx.now,
             "deadline": due[t.hold.reason][0],
         }
         for key, t in unique.items()
     ]
-    ids = hold_rows.insert_new_holds(tx, rows)
+    ids = tx.insert_new_holds(rows)
     if not ids:
         return [None] * len(targets)
     fresh = unique
@@ -101,7 +104,7 @@ def open_holds(
             )  # fmt: skip
             alerts.extend(outbox.rows_for(alert, alert_targets, tx.now))
     if alerts:
-        hold_rows.insert_alerts(tx, alerts)
+        tx.insert_alerts(alerts)
     first: dict[str, int | None] = {k: ids[k] for k in fresh}
     return [first.pop(t.hold.cause_key, None) for t in targets]
 
@@ -113,9 +116,9 @@ def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> 
     hold that no longer exists."""
     resolution = change.resolution.value if change.resolution else None
     if change.resolve_holds and operation_id is not None:
-        operations.read_again(tx, [operation_id])
+        tx.read_again([operation_id])
     for hold_id in change.resolve_holds:
-        if hold_rows.close_hold(tx, hold_id, resolution, note):
+        if tx.close_hold(hold_id, resolution, note):
             data: dict[str, Any] = {"resolution": resolution, "note": note, **change.data}
             if change.receipt:
                 data["receipt"] = change.receipt
@@ -127,9 +130,9 @@ def _close_overdue_about(
     tx: Tx, hold_id: int, resolution: str | None, operation_id: str | None
 ) -> None:
     settled = Resolution.CAUSE_RESOLVED.value
-    for overdue_id in hold_rows.open_overdue_about(tx, hold_id):
+    for overdue_id in tx.open_overdue_about(hold_id):
         note = f"hold {hold_id} was resolved ({resolution or 'closed'})"
-        if hold_rows.close_hold(tx, overdue_id, settled, note):
+        if tx.close_hold(overdue_id, settled, note):
             data = {
                 "resolution": settled,
                 "note": note,
@@ -140,14 +143,14 @@ def _close_overdue_about(
 
 
 def require_operation(tx: Tx, operation_id: str) -> tuple[domain.Operation, Row]:
-    row = operations.load_operation(tx, operation_id)
+    row = tx.load_operation(operation_id)
     if row is None:
         raise NotFound(f"no operation {operation_id!r}")
     return operations.to_domain(row), row
 
 
 def _open_hold_row(tx: Tx, hold_id: int) -> Row:
-    row = hold_rows.load_hold(tx, hold_id)
+    row = tx.load_hold(hold_id)
     if row is None:
         raise NotFound(f"no hold {hold_id}")
     if row.resolved_at is not None:
@@ -191,7 +194,7 @@ def resolution_work(
             assert refused is not None
             raise refused
         op, op_row = require_operation(tx, row.operation_id)
-        holds = hold_rows.holds_of(tx, op.operation_id)
+        holds = tx.holds_of(op.operation_id)
         if action == "confirm":
             change = domain.confirm_with_evidence(op, hold, holds, receipt or "", note)
         elif action == "release":
@@ -204,13 +207,13 @@ def resolution_work(
         else:
             change = domain.cancel(op, holds, note)
         if change.operation is not None:
-            operations.save_operation(tx, op_row, change.operation)
+            tx.save_operation(op_row, change.operation)
         if action in ("confirm", "release") and op.state is State.DISPATCHING:
             outcome = "confirmed" if action == "confirm" else "released"
-            operations.end_attempt(tx, op.operation_id, op.attempt, outcome)
+            tx.end_attempt(op.operation_id, op.attempt, outcome)
         if action == "confirm":
-            operations.insert_receipt(
-                tx, op.operation_id, op.attempt, receipt or "", kind="evidence", detail=note.strip()
+            tx.insert_receipt(
+                op.operation_id, op.attempt, receipt or "", kind="evidence", detail=note.strip()
             )
         close_holds(tx, change, op.operation_id, note.strip())
         final = change.operation or op
@@ -250,7 +253,7 @@ def update_work(
             values["next_action"] = data["next_action"] = next_action[
                 : limits.MAX_NEXT_ACTION_LENGTH
             ]
-        hold_rows.change_hold(tx, hold_id, row.version, values)
+        tx.change_hold(hold_id, row.version, values)
         kind = (
             "hold_assigned"
             if owner is not None

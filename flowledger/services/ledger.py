@@ -39,6 +39,7 @@ from flowledger.services import operations, outbox
 from flowledger.services.call import Call
 from flowledger.services.holds import open_holds as open_hold_rows
 from flowledger.services.holds import resolution_work, update_work
+from flowledger.services.port import Tx as Port
 from flowledger.services.values import (
     Answer,
     DispatchInput,
@@ -55,7 +56,10 @@ from flowledger.services.values import (
     operator_actor,
 )
 from flowledger.storage.engine import Store
-from flowledger.storage.tx import Tx
+
+# The transaction the unit of work runs a work in, for the callers that run SQL of their own
+# in it (the sync, the sweep, the receiver's guards); the services' works take the port.
+from flowledger.storage.transaction import SqlTx as Tx
 from flowledger.storage.unit_of_work import Guard, Outcome, UnitOfWork, Work
 
 __all__ = [
@@ -78,7 +82,9 @@ T = TypeVar("T")
 class Ledger:
     """The ledger's services over one store, on the unit of work it holds (:attr:`unit`).
     Each service checks its input and returns a :class:`~flowledger.services.call.Call`;
-    ``clock`` is injectable for tests.
+    ``clock`` is injectable for tests; ``unit`` is the unit of work to run on instead of one
+    over ``store`` (with its own clock, retries and secrets): a test passes a fake, whose
+    transactions keep their rows in memory (``tests/support/fakes/ledger.py``).
 
     Text that came from a workflow, a tool or a target (receipts, details, errors,
     ``input_ref``, notes) is checked as sent, then redacted (:meth:`redact`, ``secrets`` the
@@ -97,8 +103,11 @@ class Ledger:
         retries: int = 20,
         alert_urls: Sequence[str] = (),
         secrets: Secrets = NO_SECRETS,
+        unit: UnitOfWork | None = None,
     ) -> None:
-        self.unit = UnitOfWork(store, clock=clock, retries=retries, secrets=secrets)
+        if unit is None:
+            unit = UnitOfWork(store, clock=clock, retries=retries, secrets=secrets)
+        self.unit = unit
         self.store = store
         self.secret = secret
         self.max_attempts = max_attempts
@@ -311,12 +320,14 @@ class Ledger:
         return Call(self.unit, lambda tx: self.open_holds(tx, [target])[0])
 
     def open_holds(
-        self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
+        self, tx: Port, targets: Sequence[HoldTarget], *, locked: bool = False
     ) -> list[int | None]:
         """Open each hold whose cause key has none yet, in the caller's transaction, with this
         ledger's deadlines and alert targets (:func:`flowledger.services.holds.open_holds`;
         ``locked``: the caller holds the operations' row locks already)."""
-        return open_hold_rows(tx, targets, self.hold_deadlines, self.alert_targets, locked=locked)
+        return open_hold_rows(
+            tx, targets, self.hold_deadlines, self.alert_targets, self.unit.secrets, locked=locked
+        )
 
     def resolve(
         self,

@@ -3,8 +3,9 @@ an execution's failure.
 
 Each function is given what its service checked (:class:`~flowledger.services.ledger.Ledger`
 checks, redacts and hashes the request first) and returns the work that reads the rows the
-rule needs (:mod:`flowledger.storage.operations`), asks ``flowledger.domain``, writes the
-outcome with a compare-and-set on the operation's ``version`` column and records the events.
+rule needs, asks ``flowledger.domain``, writes the outcome with a compare-and-set on the
+operation's ``version`` column and records the events, all through its transaction as the
+port (:class:`flowledger.services.port.Tx`) offers it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from flowledger import domain
 from flowledger.domain import FailOutcome, NewHold, OpenHold, Reason
 from flowledger.faults import crashpoint
 from flowledger.services.holds import close_holds
+from flowledger.services.port import Tx
 from flowledger.services.values import Answer, HoldTarget, NotFound
-from flowledger.storage import idempotency as stored_keys
 from flowledger.storage import operations as records
 from flowledger.storage.sql import Row
-from flowledger.storage.tx import Tx
 
 
 class Rules(Protocol):
@@ -44,7 +44,9 @@ def open_rule_holds(
     execution_id: str | None,
 ) -> list[int]:
     """Open a rule's holds on one operation; the ids of those that were new. The unit read the
-    operation with its lock (``records.load_with_holds``) or inserted it."""
+    operation with its lock (``tx.load_with_holds``) or inserted it."""
+    if not holds:  # the usual call: nothing to open, nothing to look up
+        return []
     targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
     return [i for i in rules.open_holds(tx, targets, locked=True) if i is not None]
 
@@ -60,7 +62,7 @@ def dispatch_work(
     ``input_ref`` redacted), ``extra`` what the operation row takes of them."""
 
     def work(tx: Tx) -> Answer:
-        row, holds = records.load_with_holds(tx, operation_id)
+        row, holds = tx.load_with_holds(operation_id)
         op = records.to_domain(row) if row is not None else None
         at_limit = op is not None and op.attempt + 1 > op.max_attempts
         change = domain.dispatch(
@@ -71,15 +73,15 @@ def dispatch_work(
             operation_id=operation_id,
             max_attempts=rules.max_attempts,
             default_deadline=rules.dispatch_deadline,
-            unsent=records.unsent_attempts(tx, operation_id) if at_limit else 0,
+            unsent=tx.unsent_attempts(operation_id) if at_limit else 0,
         )
         crashpoint("before_dispatch_write")
         with tx.together():  # one statement on PostgreSQL
             if change.operation is not None:
-                records.save_operation(tx, row, change.operation, extra)
+                tx.save_operation(row, change.operation, extra)
             if change.new_attempt:
                 assert change.operation is not None
-                records.insert_attempt(tx, change.operation, extra)
+                tx.insert_attempt(change.operation, extra)
         hold_ids = open_rule_holds(
             rules, tx, operation_id, change.holds, execution_id=request.execution_id
         )
@@ -122,7 +124,7 @@ def prepare_work(
     """Record the input and version without claiming the operation."""
 
     def work(tx: Tx) -> Answer:
-        row = records.load_operation(tx, operation_id)
+        row = tx.load_operation(operation_id)
         op = records.to_domain(row) if row is not None else None
         change = domain.prepare(
             op,
@@ -132,7 +134,7 @@ def prepare_work(
             max_attempts=rules.max_attempts,
         )
         if change.operation is not None:
-            records.save_operation(tx, row, change.operation, extra)
+            tx.save_operation(row, change.operation, extra)
         if change.event is not None:
             data = {"input_hash": digest, "processing_version": processing_version}
             if change.operation is not None:
@@ -147,7 +149,7 @@ def prepare_work(
 
 def _require_with_holds(tx: Tx, operation_id: str) -> tuple[Row, domain.Operation, list[OpenHold]]:
     """The operation's row (locked), as the domain sees it, and its open holds; or NotFound."""
-    row, holds = records.load_with_holds(tx, operation_id)
+    row, holds = tx.load_with_holds(operation_id)
     if row is None:
         raise NotFound(f"no operation {operation_id!r}")
     return row, records.to_domain(row), holds
@@ -168,11 +170,10 @@ def confirm_work(
         hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
         with tx.together():  # one statement on PostgreSQL
             if change.operation is not None:
-                records.save_operation(tx, row, change.operation)
-                records.end_attempt(tx, operation_id, op.attempt, "confirmed")
+                tx.save_operation(row, change.operation)
+                tx.end_attempt(operation_id, op.attempt, "confirmed")
             if change.event is not None:
-                records.insert_receipt(
-                    tx,
+                tx.insert_receipt(
                     operation_id,
                     op.attempt,
                     receipt,
@@ -219,9 +220,9 @@ def fail_work(
         # so a change of the row since it was read ahead for this unit (by an earlier unit of
         # its batch) makes it run again (and refuse). A confirm elsewhere waits for the lock
         # our read took, then resolves the hold.
-        records.save_operation(tx, row, change.operation or op)
+        tx.save_operation(row, change.operation or op)
         if change.operation is not None:
-            records.end_attempt(tx, operation_id, op.attempt, "rejected", error)
+            tx.end_attempt(operation_id, op.attempt, "rejected", error)
         hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
         close_holds(tx, change, operation_id, note=f"rejected by the target: {reported}")
         tx.event(
@@ -257,10 +258,10 @@ def release_work(
         row, op, holds = _require_with_holds(tx, operation_id)
         change = domain.release_dispatch(op, execution_id, run_index, holds)
         if forget is not None:
-            stored_keys.forget_answer(tx, forget[0], forget[1], operation_id)
+            tx.forget_answer(forget[0], forget[1], operation_id)
         if change.operation is not None:
-            records.save_operation(tx, row, change.operation)
-            records.end_attempt(tx, operation_id, op.attempt, domain.UNSENT, reason)
+            tx.save_operation(row, change.operation)
+            tx.end_attempt(operation_id, op.attempt, domain.UNSENT, reason)
             tx.event(
                 "dispatch_released",
                 operation_id,
@@ -280,7 +281,7 @@ def execution_failed_work(
     left ``dispatching`` (whose current attempt it made)."""
 
     def work(tx: Tx) -> list[tuple[str, int | None]]:
-        ops = [records.to_domain(r) for r in records.dispatching_for_execution(tx, execution_id)]
+        ops = [records.to_domain(r) for r in tx.dispatching_for_execution(execution_id)]
         targets = [
             HoldTarget(
                 domain.execution_failed_hold(op, execution_id, detail),

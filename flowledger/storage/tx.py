@@ -3,6 +3,9 @@
 The hot path (dispatch, confirm, fail) runs a handful of short statements per call, spoken to
 the driver's cursor inside the transaction SQLAlchemy opened (:mod:`flowledger.storage.sql`);
 on PostgreSQL they are queued in psycopg's pipeline and waited for only where a result is read.
+The repositories speak to it; a service's work sees it as
+:class:`~flowledger.storage.transaction.SqlTx` (the repositories' statements as its methods),
+through the services' port (:mod:`flowledger.services.port`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from flowledger.domain.redact import NO_SECRETS, Secrets, redact
 from flowledger.metrics import DB_ROUND_TRIPS
 from flowledger.storage.engine import ChainHint
 from flowledger.storage.models import time_binder
@@ -51,10 +53,8 @@ class Tx:
         now: datetime,
         actor: str,
         chain_hint: ChainHint | None = None,
-        secrets: Secrets = NO_SECRETS,
     ) -> None:
         self.engine = engine
-        self.secrets = secrets
         self.chain_hint = chain_hint or ChainHint()
         self.now = now
         self.actor = actor
@@ -354,11 +354,6 @@ class Tx:
             return counted[0]
 
         return count
-
-    def redact(self, text: str) -> str:
-        """``text`` from a tool or a target as it may be stored
-        (:func:`flowledger.domain.redact.redact` with the ledger's configured secrets)."""
-        return redact(text, self.secrets)
 
     def time(self, value: datetime | None) -> Any:
         """``value`` as bound to a statement. A batch binds the same few times again and

@@ -1,6 +1,7 @@
 """The unit of work: one write transaction, run again from the start when it lost a race.
 
-Every change to the ledger is a function of a :class:`~flowledger.storage.tx.Tx` (a *work*). The
+Every change to the ledger is a function of a transaction (a *work*: given a
+:class:`~flowledger.storage.transaction.SqlTx`, written against the services' port). The
 :class:`UnitOfWork` runs one work in its own transaction (:meth:`UnitOfWork.run`) or many
 works in one transaction, one commit and one fsync (:meth:`UnitOfWork.run_many`, the receiver's
 group commit), appends their events to the chain just before the commit, and retries what lost
@@ -27,11 +28,12 @@ from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from flowledger.faults import crashpoint
 from flowledger.storage import chain, operations
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
+from flowledger.storage.transaction import SqlTx
 from flowledger.storage.tx import Conflict, Tx
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Work = Callable[[Tx], T]
+Work = Callable[[SqlTx], T]
 # A check that refuses (raises) or lets pass.
 Verdict = Callable[[], None]
 # Run ahead of a unit of :meth:`UnitOfWork.run_many`, outside its savepoint: what it writes
@@ -66,7 +68,7 @@ def _aborted_by_server(exc: BaseException) -> bool:
 class UnitOfWork:
     """Transactions over one store. ``clock`` is injectable for tests; ``retries`` bounds how
     often a work that keeps losing races runs again; ``secrets`` are the configured secrets
-    that :meth:`redact` (and each transaction's :meth:`Tx.redact`) takes out of outside text."""
+    that :meth:`redact` takes out of outside text."""
 
     def __init__(
         self,
@@ -85,17 +87,16 @@ class UnitOfWork:
         self._dbapi = store.engine.dialect.dbapi
 
     @contextmanager
-    def transaction(self, actor: str) -> Iterator[Tx]:
+    def transaction(self, actor: str) -> Iterator[SqlTx]:
         """One write transaction; events are appended just before the commit. Runs on the
         driver's connection straight from the pool: SQLAlchemy's per-transaction machinery
         costs more than the statements of a dispatch."""
-        tx = Tx(
+        tx = SqlTx(
             self.store.engine,
             self.store.engine.raw_connection(),
             self.clock().astimezone(UTC),
             actor,
             self.store.chain_hint,
-            self.secrets,
         )
         try:
             tx.begin()
@@ -117,8 +118,7 @@ class UnitOfWork:
                 log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
 
     def add_secrets(self, values: Iterable[str]) -> None:
-        """Redact ``values`` too from now on (each transaction takes the secrets as they are
-        when it begins)."""
+        """Redact ``values`` too from now on."""
         self.secrets = secrets_of([*self.secrets.values, *values])
 
     def redact(self, text: str) -> str:
@@ -212,7 +212,7 @@ class UnitOfWork:
         raise RuntimeError("unreachable")
 
     def _run_shared(
-        self, tx: Tx, guarded: Sequence[tuple[str, Work[Any], Guard | None]]
+        self, tx: SqlTx, guarded: Sequence[tuple[str, Work[Any], Guard | None]]
     ) -> list[Outcome]:
         """Every unit in the batch's transaction itself, no savepoint: the statements of all
         of them go out in one pipeline (PostgreSQL), a unit waits only where it reads, and
@@ -276,7 +276,9 @@ class UnitOfWork:
         dbapi = self._dbapi
         return dbapi is not None and isinstance(getattr(exc, "orig", exc), dbapi.Error)
 
-    def _run_unit(self, tx: Tx, actor: str, work: Work[Any], guard: Guard | None = None) -> Outcome:
+    def _run_unit(
+        self, tx: SqlTx, actor: str, work: Work[Any], guard: Guard | None = None
+    ) -> Outcome:
         """One unit under its savepoint. On PostgreSQL its statements go out in a pipeline
         (:meth:`Tx.pipeline`): they are sent without waiting for each other, and the unit
         waits only where it reads a row and once at its end (:meth:`Tx.settle`), where any

@@ -5,14 +5,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from flowledger.connectors.base import ExecutionRecord
+from flowledger.services.ledger import Tx
 from flowledger.storage import executions
 from flowledger.storage.executions import FIELDS, TIMES
-from flowledger.storage.tx import Tx
 from flowledger.sync import links
 
 
@@ -27,20 +27,12 @@ NAME_LENGTH = 400  # the workflow_name column
 
 
 def _values(
-    record: ExecutionRecord, tx: Tx, redact: dict[str, str], kept_extra: str | None = None
+    record: ExecutionRecord, tx: Tx, clean: Callable[[str], str], kept_extra: str | None = None
 ) -> dict[str, Any]:
     """The columns for ``record`` as bound to a statement (times through ``tx.time``), its
-    texts redacted (``redact`` remembers each text's redacted form for one page: names
-    repeat); what the copy already had in ``extra`` stays unless the record says otherwise (a
-    link read once from customData is not lost on a later read). Every ``extra`` value is
-    short by construction, far inside the column's 8,000."""
-
-    def clean(text: str) -> str:
-        out = redact.get(text)
-        if out is None:
-            out = redact[text] = tx.redact(text)
-        return out
-
+    texts redacted (``clean``); what the copy already had in ``extra`` stays unless the record
+    says otherwise (a link read once from customData is not lost on a later read). Every
+    ``extra`` value is short by construction, far inside the column's 8,000."""
     values = {
         name: tx.time(getattr(record, name)) if name in TIMES else getattr(record, name)
         for name in FIELDS
@@ -58,11 +50,14 @@ def _values(
     return values
 
 
-def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Written:
+def store_records(
+    tx: Tx, source: str, records: Sequence[ExecutionRecord], redact: Callable[[str], str]
+) -> Written:
     """Insert new copies, update changed ones (a copy the tool shows again is no longer
     gone), and link them. Records repeated in one batch count once, the last one winning.
     Values are bound as Core binds them (``tx.time``), so a copy compares equal however it
-    was written."""
+    was written. Their free texts are stored as ``redact`` (the ledger's) makes them, each
+    text redacted once a page: names repeat."""
     latest = {r.external_id: r for r in records}
     out = Written()
     if not latest:
@@ -71,11 +66,18 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
     if existing:
         executions.seen(tx, [row.id for row in existing.values()])
     redacted: dict[str, str] = {}
+
+    def clean(text: str) -> str:
+        out = redacted.get(text)
+        if out is None:
+            out = redacted[text] = redact(text)
+        return out
+
     inserts = []
     for ext_id, record in latest.items():
         row = existing.get(ext_id)
         if row is None:
-            values = _values(record, tx, redacted)
+            values = _values(record, tx, clean)
             values.update(
                 source=source,
                 external_id=ext_id,
@@ -84,7 +86,7 @@ def store_records(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> Wr
             )
             inserts.append(values)
             continue
-        values = _values(record, tx, redacted, row.extra)
+        values = _values(record, tx, clean, row.extra)
         if row.gone_at is not None or any(row[k] != v for k, v in values.items()):
             out.changed += 1
             executions.change(tx, row.id, values)

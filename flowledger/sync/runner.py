@@ -149,9 +149,13 @@ class _Run:
         except ConnectorError as exc:
             self.report.error = connect.scrub(str(exc), self.cfg)
             self.report.status = "stopped" if exc.stops_source else "error"
+        error = self.report.error
         with self.ledger.transaction(self.actor) as tx:
             sources.record_outcome(
-                tx, self.cfg.name, status=self.report.status, error=self.report.error
+                tx,
+                self.cfg.name,
+                status=self.report.status,
+                error=None if error is None else self.ledger.redact(error),
             )
 
     def _move(self, tx: Tx) -> None:
@@ -225,7 +229,9 @@ class _Run:
                     continue  # a poll with nothing new: nothing to write
                 with self.ledger.transaction(self.actor) as tx:
                     self._move(tx)  # first: it takes the source's row lock
-                    written = copies.store_records(tx, self.cfg.name, page.records)
+                    written = copies.store_records(
+                        tx, self.cfg.name, page.records, self.ledger.redact
+                    )
                     crashpoint(f"sync_page_{number}_before_commit")
                 crashpoint(f"sync_page_{number}_committed")
                 self.report.pages = number
@@ -259,7 +265,7 @@ class _Run:
                 else:
                     found.append(record)
             with self.ledger.transaction(self.actor) as tx:
-                written = copies.store_records(tx, self.cfg.name, found)
+                written = copies.store_records(tx, self.cfg.name, found, self.ledger.redact)
                 self.report.gone += executions.mark_gone_by_id(tx, self.cfg.name, missing)
             self.report.new += written.new
             self.report.changed += written.changed

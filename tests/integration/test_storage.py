@@ -20,6 +20,7 @@ from flowledger.storage import operations as records
 from flowledger.storage.engine import Store, read_schema_version
 from flowledger.storage.models import SCHEMA_VERSION
 from flowledger.storage.sql import Row
+from flowledger.storage.transaction import SqlTx
 from flowledger.storage.tx import Tx
 from flowledger.storage.views.executions import EXECUTIONS
 from flowledger.storage.views.meta import identity
@@ -243,7 +244,7 @@ def test_a_writer_that_wants_an_operation_another_has_read_waits_for_its_commit(
             wait_until(lambda: lock_waits(store) == 1, "the other writer to wait for our lock")
         return row, holds
 
-    monkeypatch.setattr(records, "load_with_holds", load_then_race)
+    monkeypatch.setattr(SqlTx, "load_with_holds", load_then_race)
     answer = ledger.dispatch(OP, req("exec-2")).run("t")
     other.join(30)
     assert not other.is_alive()
@@ -385,7 +386,7 @@ def test_an_unknown_failure_racing_a_confirm_leaves_no_open_hold(
             wait_until(lambda: lock_waits(store) == 1, "the confirm to wait for the fail")
         return found
 
-    monkeypatch.setattr(records, "load_with_holds", read_then_confirm_elsewhere)
+    monkeypatch.setattr(SqlTx, "load_with_holds", read_then_confirm_elsewhere)
     ledger.fail(OP, FailOutcome.UNKNOWN, "timeout").run("t")
     other.join(30)
     assert [a.state for a in confirmed] == ["confirmed"]

@@ -19,6 +19,7 @@ from flowledger.services.ledger import Ledger
 from flowledger.storage import operations as records
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Execution, Hold, Operation, Source, table
+from flowledger.storage.transaction import SqlTx
 from tests.support.builders import T0, FakeClock, execution_row, req
 from tests.support.database import lock_waits
 from tests.support.processes import wait_until
@@ -568,7 +569,7 @@ def test_a_confirm_racing_the_sweep_ends_confirmed_with_no_open_hold(
             # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
         return holds_seen
 
-    monkeypatch.setattr(records, "load_with_holds", read_then_race)
+    monkeypatch.setattr(SqlTx, "load_with_holds", read_then_race)
     answer = ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     sweeper.join(30)
     assert not sweeper.is_alive()
@@ -642,7 +643,7 @@ def test_an_overdue_hold_is_opened_while_a_confirm_holds_the_operation_and_close
             # On SQLite the confirm holds the write lock: the sweep waits for it to commit.
         return found
 
-    monkeypatch.setattr(records, "load_with_holds", read_then_sweep)
+    monkeypatch.setattr(SqlTx, "load_with_holds", read_then_sweep)
     answer = ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
     sweeper.join(30)
     assert answer.state == "confirmed"

@@ -19,9 +19,8 @@ from functools import partial
 from typing import TypeVar
 
 from flowledger.config import SourceConfig, SweepConfig
-from flowledger.services.ledger import HoldTarget, Ledger
+from flowledger.services.ledger import HoldTarget, Ledger, Tx
 from flowledger.storage.paging import Pages
-from flowledger.storage.tx import Tx
 
 # One rule reads at most this many rows per transaction.
 BATCH = 500

@@ -14,10 +14,9 @@ from functools import partial
 from flowledger.domain import NewHold, Reason, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
-from flowledger.services.ledger import HoldTarget
+from flowledger.services.ledger import HoldTarget, Tx
 from flowledger.storage import due
 from flowledger.storage.paging import Listed
-from flowledger.storage.tx import Tx
 
 # The most ids of due operations read at once.
 CANDIDATES = 50_000

@@ -8,10 +8,9 @@ from functools import partial
 from flowledger.domain import Reason, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
-from flowledger.services.ledger import HoldTarget
+from flowledger.services.ledger import HoldTarget, Tx
 from flowledger.storage import due
 from flowledger.storage.paging import Walk
-from flowledger.storage.tx import Tx
 
 
 @rule(Reason.EXECUTION_STUCK, order=50)

@@ -10,9 +10,8 @@ from typing import Any
 from flowledger.domain import Reason, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
-from flowledger.services.ledger import HoldTarget
+from flowledger.services.ledger import HoldTarget, Tx
 from flowledger.storage import due
-from flowledger.storage.tx import Tx
 
 
 @rule(Reason.OVERDUE, order=1000)

@@ -9,10 +9,9 @@ from functools import partial
 from flowledger.domain import Reason, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
-from flowledger.services.ledger import HoldTarget
+from flowledger.services.ledger import HoldTarget, Tx
 from flowledger.storage import due
 from flowledger.storage.sources import ensure_source
-from flowledger.storage.tx import Tx
 
 
 @rule(Reason.SOURCE_STALE, order=60)

@@ -11,10 +11,9 @@ from typing import Any
 from flowledger.domain import NewHold, Reason, State, staleness
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import rule
-from flowledger.services.ledger import HoldTarget
+from flowledger.services.ledger import HoldTarget, Tx
 from flowledger.storage.due import OperationsDue
 from flowledger.storage.paging import Walk
-from flowledger.storage.tx import Tx
 
 BY_DEADLINE = OperationsDue(Reason.UNKNOWN_OUTCOME, State.DISPATCHING, "deadline")
 WITHOUT_DEADLINE = OperationsDue(
