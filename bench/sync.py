@@ -36,11 +36,11 @@ import sqlalchemy as sa
 from bench.sweep import Recorder, explain, verify
 from flowledger.config import SourceConfig
 from flowledger.connectors.n8n import N8nConnector
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
-from flowledger.storage.views.executions import EXECUTIONS
+from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.execution_copies import EXECUTIONS
 from flowledger.sync import sync_source
 from flowledger.sync.connect import connector_settings
 

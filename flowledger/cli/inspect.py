@@ -32,9 +32,9 @@ from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
 
 if TYPE_CHECKING:
-    from flowledger.queries import chain
-    from flowledger.queries.anchors import AnchorCheck
-    from flowledger.queries.deep import DeepResult
+    from flowledger.storage.reads import chain
+    from flowledger.storage.reads.anchor_check import AnchorCheck
+    from flowledger.storage.reads.replay import DeepResult
 
 # What ``show`` lists of an operation, in this order, when set.
 FIELDS = (
@@ -58,7 +58,7 @@ TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
 @one_line_errors
 def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Operations by state and open holds by reason."""
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records as queries
 
     now = utcnow()
     with opened(db) as store:
@@ -90,7 +90,7 @@ def show(
 ) -> None:
     """One operation: its record, attempts, receipts, holds, linked executions and event
     timeline."""
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records as queries
 
     with opened(db) as store:
         detail = queries.operation_detail(store, operation_id)
@@ -233,9 +233,9 @@ def verify(
 ) -> None:
     """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
     --anchors or --deep, every published head or table row that disagrees)."""
-    from flowledger.queries import chain
-    from flowledger.queries.anchors import check_anchors
-    from flowledger.queries.deep import deep_verify
+    from flowledger.storage.reads import chain
+    from flowledger.storage.reads.anchor_check import check_anchors
+    from flowledger.storage.reads.replay import deep_verify
 
     with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
@@ -345,7 +345,7 @@ def export(
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
     one_of("--format", format, ("jsonl",))
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records as queries
 
     start = parse_since(since, utcnow())
     with opened(db) as store:

@@ -78,7 +78,7 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
     if ctx.invoked_subcommand is not None:
         return
     from flowledger.config import load_config
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records as queries
 
     file = load_config()
     with opened(db) as store:
@@ -256,7 +256,7 @@ def executions(
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
     from flowledger.config import load_config
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records as queries
 
     one_of("--status", status, STATUSES)
     with opened(db) as store:

@@ -8,11 +8,14 @@ from datetime import timedelta
 import pytest
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import chain, events, executions, holds
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
-from flowledger.storage.views.holds import HOLDS
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import event_log as events
+from flowledger.storage.reads import execution_copies as executions
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.hold_queue import HOLDS
 from tests.support.builders import FakeClock, req
 
 

@@ -11,12 +11,12 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.config import SourceConfig
-from flowledger.queries import chain
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage import executions
 from flowledger.storage.engine import Store
 from flowledger.storage.problems import Missing
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import records as queries
 from flowledger.sync import Backoff, runner, sync_source
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n

@@ -11,9 +11,9 @@ import pytest
 
 from flowledger.config import SourceConfig
 from flowledger.connectors import registry
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads import records as queries
 from flowledger.sync import SyncReport, runner, sync_source
 from tests.support.builders import FakeClock
 from tests.support.fakes.airflow import FakeAirflow

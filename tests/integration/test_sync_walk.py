@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from flowledger.config import SourceConfig
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads import records as queries
 from flowledger.sync import SyncReport, sync_source
 from tests.support.builders import FakeClock
 from tests.support.database import snapshot

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 
 from flowledger.domain import Reason, State
-from flowledger.queries import records as queries
 from flowledger.receiver.api.auth import require
 from flowledger.receiver.api.deps import state_of
 from flowledger.receiver.api.errors import ApiError, documented
@@ -23,7 +22,9 @@ from flowledger.receiver.api.schemas import (
 )
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
-from flowledger.storage.views import executions, operations
+from flowledger.storage.reads import execution_copies as executions
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records as queries
 
 router = APIRouter(prefix="/v1", tags=["reads"])
 Reader = Annotated[Principal, Depends(require("read"))]

@@ -1,6 +1,7 @@
-"""Reads of the kept execution copies: pages most recently started first (keyset paged),
-searches by words, copies named by reference, the copies linked to an operation, and pages
-by id for the API."""
+"""The kept execution copies as the API, the CLI and the person on duty look for them: pages
+most recently started first (keyset paged), searches by words, the copies a hold or an
+operation names (with how each is linked), pages by id for the API, the dispatches an
+execution made, and where each source's tool shows an execution."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flowledger.storage.engine import Store
 from flowledger.storage.models import Attempt, Event, Execution, table
-from flowledger.storage.views import Connection, contains, row_dict
+from flowledger.storage.reads import Connection, attempts, contains, row_dict, sources
 
 EXECUTIONS = table(Execution)
 ATTEMPTS = table(Attempt)
@@ -186,3 +188,42 @@ def by_id(
     if after is not None:
         stmt = stmt.where(EXECUTIONS.c.id > after)
     return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def search_executions(
+    store: Store, *, text: str = "", after_id: int | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Kept executions, most recently started first (queued ones by when the ledger first saw
+    them) as the CLI lists them, ``gone`` ones included; the word ``gone`` keeps only those.
+    Keyset paging: pass the last row's ``id`` as ``after_id`` for the next page."""
+    words = text.split()
+    gone = any(word.lower() == "gone" for word in words)
+    words = [word for word in words if word.lower() != "gone"]
+    with store.reader.connect() as conn:
+        return search(conn, words, gone=gone, after=after_id, limit=limit)
+
+
+def executions_by_ref(
+    store: Store, external_ids: list[str], source: str | None = None
+) -> list[dict[str, Any]]:
+    """The kept copies of the executions named (a hold may name one without an operation),
+    only ``source``'s when it is known."""
+    if not external_ids:
+        return []
+    with store.reader.connect() as conn:
+        return by_refs(conn, external_ids, source)
+
+
+def attempts_by_execution(
+    store: Store, external_id: str, source: str | None = None, *, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The dispatches an execution made (the ``attempts.execution_id`` index), newest first,
+    with their operation's state now."""
+    with store.reader.connect() as conn:
+        return attempts.by_execution(conn, external_id, source, limit=limit)
+
+
+def source_urls(store: Store) -> dict[str, tuple[str, str | None]]:
+    """Each source's kind and base URL, to link an execution to the tool's own page."""
+    with store.reader.connect() as conn:
+        return {s.name: (s.kind, s.base_url) for s in sources.by_name(conn)}

@@ -18,9 +18,9 @@ from prometheus_client.registry import Collector
 
 from flowledger.clock import Clock, utcnow
 from flowledger.domain import State
-from flowledger.queries import records as queries
 from flowledger.storage.engine import Store
-from flowledger.storage.views import metrics, sources
+from flowledger.storage.reads import gauges
+from flowledger.storage.reads import records as queries
 
 
 class JobMetrics:
@@ -58,9 +58,7 @@ class LedgerCollector(Collector):
         now = self.clock()
         st = queries.status(self.store, now)
         by_state, by_reason, overdue = st.by_state, st.open_holds, st.overdue
-        with self.store.reader.connect() as conn:
-            synced = sources.by_name(conn)
-            pending = metrics.alerts_pending(conn)
+        synced, pending = gauges.sources_and_alerts(self.store)
         yield _labelled(
             "flowledger_operations",
             "Operations by state",

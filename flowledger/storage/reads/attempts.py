@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from flowledger.storage.models import Attempt, Operation, Receipt, table
-from flowledger.storage.views import Connection, row_dict
+from flowledger.storage.reads import Connection, row_dict
 
 ATTEMPTS = table(Attempt)
 RECEIPTS = table(Receipt)
