@@ -257,6 +257,7 @@ def executions(
     """The ledger's copies of execution records, most recently started first."""
     from flowledger.config import load_config
     from flowledger.storage.reads import records as queries
+    from flowledger.storage.reads.execution_copies import list_executions
 
     one_of("--status", status, STATUSES)
     with opened(db) as store:
@@ -264,7 +265,7 @@ def executions(
             known = {s.name for s in load_config().sources}
             known |= {s["name"] for s in queries.list_sources(store)}
             one_of("--source", source, known, NOT_FOUND)
-        found = queries.list_executions(
+        found = list_executions(
             store,
             source=source,
             status=status,

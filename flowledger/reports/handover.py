@@ -21,7 +21,7 @@ from flowledger.connectors import registry
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
-from flowledger.storage.reads import records as queries
+from flowledger.storage.reads import records
 from flowledger.storage.reads import shift as activity
 from flowledger.storage.reads.chain import chain_head, ledger_identity
 from flowledger.storage.reads.execution_copies import executions_by_ref, source_urls
@@ -121,7 +121,7 @@ def execution_links(store: Store, held: list[dict[str, Any]]) -> dict[str, str]:
 def sources_in_trouble(store: Store, now: datetime) -> list[tuple[dict[str, Any], str]]:
     """Sources whose last sync failed, or that have not synced successfully for a while."""
     trouble = []
-    for src in queries.list_sources(store):
+    for src in records.list_sources(store):
         problems = []
         if src["status"] not in ("ok", "new"):  # "new": said below as never synced
             problems.append(f"status {src['status']}")
@@ -165,7 +165,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     blocking = sum(1 for h in holds if h["blocking"])
 
     out: list[str] = ["# Handover report", ""]
-    if queries.is_demo(store):
+    if records.is_demo(store):
         out += ["> **Demo ledger: every record here is made-up sample data.**", ""]
     out += [
         f"- Shift: {when(shift.since)} to {when(shift.until)}",

@@ -19,8 +19,7 @@ from prometheus_client.registry import Collector
 from flowledger.clock import Clock, utcnow
 from flowledger.domain import State
 from flowledger.storage.engine import Store
-from flowledger.storage.reads import gauges
-from flowledger.storage.reads import records as queries
+from flowledger.storage.reads import gauges, records
 
 
 class JobMetrics:
@@ -56,7 +55,7 @@ class LedgerCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         now = self.clock()
-        st = queries.status(self.store, now)
+        st = records.status(self.store, now)
         by_state, by_reason, overdue = st.by_state, st.open_holds, st.overdue
         synced, pending = gauges.sources_and_alerts(self.store)
         yield _labelled(

@@ -1,5 +1,6 @@
-"""Reads of the attempts (each dispatch of an operation) and the receipts that confirmed
-them."""
+"""Reads of an operation's attempts (each dispatch of it) and the receipts that confirmed
+them. An execution's attempts are
+:func:`~flowledger.storage.reads.execution_copies.attempts_by_execution`'s."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowledger.storage.models import Attempt, Operation, Receipt, table
-from flowledger.storage.reads import Connection, row_dict
+from flowledger.storage.models import Attempt, Receipt, table
+from flowledger.storage.reads import Connection
 
 ATTEMPTS = table(Attempt)
 RECEIPTS = table(Receipt)
-OPS = table(Operation)
 
 
 def of_operation(conn: Connection, operation_id: str) -> list[Any]:
@@ -33,20 +33,3 @@ def receipts_of(conn: Connection, operation_id: str) -> list[Any]:
             .order_by(RECEIPTS.c.id)
         ).all()
     )
-
-
-def by_execution(
-    conn: Connection, external_id: str, source: str | None, *, limit: int
-) -> list[dict[str, Any]]:
-    """The dispatches an execution made (the ``attempts.execution_id`` index), newest first,
-    with their operation's state now; an attempt that names no source matches any."""
-    stmt = (
-        sa.select(ATTEMPTS, OPS.c.state.label("operation_state"))
-        .join(OPS, OPS.c.operation_id == ATTEMPTS.c.operation_id)
-        .where(ATTEMPTS.c.execution_id == external_id)
-        .order_by(ATTEMPTS.c.dispatched_at.desc(), ATTEMPTS.c.id.desc())
-        .limit(limit)
-    )
-    if source is not None:
-        stmt = stmt.where(sa.or_(ATTEMPTS.c.source.is_(None), ATTEMPTS.c.source == source))
-    return [row_dict(r) for r in conn.execute(stmt)]

@@ -122,31 +122,8 @@ def count_by_state(conn: Connection) -> dict[str, int]:
     return {state: int(n) for state, n in rows}
 
 
-def ids_for(conn: Connection, typed: str, limit: int) -> list[str]:
-    """The exact id first, then ids starting with ``typed`` (a range of the primary key, so
-    as fast on ten million operations as on ten)."""
-    exact = conn.execute(
-        sa.select(OPS.c.operation_id).where(OPS.c.operation_id == typed)
-    ).scalar_one_or_none()
-    # ">= typed" and "< typed + the highest character" walk the index; the LIKE keeps
-    # only ids that really start so where a collation orders text by other rules.
-    escaped = typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    prefixed = conn.execute(
-        sa.select(OPS.c.operation_id)
-        .where(
-            OPS.c.operation_id >= typed,
-            OPS.c.operation_id < typed + "\U0010ffff",
-            OPS.c.operation_id.like(escaped + "%", escape="\\"),
-        )
-        .order_by(OPS.c.operation_id)
-        .limit(limit)
-    ).scalars()
-    found = [exact] if exact is not None else []
-    return found + [i for i in prefixed if i != exact]
-
-
 def by_id(
-    conn: Connection,
+    store: Store,
     *,
     state: str | None = None,
     hold: str | None = None,
@@ -172,7 +149,8 @@ def by_id(
             stmt = stmt.where(open_hold.where(HOLDS.c.blocking.is_(True)).exists())
         else:
             stmt = stmt.where(open_hold.where(HOLDS.c.reason == hold).exists())
-    return [row_dict(r) for r in conn.execute(stmt)]
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
 
 
 STATES = tuple(s.value for s in State)
@@ -281,7 +259,24 @@ def find_operation_ids(store: Store, typed: str, *, limit: int = 10) -> list[str
     if not typed:
         return []
     with store.reader.connect() as conn:
-        return ids_for(conn, typed, limit)[:limit]
+        exact = conn.execute(
+            sa.select(OPS.c.operation_id).where(OPS.c.operation_id == typed)
+        ).scalar_one_or_none()
+        # ">= typed" and "< typed + the highest character" walk the index; the LIKE keeps
+        # only ids that really start so where a collation orders text by other rules.
+        escaped = typed.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        prefixed = conn.execute(
+            sa.select(OPS.c.operation_id)
+            .where(
+                OPS.c.operation_id >= typed,
+                OPS.c.operation_id < typed + "\U0010ffff",
+                OPS.c.operation_id.like(escaped + "%", escape="\\"),
+            )
+            .order_by(OPS.c.operation_id)
+            .limit(limit)
+        ).scalars()
+        found = [exact] if exact is not None else []
+        return (found + [i for i in prefixed if i != exact])[:limit]
 
 
 def turned_away(store: Store, operation_id: str, *, limit: int = 100) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The records as the API and the CLI read them: one operation with its history, counts by
-state and reason, the event log, the kept executions and the sources. Paged from the database
-(nothing loads a whole table)."""
+state and reason, the event log in order, the sources, and whether the ledger is the demo's.
+Paged from the database (nothing loads a whole table); the kept executions are
+:mod:`~flowledger.storage.reads.execution_copies`'."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import sqlalchemy as sa
 
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Hold, table
-from flowledger.storage.problems import Missing
 from flowledger.storage.reads import Connection, attempts, meta, row_dict
 from flowledger.storage.reads import execution_copies as executions
 from flowledger.storage.reads import operation_pages as operations
@@ -114,33 +114,6 @@ def iter_events(
         for r in rows:
             yield event_dict(r)
         after = rows[-1].seq
-
-
-def list_executions(
-    store: Store,
-    *,
-    source: str | None = None,
-    status: str | None = None,
-    gone: bool | None = None,
-    after: int | None = None,
-    limit: int = 100,
-) -> list[dict[str, Any]]:
-    """The kept execution copies, most recently started first (queued ones by when the
-    ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
-    ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
-    ``False`` only those it still has. An ``after`` that is no row is :class:`Missing`."""
-    with store.reader.connect() as conn:
-        found = executions.newest(
-            conn,
-            source=source,
-            status=status,
-            gone=gone,
-            after=after,
-            limit=max(1, min(limit, 1000)),
-        )
-        if not found and after is not None and not executions.exists(conn, after):
-            raise Missing(f"no execution row {after} to continue after")
-    return found
 
 
 def list_sources(store: Store) -> list[dict[str, Any]]:

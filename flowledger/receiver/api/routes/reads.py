@@ -77,14 +77,13 @@ def list_operations(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Operations by id, ``limit`` at a time after the id ``after``."""
-    with st.store.reader.connect() as conn:
-        rows = operations.by_id(
-            conn,
-            state=state.value if state is not None else None,
-            hold=str(hold) if hold is not None else None,
-            after=after,
-            limit=limit,
-        )
+    rows = operations.by_id(
+        st.store,
+        state=state.value if state is not None else None,
+        hold=str(hold) if hold is not None else None,
+        after=after,
+        limit=limit,
+    )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["operation_id"] if more else None}
 
@@ -100,10 +99,9 @@ def list_executions(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """The ledger's copies of execution records, pruned ones (``gone_at`` set) included."""
-    with st.store.reader.connect() as conn:
-        rows = executions.by_id(
-            conn, source=source, status=status, gone=gone, after=after, limit=limit
-        )
+    rows = executions.by_id(
+        st.store, source=source, status=status, gone=gone, after=after, limit=limit
+    )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["id"] if more else None}
 
