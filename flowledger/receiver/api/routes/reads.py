@@ -24,7 +24,7 @@ from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.storage.reads import execution_copies as executions
 from flowledger.storage.reads import operation_pages as operations
-from flowledger.storage.reads import records as queries
+from flowledger.storage.reads import records
 
 router = APIRouter(prefix="/v1", tags=["reads"])
 Reader = Annotated[Principal, Depends(require("read"))]
@@ -51,7 +51,7 @@ def get_operation(
     An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
     here: those paths are the workflow calls, and GET on them is 405."""
     check_raw_path(request.scope)  # ``a%ffb`` is refused, never read as ``a\ufffdb``
-    detail = queries.operation_detail(st.store, operation_id)
+    detail = records.operation_detail(st.store, operation_id)
     if detail is None:
         raise ApiError(404, "not_found", f"no operation {operation_id!r}")
     return {
