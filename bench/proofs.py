@@ -38,14 +38,14 @@ from bench.verify import _request
 from flowledger.domain import merkle
 from flowledger.domain.chain import event_body
 from flowledger.domain.hashing import canonical_json, chain_hash
-from flowledger.queries import proofs
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
-from flowledger.storage.views.chain import head
-from flowledger.storage.views.meta import identity
+from flowledger.storage.reads import tree_proofs as proofs
+from flowledger.storage.reads.chain import head
+from flowledger.storage.reads.meta import identity
 
 EVENTS_PER_OP = 4  # in the large ledger: each operation has this many events
 

@@ -29,11 +29,11 @@ import sqlalchemy as sa
 
 from flowledger.config import SweepConfig
 from flowledger.domain.staleness import stale_prepared_hold
-from flowledger.queries import chain
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import chain
 
 NOW = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
 HASH = "sha256:" + "a" * 64

@@ -36,11 +36,10 @@ import sqlalchemy as sa
 from bench.sweep import Recorder, explain, verify
 from flowledger.config import SourceConfig
 from flowledger.connectors.n8n import N8nConnector
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
-from flowledger.storage.views.executions import EXECUTIONS
+from flowledger.storage.reads.execution_copies import EXECUTIONS, list_executions
 from flowledger.sync import sync_source
 from flowledger.sync.connect import connector_settings
 
@@ -119,14 +118,14 @@ def listing(store: Store, count: int) -> None:
     """The first page of the executions list and one from the middle, timed, with plans."""
     recorder = Recorder(store.reader)
     t = time.perf_counter()
-    first = queries.list_executions(store, limit=100)
+    first = list_executions(store, limit=100)
     first_ms = (time.perf_counter() - t) * 1000
     with store.reader.connect() as conn:
         middle = conn.execute(
             sa.select(EXECUTIONS.c.id).where(EXECUTIONS.c.external_id == str(count // 2))
         ).scalar_one()
     t = time.perf_counter()
-    deep = queries.list_executions(store, after=middle, limit=100)
+    deep = list_executions(store, after=middle, limit=100)
     deep_ms = (time.perf_counter() - t) * 1000
     sa.event.remove(store.reader, "before_cursor_execute", recorder.seen)
     assert len(first) == len(deep) == 100 and deep[0]["external_id"] == str(count // 2 - 1)

@@ -34,10 +34,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from flowledger.queries import holds
-from flowledger.queries import records as queries
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import hold_queue as holds
 
 NOW = datetime(2026, 11, 2, 17, 0, tzinfo=UTC)
 STATES = ["confirmed"] * 17 + ["prepared", "failed", "cancelled"]
@@ -244,7 +243,7 @@ def timed(fn: Callable[[], Any], repeat: int = 3) -> float:
 
 def measure(operations: int, open_holds: int, resolved: int) -> dict[str, Any]:
     """Build a ledger of that size and measure the UI and the queries on it."""
-    from flowledger.queries import operations as operation_reads
+    from flowledger.storage.reads import operation_pages as operation_reads
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
@@ -253,7 +252,7 @@ def measure(operations: int, open_holds: int, resolved: int) -> dict[str, Any]:
         figures = asyncio.run(measure_ui(str(path), jump_to))
         store = open_store(str(path))
         figures["page"] = timed(lambda: holds.hold_queue(store, NOW, limit=100))
-        figures["everything"] = timed(lambda: queries.list_open_holds(store, limit=open_holds + 1))
+        figures["everything"] = timed(lambda: holds.list_open_holds(store, limit=open_holds + 1))
         figures["operations_page"] = timed(
             lambda: operation_reads.list_operations(store, limit=100)
         )

@@ -22,11 +22,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import chain
-from flowledger.queries.deep import deep_verify
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import chain
+from flowledger.storage.reads.replay import deep_verify
 
 BATCH = 250
 

@@ -14,14 +14,14 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import FailOutcome, Reason
 from flowledger.domain.causes import new_hold
-from flowledger.queries import records
-from flowledger.queries.chain import chain_head
-from flowledger.queries.holds import HoldFilter, hold, hold_queue
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.storage import executions, sources
 from flowledger.storage import meta as ledger_meta
 from flowledger.storage.engine import LedgerError, Store
-from flowledger.storage.views import holds, operations
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records
+from flowledger.storage.reads.chain import chain_head
+from flowledger.storage.reads.hold_queue import HoldFilter, count_open, hold, hold_queue
 
 WORKFLOW = "workflow:prod-n8n"
 BASE_URL = "https://n8n.example.com"
@@ -391,5 +391,5 @@ def build_demo(store: Store, where: str, *, now: datetime | None = None) -> None
 def demo_counts(store: Store) -> dict[str, int]:
     with store.reader.connect() as conn:
         ops = operations.count(conn)
-        held = holds.count_open(conn)
+        held = count_open(conn)
     return {"operations": ops, "open_holds": held}

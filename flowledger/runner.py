@@ -17,10 +17,9 @@ from prometheus_client import CollectorRegistry
 
 from flowledger import metrics
 from flowledger.config import FileConfig
-from flowledger.queries import observability
-from flowledger.queries.proofs import ledger_origin
 from flowledger.receiver.app import create_app
 from flowledger.receiver.server import listen, serve_app, url, writer_ended
+from flowledger.reports import observability
 from flowledger.scheduled import housekeeping
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher
@@ -30,6 +29,7 @@ from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import configured_signer
 from flowledger.storage.engine import Store
+from flowledger.storage.reads.tree_proofs import ledger_origin
 from flowledger.sync import sync_source
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from flowledger.domain import State
 
 if TYPE_CHECKING:
-    from flowledger.queries.anchors import AnchorCheck
-    from flowledger.queries.chain import VerifyResult
-    from flowledger.queries.deep import DeepResult, Finding
-    from flowledger.queries.records import Status
+    from flowledger.storage.reads.anchor_check import AnchorCheck
+    from flowledger.storage.reads.chain import VerifyResult
+    from flowledger.storage.reads.records import Status
+    from flowledger.storage.reads.replay import DeepResult, Finding
 
 
 def status(st: Status, now: datetime) -> dict[str, Any]:

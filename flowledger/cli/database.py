@@ -121,7 +121,7 @@ def wal_reset_finding(affected: bool) -> str:
 
 def _identity(store: Store) -> str:
     """The ledger's id, and where its chain starts from when that is the shared genesis."""
-    from flowledger.queries import chain
+    from flowledger.storage.reads import chain
 
     ledger_id, genesis = chain.identity_of(store)
     if genesis == GENESIS_HASH:
@@ -139,7 +139,7 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         sqlite_path,
     )
     from flowledger.storage.models import SCHEMA_VERSION
-    from flowledger.storage.views import database as settings
+    from flowledger.storage.reads import database as settings
 
     found = [
         ("database:", hide_password(store.url)),

@@ -72,7 +72,7 @@ def list_holds(
     from flowledger.cli.tables import echo_table
     from flowledger.clock import utcnow
     from flowledger.domain import Reason, is_overdue
-    from flowledger.queries.holds import HoldFilter, hold_queue
+    from flowledger.storage.reads.hold_queue import HoldFilter, hold_queue
 
     one_of("--reason", reason, {r.value for r in Reason} - {"in_flight", "cancelled"})
     flt = HoldFilter.of(reason=reason, owner=owner, overdue=overdue)
@@ -184,8 +184,8 @@ def hold_action(
     acts (unless --yes) and is recorded as an event under your operator name."""
     from flowledger.cli.common import ledger_for
     from flowledger.clock import utcnow
-    from flowledger.queries.holds import hold as read_hold
     from flowledger.services import actions
+    from flowledger.storage.reads.hold_queue import hold as read_hold
 
     one_of("ACTION", action, actions.NAMES)
     given = {

@@ -32,9 +32,9 @@ from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
 
 if TYPE_CHECKING:
-    from flowledger.queries import chain
-    from flowledger.queries.anchors import AnchorCheck
-    from flowledger.queries.deep import DeepResult
+    from flowledger.storage.reads import chain
+    from flowledger.storage.reads.anchor_check import AnchorCheck
+    from flowledger.storage.reads.replay import DeepResult
 
 # What ``show`` lists of an operation, in this order, when set.
 FIELDS = (
@@ -58,11 +58,11 @@ TIMES = ("deadline", "approval_expires_at", "created_at", "updated_at")
 @one_line_errors
 def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Operations by state and open holds by reason."""
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records
 
     now = utcnow()
     with opened(db) as store:
-        st = queries.status(store, now)
+        st = records.status(store, now)
     if as_json:
         echo_json(as_json_doc.status(st, now))
         return
@@ -90,10 +90,10 @@ def show(
 ) -> None:
     """One operation: its record, attempts, receipts, holds, linked executions and event
     timeline."""
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records
 
     with opened(db) as store:
-        detail = queries.operation_detail(store, operation_id)
+        detail = records.operation_detail(store, operation_id)
     if detail is None:
         die(f"no operation {operation_id!r}", NOT_FOUND)
     assert detail is not None
@@ -233,9 +233,9 @@ def verify(
 ) -> None:
     """Walk the whole event chain; exit 1 naming the first bad sequence number (and, with
     --anchors or --deep, every published head or table row that disagrees)."""
-    from flowledger.queries import chain
-    from flowledger.queries.anchors import check_anchors
-    from flowledger.queries.deep import deep_verify
+    from flowledger.storage.reads import chain
+    from flowledger.storage.reads.anchor_check import check_anchors
+    from flowledger.storage.reads.replay import deep_verify
 
     with opened(db) as store, chain.snapshot(store) as conn:
         result = chain.verify(conn, expect_head=expect_head)
@@ -345,10 +345,10 @@ def export(
 ) -> None:
     """Every event as one JSON object a line, in chain order."""
     one_of("--format", format, ("jsonl",))
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records
 
     start = parse_since(since, utcnow())
     with opened(db) as store:
         out = sys.stdout
-        for event in queries.iter_events(store, since=start):
+        for event in records.iter_events(store, since=start):
             out.write(json.dumps(event, default=json_default, sort_keys=True) + "\n")

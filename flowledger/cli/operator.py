@@ -101,7 +101,7 @@ def handover(
     """The handover report (Markdown): open holds by owner, what the shift resolved, sources
     in trouble, and the chain's head hash. On stdout, or with --save or --out as a new file
     named after the time (never overwriting another)."""
-    from flowledger.queries import handover as report
+    from flowledger.reports import handover as report
 
     one_of("--format", format, ("md",))
     now = utcnow()
@@ -166,8 +166,8 @@ def demo(
 def _remove_demo(where: str) -> None:
     """Delete the demo ledger at ``where`` (the file, its ``-wal`` and ``-shm``) so that it can
     be built again; any other file is refused and left as it is."""
-    from flowledger.queries import records
     from flowledger.storage.engine import sqlite_files, sqlite_path
+    from flowledger.storage.reads import records
 
     with opened(where) as store:
         path = sqlite_path(store.url)

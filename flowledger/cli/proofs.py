@@ -38,8 +38,8 @@ def key_create(
     db: DbOption = None,
 ) -> None:
     """Make a signing key named for this ledger, and its verifier key beside it (PATH.pub)."""
-    from flowledger.queries import proofs
     from flowledger.services.signing import create_key, public_path
+    from flowledger.storage.reads import tree_proofs as proofs
 
     path = path.expanduser().absolute()
     with opened(db) as store:
@@ -52,8 +52,8 @@ def key_create(
 
 def _signer(store: Store) -> Signer:
     from flowledger.config import load_config
-    from flowledger.queries import proofs
     from flowledger.services.signing import configured_signer
+    from flowledger.storage.reads import tree_proofs as proofs
 
     signer = configured_signer(load_config().checkpoints, proofs.ledger_origin(store))
     if signer is None:
@@ -87,7 +87,7 @@ def _read(path: Path, what: str) -> str:
 def checkpoint(db: DbOption = None, out: OutOption = None) -> None:
     """Sign the Merkle tree's head: a C2SP checkpoint (the ledger's identity, the number of
     events, the root hash) in a signed note."""
-    from flowledger.queries import proofs
+    from flowledger.storage.reads import tree_proofs as proofs
 
     with opened(db) as store:
         note = proofs.signed_checkpoint(store, _signer(store))
@@ -121,7 +121,7 @@ def proof(
     """An operation's events with their inclusion proofs against a checkpoint, or (with
     --consistency) the proof that one checkpoint extends another, as a JSON file that
     `python -m flowledger.verify_proof FILE --key PUB` checks without the database."""
-    from flowledger.queries import proofs
+    from flowledger.storage.reads import tree_proofs as proofs
 
     if (operation_id is None) == (consistency is None):
         die("give an OPERATION_ID or --consistency OLD NEW (one of the two)")

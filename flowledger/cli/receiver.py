@@ -43,11 +43,11 @@ def serve(
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from flowledger.config import load_config
-    from flowledger.queries.proofs import ledger_origin
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.app import create_app
     from flowledger.receiver.server import listen, serve_app, writer_ended
     from flowledger.services.signing import configured_signer
+    from flowledger.storage.reads.tree_proofs import ledger_origin
 
     file = load_config()
     env = settings()

@@ -78,11 +78,11 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
     if ctx.invoked_subcommand is not None:
         return
     from flowledger.config import load_config
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records
 
     file = load_config()
     with opened(db) as store:
-        stored = {s["name"]: s for s in queries.list_sources(store)}
+        stored = {s["name"]: s for s in records.list_sources(store)}
     now = utcnow()
     names = [s.name for s in file.sources] + sorted(set(stored) - {s.name for s in file.sources})
     configured = {s.name: s for s in file.sources}
@@ -256,15 +256,16 @@ def executions(
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
     from flowledger.config import load_config
-    from flowledger.queries import records as queries
+    from flowledger.storage.reads import records
+    from flowledger.storage.reads.execution_copies import list_executions
 
     one_of("--status", status, STATUSES)
     with opened(db) as store:
         if source is not None:
             known = {s.name for s in load_config().sources}
-            known |= {s["name"] for s in queries.list_sources(store)}
+            known |= {s["name"] for s in records.list_sources(store)}
             one_of("--source", source, known, NOT_FOUND)
-        found = queries.list_executions(
+        found = list_executions(
             store,
             source=source,
             status=status,

@@ -25,7 +25,8 @@ another attempt, whose event says the new one), ``deadline`` and
 the operation's deadline, so it is known (``None``) from then on. A hold opened before its
 event recorded the deadline is compared on it once a person extends it.
 
-Pure: events in, projected rows out; reading and comparing is :mod:`flowledger.queries.deep`.
+Pure: events in, projected rows out; reading and comparing is
+:mod:`flowledger.storage.reads.replay`.
 """
 
 from __future__ import annotations

@@ -26,11 +26,11 @@ from flowledger.config import AnchorsConfig
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.checkpoints import Signer
 from flowledger.faults import crashpoint
-from flowledger.queries import chain
-from flowledger.queries.proofs import tree_head
 from flowledger.services.outbox import targets_of
 from flowledger.storage.anchors import queue_new
 from flowledger.storage.engine import LedgerError, Store, sqlite_path
+from flowledger.storage.reads import chain
+from flowledger.storage.reads.tree_proofs import tree_head
 
 ANCHOR_FILE_MODE = 0o600
 KIND = "chain_head"

@@ -19,7 +19,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from flowledger.queries.observability import JobMetrics
+from flowledger.reports.observability import JobMetrics
 from flowledger.scheduled.lease import Lease
 
 log = logging.getLogger(__name__)

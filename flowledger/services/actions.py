@@ -4,8 +4,8 @@ shows), why one is refused (the domain's words), and the one service call each i
 
 Which decisions a hold allows is the domain's rule (:func:`flowledger.domain.refusal`); the
 services check it again inside the transaction, so a race lost to someone else is refused
-with the same words. A hold here is a row as :func:`flowledger.queries.holds.hold` and the
-queue read it (with ``operation_state`` and ``operation_conflict``).
+with the same words. A hold here is a row as :func:`flowledger.storage.reads.hold_queue.hold` and
+the queue read it (with ``operation_state`` and ``operation_conflict``).
 """
 
 from __future__ import annotations

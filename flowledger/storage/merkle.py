@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import sqlalchemy as sa
+from sqlalchemy import Connection
 
 from flowledger.domain import merkle
 from flowledger.storage.models import Event, MerkleNode, table
 from flowledger.storage.tx import Tx
-from flowledger.storage.views import Connection
 
 NODES = table(MerkleNode)
 EVENTS = table(Event)

@@ -1,7 +1,7 @@
 """The Textual application: wiring only. Screens (``main``, ``detail``, ``operations``,
 ``records``) and dialogs are handed the :class:`~flowledger.tui.context.Context` they work in
 and post what happened (:mod:`flowledger.tui.messages`); the app decides what to say and which
-lists to reload. Every read is a ``flowledger.queries`` call and every change a
+lists to reload. Every read is a ``flowledger.storage.reads`` call and every change a
 ``flowledger.services.ledger.Ledger`` call, both in workers."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from textual.screen import Screen
 
 from flowledger.clock import utcnow
 from flowledger.domain.display import visible
-from flowledger.queries import handover
-from flowledger.queries import records as queries
+from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
+from flowledger.storage.reads import records as queries
 from flowledger.tui import messages
 from flowledger.tui.actions import ACTIONS, KEYS, HoldActions, offered
 from flowledger.tui.context import Context

@@ -17,9 +17,11 @@ from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
 from flowledger.domain import is_overdue
-from flowledger.queries import events, holds, operations
-from flowledger.queries import executions as copies
-from flowledger.queries import records as queries
+from flowledger.storage.reads import event_log as events
+from flowledger.storage.reads import execution_copies as copies
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records as queries
 from flowledger.tui import sections
 from flowledger.tui.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.context import Context

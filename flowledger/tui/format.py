@@ -17,7 +17,7 @@ from flowledger.connectors import registry
 from flowledger.domain import IllegalTransition, is_overdue, times
 from flowledger.domain.display import visible
 from flowledger.domain.extension import extended_deadline
-from flowledger.queries.handover import span
+from flowledger.reports.handover import span
 
 # An operation's state, where it wants a look.
 STATE_STYLES = {"dispatching": "bold yellow", "failed": "red", "cancelled": "dim"}

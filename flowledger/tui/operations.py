@@ -20,8 +20,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Header, Input, Label, OptionList, Static
 
 from flowledger.domain.display import visible
-from flowledger.queries import executions, operations
-from flowledger.queries import records as queries
+from flowledger.storage.reads import execution_copies as executions
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records as queries
 from flowledger.tui import sections
 from flowledger.tui.context import Context
 from flowledger.tui.detail import DetailScreen

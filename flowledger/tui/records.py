@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-from flowledger.queries import executions
+from flowledger.storage.reads import execution_copies as executions
 from flowledger.tui import sections
 from flowledger.tui.context import Context
 from flowledger.tui.format import execution_url, text, when

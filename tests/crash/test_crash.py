@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import chain
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import records as queries
 
 pytestmark = pytest.mark.crash
 OP = "invoice:INV-42:send"

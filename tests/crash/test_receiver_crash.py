@@ -25,11 +25,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from flowledger.queries import chain
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
+from flowledger.storage.reads import chain
 from tests.support.builders import dispatch_body
 from tests.support.processes import wait_until
 from tests.support.receiver import (

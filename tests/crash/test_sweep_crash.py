@@ -15,11 +15,11 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.config import SweepConfig
-from flowledger.queries import chain
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import chain
 from tests.support.builders import T0, req
 from tests.support.processes import kill_module_at
 

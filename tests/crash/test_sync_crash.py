@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from flowledger.queries import chain
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import chain
 from flowledger.sync import sync_source
 from tests.crash.sync_child import ENV, source
 from tests.support.fakes.n8n import KEY, FakeN8n

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from flowledger.config import AlertsConfig, AnchorsConfig, FileConfig, load_config
 from flowledger.domain.checkpoints import open_checkpoint
-from flowledger.queries.proofs import ledger_origin
 from flowledger.runner import Runner
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher
@@ -25,6 +24,7 @@ from flowledger.services.signing import create_key
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Outbox, table
+from flowledger.storage.reads.tree_proofs import ledger_origin
 from flowledger.verify_proof import main as verify_main
 from tests.support.builders import FakeClock, req
 from tests.support.database import rewrite_chain, truncate_chain

@@ -18,7 +18,7 @@ from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import SCHEMA_VERSION
-from flowledger.storage.views.meta import identity
+from flowledger.storage.reads.meta import identity
 from tests.support.builders import req
 from tests.support.database import engine_for
 

@@ -14,10 +14,11 @@ from typer.testing import CliRunner
 
 from flowledger.cli.common import app
 from flowledger.domain import FailOutcome
-from flowledger.queries import handover, holds
 from flowledger.receiver.api.schemas import N8nErrorCreate
+from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
+from flowledger.storage.reads import hold_queue as holds
 from flowledger.tui import FlowledgerApp
 from tests.functional.test_tui import SIZE, plain
 from tests.support.builders import SHIFT_END, FakeClock, req

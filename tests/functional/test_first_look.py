@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from flowledger.queries.records import operation_detail
 from flowledger.storage.engine import open_store
+from flowledger.storage.reads.records import operation_detail
 from tests.support.processes import FLOWLEDGER, ROOT, TIMEOUT, wait_until
 from tests.support.receiver import auth, free_port, stop, wait_until_serving
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app as cli
-from flowledger.queries import handover
+from flowledger.reports import handover
 from flowledger.storage.engine import Store
 from tests.support.builders import SHIFT_END
 from tests.support.tui import settle

@@ -16,12 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app as cli
-from flowledger.queries import holds
-from flowledger.queries import records as queries
 from flowledger.receiver.app import create_app
 from flowledger.services import actions
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, open_store
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import records as queries
 from flowledger.tui import make_app
 from flowledger.tui.actions import KEYS
 from tests.functional.conftest import copy_demo

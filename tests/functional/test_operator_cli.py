@@ -12,9 +12,11 @@ from typer.testing import CliRunner
 from flowledger import demo
 from flowledger.cli import app
 from flowledger.domain import BLOCKING_REASONS, Reason
-from flowledger.queries import chain, holds, operations
-from flowledger.queries import records as queries
 from flowledger.storage.engine import LedgerError, open_store
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records as queries
 
 runner = CliRunner()
 HOLD_REASONS = {r.value for r in Reason} - {"in_flight", "cancelled"}

@@ -18,11 +18,11 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import consistency_document
-from flowledger.queries import proofs
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key, public_path
 from flowledger.storage.engine import LedgerError, Store, open_store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import tree_proofs as proofs
 from flowledger.verify_proof import main as verify_main
 from tests.support.builders import FakeClock, req
 from tests.support.database import engine_for, rebuild_tree, rewrite_chain, truncate_chain
@@ -311,7 +311,7 @@ def _file(tmp_path: Path, note: str) -> str:
 def _consistency(db: str, old: int, new: int) -> list[bytes]:
     from flowledger.domain import merkle
     from flowledger.storage import merkle as tree
-    from flowledger.storage.views.chain import snapshot
+    from flowledger.storage.reads.chain import snapshot
 
     store = open_store(db)
     try:

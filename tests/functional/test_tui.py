@@ -12,11 +12,12 @@ from rich.console import Console
 from textual.widgets import Input, Static
 
 from flowledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
-from flowledger.queries import chain, holds
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Hold, table
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import records as queries
 from flowledger.tui.actions import ACTIONS, KEYS, subject
 from flowledger.tui.detail import DetailScreen
 from flowledger.tui.dialogs import ConfirmDialog, FormDialog
@@ -389,7 +390,7 @@ async def test_a_race_lost_to_another_operator_is_reported_and_changes_nothing(
 async def test_the_handover_key_writes_the_same_report_as_the_command(
     app_factory, demo_store, tmp_path
 ) -> None:
-    from flowledger.queries import handover
+    from flowledger.reports import handover
 
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:

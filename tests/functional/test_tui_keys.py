@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Static
 from textual.widgets._footer import FooterKey
 
-from flowledger.queries import holds
+from flowledger.storage.reads import hold_queue as holds
 from flowledger.tui.detail import DetailScreen
 from flowledger.tui.dialogs import ConfirmDialog, FormDialog
 from flowledger.tui.keys import KeysFooter

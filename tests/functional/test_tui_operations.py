@@ -12,11 +12,12 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widgets import DataTable, Input, Static
 
-from flowledger.queries import chain, holds, operations
-from flowledger.queries import events as event_log
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads import chain, event_log
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records as queries
 from flowledger.tui.format import middle
 from flowledger.tui.main import MainScreen
 from flowledger.tui.operations import JumpDialog, OperationScreen

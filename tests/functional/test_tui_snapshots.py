@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from flowledger.queries import handover
+from flowledger.reports import handover
 from flowledger.tui.dialogs import ReportScreen
 from tests.support.builders import SHIFT_END
 from tests.support.tui import select_hold, settle

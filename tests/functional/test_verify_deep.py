@@ -15,11 +15,11 @@ from flowledger.cli import app
 from flowledger.config import SweepConfig
 from flowledger.domain import Approval, FailOutcome, NewHold, Reason
 from flowledger.domain.projection import EventRow, Projection
-from flowledger.queries.deep import deep_verify
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import from_db_time
+from flowledger.storage.reads.replay import deep_verify
 from flowledger.storage.tx import Tx
 from tests.support.builders import FakeClock, req
 

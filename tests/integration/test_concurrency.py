@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from flowledger.queries import chain
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads import chain
 from tests.integration.racer import race
 
 ROUNDS = 100

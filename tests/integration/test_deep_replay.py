@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import chain
-from flowledger.queries.chain import snapshot
-from flowledger.queries.deep import deep_verify
 from flowledger.services.ledger import Ledger
 from flowledger.storage.models import Hold, table
+from flowledger.storage.reads import chain
+from flowledger.storage.reads.chain import snapshot
+from flowledger.storage.reads.replay import deep_verify
 from tests.support.builders import req
 
 HOLDS = table(Hold)

@@ -15,7 +15,6 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome, IllegalTransition
-from flowledger.queries import chain
 from flowledger.receiver.api.auth import Once
 from flowledger.receiver.api.auth import _nothing as auth_nothing
 from flowledger.receiver.api.errors import ApiError
@@ -24,6 +23,7 @@ from flowledger.receiver.engine.idempotency import keyed
 from flowledger.services.ledger import Ledger, NotFound, Tx
 from flowledger.storage import operations as records
 from flowledger.storage.models import Event, Operation, table
+from flowledger.storage.reads import chain
 from tests.support.builders import req
 
 

@@ -8,12 +8,12 @@ import sqlalchemy as sa
 
 from flowledger.config import SourceConfig, SweepConfig
 from flowledger.domain import FailOutcome
-from flowledger.queries import handover
-from flowledger.queries.chain import chain_head
-from flowledger.queries.holds import hold_queue
+from flowledger.reports import handover
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.storage.models import Source, table
+from flowledger.storage.reads.chain import chain_head
+from flowledger.storage.reads.hold_queue import hold_queue
 from tests.support.builders import T0, FakeClock, req
 
 

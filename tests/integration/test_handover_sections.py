@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flowledger.config import SourceConfig, SweepConfig
-from flowledger.queries import handover
+from flowledger.reports import handover
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.services.outbox import target_of

@@ -12,11 +12,12 @@ import pytest
 
 from flowledger import domain
 from flowledger.domain import FailOutcome, IllegalTransition
-from flowledger.queries import chain, holds
-from flowledger.queries import records as queries
-from flowledger.queries.deep import deep_verify
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.replay import deep_verify
 from tests.support.builders import FakeClock, req
 
 OP = "invoice:INV-42:send"

@@ -19,11 +19,11 @@ from typer.testing import CliRunner
 from flowledger.cli import app as cli_app
 from flowledger.config import ReceiverConfig, SourceConfig
 from flowledger.domain import FailOutcome
-from flowledger.queries import records as queries
 from flowledger.receiver.api.schemas import LinkedExecutionPublic
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
-from flowledger.storage.views.executions import LINKED_VIA
+from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.execution_copies import LINKED_VIA
 from flowledger.sync import sync_source
 from flowledger.tui import make_app
 from flowledger.tui.operations import OperationScreen

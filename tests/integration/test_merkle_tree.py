@@ -12,12 +12,12 @@ from alembic import command
 from flowledger.domain import merkle
 from flowledger.domain.chain import event_body
 from flowledger.domain.hashing import GENESIS_HASH, canonical_json, chain_hash, genesis_hash
-from flowledger.queries import chain
 from flowledger.services.ledger import Ledger
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import Store, make_store, resolve_url
 from flowledger.storage.migrate import alembic_config, init_ledger, upgrade
-from flowledger.storage.views.meta import identity
+from flowledger.storage.reads import chain
+from flowledger.storage.reads.meta import identity
 from tests.support.builders import T0, FakeClock, req
 
 

@@ -10,12 +10,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from flowledger.config import SourceConfig, SweepConfig
 from flowledger.domain import FailOutcome
-from flowledger.queries import records as queries
-from flowledger.queries.observability import register
+from flowledger.reports.observability import register
 from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
 from flowledger.storage.models import Source, table
+from flowledger.storage.reads import records as queries
 from tests.support.builders import T0, FakeClock, req
 
 SOURCES = table(Source)

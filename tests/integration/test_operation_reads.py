@@ -7,11 +7,13 @@ from __future__ import annotations
 import pytest
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import chain, events, operations
-from flowledger.queries.operations import After, OperationFilter
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
-from flowledger.storage.views import operations as operation_rows
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import event_log as events
+from flowledger.storage.reads import operation_pages as operation_rows
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads.operation_pages import After, OperationFilter
 from tests.support.builders import FakeClock, req
 
 

@@ -8,11 +8,13 @@ from datetime import timedelta
 import pytest
 
 from flowledger.domain import FailOutcome
-from flowledger.queries import chain, events, executions, holds
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
-from flowledger.storage.views.holds import HOLDS
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import event_log as events
+from flowledger.storage.reads import execution_copies as executions
+from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads.hold_queue import HOLDS
 from tests.support.builders import FakeClock, req
 
 
@@ -245,7 +247,7 @@ def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) 
     assert gone and all(e["gone_at"] is not None for e in gone)
     page = executions.search_executions(demo_like_store, limit=5)
     after = executions.search_executions(demo_like_store, after_id=page[-1]["id"], limit=1000)
-    listed = queries.list_executions(demo_like_store, limit=1000)
+    listed = executions.list_executions(demo_like_store, limit=1000)
     assert [e["id"] for e in page + after] == [e["id"] for e in listed]  # the CLI's order
     started = [e["started_at"] or e["first_seen_at"] for e in page + after]
     assert started == sorted(started, reverse=True)

@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome, IllegalTransition
-from flowledger.queries.deep import deep_verify
 from flowledger.services.ledger import Ledger
 from flowledger.storage.models import Attempt, Event, Hold, table
+from flowledger.storage.reads.replay import deep_verify
 from tests.support.builders import req
 from tests.support.database import snapshot
 

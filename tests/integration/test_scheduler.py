@@ -11,7 +11,7 @@ from typing import Any
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 from prometheus_client import CollectorRegistry
 
-from flowledger.queries.observability import JobMetrics
+from flowledger.reports.observability import JobMetrics
 from flowledger.scheduled.lease import Lease
 from flowledger.scheduled.scheduler import JOB_THREADS, Job, Scheduler
 from flowledger.storage.engine import Store

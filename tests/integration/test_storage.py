@@ -13,17 +13,17 @@ import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome, IllegalTransition
 from flowledger.domain.hashing import genesis_hash
-from flowledger.queries import chain
-from flowledger.queries import records as queries
 from flowledger.services.ledger import InvalidInput, Ledger, NotFound
 from flowledger.storage import operations as records
 from flowledger.storage.engine import Store, read_schema_version
 from flowledger.storage.models import SCHEMA_VERSION
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.execution_copies import EXECUTIONS
+from flowledger.storage.reads.meta import identity
 from flowledger.storage.sql import Row
 from flowledger.storage.transaction import SqlTx
 from flowledger.storage.tx import Tx
-from flowledger.storage.views.executions import EXECUTIONS
-from flowledger.storage.views.meta import identity
 from tests.support.builders import FakeClock, req
 from tests.support.database import lock_waits
 from tests.support.processes import wait_until

@@ -11,12 +11,13 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.config import SourceConfig
-from flowledger.queries import chain
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage import executions
 from flowledger.storage.engine import Store
 from flowledger.storage.problems import Missing
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.execution_copies import list_executions
 from flowledger.sync import Backoff, runner, sync_source
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
@@ -58,7 +59,7 @@ def sync(ledger: Ledger, fake: FakeN8n, sleep: Sleeps | None = None, **kw: Any) 
 
 
 def rows(store: Store, **kw: Any) -> dict[str, dict[str, Any]]:
-    return {r["external_id"]: r for r in queries.list_executions(store, limit=1000, **kw)}
+    return {r["external_id"]: r for r in list_executions(store, limit=1000, **kw)}
 
 
 def source_row(store: Store) -> dict[str, Any]:
@@ -483,7 +484,7 @@ def test_list_executions_pages_by_keyset_most_recent_first(
     seen: list[str] = []
     after = None
     while True:
-        page = queries.list_executions(store, source="prod-n8n", after=after, limit=4)
+        page = list_executions(store, source="prod-n8n", after=after, limit=4)
         if not page:
             break
         seen.extend(r["external_id"] for r in page)
@@ -491,9 +492,9 @@ def test_list_executions_pages_by_keyset_most_recent_first(
     assert len(seen) == len(set(seen)) == 25
     assert set(seen[:8]) == {str(i) for i in range(1, 9)}  # seen at the run's time, later
     assert seen[8:] == [str(i) for i in range(25, 8, -1)]
-    assert queries.list_executions(store, status="error") == []
+    assert list_executions(store, status="error") == []
     with pytest.raises(Missing, match="1000000000"):  # a page after no row: said, not empty
-        queries.list_executions(store, after=10**9)
+        list_executions(store, after=10**9)
 
 
 def test_an_empty_list_from_a_tool_that_held_executions_marks_nothing_gone(

@@ -8,9 +8,9 @@ import pytest
 
 from flowledger.config import SourceConfig
 from flowledger.connectors import registry
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads.execution_copies import list_executions
 from flowledger.sync import sync_source
 from tests.support.builders import FakeClock
 from tests.support.fakes import EVERY_KIND, fake_for
@@ -35,7 +35,7 @@ def sync(ledger: Ledger, fake: Any, **kw: Any) -> Any:
 
 
 def kept(store: Store) -> dict[str, dict[str, Any]]:
-    return {r["external_id"]: r for r in queries.list_executions(store, limit=1000)}
+    return {r["external_id"]: r for r in list_executions(store, limit=1000)}
 
 
 def test_backfill_increment_refresh_and_prune_keep_every_copy(

@@ -13,10 +13,10 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.config import SourceConfig
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Execution, table
+from flowledger.storage.reads import records as queries
 from flowledger.sync import SyncReport, sync_source
 from tests.support.builders import T0, FakeClock
 from tests.support.fakes.n8n import KEY, FakeN8n

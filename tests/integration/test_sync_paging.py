@@ -11,9 +11,9 @@ import pytest
 
 from flowledger.config import SourceConfig
 from flowledger.connectors import registry
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads.execution_copies import list_executions
 from flowledger.sync import SyncReport, runner, sync_source
 from tests.support.builders import FakeClock
 from tests.support.fakes.airflow import FakeAirflow
@@ -34,7 +34,7 @@ def sync(ledger: Ledger, fake: Any, **kw: Any) -> SyncReport:
 
 
 def kept(store: Store, **kw: Any) -> dict[str, dict[str, Any]]:
-    return {r["external_id"]: r for r in queries.list_executions(store, limit=1000, **kw)}
+    return {r["external_id"]: r for r in list_executions(store, limit=1000, **kw)}
 
 
 def gone(store: Store) -> set[str]:

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from flowledger.config import SourceConfig
-from flowledger.queries import records as queries
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
+from flowledger.storage.reads.execution_copies import list_executions
 from flowledger.sync import SyncReport, sync_source
 from tests.support.builders import FakeClock
 from tests.support.database import snapshot
@@ -36,7 +36,7 @@ def sync(ledger: Ledger, n8n: FakeN8n, *, page_size: int = 250, **kw: Any) -> Sy
 
 
 def rows(store: Store, **kw: Any) -> dict[str, dict[str, Any]]:
-    return {r["external_id"]: r for r in queries.list_executions(store, limit=1000, **kw)}
+    return {r["external_id"]: r for r in list_executions(store, limit=1000, **kw)}
 
 
 def read_by_id(n8n: FakeN8n) -> list[str]:

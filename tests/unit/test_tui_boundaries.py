@@ -1,16 +1,23 @@
 """The terminal UI holds no business rules and writes nothing itself: every change goes through
-``flowledger.services.ledger.Ledger``, every read through ``flowledger.queries.records``."""
+``flowledger.services.ledger.Ledger``, every read through ``flowledger.storage.reads``."""
 
 from __future__ import annotations
 
+import pkgutil
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-TUI = Path(__file__).resolve().parents[2] / "flowledger" / "tui"
+import flowledger.storage
+
+ROOT = Path(__file__).resolve().parents[2]
+TUI = ROOT / "flowledger" / "tui"
+# What the UI may import of storage: the reads, and the store it opens them on.
+STORAGE_FOR_THE_UI = {"engine", "reads"}
 # Table writes (``HOLDS.update(``), write transactions, the models, and chain appends.
 WRITES = re.compile(
     r"\b[A-Z_]+\.(insert|update|delete)\(|engine\.begin|ledger\.models|chain\.append"
@@ -43,3 +50,22 @@ def test_the_cli_loads_the_ui_library_only_for_the_tui_command() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_ui_may_import_of_storage_only_the_reads_and_the_store() -> None:
+    # import-linter forbids by name: every other module of storage must be on the list, or a
+    # new one would be open to the UI without anyone deciding it.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [
+        c
+        for c in config["tool"]["importlinter"]["contracts"]
+        if c.get("source_modules") == ["flowledger.tui"]
+    ]
+    storage = {m.name for m in pkgutil.iter_modules(flowledger.storage.__path__)}
+    forbidden = {
+        m.removeprefix("flowledger.storage.")
+        for m in contract["forbidden_modules"]
+        if m.startswith("flowledger.storage.")
+    }
+    assert storage >= STORAGE_FOR_THE_UI
+    assert forbidden == storage - STORAGE_FOR_THE_UI

@@ -9,7 +9,8 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from flowledger.queries import chain, events
+from flowledger.storage.reads import chain
+from flowledger.storage.reads import event_log as events
 from flowledger.tui.context import Context
 from flowledger.tui.format import clip, clock_time, middle, short_hash, text
 from flowledger.tui.messages import Report

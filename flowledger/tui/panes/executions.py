@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.text import Text
 
-from flowledger.queries import executions
+from flowledger.storage.reads import execution_copies as executions
 from flowledger.tui.format import clip, clock_time, middle, text
 from flowledger.tui.panes.listing import Cell, ListPane
 

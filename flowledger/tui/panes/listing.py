@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from flowledger.queries import holds
+from flowledger.storage.reads import hold_queue as holds
 from flowledger.tui.context import Context
 
 Cell = str | Text

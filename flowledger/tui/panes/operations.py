@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from flowledger.queries import operations
+from flowledger.storage.reads import operation_pages as operations
 from flowledger.tui.context import Context
 from flowledger.tui.format import STATE_STYLES, age, middle
 from flowledger.tui.panes.listing import Cell, ListPane, Searched

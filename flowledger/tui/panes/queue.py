@@ -9,7 +9,7 @@ from textual import on
 from textual.widgets import DataTable
 
 from flowledger.domain import is_overdue
-from flowledger.queries import holds
+from flowledger.storage.reads import hold_queue as holds
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, deadline_cell, middle, text
 from flowledger.tui.panes.listing import Cell, ListPane, Searched

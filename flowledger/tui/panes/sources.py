@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from flowledger.domain.display import visible
-from flowledger.queries import records as queries
+from flowledger.storage.reads import records as queries
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, clock_time, text
 from flowledger.tui.panes.listing import Cell

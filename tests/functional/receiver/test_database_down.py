@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from flowledger.queries import records as queries
 from flowledger.receiver.api import errors
+from flowledger.storage.reads import records as queries
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.receiver import Api

@@ -20,7 +20,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from flowledger.domain import IllegalTransition, Reason
-from flowledger.queries import holds as queue
 from flowledger.receiver.api.deps import JsonBody, require, state_of
 from flowledger.receiver.api.errors import ApiError, as_api_error, documented
 from flowledger.receiver.api.idempotency import HEADER, key_of, request_hash, running_key
@@ -39,6 +38,7 @@ from flowledger.receiver.api.tokens import Principal
 from flowledger.services import actions
 from flowledger.services.actions import Values
 from flowledger.services.values import InvalidInput
+from flowledger.storage.reads import hold_queue as queue
 
 router = APIRouter(prefix="/v1/holds", tags=["holds"])
 Reader = Annotated[Principal, Depends(require("read"))]

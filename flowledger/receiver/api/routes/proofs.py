@@ -15,7 +15,6 @@ from fastapi import APIRouter, Depends, Request
 
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import b64
-from flowledger.queries import proofs
 from flowledger.receiver.api.deps import OperationId, require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
 from flowledger.receiver.api.paths import check_raw_path
@@ -23,6 +22,7 @@ from flowledger.receiver.api.schemas.proofs import CheckpointPublic, ProofPublic
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.storage.engine import LedgerError
+from flowledger.storage.reads import tree_proofs as proofs
 
 router = APIRouter(prefix="/v1", tags=["proofs"])
 Reader = Annotated[Principal, Depends(require("read"))]

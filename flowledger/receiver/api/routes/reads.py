@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 
 from flowledger.domain import Reason, State
-from flowledger.queries import records as queries
 from flowledger.receiver.api.deps import OperationId, require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
 from flowledger.receiver.api.paths import check_raw_path
@@ -21,7 +20,9 @@ from flowledger.receiver.api.schemas import (
 )
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
-from flowledger.storage.views import executions, operations
+from flowledger.storage.reads import execution_copies as executions
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import records
 
 router = APIRouter(prefix="/v1", tags=["reads"])
 Reader = Annotated[Principal, Depends(require("read"))]
@@ -48,7 +49,7 @@ def get_operation(
     An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
     here: those paths are the workflow calls, and GET on them is 405."""
     check_raw_path(request.scope)  # ``a%ffb`` is refused, never read as ``a\ufffdb``
-    detail = queries.operation_detail(st.store, operation_id)
+    detail = records.operation_detail(st.store, operation_id)
     if detail is None:
         raise ApiError(404, "not_found", f"no operation {operation_id!r}")
     return {
@@ -74,14 +75,13 @@ def list_operations(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Operations by id, ``limit`` at a time after the id ``after``."""
-    with st.store.reader.connect() as conn:
-        rows = operations.by_id(
-            conn,
-            state=state.value if state is not None else None,
-            hold=str(hold) if hold is not None else None,
-            after=after,
-            limit=limit,
-        )
+    rows = operations.by_id(
+        st.store,
+        state=state.value if state is not None else None,
+        hold=str(hold) if hold is not None else None,
+        after=after,
+        limit=limit,
+    )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["operation_id"] if more else None}
 
@@ -97,10 +97,9 @@ def list_executions(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """The ledger's copies of execution records, pruned ones (``gone_at`` set) included."""
-    with st.store.reader.connect() as conn:
-        rows = executions.by_id(
-            conn, source=source, status=status, gone=gone, after=after, limit=limit
-        )
+    rows = executions.by_id(
+        st.store, source=source, status=status, gone=gone, after=after, limit=limit
+    )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["id"] if more else None}
 

@@ -1,21 +1,28 @@
 """The records as the API and the CLI read them: one operation with its history, counts by
-state and reason, the event log, the kept executions and the sources. Paged from the database
-(nothing loads a whole table)."""
+state and reason, the event log in order, the sources, and whether the ledger is the demo's.
+Paged from the database (nothing loads a whole table); the kept executions are
+:mod:`~flowledger.storage.reads.execution_copies`'."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
+
 from flowledger.storage.engine import Store
-from flowledger.storage.problems import Missing
-from flowledger.storage.views import attempts, events, executions, holds, meta, operations
-from flowledger.storage.views import row_dict as row_dict
-from flowledger.storage.views import sources as source_rows
-from flowledger.storage.views.chain import head
+from flowledger.storage.models import Hold, table
+from flowledger.storage.reads import Connection, attempts, meta, row_dict
+from flowledger.storage.reads import execution_copies as executions
+from flowledger.storage.reads import operation_pages as operations
+from flowledger.storage.reads import sources as source_rows
+from flowledger.storage.reads.chain import head
+from flowledger.storage.reads.event_log import batch_after, event_dict
+from flowledger.storage.reads.event_log import of_operation as events_of
+
+HOLDS = table(Hold)
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class OperationDetail:
     holds: list[dict[str, Any]]
     events: list[dict[str, Any]]
     # The copies of its linked executions, each once, with ``linked_via``: ``attempt``,
-    # ``retry_of`` or ``custom_data`` (``flowledger.storage.views.executions.LINKED_VIA``).
+    # ``retry_of`` or ``custom_data`` (``flowledger.storage.reads.execution_copies.LINKED_VIA``).
     executions: list[dict[str, Any]]
 
 
@@ -39,8 +46,10 @@ def operation_detail(
             return None
         tried = attempts.of_operation(conn, operation_id)
         receipts = attempts.receipts_of(conn, operation_id)
-        held = holds.of_operation(conn, operation_id)
-        logged = events.of_operation(conn, operation_id, limit=event_limit)
+        held = conn.execute(
+            sa.select(HOLDS).where(HOLDS.c.operation_id == operation_id).order_by(HOLDS.c.id)
+        ).all()
+        logged = events_of(conn, operation_id, limit=event_limit)
         # Each linked execution once, with how it is linked: by an attempt (one that names
         # its source matches only that source's copy: two tools can both have an execution
         # "42"), or by the sync's links (a retry of such an execution, or declared).
@@ -53,20 +62,6 @@ def operation_detail(
         events=[event_dict(r) for r in logged],
         executions=copies,
     )
-
-
-def event_dict(row: Any) -> dict[str, Any]:
-    d = row_dict(row)
-    d["data"] = json.loads(d["data"])
-    return d
-
-
-def list_open_holds(
-    store: Store, *, limit: int = 100, offset: int = 0, reason: str | None = None
-) -> list[dict[str, Any]]:
-    """Open holds, soonest deadline first, with their operation's state and workflow."""
-    with store.reader.connect() as conn:
-        return holds.open_by_deadline(conn, limit=limit, offset=offset, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -83,10 +78,27 @@ class Status:
 def status(store: Store, now: datetime) -> Status:
     with store.reader.connect() as conn:
         by_state = operations.count_by_state(conn)
-        by_reason, blocking, overdue = holds.open_counts(conn, now)
+        by_reason, blocking, overdue = _open_counts(conn, now)
         seq, digest = head(conn)
         ledger_id = meta.identity(conn)[0]
     return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id)
+
+
+def _open_counts(conn: Connection, now: datetime) -> tuple[dict[str, int], int, int]:
+    """Open holds by reason, how many block, and how many are past their deadline."""
+    open_q = HOLDS.c.resolved_at.is_(None)
+    by_reason: dict[str, int] = dict(
+        conn.execute(
+            sa.select(HOLDS.c.reason, sa.func.count()).where(open_q).group_by(HOLDS.c.reason)
+        ).all()
+    )
+    blocking = conn.execute(
+        sa.select(sa.func.count()).where(open_q, HOLDS.c.blocking.is_(True))
+    ).scalar_one()
+    overdue = conn.execute(
+        sa.select(sa.func.count()).where(open_q, HOLDS.c.deadline <= now)
+    ).scalar_one()
+    return by_reason, blocking, overdue
 
 
 def iter_events(
@@ -96,39 +108,12 @@ def iter_events(
     after = 0
     while True:
         with store.reader.connect() as conn:
-            rows = events.batch_after(conn, after, since=since, batch=batch)
+            rows = batch_after(conn, after, since=since, batch=batch)
         if not rows:
             return
         for r in rows:
             yield event_dict(r)
         after = rows[-1].seq
-
-
-def list_executions(
-    store: Store,
-    *,
-    source: str | None = None,
-    status: str | None = None,
-    gone: bool | None = None,
-    after: int | None = None,
-    limit: int = 100,
-) -> list[dict[str, Any]]:
-    """The kept execution copies, most recently started first (queued ones by when the
-    ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
-    ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
-    ``False`` only those it still has. An ``after`` that is no row is :class:`Missing`."""
-    with store.reader.connect() as conn:
-        found = executions.newest(
-            conn,
-            source=source,
-            status=status,
-            gone=gone,
-            after=after,
-            limit=max(1, min(limit, 1000)),
-        )
-        if not found and after is not None and not executions.exists(conn, after):
-            raise Missing(f"no execution row {after} to continue after")
-    return found
 
 
 def list_sources(store: Store) -> list[dict[str, Any]]:

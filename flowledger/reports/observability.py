@@ -18,9 +18,8 @@ from prometheus_client.registry import Collector
 
 from flowledger.clock import Clock, utcnow
 from flowledger.domain import State
-from flowledger.queries import records as queries
 from flowledger.storage.engine import Store
-from flowledger.storage.views import metrics, sources
+from flowledger.storage.reads import gauges, records
 
 
 class JobMetrics:
@@ -56,11 +55,9 @@ class LedgerCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         now = self.clock()
-        st = queries.status(self.store, now)
+        st = records.status(self.store, now)
         by_state, by_reason, overdue = st.by_state, st.open_holds, st.overdue
-        with self.store.reader.connect() as conn:
-            synced = sources.by_name(conn)
-            pending = metrics.alerts_pending(conn)
+        synced, pending = gauges.sources_and_alerts(self.store)
         yield _labelled(
             "flowledger_operations",
             "Operations by state",

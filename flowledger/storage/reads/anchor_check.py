@@ -17,9 +17,9 @@ from flowledger.domain.checkpoints import CheckpointError, origin_of, unverified
 from flowledger.domain.hashing import GENESIS_HASH
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError
-from flowledger.storage.views import Connection
-from flowledger.storage.views import events as event_rows
-from flowledger.storage.views.meta import identity
+from flowledger.storage.reads import Connection
+from flowledger.storage.reads import event_log as event_rows
+from flowledger.storage.reads.meta import identity
 
 
 @dataclass

@@ -1,6 +1,9 @@
-"""Read statements, one module per thing read. Each function takes a connection from the
-store's reader (or the store) and returns rows or plain values; the shaping of what is read
-(filters, pages, reports) is :mod:`flowledger.queries`'."""
+"""Every read of the ledger, one module per thing read: its statements and the shapes its
+readers want (filters, pages, windowed searches, checks of the chain and the tree). A function
+that takes the store opens a reader's connection itself; one that takes a connection reads
+inside a read that is already open (one snapshot for several reads). What is built from
+several reads for someone outside (the handover report, the metrics) is
+:mod:`flowledger.reports`'."""
 
 from __future__ import annotations
 

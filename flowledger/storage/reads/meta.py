@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from flowledger.storage.models import LedgerMeta, table
-from flowledger.storage.views import Connection
+from flowledger.storage.reads import Connection
 
 META = table(LedgerMeta)
 

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from flowledger.storage.models import Source, table
-from flowledger.storage.views import Connection
+from flowledger.storage.reads import Connection
 
 SOURCES = table(Source)
 

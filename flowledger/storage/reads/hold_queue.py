@@ -1,7 +1,7 @@
-"""Reads of the holds: the attention queue (open holds with their operation's state and
-workflow, whether it has an open receipt conflict and the status of the execution they
-concern), a window of it for a search, counts, one hold, resolutions and the open holds of
-an operation.
+"""The hold queue the person on duty pages through, in the terminal UI, the CLI and the
+handover report: the open holds with their operation's state and workflow, whether it has an
+open receipt conflict and the status of the execution they concern; its filter, pages by key
+or offset, windowed searches, counts, one hold, and the open holds by deadline alone.
 
 Every list is bounded by a ``limit`` and ordered by an indexed column (or over open holds
 only, which the ``(resolved_at, deadline)`` index already narrows).
@@ -9,13 +9,15 @@ only, which the ``(resolved_at, deadline)`` index already narrows).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import sqlalchemy as sa
 
+from flowledger.storage.engine import Store
 from flowledger.storage.models import Execution, Hold, Operation, table
-from flowledger.storage.views import Connection, contains, row_dict
+from flowledger.storage.reads import Connection, contains, row_dict
 
 HOLDS = table(Hold)
 OPS = table(Operation)
@@ -53,20 +55,40 @@ _WORD_COLUMNS = (
 )
 
 
-class QueueFilter(Protocol):
-    """What the queue shows (:class:`flowledger.queries.holds.HoldFilter`): free words,
-    ``field:value`` pairs (names of :data:`FILTER_FIELDS`), ``overdue`` and ``blocking``."""
+@dataclass(frozen=True)
+class HoldFilter:
+    """What the queue shows: free words (each must appear in the operation, reason, owner,
+    workflow, detail or next action), ``field:value`` pairs (names of
+    :data:`FILTER_FIELDS`), and ``overdue`` / ``blocking``."""
 
-    @property
-    def words(self) -> tuple[str, ...]: ...
-    @property
-    def fields(self) -> tuple[tuple[str, str], ...]: ...
-    @property
-    def overdue(self) -> bool: ...
-    @property
-    def blocking(self) -> bool: ...
-    @property
-    def reason(self) -> str | None: ...
+    words: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()
+    overdue: bool = False
+    blocking: bool = False
+    reason: str | None = None  # exactly this reason (``reason:`` pairs match words of it)
+
+    @classmethod
+    def of(cls, *, reason: str | None, owner: str | None, overdue: bool) -> HoldFilter:
+        """The filter of ``flowledger holds`` and ``GET /v1/holds``: one reason, an owner
+        (as the queue's ``owner:`` pair finds it), past the deadline."""
+        return cls(fields=(("owner", owner),) if owner else (), overdue=overdue, reason=reason)
+
+    @classmethod
+    def parse(cls, text: str) -> HoldFilter:
+        words: list[str] = []
+        fields: list[tuple[str, str]] = []
+        overdue = blocking = False
+        for token in text.split():
+            name, sep, value = token.partition(":")
+            if sep and name.lower() in FILTER_FIELDS and value:
+                fields.append((name.lower(), value))
+            elif token.lower() == "overdue":
+                overdue = True
+            elif token.lower() == "blocking":
+                blocking = True
+            else:
+                words.append(token)
+        return cls(tuple(words), tuple(fields), overdue, blocking)
 
 
 def _exec_status(ref: Any, source: Any) -> Any:
@@ -103,7 +125,7 @@ def _conflict() -> Any:
     )
 
 
-def _queue_where(flt: QueueFilter, now: datetime) -> list[Any]:
+def _queue_where(flt: HoldFilter, now: datetime) -> list[Any]:
     where: list[Any] = [HOLDS.c.resolved_at.is_(None)]
     for word in flt.words:
         where.append(sa.or_(*(contains(col, word) for col in _WORD_COLUMNS)))
@@ -134,7 +156,7 @@ def _through_key(column: Any, value: Any, row_id: int, descending: bool) -> Any:
 
 
 def _queue_stmt(
-    flt: QueueFilter,
+    flt: HoldFilter,
     now: datetime,
     sort: str,
     descending: bool,
@@ -169,9 +191,9 @@ def _queue_stmt(
     return stmt, keyset
 
 
-def queue(
+def _page(
     conn: Connection,
-    flt: QueueFilter,
+    flt: HoldFilter,
     now: datetime,
     *,
     sort: str,
@@ -190,7 +212,56 @@ def queue(
     return [row_dict(r) for r in conn.execute(stmt)]
 
 
-def window_end(
+def hold_queue(
+    store: Store,
+    now: datetime,
+    *,
+    flt: HoldFilter = HoldFilter(),
+    sort: str = "deadline",
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+    after: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """One page of the attention queue: open holds with their operation's state and workflow,
+    whether it has an open receipt conflict, and the status of the execution they concern.
+    The next page: pass the last row as ``after`` (it pages by key where the sort allows,
+    else by ``offset``, which must then be the rows already read)."""
+    with store.reader.connect() as conn:
+        return _page(
+            conn,
+            flt,
+            now,
+            sort=sort,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+            after=after,
+        )
+
+
+# A filtered queue in deadline order (the default) is searched a window of open holds at a
+# time, read in the order of the ``(resolved_at, deadline)`` index: a filter that matches
+# little or nothing reads one window per call instead of every open hold. The UI starts with
+# SEARCH_WINDOW and goes on with windows as large as what it has read (so the holds read
+# double each call), up to SEARCH_WINDOW_MAX.
+SEARCH_WINDOW = 2_000
+SEARCH_WINDOW_MAX = 64_000
+
+
+@dataclass(frozen=True)
+class QueueSearch:
+    """A page of a windowed queue search. ``resume``: the last hold the window covered, when
+    the window ended before ``limit`` rows matched (the next page starts after it, not after
+    the last row); ``None`` once the rows end a page or the open holds end. ``read``: how
+    many open holds the window covered."""
+
+    rows: list[dict[str, Any]]
+    resume: dict[str, Any] | None
+    read: int
+
+
+def _window_end(
     conn: Connection, window: int, *, descending: bool, after: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """The ``window``-th open hold in deadline order after ``after`` (``deadline`` and
@@ -209,14 +280,67 @@ def window_end(
     return row_dict(end) if end is not None else None
 
 
-def more_open_than(conn: Connection, window: int) -> bool:
-    beyond = sa.select(HOLDS.c.id).where(HOLDS.c.resolved_at.is_(None)).offset(window).limit(1)
-    return conn.execute(beyond).first() is not None
+def search_hold_queue(
+    store: Store,
+    now: datetime,
+    *,
+    flt: HoldFilter = HoldFilter(),
+    sort: str = "deadline",
+    descending: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+    after: dict[str, Any] | None = None,
+    window: int = SEARCH_WINDOW,
+) -> QueueSearch:
+    """:func:`hold_queue`, reading at most ``window`` open holds when a filter is set and the
+    queue is in deadline order (other sorts read every open hold to order them anyway)."""
+    if sort != "deadline" or flt == HoldFilter():
+        found = hold_queue(
+            store,
+            now,
+            flt=flt,
+            sort=sort,
+            descending=descending,
+            limit=limit,
+            offset=offset,
+            after=after,
+        )
+        return QueueSearch(found, None, 0)
+    with store.reader.connect() as conn:
+        through = _window_end(conn, window, descending=descending, after=after)
+        found = _page(
+            conn,
+            flt,
+            now,
+            sort=sort,
+            descending=descending,
+            limit=limit,
+            after=after,
+            through=through,
+        )
+    resume = through if through is not None and len(found) < limit else None
+    return QueueSearch(found, resume, window if through is not None else 0)
 
 
-def count_queue(conn: Connection, flt: QueueFilter, now: datetime) -> int:
-    """How many open holds ``flt`` lets through (the operations joined only when the filter
-    reads their columns)."""
+# A filter that is matched row by row (words, ``field:value``, ``blocking``) is counted only
+# where the open holds are no more than this, the most a search reads at once; past that the
+# count would read every open hold, and the list says "N+ rows" until its search ends.
+COUNT_WINDOW = SEARCH_WINDOW_MAX
+
+
+def count_hold_queue(
+    store: Store, now: datetime, *, flt: HoldFilter = HoldFilter(), window: int | None = None
+) -> int | None:
+    """How many open holds ``flt`` lets through. No filter, or ``overdue`` alone, is a range
+    of the open holds' index and is counted whatever its size; any other filter only when
+    there are at most ``window`` (default :data:`COUNT_WINDOW`) open holds, else ``None``.
+    The operations are joined only when the filter reads their columns."""
+    window = COUNT_WINDOW if window is None else window
+    if flt != HoldFilter(overdue=flt.overdue):
+        beyond = sa.select(HOLDS.c.id).where(HOLDS.c.resolved_at.is_(None)).offset(window)
+        with store.reader.connect() as conn:
+            if conn.execute(beyond.limit(1)).first() is not None:
+                return None
     stmt = (
         sa.select(sa.func.count())
         .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
@@ -224,40 +348,24 @@ def count_queue(conn: Connection, flt: QueueFilter, now: datetime) -> int:
     )
     if not flt.words and not any(name in ("state", "workflow") for name, _ in flt.fields):
         stmt = sa.select(sa.func.count()).select_from(HOLDS).where(*_queue_where(flt, now))
-    return int(conn.execute(stmt).scalar_one())
+    with store.reader.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
 
 
-def hold(conn: Connection, hold_id: int) -> dict[str, Any] | None:
+def hold(store: Store, hold_id: int) -> dict[str, Any] | None:
     """One hold, with what its operation's state and receipt conflicts allow (as the queue)."""
     stmt = (
         sa.select(HOLDS, OPS.c.state.label("operation_state"), _conflict())
         .select_from(HOLDS.outerjoin(OPS, OPS.c.operation_id == HOLDS.c.operation_id))
         .where(HOLDS.c.id == hold_id)
     )
-    row = conn.execute(stmt).first()
+    with store.reader.connect() as conn:
+        row = conn.execute(stmt).first()
     return row_dict(row) if row is not None else None
 
 
-def resolved(
-    conn: Connection, since: datetime, until: datetime, *, after_id: int, limit: int
-) -> list[dict[str, Any]]:
-    """Holds resolved in ``[since, until)`` after ``after_id``, by id (the ``(resolved_at,
-    deadline)`` index bounds the scan)."""
-    stmt = (
-        sa.select(HOLDS)
-        .where(
-            HOLDS.c.resolved_at >= since,
-            HOLDS.c.resolved_at < until,
-            HOLDS.c.id > after_id,
-        )
-        .order_by(HOLDS.c.id)
-        .limit(limit)
-    )
-    return [row_dict(r) for r in conn.execute(stmt)]
-
-
-def open_by_deadline(
-    conn: Connection, *, limit: int, offset: int, reason: str | None
+def list_open_holds(
+    store: Store, *, limit: int = 100, offset: int = 0, reason: str | None = None
 ) -> list[dict[str, Any]]:
     """Open holds, soonest deadline first, with their operation's state and workflow."""
     stmt = (
@@ -272,35 +380,12 @@ def open_by_deadline(
     )
     if reason is not None:
         stmt = stmt.where(HOLDS.c.reason == reason)
-    return [row_dict(r) for r in conn.execute(stmt)]
-
-
-def of_operation(conn: Connection, operation_id: str) -> list[Any]:
-    return list(
-        conn.execute(
-            sa.select(HOLDS).where(HOLDS.c.operation_id == operation_id).order_by(HOLDS.c.id)
-        ).all()
-    )
-
-
-def open_counts(conn: Connection, now: datetime) -> tuple[dict[str, int], int, int]:
-    """Open holds by reason, how many block, and how many are past their deadline."""
-    open_q = HOLDS.c.resolved_at.is_(None)
-    by_reason: dict[str, int] = dict(
-        conn.execute(
-            sa.select(HOLDS.c.reason, sa.func.count()).where(open_q).group_by(HOLDS.c.reason)
-        ).all()
-    )
-    blocking = conn.execute(
-        sa.select(sa.func.count()).where(open_q, HOLDS.c.blocking.is_(True))
-    ).scalar_one()
-    overdue = conn.execute(
-        sa.select(sa.func.count()).where(open_q, HOLDS.c.deadline <= now)
-    ).scalar_one()
-    return by_reason, blocking, overdue
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
 
 
 def count_open(conn: Connection) -> int:
+    """How many holds are open."""
     return int(
         conn.execute(sa.select(sa.func.count()).where(HOLDS.c.resolved_at.is_(None))).scalar_one()
     )

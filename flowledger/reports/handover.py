@@ -2,8 +2,8 @@
 the terminal UI. ``flowledger handover`` and the UI's handover key both call :func:`build`,
 and :func:`save` to keep it as a file.
 
-It is built from reads only (queries) at a given ``now``, so the same ledger and time give the
-same text.
+It is built from reads only (:mod:`flowledger.storage.reads`) at a given ``now``, so the same
+ledger and time give the same text.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from flowledger.connectors import registry
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
-from flowledger.queries import records as queries
-from flowledger.queries import shift as activity
-from flowledger.queries.chain import chain_head, ledger_identity
-from flowledger.queries.holds import hold_queue, resolved_holds
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
+from flowledger.storage.reads import records
+from flowledger.storage.reads import shift as activity
+from flowledger.storage.reads.chain import chain_head, ledger_identity
+from flowledger.storage.reads.execution_copies import executions_by_ref, source_urls
+from flowledger.storage.reads.hold_queue import hold_queue
 
 DEFAULT_SHIFT = timedelta(hours=12)
 # Where saved reports go unless told otherwise: a folder of their own beside the default
@@ -94,16 +96,32 @@ def _resolved(store: Store, shift: Shift) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:
         after = rows[-1]["id"] if rows else 0
-        page = resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
+        page = activity.resolved_holds(store, shift.since, shift.until, after_id=after, limit=_PAGE)
         rows.extend(page)
         if len(page) < _PAGE:
             return sorted(rows, key=lambda r: (r["resolved_at"], r["id"]))
 
 
+def execution_links(store: Store, held: list[dict[str, Any]]) -> dict[str, str]:
+    """The tool's page of each execution the rows name (``execution_id`` with ``source``),
+    where the ledger keeps a copy of it and its source's kind has pages."""
+    refs = sorted({h["execution_id"] for h in held if h.get("execution_id")})
+    if not refs:
+        return {}
+    urls = source_urls(store)
+    links: dict[str, str] = {}
+    for copy in executions_by_ref(store, refs):
+        kind, base = urls.get(copy["source"], (None, None))
+        url = registry.execution_url(kind, base, copy.get("workflow_id"), copy["external_id"])
+        if url is not None:
+            links.setdefault(copy["external_id"], url)
+    return links
+
+
 def sources_in_trouble(store: Store, now: datetime) -> list[tuple[dict[str, Any], str]]:
     """Sources whose last sync failed, or that have not synced successfully for a while."""
     trouble = []
-    for src in queries.list_sources(store):
+    for src in records.list_sources(store):
         problems = []
         if src["status"] not in ("ok", "new"):  # "new": said below as never synced
             problems.append(f"status {src['status']}")
@@ -140,14 +158,14 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
     resolved = _resolved(store, shift)
     trouble = sources_in_trouble(store, now)
     done = activity.activity(store, shift.since, shift.until)
-    links = activity.execution_links(store, [*holds, *done.opened])
+    links = execution_links(store, [*holds, *done.opened])
     seq, head_hash = chain_head(store)
     ledger_id = ledger_identity(store)
     overdue = sum(1 for h in holds if is_overdue(h["deadline"], now))
     blocking = sum(1 for h in holds if h["blocking"])
 
     out: list[str] = ["# Handover report", ""]
-    if queries.is_demo(store):
+    if records.is_demo(store):
         out += ["> **Demo ledger: every record here is made-up sample data.**", ""]
     out += [
         f"- Shift: {when(shift.since)} to {when(shift.until)}",

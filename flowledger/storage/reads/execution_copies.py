@@ -1,21 +1,25 @@
-"""Reads of the kept execution copies: pages most recently started first (keyset paged),
-searches by words, copies named by reference, the copies linked to an operation, and pages
-by id for the API."""
+"""The kept execution copies as the API, the CLI and the person on duty look for them: pages
+most recently started first (keyset paged), searches by words, the copies a hold or an
+operation names (with how each is linked), pages by id for the API, the dispatches an
+execution made, and where each source's tool shows an execution."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 
-from flowledger.storage.models import Attempt, Event, Execution, table
-from flowledger.storage.views import Connection, contains, row_dict
+from flowledger.storage.engine import Store
+from flowledger.storage.models import Attempt, Event, Execution, Operation, table
+from flowledger.storage.problems import Missing
+from flowledger.storage.reads import Connection, contains, row_dict, sources
 
 EXECUTIONS = table(Execution)
 ATTEMPTS = table(Attempt)
 EVENTS = table(Event)
+OPS = table(Operation)
 # How an execution is linked to an operation, the most direct first: its id is on one of the
 # operation's attempts, it retried (up the ``retryOf`` chain) an execution that is, or it
 # declared the operation itself (n8n ``customData``). The last two are the sync's
@@ -50,7 +54,7 @@ def _after(conn: Connection, stmt: Any, after: int) -> Any:
     )
 
 
-def exists(conn: Connection, row_id: int) -> bool:
+def _exists(conn: Connection, row_id: int) -> bool:
     """A kept copy has the row id ``row_id``."""
     found = conn.execute(sa.select(EXECUTIONS.c.id).where(EXECUTIONS.c.id == row_id)).first()
     return found is not None
@@ -75,48 +79,6 @@ def _filtered(stmt: Any, source: str | None, status: str | None, gone: bool | No
     elif gone is False:
         stmt = stmt.where(EXECUTIONS.c.gone_at.is_(None))
     return stmt
-
-
-def newest(
-    conn: Connection,
-    *,
-    source: str | None = None,
-    status: str | None = None,
-    gone: bool | None = None,
-    after: int | None = None,
-    limit: int = 100,
-) -> list[dict[str, Any]]:
-    """Copies most recently started first, ``limit`` after the row ``after``."""
-    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
-    return _rows(conn, _filtered(stmt, source, status, gone), after)
-
-
-def search(
-    conn: Connection,
-    words: Sequence[str],
-    *,
-    gone: bool = False,
-    after: int | None = None,
-    limit: int = 100,
-) -> list[dict[str, Any]]:
-    """Copies in :func:`newest`'s order with every word in their id, workflow, status or
-    source; only gone ones when ``gone``."""
-    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
-    if gone:
-        stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
-    for word in words:
-        stmt = stmt.where(sa.or_(*(contains(col, word) for col in _WORD_COLUMNS)))
-    return _rows(conn, stmt, after)
-
-
-def by_refs(
-    conn: Connection, external_ids: Sequence[str], source: str | None = None
-) -> list[dict[str, Any]]:
-    """The copies of the executions named, only ``source``'s when it is given."""
-    stmt = sa.select(EXECUTIONS).where(EXECUTIONS.c.external_id.in_(list(external_ids)))
-    if source is not None:
-        stmt = stmt.where(EXECUTIONS.c.source == source)
-    return [row_dict(r) for r in conn.execute(stmt.order_by(EXECUTIONS.c.id))]
 
 
 def _named(refs: Iterable[tuple[str | None, str]]) -> list[Any]:
@@ -171,7 +133,7 @@ def linked_to(conn: Connection, operation_id: str) -> list[dict[str, Any]]:
 
 
 def by_id(
-    conn: Connection,
+    store: Store,
     *,
     source: str | None = None,
     status: str | None = None,
@@ -185,4 +147,82 @@ def by_id(
     )
     if after is not None:
         stmt = stmt.where(EXECUTIONS.c.id > after)
-    return [row_dict(r) for r in conn.execute(stmt)]
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def list_executions(
+    store: Store,
+    *,
+    source: str | None = None,
+    status: str | None = None,
+    gone: bool | None = None,
+    after: int | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """The kept execution copies, most recently started first (queued ones by when the
+    ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
+    ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
+    ``False`` only those it still has. An ``after`` that is no row is :class:`Missing`."""
+    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(max(1, min(limit, 1000)))
+    with store.reader.connect() as conn:
+        found = _rows(conn, _filtered(stmt, source, status, gone), after)
+        if not found and after is not None and not _exists(conn, after):
+            raise Missing(f"no execution row {after} to continue after")
+    return found
+
+
+def search_executions(
+    store: Store, *, text: str = "", after_id: int | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Kept executions, most recently started first (queued ones by when the ledger first saw
+    them) as the CLI lists them, ``gone`` ones included; the word ``gone`` keeps only those,
+    and every other word must be in their id, workflow, status or source. Keyset paging: pass
+    the last row's ``id`` as ``after_id`` for the next page."""
+    words = text.split()
+    gone = any(word.lower() == "gone" for word in words)
+    stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(limit)
+    if gone:
+        stmt = stmt.where(EXECUTIONS.c.gone_at.is_not(None))
+    for word in (word for word in words if word.lower() != "gone"):
+        stmt = stmt.where(sa.or_(*(contains(col, word) for col in _WORD_COLUMNS)))
+    with store.reader.connect() as conn:
+        return _rows(conn, stmt, after_id)
+
+
+def executions_by_ref(
+    store: Store, external_ids: list[str], source: str | None = None
+) -> list[dict[str, Any]]:
+    """The kept copies of the executions named (a hold may name one without an operation),
+    only ``source``'s when it is known."""
+    if not external_ids:
+        return []
+    stmt = sa.select(EXECUTIONS).where(EXECUTIONS.c.external_id.in_(list(external_ids)))
+    if source is not None:
+        stmt = stmt.where(EXECUTIONS.c.source == source)
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt.order_by(EXECUTIONS.c.id))]
+
+
+def attempts_by_execution(
+    store: Store, external_id: str, source: str | None = None, *, limit: int = 100
+) -> list[dict[str, Any]]:
+    """The dispatches an execution made (the ``attempts.execution_id`` index), newest first,
+    with their operation's state now; an attempt that names no source matches any."""
+    stmt = (
+        sa.select(ATTEMPTS, OPS.c.state.label("operation_state"))
+        .join(OPS, OPS.c.operation_id == ATTEMPTS.c.operation_id)
+        .where(ATTEMPTS.c.execution_id == external_id)
+        .order_by(ATTEMPTS.c.dispatched_at.desc(), ATTEMPTS.c.id.desc())
+        .limit(limit)
+    )
+    if source is not None:
+        stmt = stmt.where(sa.or_(ATTEMPTS.c.source.is_(None), ATTEMPTS.c.source == source))
+    with store.reader.connect() as conn:
+        return [row_dict(r) for r in conn.execute(stmt)]
+
+
+def source_urls(store: Store) -> dict[str, tuple[str, str | None]]:
+    """Each source's kind and base URL, to link an execution to the tool's own page."""
+    with store.reader.connect() as conn:
+        return {s.name: (s.kind, s.base_url) for s in sources.by_name(conn)}

@@ -20,10 +20,10 @@ from flowledger.domain.proofs import b64, consistency_document, inclusion_docume
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.problems import Missing
-from flowledger.storage.views import Connection
-from flowledger.storage.views import events as event_rows
-from flowledger.storage.views.chain import head, snapshot
-from flowledger.storage.views.meta import identity
+from flowledger.storage.reads import Connection
+from flowledger.storage.reads import event_log as event_rows
+from flowledger.storage.reads.chain import head, snapshot
+from flowledger.storage.reads.meta import identity
 
 MAX_EVENTS = 100_000  # of one operation in one proof
 

@@ -1,8 +1,9 @@
 """``flowledger verify --deep``: the tables against a replay of the event chain.
 
-The chain walk (:mod:`flowledger.queries.chain`) proves the events were not changed; this proves the
-tables say what the events say. A forged ``UPDATE operations SET state = 'confirmed'`` leaves
-the chain whole, and ``show`` would print the forgery; the replay names the row and column.
+The chain walk (:mod:`flowledger.storage.reads.chain`) proves the events were not changed;
+this proves the tables say what the events say. A forged ``UPDATE operations SET state =
+'confirmed'`` leaves the chain whole, and ``show`` would print the forgery; the replay names
+the row and column.
 
 Memory stays bounded by a batch, not by the ledger: the operations are taken a range of ids at
 a time (the events' and the table's ids merged in order, ``batch`` of each at most), and for
@@ -10,18 +11,90 @@ each range the events of those operations are replayed (through the index on
 ``events.operation_id``) and compared with that range's operations, attempts, receipts and
 holds. Holds that concern no operation (a stale source, a stuck execution) are replayed in one
 last pass. What a replay cannot rebuild is listed in :mod:`flowledger.domain.projection`.
+Each range is read as ``low < operation_id <= high``, ``None`` an open end.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
+
 from flowledger.domain.projection import EventRow, Projected, Projection
-from flowledger.storage.views import Connection
-from flowledger.storage.views import deep as tables
+from flowledger.storage.models import Attempt, Event, Hold, Operation, Receipt, table
+from flowledger.storage.reads import Connection
+
+EVENTS = table(Event)
+OPS = table(Operation)
+ATTEMPTS = table(Attempt)
+RECEIPTS = table(Receipt)
+HOLDS = table(Hold)
+
+
+def _between(column: Any, low: str | None, high: str | None) -> sa.ColumnElement[bool]:
+    """``low < column <= high``; ``None`` leaves that end open (but never lets NULL in)."""
+    conds = [column.is_not(None)]
+    if low is not None:
+        conds.append(column > low)
+    if high is not None:
+        conds.append(column <= high)
+    return sa.and_(*conds)
+
+
+def _first_ids(conn: Connection, column: Any, low: str | None, batch: int) -> list[str]:
+    stmt = sa.select(column).where(_between(column, low, None)).distinct()
+    return list(conn.execute(stmt.order_by(column).limit(batch)).scalars().all())
+
+
+def event_operation_ids(conn: Connection, low: str | None, batch: int) -> list[str]:
+    """The first ``batch`` operation ids after ``low`` that events name, in order."""
+    return _first_ids(conn, EVENTS.c.operation_id, low, batch)
+
+
+def operation_ids(conn: Connection, low: str | None, batch: int) -> list[str]:
+    """The first ``batch`` ids of the operations table after ``low``, in order."""
+    return _first_ids(conn, OPS.c.operation_id, low, batch)
+
+
+def events_between(conn: Connection, low: str | None, high: str | None) -> Iterator[Any]:
+    """The events of the operations in the range, in chain order."""
+    where = _between(EVENTS.c.operation_id, low, high)
+    return iter(conn.execute(sa.select(EVENTS).where(where).order_by(EVENTS.c.seq)))
+
+
+def events_of_unowned_holds(conn: Connection) -> Iterator[Any]:
+    """The events about holds that concern no operation, in chain order."""
+    where = sa.and_(EVENTS.c.operation_id.is_(None), EVENTS.c.hold_id.is_not(None))
+    return iter(conn.execute(sa.select(EVENTS).where(where).order_by(EVENTS.c.seq)))
+
+
+def operations_between(conn: Connection, low: str | None, high: str | None) -> list[Any]:
+    return list(conn.execute(sa.select(OPS).where(_between(OPS.c.operation_id, low, high))))
+
+
+def attempts_between(conn: Connection, low: str | None, high: str | None) -> Iterator[Any]:
+    where = _between(ATTEMPTS.c.operation_id, low, high)
+    return iter(conn.execute(sa.select(ATTEMPTS).where(where)))
+
+
+def receipts_between(conn: Connection, low: str | None, high: str | None) -> Iterator[Any]:
+    where = _between(RECEIPTS.c.operation_id, low, high)
+    return iter(conn.execute(sa.select(RECEIPTS).where(where).order_by(RECEIPTS.c.id)))
+
+
+def holds_between(conn: Connection, low: str | None, high: str | None) -> list[Any]:
+    return list(conn.execute(sa.select(HOLDS).where(_between(HOLDS.c.operation_id, low, high))))
+
+
+def holds_of_no_operation(conn: Connection) -> list[Any]:
+    return list(conn.execute(sa.select(HOLDS).where(HOLDS.c.operation_id.is_(None))))
+
+
+def holds_by_id(conn: Connection, hold_ids: Sequence[int]) -> list[Any]:
+    return list(conn.execute(sa.select(HOLDS).where(HOLDS.c.id.in_(list(hold_ids)))))
 
 
 @dataclass(frozen=True)
@@ -68,14 +141,14 @@ def deep_verify(conn: Connection, *, batch: int = 500, limit: int = 1000) -> Dee
     out = _Collector(result, limit)
     for low, high in _ranges(conn, batch):
         projection = Projection()
-        result.events += _replay(projection, tables.events_between(conn, low, high), out)
+        result.events += _replay(projection, events_between(conn, low, high), out)
         result.operations += _compare_operations(conn, projection, low, high, out)
         _compare_attempts(conn, projection, low, high, out)
         _compare_receipts(conn, projection, low, high, out)
-        result.holds += _compare_holds(conn, projection, tables.holds_between(conn, low, high), out)
+        result.holds += _compare_holds(conn, projection, holds_between(conn, low, high), out)
     projection = Projection()
-    result.events += _replay(projection, tables.events_of_unowned_holds(conn), out)
-    result.holds += _compare_holds(conn, projection, tables.holds_of_no_operation(conn), out)
+    result.events += _replay(projection, events_of_unowned_holds(conn), out)
+    result.holds += _compare_holds(conn, projection, holds_of_no_operation(conn), out)
     return result
 
 
@@ -85,7 +158,7 @@ def _ranges(conn: Connection, batch: int) -> Iterator[tuple[str | None, str | No
     only (a row without events, events without a row) falls in a range like any other."""
     low: str | None = None
     while True:
-        ids = [tables.event_operation_ids(conn, low, batch), tables.operation_ids(conn, low, batch)]
+        ids = [event_operation_ids(conn, low, batch), operation_ids(conn, low, batch)]
         if not ids[0] and not ids[1]:
             return
         full = [found[-1] for found in ids if len(found) == batch]
@@ -132,7 +205,7 @@ def _compare(
 def _compare_operations(
     conn: Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
 ) -> int:
-    rows = tables.operations_between(conn, low, high)
+    rows = operations_between(conn, low, high)
     seen = set()
     for row in rows:
         seen.add(row.operation_id)
@@ -148,7 +221,7 @@ def _compare_attempts(
     conn: Connection, projection: Projection, low: str | None, high: str | None, out: _Collector
 ) -> None:
     seen = set()
-    for row in tables.attempts_between(conn, low, high):
+    for row in attempts_between(conn, low, high):
         key = (row.operation_id, row.number)
         seen.add(key)
         what = f"attempt {row.number} of {row.operation_id}"
@@ -167,7 +240,7 @@ def _compare_receipts(
     by order alone would report a difference where two writers' receipts of one operation
     committed in the other order than their rows were numbered (PostgreSQL)."""
     stored: dict[str, list[Any]] = {}
-    for row in tables.receipts_between(conn, low, high):
+    for row in receipts_between(conn, low, high):
         stored.setdefault(row.operation_id, []).append(row)
     for op_id in sorted(set(stored) | set(projection.receipts)):
         have = sorted(stored.get(op_id, []), key=lambda r: (r.confirmed_at, r.id))
@@ -217,7 +290,7 @@ def _compare_holds(
     missing = sorted(set(projection.holds) - seen)
     elsewhere = {}
     if missing:
-        elsewhere = {row.id: row for row in tables.holds_by_id(conn, missing)}
+        elsewhere = {row.id: row for row in holds_by_id(conn, missing)}
     for hold_id in missing:
         stored = elsewhere.get(hold_id)
         _compare(f"hold {hold_id}", stored, projection.holds[hold_id], out, kind="hold")
