@@ -18,6 +18,7 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
+from textual.screen import Screen
 
 from flowledger.domain import DECISIONS
 from flowledger.domain.display import visible
@@ -26,7 +27,6 @@ from flowledger.services.actions import UPDATES, Values, offered, subject, why_n
 from flowledger.tui.context import Context
 from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
 from flowledger.tui.format import deadline_forms, future_deadline, new_deadline, text, when
-from flowledger.tui.keys import TypingGuard
 from flowledger.tui.messages import HoldActedOn, Report
 
 _log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ def describe(hold: dict[str, Any]) -> Text:
     )
 
 
-class HoldActions(TypingGuard):
+class HoldActions(Screen[None]):
     """A screen that can name the hold under the cursor, and offers what it allows. What an
     action did is said in a :class:`Report`; once it ran, :class:`HoldActedOn` lets the app
     reload every list."""

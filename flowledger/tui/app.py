@@ -37,7 +37,13 @@ class FlowledgerApp(App[None]):
     TITLE = "flowledger"
     CSS_PATH = "flowledger.tcss"
     COMMANDS = App.COMMANDS | {OperationIds}
-    BINDINGS = [*GLOBAL_BINDINGS, Binding("ctrl+r", "refresh_now", "Refresh", show=False)]
+    BINDINGS = [
+        *GLOBAL_BINDINGS,
+        Binding("ctrl+r", "refresh_now", "Refresh", show=False),
+        # Where no list's filter takes `/` (a tab without one, a detail): said, and nothing
+        # else happens; the next keys work as ever.
+        Binding("slash", "no_filter", show=False),
+    ]
 
     def __init__(self, ctx: Context) -> None:
         super().__init__()
@@ -60,10 +66,12 @@ class FlowledgerApp(App[None]):
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
 
-    def report(self, message: str, severity: SeverityLevel = "information") -> None:
+    def report(
+        self, message: str, severity: SeverityLevel = "information", timeout: float = 8
+    ) -> None:
         """Tell the person what happened (and keep it for whoever asks)."""
         self.last_message = message
-        self.notify(visible(message), severity=severity, timeout=8, markup=False)
+        self.notify(visible(message), severity=severity, timeout=timeout, markup=False)
 
     @on(messages.Report)
     def _reported(self, message: messages.Report) -> None:
@@ -82,6 +90,9 @@ class FlowledgerApp(App[None]):
 
     def action_refresh_now(self) -> None:
         self.refresh_lists()
+
+    def action_no_filter(self) -> None:
+        self.report("No filter here: / filters the lists.", timeout=3)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -181,9 +181,8 @@ The queue's filter takes words (all must match), `reason:` `owner:` `state:` `wo
 
 An extension by `+2h` counts from the current deadline (from now once it has passed), and no
 extension moves a deadline earlier. Where there is no filter (sources, a detail) the `/` key
-changes nothing, and what you type next is ignored until `escape` or `enter`. The footer keeps
-`?`, `q`, `g` and `H` at its right and shows as many of the screen's keys as fit; this list has
-all.
+only says so; every other key goes on working. The footer keeps `?`, `q`, `g` and `H` at its
+right and shows as many of the screen's keys as fit; this list has all.
 
 Every action asks for a note, asks again before it acts, and is recorded as an event under
 your operator name. In read-only mode no action is offered.

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, Input, Label, OptionList, Static
 
 from flowledger.domain.display import visible
@@ -26,11 +26,11 @@ from flowledger.tui import sections
 from flowledger.tui.context import Context
 from flowledger.tui.detail import DetailScreen
 from flowledger.tui.format import STATE_STYLES, age, text
-from flowledger.tui.keys import KeysFooter, TypingGuard
+from flowledger.tui.keys import KeysFooter
 from flowledger.tui.messages import Report
 
 
-class OperationScreen(TypingGuard):
+class OperationScreen(Screen[None]):
     """One operation and everything about it. ``h`` opens its first open hold, where the
     decisions are."""
 
