@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -41,9 +42,10 @@ class ListPane(Vertical):
 
     BINDINGS = [Binding("escape", "leave_filter", "Back to list", show=False)]
     COLUMNS: list[tuple[str, str]] = []  # (key, label)
-    # For a pane that fits its width: each column's width (cells are fitted to it), the one
-    # column that takes what is left (between its bounds), and the columns dropped, first to
-    # last, while the rest does not fit.
+    # For a pane that fits its width: each column's widest (cells are fitted to it; a column
+    # whose rows are all narrower takes only what they need, and never less than its label),
+    # the one column that takes what is left (between its bounds), and the columns dropped,
+    # first to last, while the rest does not fit.
     WIDTHS: dict[str, int] = {}
     FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
     DROP: tuple[str, ...] = ()
@@ -87,9 +89,8 @@ class ListPane(Vertical):
         self.generation = 0  # the newest load asked for
         self.shown = -1  # the load whose rows are on screen
         self.shown_keys = [key for key, _ in self.COLUMNS]
-        self.widths: dict[str, int] = dict(self.WIDTHS)
-        if self.FLEX is not None:
-            self.widths[self.FLEX[0]] = self.FLEX[2]
+        self.widths = self._widest()
+        self.needed: dict[str, int] = {}  # each column's widest cell among the rows loaded
 
     # -- subclass hooks -------------------------------------------------------------
 
@@ -133,21 +134,49 @@ class ListPane(Vertical):
             if key in self.shown_keys:
                 table.add_column(label, key=key, width=self.widths.get(key))
 
+    def _widest(self) -> dict[str, int]:
+        widths = dict(self.WIDTHS)
+        if self.FLEX is not None:
+            widths[self.FLEX[0]] = self.FLEX[2]
+        return widths
+
+    def _measure(self, rows: list[dict[str, Any]], *, anew: bool = False) -> None:
+        """Note each column's widest cell among ``rows`` (drawn at the column's widest)."""
+        if anew:
+            self.needed = {}
+        shown, self.widths = self.widths, self._widest()
+        try:
+            for row in rows:
+                for (key, _), cell in zip(self.COLUMNS, self.cells(row), strict=True):
+                    drawn = cell_len(cell.plain if isinstance(cell, Text) else cell)
+                    self.needed[key] = max(self.needed.get(key, 0), drawn)
+        finally:
+            self.widths = shown
+
+    def _fixed_width(self, key: str, label: str) -> int:
+        """A fixed column's width: what its rows need, within its widest, never under its
+        label (the rest column keeps its widest: it takes what is left anyway)."""
+        widest = self.WIDTHS[key]
+        if key == self.REST or key not in self.needed:
+            return widest
+        return min(widest, max(cell_len(label), self.needed[key]))
+
     def fit(self, width: int) -> tuple[list[str], dict[str, int]]:
         """The columns shown in ``width`` cells, and their widths."""
         keys = [key for key, _ in self.COLUMNS]
         if self.FLEX is None:
             return keys, dict(self.WIDTHS)
         flex, narrowest, widest = self.FLEX
+        sized = {k: self._fixed_width(k, label) for k, label in self.COLUMNS if k in self.WIDTHS}
         wanted = max(narrowest, self.COMFORTABLE)
         room = width - 2  # the vertical scrollbar
         drop = list(self.DROP)
         while True:
-            fixed = sum(self.WIDTHS[k] + 2 for k in keys if k != flex) + 2
+            fixed = sum(sized[k] + 2 for k in keys if k != flex) + 2
             if room - fixed >= wanted or not drop:
                 break
             keys.remove(drop.pop(0))
-        widths = {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
+        widths = {**sized, flex: max(narrowest, min(widest, room - fixed))}
         if self.REST in keys:
             widths[self.REST] += max(0, room - fixed - widths[flex])
         return keys, widths
@@ -160,19 +189,30 @@ class ListPane(Vertical):
         if self.size.width:
             self.refit(self.size.width)
 
-    def refit(self, width: int) -> None:
+    def _fit_columns(self, width: int) -> bool:
+        """Lay the columns out anew for ``width`` when that changes them (the table is then
+        empty); whether it did."""
+        if not width:
+            return False
         visible, widths = self.fit(width)
         if (visible, widths) == (self.shown_keys, self.widths):
-            return
+            return False
         self.shown_keys, self.widths = visible, widths
-        table = self.table
-        cursor = table.cursor_row
-        table.clear(columns=True)
-        self._add_columns(table)
+        self.table.clear(columns=True)
+        self._add_columns(self.table)
+        return True
+
+    def refit(self, width: int) -> None:
+        cursor = self.table.cursor_row
+        if self._fit_columns(width):
+            self._redraw(cursor)
+
+    def _redraw(self, cursor: int) -> None:
+        """Every row loaded, drawn anew in an emptied table; the cursor back on ``cursor``."""
         self._cells = [self.shown_cells(r) for r in self.rows]
-        table.add_rows(self._cells)
+        self.table.add_rows(self._cells)
         if self.rows:
-            table.move_cursor(row=min(cursor, len(self.rows) - 1))
+            self.table.move_cursor(row=min(cursor, len(self.rows) - 1))
 
     def shown_cells(self, row: dict[str, Any]) -> list[Cell]:
         """The cells of the columns shown."""
@@ -294,10 +334,14 @@ class ListPane(Vertical):
         index = table.cursor_row
         if self.NEWEST_FIRST and index == 0:
             selected = None  # stay on top, where the new rows come in
+        self._measure(rows, anew=True)
+        laid_out = self._fit_columns(self.size.width)  # the columns follow what the rows need
         cells = [self.shown_cells(r) for r in rows]
-        unchanged = [self.key(r) for r in rows] == [self.key(r) for r in self.rows] and [
-            _drawn(row) for row in cells
-        ] == [_drawn(row) for row in self._cells]
+        unchanged = (
+            not laid_out
+            and [self.key(r) for r in rows] == [self.key(r) for r in self.rows]
+            and [_drawn(row) for row in cells] == [_drawn(row) for row in self._cells]
+        )
         self.rows, self._cells = rows, cells
         self._searched(rows, limit, first=True)
         if not unchanged:
@@ -329,11 +373,16 @@ class ListPane(Vertical):
             self._asked = None
         if generation != self.generation or offset != len(self.rows):
             return
-        cells = [self.shown_cells(r) for r in rows]
         self.rows.extend(rows)
-        self._cells.extend(cells)
         self._searched(rows, self.ctx.page_size, first=False)
-        self.table.add_rows(cells)
+        self._measure(rows)
+        cursor = self.table.cursor_row
+        if self._fit_columns(self.size.width):
+            self._redraw(cursor)
+        else:
+            cells = [self.shown_cells(r) for r in rows]
+            self._cells.extend(cells)
+            self.table.add_rows(cells)
         self._status()
         self._search_on()
 
