@@ -12,12 +12,13 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets._footer import FooterKey
 
 from flowledger.queries import holds
-from flowledger.tui.detail import DetailScreen
-from flowledger.tui.dialogs import ConfirmDialog, FormDialog
 from flowledger.tui.keys import KeysFooter
-from flowledger.tui.main import MainScreen
-from flowledger.tui.operations import JumpDialog, OperationScreen
 from flowledger.tui.panes.queue import QueuePane
+from flowledger.tui.screens.detail import DetailScreen
+from flowledger.tui.screens.dialogs import ConfirmDialog, FormDialog
+from flowledger.tui.screens.jump import JumpDialog
+from flowledger.tui.screens.main import MainScreen
+from flowledger.tui.screens.operation import OperationScreen
 from tests.functional.test_tui import hold_row, open_hold_id, plain
 from tests.support.builders import SHIFT_END
 from tests.support.tui import fill, open_detail, queue, select_hold, settle, start_action

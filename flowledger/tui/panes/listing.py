@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from flowledger.queries import holds
 from flowledger.tui.context import Context
-
-Cell = str | Text
+from flowledger.tui.messages import ListShown
+from flowledger.tui.panes.columns import Cell, Columns
+from flowledger.tui.tabs import Pane
 
 
 class Searched(list[dict[str, Any]]):
@@ -37,22 +36,11 @@ class Searched(list[dict[str, Any]]):
         self.read = read
 
 
-class ListPane(Vertical):
-    """Subclasses name their columns and say how to fetch a page and draw a row."""
+class ListPane(Columns, Pane):
+    """Subclasses name their columns and say how to fetch a page and draw a row, and what
+    picking a row opens (:meth:`opened`)."""
 
     BINDINGS = [Binding("escape", "leave_filter", "Back to list", show=False)]
-    COLUMNS: list[tuple[str, str]] = []  # (key, label)
-    # For a pane that fits its width: each column's widest (cells are fitted to it; a column
-    # whose rows are all narrower takes only what they need, and never less than its label),
-    # the one column that takes what is left (between its bounds), and the columns dropped,
-    # first to last, while the rest does not fit.
-    WIDTHS: dict[str, int] = {}
-    FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
-    DROP: tuple[str, ...] = ()
-    # Columns are dropped while the flexible one would be narrower than this (its narrowest
-    # when unset); once it is at its widest, what is left goes to REST, if shown.
-    COMFORTABLE = 0
-    REST: str | None = None
     FILTER_HINT = "/ filter"
     # Whether the pane loads as soon as it is mounted; the others wait until the first screen
     # is painted (MainScreen starts them), so the first paint shares the CPU with nothing.
@@ -60,17 +48,6 @@ class ListPane(Vertical):
     # A list of the newest first: a cursor on its first row stays on the first row when newer
     # rows arrive (as `tail -f` follows), instead of following its old row down out of sight.
     NEWEST_FIRST = False
-
-    class FirstShown(Message):
-        """The pane's first page is on screen."""
-
-        def __init__(self, pane: ListPane) -> None:
-            super().__init__()
-            self.pane = pane
-
-        @property
-        def control(self) -> ListPane:
-            return self.pane
 
     def __init__(self, ctx: Context, *, id: str) -> None:
         super().__init__(id=id)
@@ -89,8 +66,8 @@ class ListPane(Vertical):
         self.generation = 0  # the newest load asked for
         self.shown = -1  # the load whose rows are on screen
         self.shown_keys = [key for key, _ in self.COLUMNS]
-        self.widths = self._widest()
-        self.needed: dict[str, int] = {}  # each column's widest cell among the rows loaded
+        self.widths = self.widest()
+        self.needed = {}
 
     # -- subclass hooks -------------------------------------------------------------
 
@@ -114,10 +91,11 @@ class ListPane(Vertical):
     def first_page_shown(self, read_with_it: Any) -> None:
         """The first page is on screen (the pane's header, if any, follows it here)."""
 
-    def cells(self, row: dict[str, Any]) -> list[Cell]:
+    def key(self, row: dict[str, Any]) -> str:
         raise NotImplementedError
 
-    def key(self, row: dict[str, Any]) -> str:
+    def opened(self, row: dict[str, Any]) -> Message:
+        """What picking ``row`` (enter, a click) asks the app to open."""
         raise NotImplementedError
 
     # -- layout ----------------------------------------------------------------------
@@ -133,53 +111,6 @@ class ListPane(Vertical):
         for key, label in self.COLUMNS:
             if key in self.shown_keys:
                 table.add_column(label, key=key, width=self.widths.get(key))
-
-    def _widest(self) -> dict[str, int]:
-        widths = dict(self.WIDTHS)
-        if self.FLEX is not None:
-            widths[self.FLEX[0]] = self.FLEX[2]
-        return widths
-
-    def _measure(self, rows: list[dict[str, Any]], *, anew: bool = False) -> None:
-        """Note each column's widest cell among ``rows`` (drawn at the column's widest)."""
-        if anew:
-            self.needed = {}
-        shown, self.widths = self.widths, self._widest()
-        try:
-            for row in rows:
-                for (key, _), cell in zip(self.COLUMNS, self.cells(row), strict=True):
-                    drawn = cell_len(cell.plain if isinstance(cell, Text) else cell)
-                    self.needed[key] = max(self.needed.get(key, 0), drawn)
-        finally:
-            self.widths = shown
-
-    def _fixed_width(self, key: str, label: str) -> int:
-        """A fixed column's width: what its rows need, within its widest, never under its
-        label (the rest column keeps its widest: it takes what is left anyway)."""
-        widest = self.WIDTHS[key]
-        if key == self.REST or key not in self.needed:
-            return widest
-        return min(widest, max(cell_len(label), self.needed[key]))
-
-    def fit(self, width: int) -> tuple[list[str], dict[str, int]]:
-        """The columns shown in ``width`` cells, and their widths."""
-        keys = [key for key, _ in self.COLUMNS]
-        if self.FLEX is None:
-            return keys, dict(self.WIDTHS)
-        flex, narrowest, widest = self.FLEX
-        sized = {k: self._fixed_width(k, label) for k, label in self.COLUMNS if k in self.WIDTHS}
-        wanted = max(narrowest, self.COMFORTABLE)
-        room = width - 2  # the vertical scrollbar
-        drop = list(self.DROP)
-        while True:
-            fixed = sum(sized[k] + 2 for k in keys if k != flex) + 2
-            if room - fixed >= wanted or not drop:
-                break
-            keys.remove(drop.pop(0))
-        widths = {**sized, flex: max(narrowest, min(widest, room - fixed))}
-        if self.REST in keys:
-            widths[self.REST] += max(0, room - fixed - widths[flex])
-        return keys, widths
 
     def on_resize(self, event: events.Resize) -> None:
         self.refit(event.size.width)
@@ -234,7 +165,7 @@ class ListPane(Vertical):
         if self.generation == 0:
             self.reload()
 
-    def focus_filter(self) -> None:
+    def action_filter(self) -> None:
         self.query_one(Input).focus()
 
     def action_leave_filter(self) -> None:
@@ -250,6 +181,13 @@ class ListPane(Vertical):
     @on(Input.Submitted, ".filter")
     def _filter_submitted(self) -> None:
         self.table.focus()
+
+    @on(DataTable.RowSelected)
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self.current()
+        if row is not None:
+            self.post_message(self.opened(row))
 
     @on(DataTable.RowHighlighted)
     def _near_end(self, event: DataTable.RowHighlighted) -> None:
@@ -334,7 +272,7 @@ class ListPane(Vertical):
         index = table.cursor_row
         if self.NEWEST_FIRST and index == 0:
             selected = None  # stay on top, where the new rows come in
-        self._measure(rows, anew=True)
+        self.measure(rows, anew=True)
         laid_out = self._fit_columns(self.size.width)  # the columns follow what the rows need
         cells = [self.shown_cells(r) for r in rows]
         unchanged = (
@@ -358,7 +296,7 @@ class ListPane(Vertical):
         self._status()
         self.first_page_shown(read_with_it)
         if first:
-            self.post_message(self.FirstShown(self))
+            self.post_message(ListShown(self))
         # After the rows are painted: the count only adds "of N", and a count running beside
         # the paint would slow it. A search that stopped at the end of its window goes on.
         self.call_after_refresh(self._start_count, generation)
@@ -375,7 +313,7 @@ class ListPane(Vertical):
             return
         self.rows.extend(rows)
         self._searched(rows, self.ctx.page_size, first=False)
-        self._measure(rows)
+        self.measure(rows)
         cursor = self.table.cursor_row
         if self._fit_columns(self.size.width):
             self._redraw(cursor)

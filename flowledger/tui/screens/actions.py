@@ -25,9 +25,9 @@ from flowledger.domain.display import visible
 from flowledger.services import actions as shared
 from flowledger.services.actions import UPDATES, Values, offered, subject, why_not
 from flowledger.tui.context import Context
-from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
 from flowledger.tui.format import deadline_forms, future_deadline, new_deadline, text, when
 from flowledger.tui.messages import HoldActedOn, Report
+from flowledger.tui.screens.dialogs import ConfirmDialog, Field, FormDialog
 
 _log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from flowledger.domain import is_overdue
 from flowledger.queries import events, holds, operations
 from flowledger.queries import executions as copies
 from flowledger.queries import records as queries
-from flowledger.tui import sections
-from flowledger.tui.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, text, when
 from flowledger.tui.keys import KeysFooter
+from flowledger.tui.screens import sections
+from flowledger.tui.screens.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 
 
 class DetailScreen(HoldActions):
