@@ -28,7 +28,7 @@ from flowledger.tui import messages
 from flowledger.tui.context import Context
 from flowledger.tui.keys import GLOBAL_BINDINGS
 from flowledger.tui.panes import TABS
-from flowledger.tui.screens.actions import ACTIONS, KEYS, HoldActions, offered
+from flowledger.tui.screens.actions import HoldActions
 from flowledger.tui.screens.detail import DetailScreen
 from flowledger.tui.screens.dialogs import HelpScreen, ReportScreen
 from flowledger.tui.screens.jump import JumpDialog, OperationIds
@@ -160,26 +160,13 @@ class FlowledgerApp(App[None]):
             "Go to operation…", "Open an operation by its id (key g)", self.action_jump
         )
         if isinstance(screen, HoldActions) and not self.ctx.read_only:
-            yield from _hold_commands(screen)
+            yield from screen.commands()
         for tab in TABS:
             yield SystemCommand(
                 f"Show {tab.name}",
                 f"Switch to the {tab.name} tab (key {tab.key})",
                 partial(self.action_tab, tab.name),
             )
-
-
-def _hold_commands(screen: HoldActions) -> Iterable[SystemCommand]:
-    """What the selected hold allows, each with its key."""
-    hold = screen.selected_hold()
-    if hold is None:
-        return
-    for name in offered(hold):
-        yield SystemCommand(
-            f"{ACTIONS[name].title} (key {KEYS[name][0]})",
-            f"On hold {hold['id']}",
-            partial(screen.action_hold_action, name),
-        )
 
 
 def make_app(

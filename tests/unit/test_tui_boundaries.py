@@ -43,3 +43,12 @@ def test_the_cli_loads_the_ui_library_only_for_the_tui_command() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith(("screens/", "panes/"))])
+def test_screens_and_lists_open_no_screen_themselves(module: str) -> None:
+    # They post messages.Open*; the app pushes the screen. A hold action's own form and
+    # confirmation are the one exception.
+    source = (TUI / module).read_text(encoding="utf-8")
+    pushed = set(re.findall(r"push_screen\w*\(\s*(\w+)", source))
+    assert pushed <= {"FormDialog", "ConfirmDialog"}

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from rich.text import Text
 from textual import work
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
@@ -123,6 +125,18 @@ class HoldActions(Screen[None]):
                 return False
             return parameters[0] in offered(hold)
         return True
+
+    def commands(self) -> Iterable[SystemCommand]:
+        """For the command palette: what the selected hold allows, each with its key."""
+        hold = self.selected_hold()
+        if hold is None:
+            return
+        for name in offered(hold):
+            yield SystemCommand(
+                f"{ACTIONS[name].title} (key {KEYS[name][0]})",
+                f"On hold {hold['id']}",
+                partial(self.action_hold_action, name),
+            )
 
     def action_hold_action(self, name: str) -> None:
         hold = self.selected_hold()
