@@ -127,9 +127,9 @@ async def measure_ui(db: str, jump_to: str) -> dict[str, Any]:
 
     from flowledger.services.ledger import Ledger
     from flowledger.tui import make_app
-    from flowledger.tui.operations import OperationScreen
     from flowledger.tui.panes.operations import OperationsPane
     from flowledger.tui.panes.queue import QueuePane
+    from flowledger.tui.screens.operation import OperationScreen
 
     store = open_store(db)
     app = make_app(Ledger(store), operator="bench", clock=lambda: NOW, refresh_seconds=None)

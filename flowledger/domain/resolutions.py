@@ -46,13 +46,7 @@ def refusal(
     ``None`` when it concerns none); ``conflict`` says whether that operation has an open
     ``receipt_conflict`` hold."""
     if action == "dismiss":
-        if hold.blocking:
-            return IllegalTransition(
-                "a blocking hold is resolved by confirm, release for retry or cancel, "
-                "not dismissed",
-                code="blocking_hold",
-            )
-        return None
+        return _dismiss_refusal(hold)
     if action not in DECISIONS:
         raise ValueError(f"unknown decision {action!r}")
     if operation_id is None or state is None:
@@ -103,6 +97,21 @@ def _next_dispatch_refusal(
     if state not in _TO_BE_WRITTEN:
         return IllegalTransition(f"{applies}; {operation_id} is {state.value}")
     return None
+
+
+def _dismiss_refusal(hold: OpenHold) -> IllegalTransition | None:
+    """A blocking hold is never dismissed: the refusal names the decisions its reason allows
+    instead (a receipt conflict is never released for retry: its write happened)."""
+    if not hold.blocking:
+        return None
+    instead = (
+        "confirm or cancel"
+        if hold.reason is Reason.RECEIPT_CONFLICT
+        else "confirm, release for retry or cancel"
+    )
+    return IllegalTransition(
+        f"a blocking hold is resolved by {instead}, not dismissed", code="blocking_hold"
+    )
 
 
 def _cancel_refusal(operation_id: str, state: State, conflict: bool) -> IllegalTransition | None:

@@ -1,6 +1,7 @@
-"""The Textual application: wiring only. Screens (``main``, ``detail``, ``operations``,
-``records``) and dialogs are handed the :class:`~flowledger.tui.context.Context` they work in
-and post what happened (:mod:`flowledger.tui.messages`); the app decides what to say and which
+"""The Textual application: wiring only. Screens (:mod:`flowledger.tui.screens`) and the
+main screen's lists (:mod:`flowledger.tui.panes`) are handed the
+:class:`~flowledger.tui.context.Context` they work in and post what happened
+(:mod:`flowledger.tui.messages`); the app decides which screen opens, what to say and which
 lists to reload. Every read is a ``flowledger.storage.reads`` call and every change a
 ``flowledger.services.ledger.Ledger`` call, both in workers."""
 
@@ -24,20 +25,30 @@ from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
 from flowledger.storage.reads import records as queries
 from flowledger.tui import messages
-from flowledger.tui.actions import ACTIONS, KEYS, HoldActions, offered
 from flowledger.tui.context import Context
-from flowledger.tui.dialogs import HelpScreen, ReportScreen
 from flowledger.tui.keys import GLOBAL_BINDINGS
-from flowledger.tui.main import MainScreen
-from flowledger.tui.operations import JumpDialog, OperationIds, OperationScreen
-from flowledger.tui.tabs import TABS
+from flowledger.tui.panes import TABS
+from flowledger.tui.screens.actions import HoldActions
+from flowledger.tui.screens.detail import DetailScreen
+from flowledger.tui.screens.dialogs import HelpScreen, ReportScreen
+from flowledger.tui.screens.jump import JumpDialog, OperationIds
+from flowledger.tui.screens.main import MainScreen
+from flowledger.tui.screens.operation import OperationScreen
+from flowledger.tui.screens.records import EventScreen, ExecutionScreen
 
 
 class FlowledgerApp(App[None]):
     TITLE = "flowledger"
     CSS_PATH = "flowledger.tcss"
     COMMANDS = App.COMMANDS | {OperationIds}
-    BINDINGS = [*GLOBAL_BINDINGS, Binding("ctrl+r", "refresh_now", "Refresh", show=False)]
+    BINDINGS = [
+        *GLOBAL_BINDINGS,
+        Binding("ctrl+r", "refresh_now", "Refresh", show=False),
+        # Where no list's filter takes `/` (a tab without one, a detail): said, and nothing
+        # else happens; the next keys work as ever.
+        Binding("slash", "no_filter", show=False),
+        *(Binding(tab.key, f"tab('{tab.name}')", tab.title, show=False) for tab in TABS),
+    ]
 
     def __init__(self, ctx: Context) -> None:
         super().__init__()
@@ -46,7 +57,7 @@ class FlowledgerApp(App[None]):
         self.last_report: Path | None = None
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(self.ctx)
+        return MainScreen(self.ctx, TABS)
 
     def on_mount(self) -> None:
         marks = [f"operator {self.ctx.operator}"]
@@ -60,10 +71,12 @@ class FlowledgerApp(App[None]):
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
 
-    def report(self, message: str, severity: SeverityLevel = "information") -> None:
+    def report(
+        self, message: str, severity: SeverityLevel = "information", timeout: float = 8
+    ) -> None:
         """Tell the person what happened (and keep it for whoever asks)."""
         self.last_message = message
-        self.notify(visible(message), severity=severity, timeout=8, markup=False)
+        self.notify(visible(message), severity=severity, timeout=timeout, markup=False)
 
     @on(messages.Report)
     def _reported(self, message: messages.Report) -> None:
@@ -72,6 +85,22 @@ class FlowledgerApp(App[None]):
     @on(messages.HoldActedOn)
     def _acted_on(self) -> None:
         self.refresh_lists()
+
+    @on(messages.OpenHold)
+    def _open_hold(self, message: messages.OpenHold) -> None:
+        self.push_screen(DetailScreen(self.ctx, message.hold_id))
+
+    @on(messages.OpenOperation)
+    def _open_operation(self, message: messages.OpenOperation) -> None:
+        self.push_screen(OperationScreen(self.ctx, message.operation_id))
+
+    @on(messages.OpenEvent)
+    def _open_event(self, message: messages.OpenEvent) -> None:
+        self.push_screen(EventScreen(message.event))
+
+    @on(messages.OpenExecution)
+    def _open_execution(self, message: messages.OpenExecution) -> None:
+        self.push_screen(ExecutionScreen(self.ctx, message.execution))
 
     def refresh_lists(self) -> None:
         for screen in self.screen_stack:
@@ -83,20 +112,31 @@ class FlowledgerApp(App[None]):
     def action_refresh_now(self) -> None:
         self.refresh_lists()
 
+    def action_no_filter(self) -> None:
+        self.report("No filter here: / filters the lists.", timeout=3)
+
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(TABS))
 
     def action_jump(self) -> None:
         """Ask for an operation id, from anywhere, and open that operation."""
 
         def opened(operation_id: str | None) -> None:
             if operation_id is not None:
-                self.open_operation(operation_id)
+                self.post_message(messages.OpenOperation(operation_id))
 
         self.push_screen(JumpDialog(self.ctx), opened)
 
-    def open_operation(self, operation_id: str) -> None:
-        self.push_screen(OperationScreen(self.ctx, operation_id))
+    def action_tab(self, name: str) -> None:
+        """Show tab ``name`` of the main screen (its key works there only)."""
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                screen.action_tab(name)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "tab":
+            return isinstance(self.screen, MainScreen)
+        return True
 
     def action_handover(self) -> None:
         self._write_handover()
@@ -120,35 +160,13 @@ class FlowledgerApp(App[None]):
             "Go to operation…", "Open an operation by its id (key g)", self.action_jump
         )
         if isinstance(screen, HoldActions) and not self.ctx.read_only:
-            yield from _hold_commands(screen)
+            yield from screen.commands()
         for tab in TABS:
             yield SystemCommand(
                 f"Show {tab.name}",
                 f"Switch to the {tab.name} tab (key {tab.key})",
-                _tab(self, tab.name),
+                partial(self.action_tab, tab.name),
             )
-
-
-def _hold_commands(screen: HoldActions) -> Iterable[SystemCommand]:
-    """What the selected hold allows, each with its key."""
-    hold = screen.selected_hold()
-    if hold is None:
-        return
-    for name in offered(hold):
-        yield SystemCommand(
-            f"{ACTIONS[name].title} (key {KEYS[name][0]})",
-            f"On hold {hold['id']}",
-            partial(screen.action_hold_action, name),
-        )
-
-
-def _tab(app: FlowledgerApp, name: str) -> Callable[[], None]:
-    def switch() -> None:
-        for screen in app.screen_stack:
-            if isinstance(screen, MainScreen):
-                screen.action_tab(name)
-
-    return switch
 
 
 def make_app(

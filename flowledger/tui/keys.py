@@ -1,6 +1,5 @@
 """The keys every screen shares and how the footer shows them: the global keys fixed at its
-right, the screen's own actions from its left, as many whole as fit; and the guard that keeps
-text typed for a filter off the hotkeys on a screen that has none."""
+right, the screen's own actions from its left, as many whole as fit."""
 
 from __future__ import annotations
 
@@ -9,11 +8,8 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import HorizontalGroup
-from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
-
-from flowledger.tui.messages import Report
 
 # The keys that work on every screen, in the order the footer shows them at its right.
 GLOBAL_BINDINGS = [
@@ -81,31 +77,3 @@ class KeysFooter(Footer):
     def on_resize(self, event: events.Resize) -> None:
         if self._bindings_ready and event.size.width != self.fitted_to:
             self.call_after_refresh(self.recompose)
-
-
-class TypingGuard(Screen[None]):
-    """A screen where ``/`` may find no filter (a tab without one, a detail). There ``/``
-    changes nothing, and what is typed after it is ignored until ``escape`` or ``enter``,
-    so that a word meant for a filter never runs its letters as actions."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ignoring_typing = False
-
-    def has_filter(self) -> bool:
-        """Whether ``/`` goes to a filter here (its binding then takes the key)."""
-        return False
-
-    def on_key(self, event: events.Key) -> None:
-        if self.ignoring_typing:
-            if event.key in ("escape", "enter"):
-                self.ignoring_typing = False
-            event.stop()
-            event.prevent_default()
-        elif event.key == "slash" and not self.has_filter():
-            self.ignoring_typing = True
-            event.stop()
-            event.prevent_default()
-            self.post_message(
-                Report("No filter here: typing is ignored until escape or enter.", "warning")
-            )

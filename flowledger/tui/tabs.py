@@ -1,23 +1,34 @@
-"""The main screen's tabs, in order. The screen composes them and binds their keys, the
-command palette offers them and the help lists them, all from here: a tab is added here."""
+"""What a tab of the main screen is, and what the screen asks of the pane under it. The tabs
+themselves, in order, are listed once, with their panes (:data:`flowledger.tui.panes.TABS`):
+the app binds their keys and hands them to the main screen, the command palette offers them
+and the help lists them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, ClassVar
 
-from textual.widget import Widget
-
-from flowledger.tui.context import Context
-from flowledger.tui.panes.events import EventsPane
-from flowledger.tui.panes.executions import ExecutionsPane
-from flowledger.tui.panes.operations import OperationsPane
-from flowledger.tui.panes.queue import QueuePane
-from flowledger.tui.panes.sources import SourcesPane
+from textual.containers import Vertical
 
 
-class Pane(Protocol):
-    def __call__(self, ctx: Context, *, id: str) -> Widget: ...
+class Pane(Vertical):
+    """A tab's content. The main screen reloads it, and runs the tab's own keys (``/``,
+    ``s``, ``v``…) as the pane's actions (``action_filter``, ``action_sort``…) where the pane
+    has them: it never needs to know which pane it is."""
+
+    # Whether its rows are holds a person can act on (the decisions' keys work there).
+    HOLDS: ClassVar[bool] = False
+
+    def reload(self) -> object:  # a worker's handle, for some
+        raise NotImplementedError
+
+    def load_if_never_loaded(self) -> None:
+        raise NotImplementedError
+
+    def current(self) -> dict[str, Any] | None:
+        """The row under the cursor, if any."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -25,13 +36,4 @@ class Tab:
     name: str  # its pane's id (the tab's own is ``tab-<name>``)
     title: str
     key: str
-    pane: Pane
-
-
-TABS = (
-    Tab("queue", "Queue", "1", QueuePane),
-    Tab("executions", "Executions", "2", ExecutionsPane),
-    Tab("sources", "Sources", "3", SourcesPane),
-    Tab("events", "Events", "4", EventsPane),
-    Tab("operations", "Operations", "5", OperationsPane),
-)
+    pane: Callable[..., Pane]  # called with the context and ``id=name``

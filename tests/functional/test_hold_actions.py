@@ -23,7 +23,7 @@ from flowledger.storage.engine import Store, open_store
 from flowledger.storage.reads import hold_queue as holds
 from flowledger.storage.reads import records as queries
 from flowledger.tui import make_app
-from flowledger.tui.actions import KEYS
+from flowledger.tui.screens.actions import KEYS
 from tests.functional.conftest import copy_demo
 from tests.support.builders import SHIFT_END, FakeClock
 from tests.support.receiver import SECRET, make_token, running

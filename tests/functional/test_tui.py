@@ -18,13 +18,13 @@ from flowledger.storage.models import Event, Hold, table
 from flowledger.storage.reads import chain
 from flowledger.storage.reads import hold_queue as holds
 from flowledger.storage.reads import records as queries
-from flowledger.tui.actions import ACTIONS, KEYS, subject
-from flowledger.tui.detail import DetailScreen
-from flowledger.tui.dialogs import ConfirmDialog, FormDialog
-from flowledger.tui.main import MainScreen
 from flowledger.tui.panes.events import EventsPane
 from flowledger.tui.panes.listing import ListPane
 from flowledger.tui.panes.sources import SourcesPane
+from flowledger.tui.screens.actions import ACTIONS, KEYS, subject
+from flowledger.tui.screens.detail import DetailScreen
+from flowledger.tui.screens.dialogs import ConfirmDialog, FormDialog
+from flowledger.tui.screens.main import MainScreen
 from tests.support.builders import SHIFT_END
 from tests.support.tui import (
     fill,

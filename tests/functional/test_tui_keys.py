@@ -1,6 +1,6 @@
 """At 80x24 the keys never surprise: the footer keeps the global keys at its right on every
-screen and shows the screen's actions whole; typed text never lands on hotkeys; the jump picks
-any of several matches; an extension never shortens a deadline."""
+screen and shows the screen's actions whole; the jump picks any of several matches; an
+extension never shortens a deadline."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets._footer import FooterKey
 
 from flowledger.storage.reads import hold_queue as holds
-from flowledger.tui.detail import DetailScreen
-from flowledger.tui.dialogs import ConfirmDialog, FormDialog
 from flowledger.tui.keys import KeysFooter
-from flowledger.tui.main import MainScreen
-from flowledger.tui.operations import JumpDialog, OperationScreen
 from flowledger.tui.panes.queue import QueuePane
-from tests.functional.test_tui import events_by, hold_row, open_hold_id, plain
+from flowledger.tui.screens.detail import DetailScreen
+from flowledger.tui.screens.dialogs import ConfirmDialog, FormDialog
+from flowledger.tui.screens.jump import JumpDialog
+from flowledger.tui.screens.main import MainScreen
+from flowledger.tui.screens.operation import OperationScreen
+from tests.functional.test_tui import hold_row, open_hold_id, plain
 from tests.support.builders import SHIFT_END
 from tests.support.tui import fill, open_detail, queue, select_hold, settle, start_action
 
@@ -102,40 +103,6 @@ async def test_enter_on_several_matches_without_a_pick_keeps_the_dialog_open(
         await jump_typing(pilot, *"demo:invoice", "enter")
         assert isinstance(app.screen, JumpDialog)
         assert "pick one with down / up" in app.last_message
-
-
-async def test_slash_without_a_filter_does_nothing_and_the_next_letters_fire_nothing(
-    app_factory, demo_store
-) -> None:
-    app = app_factory()
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")  # the sources have no filter
-        await settle(pilot)
-        main = app.screen
-        await pilot.press("slash", *"staging", "q")  # g: go to, s: sort, q: quit, on a hotkey
-        await settle(pilot)
-        assert app.screen is main and main.active() == "sources"
-        assert app.is_running and events_by(demo_store, "operator:dave") == []
-        await pilot.press("escape", "g")  # the keys work again
-        await settle(pilot)
-        assert isinstance(app.screen, JumpDialog)
-
-
-async def test_slash_on_a_hold_detail_ignores_what_is_typed_after_it(
-    app_factory, demo_store
-) -> None:
-    app = app_factory()
-    hold_id = open_hold_id(demo_store, "unknown_outcome")
-    async with app.run_test(size=SIZE) as pilot:
-        await open_detail(pilot, hold_id)
-        detail = app.screen
-        await pilot.press("slash", *"rex")  # release, cancel on the hold
-        await settle(pilot)
-        assert app.screen is detail
-        await pilot.press("enter", "r")  # enter ends it: r is release again
-        await settle(pilot)
-        assert isinstance(app.screen, FormDialog)
 
 
 async def test_slash_on_a_list_goes_to_its_filter(app_factory) -> None:

@@ -19,12 +19,14 @@ from flowledger.storage.reads import hold_queue as holds
 from flowledger.storage.reads import operation_pages as operations
 from flowledger.storage.reads import records as queries
 from flowledger.tui.format import middle
-from flowledger.tui.main import MainScreen
-from flowledger.tui.operations import JumpDialog, OperationScreen
+from flowledger.tui.messages import OpenOperation
 from flowledger.tui.panes.events import EventsPane
 from flowledger.tui.panes.executions import ExecutionsPane
 from flowledger.tui.panes.operations import OperationsPane
-from flowledger.tui.records import EventScreen, ExecutionScreen
+from flowledger.tui.screens.jump import JumpDialog
+from flowledger.tui.screens.main import MainScreen
+from flowledger.tui.screens.operation import OperationScreen
+from flowledger.tui.screens.records import EventScreen, ExecutionScreen
 from tests.support.builders import req
 from tests.support.tui import fill, settle, start_action
 
@@ -231,10 +233,10 @@ async def test_verify_is_in_the_footer_on_the_events_tab_only(app_factory) -> No
         def offered() -> set[str]:
             return {b.binding.action for b in app.screen.active_bindings.values() if b.enabled}
 
-        assert "verify" not in offered()
+        assert "pane('verify')" not in offered()
         await pilot.press("4")
         await settle(pilot)
-        assert "verify" in offered()
+        assert "pane('verify')" in offered()
 
 
 async def test_enter_on_an_event_opens_its_whole_data(app_factory, demo_store: Store) -> None:
@@ -313,7 +315,7 @@ async def test_an_operations_holds_fit_80x24_without_a_word_split(app_factory, d
     app = app_factory()
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        app.open_operation(payout)
+        app.post_message(OpenOperation(payout))
         await settle(pilot)
         part = app.screen.query_one("#op-holds", Static)
         lines = [s.text for s in part.render_lines(Region(0, 0, *part.size))]

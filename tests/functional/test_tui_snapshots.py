@@ -12,7 +12,7 @@ import pytest
 from textual.pilot import Pilot
 
 from flowledger.reports import handover
-from flowledger.tui.dialogs import ReportScreen
+from flowledger.tui.screens.dialogs import ReportScreen
 from tests.support.builders import SHIFT_END
 from tests.support.tui import select_hold, settle
 

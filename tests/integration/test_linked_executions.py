@@ -26,7 +26,7 @@ from flowledger.storage.reads import records as queries
 from flowledger.storage.reads.execution_copies import LINKED_VIA
 from flowledger.sync import sync_source
 from flowledger.tui import make_app
-from flowledger.tui.operations import OperationScreen
+from flowledger.tui.screens.operation import OperationScreen
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
 from tests.support.receiver import SECRET, Api, make_token, running

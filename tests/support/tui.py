@@ -8,9 +8,9 @@ from textual.pilot import Pilot
 from textual.widgets import Button, Input
 
 from flowledger.tui import FlowledgerApp
-from flowledger.tui.dialogs import ConfirmDialog, FormDialog
-from flowledger.tui.main import MainScreen
 from flowledger.tui.panes.queue import QueuePane
+from flowledger.tui.screens.dialogs import ConfirmDialog, FormDialog
+from flowledger.tui.screens.main import MainScreen
 
 
 async def settle(pilot: Pilot[Any]) -> None:

@@ -277,11 +277,19 @@ def test_dismiss_closes_one_attention_item(hold: OpenHold) -> None:
     )
 
 
-@pytest.mark.parametrize("hold", [UNKNOWN, EXEC_FAILED, CONFLICT], ids=lambda h: h.reason.value)
-def test_a_blocking_hold_cannot_be_dismissed(hold: OpenHold) -> None:
+@pytest.mark.parametrize(
+    ("hold", "instead"),
+    [
+        (UNKNOWN, "confirm, release for retry or cancel"),
+        (EXEC_FAILED, "confirm, release for retry or cancel"),
+        (CONFLICT, "confirm or cancel"),
+    ],
+    ids=["unknown_outcome", "execution_failed", "receipt_conflict"],
+)
+def test_a_blocking_hold_cannot_be_dismissed(hold: OpenHold, instead: str) -> None:
     assert refused(lambda: dismiss(hold, "seen")) == (
         "blocking_hold",
-        "a blocking hold is resolved by confirm, release for retry or cancel, not dismissed",
+        f"a blocking hold is resolved by {instead}, not dismissed",
     )
 
 

@@ -69,3 +69,12 @@ def test_the_ui_may_import_of_storage_only_the_reads_and_the_store() -> None:
     }
     assert storage >= STORAGE_FOR_THE_UI
     assert forbidden == storage - STORAGE_FOR_THE_UI
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith(("screens/", "panes/"))])
+def test_screens_and_lists_open_no_screen_themselves(module: str) -> None:
+    # They post messages.Open*; the app pushes the screen. A hold action's own form and
+    # confirmation are the one exception.
+    source = (TUI / module).read_text(encoding="utf-8")
+    pushed = set(re.findall(r"push_screen\w*\(\s*(\w+)", source))
+    assert pushed <= {"FormDialog", "ConfirmDialog"}

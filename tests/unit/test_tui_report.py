@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowledger.tui.dialogs import tables_as_lists
+from flowledger.tui.screens.dialogs import tables_as_lists
 
 REPORT = """# Handover report
 

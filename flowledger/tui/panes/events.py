@@ -13,7 +13,7 @@ from flowledger.storage.reads import chain
 from flowledger.storage.reads import event_log as events
 from flowledger.tui.context import Context
 from flowledger.tui.format import clip, clock_time, middle, short_hash, text
-from flowledger.tui.messages import Report
+from flowledger.tui.messages import OpenEvent, Report
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
 # What a person scans an event's data for, first; the rest follows alphabetically. A
@@ -29,7 +29,7 @@ def data_order(data: dict[str, Any]) -> list[str]:
 
 
 class EventsPane(ListPane):
-    """The event log, newest first, under the chain's verify status."""
+    """The event log, newest first, under the chain's verify status (``v`` walks the chain)."""
 
     COLUMNS = [
         ("seq", "seq"),
@@ -84,6 +84,17 @@ class EventsPane(ListPane):
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["seq"])
+
+    def opened(self, row: dict[str, Any]) -> OpenEvent:
+        return OpenEvent(row)
+
+    def on_show(self) -> None:
+        # Walked once on first look; `v` walks the chain again.
+        if self.verified is None and not self.verifying:
+            self.verify(announce=False)
+
+    def action_verify(self) -> None:
+        self.verify()
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         data = ", ".join(f"{k}={row['data'][k]}" for k in data_order(row["data"]))

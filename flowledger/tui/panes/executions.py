@@ -8,6 +8,7 @@ from rich.text import Text
 
 from flowledger.storage.reads import execution_copies as executions
 from flowledger.tui.format import clip, clock_time, middle, text
+from flowledger.tui.messages import OpenExecution
 from flowledger.tui.panes.listing import Cell, ListPane
 
 
@@ -51,6 +52,9 @@ class ExecutionsPane(ListPane):
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["id"])
+
+    def opened(self, row: dict[str, Any]) -> OpenExecution:
+        return OpenExecution(row)
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         now = self.ctx.now()

@@ -15,14 +15,14 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from flowledger.storage.reads import hold_queue as holds
 from flowledger.tui.context import Context
-
-Cell = str | Text
+from flowledger.tui.messages import ListShown
+from flowledger.tui.panes.columns import Cell, Columns
+from flowledger.tui.tabs import Pane
 
 
 class Searched(list[dict[str, Any]]):
@@ -36,21 +36,11 @@ class Searched(list[dict[str, Any]]):
         self.read = read
 
 
-class ListPane(Vertical):
-    """Subclasses name their columns and say how to fetch a page and draw a row."""
+class ListPane(Columns, Pane):
+    """Subclasses name their columns and say how to fetch a page and draw a row, and what
+    picking a row opens (:meth:`opened`)."""
 
     BINDINGS = [Binding("escape", "leave_filter", "Back to list", show=False)]
-    COLUMNS: list[tuple[str, str]] = []  # (key, label)
-    # For a pane that fits its width: each column's width (cells are fitted to it), the one
-    # column that takes what is left (between its bounds), and the columns dropped, first to
-    # last, while the rest does not fit.
-    WIDTHS: dict[str, int] = {}
-    FLEX: tuple[str, int, int] | None = None  # (key, narrowest, widest)
-    DROP: tuple[str, ...] = ()
-    # Columns are dropped while the flexible one would be narrower than this (its narrowest
-    # when unset); once it is at its widest, what is left goes to REST, if shown.
-    COMFORTABLE = 0
-    REST: str | None = None
     FILTER_HINT = "/ filter"
     # Whether the pane loads as soon as it is mounted; the others wait until the first screen
     # is painted (MainScreen starts them), so the first paint shares the CPU with nothing.
@@ -58,17 +48,6 @@ class ListPane(Vertical):
     # A list of the newest first: a cursor on its first row stays on the first row when newer
     # rows arrive (as `tail -f` follows), instead of following its old row down out of sight.
     NEWEST_FIRST = False
-
-    class FirstShown(Message):
-        """The pane's first page is on screen."""
-
-        def __init__(self, pane: ListPane) -> None:
-            super().__init__()
-            self.pane = pane
-
-        @property
-        def control(self) -> ListPane:
-            return self.pane
 
     def __init__(self, ctx: Context, *, id: str) -> None:
         super().__init__(id=id)
@@ -87,9 +66,8 @@ class ListPane(Vertical):
         self.generation = 0  # the newest load asked for
         self.shown = -1  # the load whose rows are on screen
         self.shown_keys = [key for key, _ in self.COLUMNS]
-        self.widths: dict[str, int] = dict(self.WIDTHS)
-        if self.FLEX is not None:
-            self.widths[self.FLEX[0]] = self.FLEX[2]
+        self.widths = self.widest()
+        self.needed = {}
 
     # -- subclass hooks -------------------------------------------------------------
 
@@ -113,10 +91,11 @@ class ListPane(Vertical):
     def first_page_shown(self, read_with_it: Any) -> None:
         """The first page is on screen (the pane's header, if any, follows it here)."""
 
-    def cells(self, row: dict[str, Any]) -> list[Cell]:
+    def key(self, row: dict[str, Any]) -> str:
         raise NotImplementedError
 
-    def key(self, row: dict[str, Any]) -> str:
+    def opened(self, row: dict[str, Any]) -> Message:
+        """What picking ``row`` (enter, a click) asks the app to open."""
         raise NotImplementedError
 
     # -- layout ----------------------------------------------------------------------
@@ -133,25 +112,6 @@ class ListPane(Vertical):
             if key in self.shown_keys:
                 table.add_column(label, key=key, width=self.widths.get(key))
 
-    def fit(self, width: int) -> tuple[list[str], dict[str, int]]:
-        """The columns shown in ``width`` cells, and their widths."""
-        keys = [key for key, _ in self.COLUMNS]
-        if self.FLEX is None:
-            return keys, dict(self.WIDTHS)
-        flex, narrowest, widest = self.FLEX
-        wanted = max(narrowest, self.COMFORTABLE)
-        room = width - 2  # the vertical scrollbar
-        drop = list(self.DROP)
-        while True:
-            fixed = sum(self.WIDTHS[k] + 2 for k in keys if k != flex) + 2
-            if room - fixed >= wanted or not drop:
-                break
-            keys.remove(drop.pop(0))
-        widths = {**self.WIDTHS, flex: max(narrowest, min(widest, room - fixed))}
-        if self.REST in keys:
-            widths[self.REST] += max(0, room - fixed - widths[flex])
-        return keys, widths
-
     def on_resize(self, event: events.Resize) -> None:
         self.refit(event.size.width)
 
@@ -160,19 +120,30 @@ class ListPane(Vertical):
         if self.size.width:
             self.refit(self.size.width)
 
-    def refit(self, width: int) -> None:
+    def _fit_columns(self, width: int) -> bool:
+        """Lay the columns out anew for ``width`` when that changes them (the table is then
+        empty); whether it did."""
+        if not width:
+            return False
         visible, widths = self.fit(width)
         if (visible, widths) == (self.shown_keys, self.widths):
-            return
+            return False
         self.shown_keys, self.widths = visible, widths
-        table = self.table
-        cursor = table.cursor_row
-        table.clear(columns=True)
-        self._add_columns(table)
+        self.table.clear(columns=True)
+        self._add_columns(self.table)
+        return True
+
+    def refit(self, width: int) -> None:
+        cursor = self.table.cursor_row
+        if self._fit_columns(width):
+            self._redraw(cursor)
+
+    def _redraw(self, cursor: int) -> None:
+        """Every row loaded, drawn anew in an emptied table; the cursor back on ``cursor``."""
         self._cells = [self.shown_cells(r) for r in self.rows]
-        table.add_rows(self._cells)
+        self.table.add_rows(self._cells)
         if self.rows:
-            table.move_cursor(row=min(cursor, len(self.rows) - 1))
+            self.table.move_cursor(row=min(cursor, len(self.rows) - 1))
 
     def shown_cells(self, row: dict[str, Any]) -> list[Cell]:
         """The cells of the columns shown."""
@@ -194,7 +165,7 @@ class ListPane(Vertical):
         if self.generation == 0:
             self.reload()
 
-    def focus_filter(self) -> None:
+    def action_filter(self) -> None:
         self.query_one(Input).focus()
 
     def action_leave_filter(self) -> None:
@@ -210,6 +181,13 @@ class ListPane(Vertical):
     @on(Input.Submitted, ".filter")
     def _filter_submitted(self) -> None:
         self.table.focus()
+
+    @on(DataTable.RowSelected)
+    def _picked(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self.current()
+        if row is not None:
+            self.post_message(self.opened(row))
 
     @on(DataTable.RowHighlighted)
     def _near_end(self, event: DataTable.RowHighlighted) -> None:
@@ -294,10 +272,14 @@ class ListPane(Vertical):
         index = table.cursor_row
         if self.NEWEST_FIRST and index == 0:
             selected = None  # stay on top, where the new rows come in
+        self.measure(rows, anew=True)
+        laid_out = self._fit_columns(self.size.width)  # the columns follow what the rows need
         cells = [self.shown_cells(r) for r in rows]
-        unchanged = [self.key(r) for r in rows] == [self.key(r) for r in self.rows] and [
-            _drawn(row) for row in cells
-        ] == [_drawn(row) for row in self._cells]
+        unchanged = (
+            not laid_out
+            and [self.key(r) for r in rows] == [self.key(r) for r in self.rows]
+            and [_drawn(row) for row in cells] == [_drawn(row) for row in self._cells]
+        )
         self.rows, self._cells = rows, cells
         self._searched(rows, limit, first=True)
         if not unchanged:
@@ -314,7 +296,7 @@ class ListPane(Vertical):
         self._status()
         self.first_page_shown(read_with_it)
         if first:
-            self.post_message(self.FirstShown(self))
+            self.post_message(ListShown(self))
         # After the rows are painted: the count only adds "of N", and a count running beside
         # the paint would slow it. A search that stopped at the end of its window goes on.
         self.call_after_refresh(self._start_count, generation)
@@ -329,11 +311,16 @@ class ListPane(Vertical):
             self._asked = None
         if generation != self.generation or offset != len(self.rows):
             return
-        cells = [self.shown_cells(r) for r in rows]
         self.rows.extend(rows)
-        self._cells.extend(cells)
         self._searched(rows, self.ctx.page_size, first=False)
-        self.table.add_rows(cells)
+        self.measure(rows)
+        cursor = self.table.cursor_row
+        if self._fit_columns(self.size.width):
+            self._redraw(cursor)
+        else:
+            cells = [self.shown_cells(r) for r in rows]
+            self._cells.extend(cells)
+            self.table.add_rows(cells)
         self._status()
         self._search_on()
 

@@ -10,6 +10,7 @@ from rich.text import Text
 from flowledger.storage.reads import operation_pages as operations
 from flowledger.tui.context import Context
 from flowledger.tui.format import STATE_STYLES, age, middle
+from flowledger.tui.messages import OpenOperation
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
 COUNT_FOR_SECONDS = 60.0
@@ -75,6 +76,9 @@ class OperationsPane(ListPane):
 
     def key(self, row: dict[str, Any]) -> str:
         return str(row["operation_id"])
+
+    def opened(self, row: dict[str, Any]) -> OpenOperation:
+        return OpenOperation(row["operation_id"])
 
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         now = self.ctx.now()

@@ -12,6 +12,7 @@ from flowledger.domain import is_overdue
 from flowledger.storage.reads import hold_queue as holds
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, deadline_cell, middle, text
+from flowledger.tui.messages import OpenHold
 from flowledger.tui.panes.listing import Cell, ListPane, Searched
 
 SORT_ORDER = ["deadline", "opened", "reason", "state", "owner", "workflow", "operation"]
@@ -37,7 +38,10 @@ HEADER_SORT = {
 
 
 class QueuePane(ListPane):
-    """Open holds, soonest deadline first; overdue ones in red."""
+    """Open holds, soonest deadline first; overdue ones in red. ``s`` sorts by the next
+    column, ``S`` reverses the order."""
+
+    HOLDS = True
 
     COLUMNS = [
         ("hold", "hold"),
@@ -98,6 +102,9 @@ class QueuePane(ListPane):
     def key(self, row: dict[str, Any]) -> str:
         return str(row["id"])
 
+    def opened(self, row: dict[str, Any]) -> OpenHold:
+        return OpenHold(row["id"])
+
     def cells(self, row: dict[str, Any]) -> list[Cell]:
         now = self.ctx.now()
         overdue = is_overdue(row["deadline"], now)
@@ -132,6 +139,12 @@ class QueuePane(ListPane):
         self.sort, self.descending = sort, descending
         self.resume, self.read = None, 0
         self.reload(keep_cursor=True)
+
+    def action_sort(self) -> None:
+        self.next_sort()
+
+    def action_reverse(self) -> None:
+        self.set_sort(self.sort, not self.descending)
 
     def next_sort(self) -> None:
         """The next sort by a column shown at this width (a narrow screen hides some)."""

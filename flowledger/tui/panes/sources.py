@@ -7,7 +7,6 @@ from typing import Any
 from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from flowledger.domain.display import visible
@@ -15,9 +14,10 @@ from flowledger.storage.reads import records as queries
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, clip, clock_time, text
 from flowledger.tui.panes.listing import Cell
+from flowledger.tui.tabs import Pane
 
 
-class SourcesPane(Vertical):
+class SourcesPane(Pane):
     """Each source: last sync attempt, lag since the last success, last error; above them,
     when ``flowledger.toml`` could not be read, why, and that sync is off until it is fixed."""
 

@@ -22,11 +22,11 @@ from flowledger.storage.reads import execution_copies as copies
 from flowledger.storage.reads import hold_queue as holds
 from flowledger.storage.reads import operation_pages as operations
 from flowledger.storage.reads import records as queries
-from flowledger.tui import sections
-from flowledger.tui.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 from flowledger.tui.context import Context
 from flowledger.tui.format import age, text, when
 from flowledger.tui.keys import KeysFooter
+from flowledger.tui.screens import sections
+from flowledger.tui.screens.actions import DECISION_BINDINGS, UPDATE_BINDINGS, HoldActions
 
 
 class DetailScreen(HoldActions):

@@ -15,9 +15,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
 from flowledger.storage.reads import execution_copies as executions
-from flowledger.tui import sections
 from flowledger.tui.context import Context
 from flowledger.tui.format import execution_url, text, when
+from flowledger.tui.screens import sections
 
 CHAIN_FIELDS = ["seq", "prev_hash", "hash"]
 EXECUTION_FIELDS = [

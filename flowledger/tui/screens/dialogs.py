@@ -3,7 +3,7 @@ handover report."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -13,7 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Markdown, Static
 
-from flowledger.tui.tabs import TABS
+from flowledger.tui.tabs import Tab
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class ConfirmDialog(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-# The tabs' row comes from the tabs themselves (flowledger.tui.tabs).
+# The tabs' row comes from the tabs themselves (flowledger.tui.panes.TABS): see help_text.
 HELP = """\
 # flowledger — keys (`escape` closes this)
 
@@ -181,24 +181,32 @@ The queue's filter takes words (all must match), `reason:` `owner:` `state:` `wo
 
 An extension by `+2h` counts from the current deadline (from now once it has passed), and no
 extension moves a deadline earlier. Where there is no filter (sources, a detail) the `/` key
-changes nothing, and what you type next is ignored until `escape` or `enter`. The footer keeps
-`?`, `q`, `g` and `H` at its right and shows as many of the screen's keys as fit; this list has
-all.
+only says so; every other key goes on working. The footer keeps `?`, `q`, `g` and `H` at its
+right and shows as many of the screen's keys as fit; this list has all.
 
 Every action asks for a note, asks again before it acts, and is recorded as an event under
 your operator name. In read-only mode no action is offered.
-""".format(
-    tab_keys=" ".join(f"`{tab.key}`" for tab in TABS),
-    tab_names=", ".join(tab.name for tab in TABS),
-)
+"""
+
+
+def help_text(tabs: Sequence[Tab]) -> str:
+    """Every key, the tabs' own first."""
+    return HELP.format(
+        tab_keys=" ".join(f"`{tab.key}`" for tab in tabs),
+        tab_names=", ".join(tab.name for tab in tabs),
+    )
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
 
+    def __init__(self, tabs: Sequence[Tab]) -> None:
+        super().__init__()
+        self.tabs = tabs
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog wide"):
-            yield Markdown(HELP)
+            yield Markdown(help_text(self.tabs))
 
     def action_close(self) -> None:
         self.dismiss(None)

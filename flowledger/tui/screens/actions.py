@@ -10,24 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from rich.text import Text
 from textual import work
+from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from flowledger.domain import DECISIONS
 from flowledger.domain.display import visible
 from flowledger.services import actions as shared
 from flowledger.services.actions import UPDATES, Values, offered, subject, why_not
 from flowledger.tui.context import Context
-from flowledger.tui.dialogs import ConfirmDialog, Field, FormDialog
 from flowledger.tui.format import deadline_forms, future_deadline, new_deadline, text, when
-from flowledger.tui.keys import TypingGuard
 from flowledger.tui.messages import HoldActedOn, Report
+from flowledger.tui.screens.dialogs import ConfirmDialog, Field, FormDialog
 
 _log = logging.getLogger(__name__)
 
@@ -101,7 +103,7 @@ def describe(hold: dict[str, Any]) -> Text:
     )
 
 
-class HoldActions(TypingGuard):
+class HoldActions(Screen[None]):
     """A screen that can name the hold under the cursor, and offers what it allows. What an
     action did is said in a :class:`Report`; once it ran, :class:`HoldActedOn` lets the app
     reload every list."""
@@ -123,6 +125,18 @@ class HoldActions(TypingGuard):
                 return False
             return parameters[0] in offered(hold)
         return True
+
+    def commands(self) -> Iterable[SystemCommand]:
+        """For the command palette: what the selected hold allows, each with its key."""
+        hold = self.selected_hold()
+        if hold is None:
+            return
+        for name in offered(hold):
+            yield SystemCommand(
+                f"{ACTIONS[name].title} (key {KEYS[name][0]})",
+                f"On hold {hold['id']}",
+                partial(self.action_hold_action, name),
+            )
 
     def action_hold_action(self, name: str) -> None:
         hold = self.selected_hold()

@@ -1,126 +1,26 @@
-"""One operation's own screen (its record, attempts, holds, linked executions, the dispatches
-it turned away and its timeline), and the jump to an operation id from anywhere; the
-Operations tab is :mod:`flowledger.tui.panes.operations`."""
+"""The jump to an operation by its id, from anywhere: a dialog that lists the ids matching what
+is typed, and the command palette's search of ids."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
 from functools import partial
 from typing import Any
 
-from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Header, Input, Label, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static
 
 from flowledger.domain.display import visible
-from flowledger.storage.reads import execution_copies as executions
 from flowledger.storage.reads import operation_pages as operations
-from flowledger.storage.reads import records as queries
-from flowledger.tui import sections
 from flowledger.tui.context import Context
-from flowledger.tui.detail import DetailScreen
-from flowledger.tui.format import STATE_STYLES, age, text
-from flowledger.tui.keys import KeysFooter, TypingGuard
-from flowledger.tui.messages import Report
-
-
-class OperationScreen(TypingGuard):
-    """One operation and everything about it. ``h`` opens its first open hold, where the
-    decisions are."""
-
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
-        Binding("h", "open_hold", "Open hold"),
-    ]
-
-    def __init__(self, ctx: Context, operation_id: str) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.operation_id = operation_id
-        self.detail: queries.OperationDetail | None = None
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with VerticalScroll(id="detail"):
-            yield Static("loading…", id="op-summary")
-            for part in ("holds", "turned", "attempts", "executions", "receipts", "operation"):
-                yield Static("", id=f"op-{part}")
-            yield Static("", id="op-events")
-        yield KeysFooter()
-
-    def on_mount(self) -> None:
-        self.load()
-
-    def open_holds(self) -> list[dict[str, Any]]:
-        if self.detail is None:
-            return []
-        return [h for h in self.detail.holds if h["resolved_at"] is None]
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "open_hold":
-            return bool(self.open_holds())
-        return True
-
-    def action_open_hold(self) -> None:
-        held = self.open_holds()
-        if held:
-            self.app.push_screen(DetailScreen(self.ctx, held[0]["id"]))
-
-    @work(thread=True, exclusive=True, group="operation")
-    def load(self) -> None:
-        store = self.ctx.store
-        detail = queries.operation_detail(store, self.operation_id)
-        turned = operations.turned_away(store, self.operation_id) if detail else []
-        links = executions.source_urls(store)
-        self.app.call_from_thread(self._show, detail, turned, links)
-
-    def _show(
-        self,
-        detail: queries.OperationDetail | None,
-        turned: list[dict[str, Any]],
-        links: sections.Links,
-    ) -> None:
-        self.detail = detail
-        self.refresh_bindings()
-        if detail is None:
-            self.query_one("#op-summary", Static).update(text(f"No operation {self.operation_id}."))
-            return
-        parts: dict[str, RenderableType] = {
-            "summary": _summary(detail.operation, self.ctx.now()),
-            "operation": sections.operation_fields(detail.operation),
-            "holds": sections.holds(detail.holds),
-            "turned": sections.turned_away(turned),
-            "attempts": sections.attempts(detail.attempts),
-            "executions": sections.executions(detail.executions, links),
-            "receipts": sections.receipts(detail.receipts),
-            "events": sections.timeline(detail.events),
-        }
-        for part, renderable in parts.items():
-            self.query_one(f"#op-{part}", Static).update(renderable)
-
-
-def _summary(op: dict[str, Any], now: datetime) -> Text:
-    """The operation in two lines, above the parts that explain it."""
-    line = text(op["operation_id"], style="bold").append("\n")
-    line.append(op["state"].upper(), style=STATE_STYLES.get(op["state"], "bold"))
-    line.append(f", attempt {op['attempt']} of {op['max_attempts']}")
-    if op["execution_id"]:
-        line.append_text(text(f", last execution {op['execution_id']}"))
-    if op["workflow_id"]:
-        line.append_text(text(f" ({op['workflow_id']})"))
-    line.append_text(text(f", receipt {op['receipt']}") if op["receipt"] else Text(", no receipt"))
-    line.append(
-        f"; changed {age(op['updated_at'], now)} ago, created {age(op['created_at'], now)} ago"
-    )
-    return line
-
+from flowledger.tui.format import text
+from flowledger.tui.messages import OpenOperation, Report
 
 JUMP_LIMIT = 10  # ids listed as you type: enough to pick from, few enough to fit 80x24
 
@@ -239,6 +139,6 @@ class OperationIds(Provider):
             yield Hit(
                 max(matcher.match(shown), 0.5),
                 Text(visible(shown)),
-                partial(app.open_operation, operation_id),
+                partial(app.post_message, OpenOperation(operation_id)),
                 help="Open the operation: its holds, attempts and turned-away dispatches",
             )
