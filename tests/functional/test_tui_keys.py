@@ -9,10 +9,9 @@ from typing import Any
 
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Static
-from textual.widgets._footer import FooterKey
 
 from flowledger.storage.reads import hold_queue as holds
-from flowledger.tui.keys import KeysFooter
+from flowledger.tui.keys import KeyHint, KeysFooter
 from flowledger.tui.panes.queue import QueuePane
 from flowledger.tui.screens.detail import DetailScreen
 from flowledger.tui.screens.dialogs import ConfirmDialog, FormDialog
@@ -32,12 +31,12 @@ def footer_keys(app: Any) -> tuple[list[str], list[str]]:
     footer = app.screen.query_one(KeysFooter)
     fixed = footer.query_one(".global-keys")
     shown: list[str] = []
-    for key in footer.query(FooterKey):
+    for key in footer.query(KeyHint):
         if key.parent is not fixed:
             assert key.region.right <= fixed.region.x, f"{key.description} is cut or covered"
             shown.append(f"{key.key_display} {key.description}")
     assert fixed.region.right <= footer.region.right
-    globals_ = [f"{k.key_display} {k.description}" for k in fixed.query(FooterKey)]
+    globals_ = [f"{k.key_display} {k.description}" for k in fixed.query(KeyHint)]
     return globals_, shown
 
 
