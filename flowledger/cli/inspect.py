@@ -30,6 +30,7 @@ from flowledger.cli.common import (
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
+from flowledger.domain.display import counted
 
 if TYPE_CHECKING:
     from flowledger.queries import chain
@@ -269,11 +270,12 @@ def _report_chain(result: chain.VerifyResult) -> None:
     elif not result.ok:
         typer.echo(
             f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
-            f"({result.checked} events good before it)"
+            f"({counted(result.checked, 'event')} good before it)"
         )
     else:
         typer.echo(
-            f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+            f"chain ok: {counted(result.checked, 'event')}, head seq {result.head_seq} "
+            f"hash {result.head_hash}"
         )
     if result.ok and result.expected_seq is not None:
         since = result.head_seq - result.expected_seq
@@ -285,8 +287,7 @@ def _report_chain(result: chain.VerifyResult) -> None:
         typer.echo(
             "expected head ok: it is the head"
             if since == 0
-            else f"expected head ok: it is {which}, "
-            f"{since} event{'s' if since != 1 else ''} appended since"
+            else f"expected head ok: it is {which}, {counted(since, 'event')} appended since"
         )
 
 
@@ -294,9 +295,12 @@ def _report_anchors(found: AnchorCheck) -> None:
     for problem in found.problems:
         typer.echo(f"anchor MISMATCH: {printable(problem)}")
     if found.ok:
-        typer.echo(f"anchors ok: {found.checked} published heads found in the chain")
+        typer.echo(f"anchors ok: {counted(found.checked, 'published head')} found in the chain")
     else:
-        typer.echo(f"anchors: {len(found.problems)} of {found.checked} published heads disagree")
+        typer.echo(
+            f"anchors: {len(found.problems)} of {counted(found.checked, 'published head')} "
+            + ("disagrees" if len(found.problems) == 1 else "disagree")
+        )
 
 
 def _shown(value: Any) -> str:
@@ -316,15 +320,15 @@ def _report_deep(found: DeepResult) -> None:
                 f"{_shown(f.stored)}, the events say {_shown(f.expected)}"
             )
     if found.more:
-        typer.echo(f"... and {found.more} more differences")
+        typer.echo(f"... and {counted(found.more, 'more difference')}")
     summary = (
-        f"{found.events} events replayed against {found.operations} operations and "
-        f"{found.holds} holds"
+        f"{counted(found.events, 'event')} replayed against "
+        f"{counted(found.operations, 'operation')} and {counted(found.holds, 'hold')}"
     )
     if found.ok:
         typer.echo(f"tables ok: {summary}")
     else:
-        typer.echo(f"tables: {len(found.findings) + found.more} differences ({summary})")
+        typer.echo(f"tables: {counted(len(found.findings) + found.more, 'difference')} ({summary})")
 
 
 @app.command()

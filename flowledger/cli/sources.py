@@ -26,6 +26,7 @@ from flowledger.cli.common import (
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.connectors.base import STATUSES
+from flowledger.domain.display import counted
 
 if TYPE_CHECKING:
     from flowledger.config import FileConfig, SourceConfig
@@ -218,7 +219,7 @@ def _run_one(ledger: Ledger, cfg: SourceConfig, reconcile: bool | None) -> SyncR
 
 def _summary(r: SyncReport) -> str:
     counts = (
-        f"{r.pages} pages, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
+        f"{counted(r.pages, 'page')}, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
         f"{r.gone} gone, {r.linked} linked"
         + (f", reconciled ({r.recovered} recovered)" if r.reconciled else "")
         + (f", waited {r.waited:.0f}s" if r.waited else "")

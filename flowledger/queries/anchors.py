@@ -14,6 +14,7 @@ from pathlib import Path
 
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.checkpoints import CheckpointError, origin_of, unverified_checkpoint
+from flowledger.domain.display import counted
 from flowledger.domain.hashing import GENESIS_HASH
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError
@@ -115,7 +116,8 @@ def _checkpoint_problem(conn: Connection, anchor: Anchor) -> str | None:
     mine = origin_of(identity(conn)[0])
     if cp.origin != mine or cp.size != anchor.seq:
         return (
-            f"its checkpoint is of {cp.origin} at {cp.size} events, not of {mine} at {anchor.seq}"
+            f"its checkpoint is of {cp.origin} at {counted(cp.size, 'event')}, "
+            f"not of {mine} at {anchor.seq}"
         )
     if tree.root(conn, cp.size) != cp.root:
         return "its checkpoint's root is not the tree's at that size: the tree was rewritten"

@@ -40,6 +40,20 @@ def test_sweep_once_opens_due_holds_and_reports_them(
     assert "sweep opened 0 holds" in again.output
 
 
+def test_the_sweeps_log_counts_one_hold_in_the_singular(
+    store: Store, config: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from flowledger.config import load_config
+    from flowledger.scheduled.sweep import Sweep
+
+    cfg = load_config()
+    ledger = Ledger(store)
+    ledger.dispatch("op-1", req(deadline=utcnow() - timedelta(seconds=1))).run("wf")
+    with caplog.at_level("INFO", logger="flowledger.scheduled.sweep"):
+        Sweep(ledger, cfg.sweep, cfg.sources).run()
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["sweep opened 1 hold"]
+
+
 def test_jobs_without_once_point_at_run(store: Store, db_url: str, config: Path) -> None:
     for job in ("sweep", "alerts", "housekeeping"):
         result = runner.invoke(app, [job, "--db", db_url])
