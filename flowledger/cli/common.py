@@ -202,8 +202,10 @@ def one_line_errors(fn: F) -> F:
             pydantic = sys.modules.get("pydantic")
             if pydantic is None or not isinstance(exc, pydantic.ValidationError):
                 raise
+            from flowledger.config import in_our_words
+
             err = exc.errors()[0]
-            die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {err['msg']}")
+            die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {in_our_words(err)}")
 
     return wrapper  # type: ignore[return-value]
 

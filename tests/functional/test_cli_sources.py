@@ -152,7 +152,7 @@ def test_an_unknown_source_or_none_configured_is_one_line(n8n: FakeN8n, tmp_path
 @pytest.mark.parametrize(
     ("bad", "key"),
     [
-        (CONFIG.replace('"n8n"', '"zapier"'), "sources.0.kind: Value error, unknown source kind"),
+        (CONFIG.replace('"n8n"', '"zapier"'), "sources.0.kind: unknown source kind"),
         (CONFIG.replace("n8n.test", "n8n.test:99999"), "sources.0.base_url"),
         (CONFIG.replace("n8n.test", "[::1"), "sources.0.base_url"),
         (

@@ -83,6 +83,49 @@ def test_bad_scheduling_settings_are_one_line_errors(
     assert result.output.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("toml", "env", "said"),
+    [
+        (
+            '[sweep]\ninterval = "soon"\n',
+            {},
+            "sweep.interval: 'soon' is not a duration (use e.g. '90s', '15m', '24h', '2d')",
+        ),
+        (
+            '[scheduler]\nlease = "0s"\n',
+            {},
+            "scheduler.lease: a duration must be at least 1 microsecond and at most 36500d",
+        ),
+        (
+            "",
+            {"FLOWLEDGER_DISPATCH_DEADLINE_SECONDS": "soon"},
+            "bad setting FLOWLEDGER_DISPATCH_DEADLINE_SECONDS: must be a whole number",
+        ),
+        (
+            "",
+            {"FLOWLEDGER_DISPATCH_DEADLINE_SECONDS": "0"},
+            "bad setting FLOWLEDGER_DISPATCH_DEADLINE_SECONDS: must be at least 1",
+        ),
+    ],
+)
+def test_a_bad_duration_is_said_in_the_ledgers_words_alone(
+    store: Store,
+    db_url: str,
+    config: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    toml: str,
+    env: dict[str, str],
+    said: str,
+) -> None:
+    config.write_text(toml)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = runner.invoke(app, ["sweep", "--once", "--db", db_url])
+    assert result.exit_code == 2
+    assert said in result.output
+    assert "Value error" not in result.output and "Input should" not in result.output
+
+
 @pytest.mark.parametrize("port", ["70000", "-1"])
 def test_run_refuses_a_port_out_of_range_before_starting(
     store: Store, db_url: str, config: Path, monkeypatch: pytest.MonkeyPatch, port: str
