@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 FAILED = 1  # a check found a problem, a source failed, or the person answered no
 BAD_INPUT = 2  # an option, an argument or a setting is wrong, or the ledger cannot be opened
 NOT_FOUND = 3  # the operation, hold, source, token or row named is not there
+CONFLICT = 4  # someone else got there first: the hold was resolved before this action
 EXIT_CODES = (
     "Exit codes: 0 done; 1 a check failed (verify, sources check, a sync) or the answer was "
     "no; 2 bad input (an option, a setting, a database that cannot be opened); 3 not found "
-    "(the operation, hold, source or token named)."
+    "(the operation, hold, source or token named); 4 someone else got there first (the hold "
+    "was resolved before your action)."
 )
 
 # `-h` as well as `--help`, on every command and group (their contexts inherit it).

@@ -16,6 +16,7 @@ import typer
 
 from flowledger.cli.common import (
     BAD_INPUT,
+    CONFLICT,
     FAILED,
     NOT_FOUND,
     Command,
@@ -215,7 +216,7 @@ def hold_action(
             values = _extended(values, deadline, hold["deadline"], utcnow())
         refused = actions.closed(hold)
         if refused is not None:
-            die(actions.failure(refused))
+            die(actions.failure(refused), CONFLICT)
         said = actions.refused(action, hold)
         if said is not None:
             die(said)
@@ -226,12 +227,21 @@ def hold_action(
         try:
             actions.call(ledger_for(store), action, hold_id, who, values).run()
         except actions.REFUSALS as exc:
-            die(actions.failure(exc), NOT_FOUND if isinstance(exc, LookupError) else BAD_INPUT)
+            die(actions.failure(exc), _exit_code(exc))
         after = read_hold(store, hold_id)
     if as_json:
         echo_json(_as_listed(after or {}))
     else:
         typer.echo(f"Hold {hold_id} {actions.done(action, values, who)}.")
+
+
+def _exit_code(refusal: Exception) -> int:
+    """A refused action's exit code: the hold resolved first, a name not found, or the rest."""
+    from flowledger.services.actions import lost_race
+
+    if lost_race(refusal):
+        return CONFLICT
+    return NOT_FOUND if isinstance(refusal, LookupError) else BAD_INPUT
 
 
 def _values(given: dict[str, str | None], note: str, now: datetime) -> Values:

@@ -106,9 +106,14 @@ def closed(hold: dict[str, Any]) -> IllegalTransition | None:
     )
 
 
+def lost_race(exc: Exception) -> bool:
+    """Whether the services refused an action because the hold was resolved first."""
+    return isinstance(exc, IllegalTransition) and exc.code == "already_resolved"
+
+
 def failure(exc: Exception) -> str:
     """What the services' refusal of an action says to a person: nothing changed."""
-    if isinstance(exc, IllegalTransition) and exc.code == "already_resolved":
+    if lost_race(exc):
         return f"Someone else got there first: {exc}. Nothing changed."
     return f"Refused, nothing changed: {exc}"
 

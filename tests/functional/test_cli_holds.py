@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
-from flowledger.cli.common import NOT_FOUND
+from flowledger.cli.common import CONFLICT, NOT_FOUND
 from tests.functional.conftest import copy_demo
 
 runner = CliRunner()
@@ -116,6 +116,36 @@ def test_an_unknown_hold_exits_as_an_unknown_operation_does(db: str) -> None:
     show = runner.invoke(app, ["show", "no:such:op", "--db", db])
     assert hold.exit_code == show.exit_code == NOT_FOUND == 3
     assert hold.output == "flowledger: no hold 9999\n"
+
+
+def test_an_action_on_a_hold_someone_resolved_first_exits_as_a_conflict(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_id = _first(db, "unknown_outcome")
+    args = ["hold", str(hold_id), "release", "--note", "not sent", "--db", db, "--yes"]
+    assert runner.invoke(app, args).exit_code == 0
+    late = runner.invoke(app, args)
+    assert late.exit_code == CONFLICT == 4
+    assert late.output.startswith("flowledger: Someone else got there first: ")
+    # The same when the other person's action lands between the hold's read and this one.
+    from flowledger.cli import holds as holds_cli
+    from flowledger.services import actions
+    from flowledger.services.ledger import Ledger
+    from flowledger.storage.engine import open_store
+
+    other = _first(db, "unknown_outcome")
+
+    def meanwhile(yes: bool) -> None:
+        store = open_store(db)
+        try:
+            actions.call(Ledger(store), "release", other, "bob", actions.Values("seen")).run()
+        finally:
+            store.dispose()
+
+    monkeypatch.setattr(holds_cli, "_can_ask", meanwhile)
+    raced = runner.invoke(app, ["hold", str(other), "release", "--note", "n", "--db", db, "--yes"])
+    assert raced.exit_code == CONFLICT, raced.output
+    assert "Someone else got there first" in raced.output
 
 
 def _answer_on_a_terminal(db: str, hold_id: int, answer: bytes) -> tuple[int, str, str]:
