@@ -72,10 +72,10 @@ def list_holds(
     """The open holds, soonest deadline first: what the terminal UI's queue shows."""
     from flowledger.cli.tables import echo_table
     from flowledger.clock import utcnow
-    from flowledger.domain import Reason, is_overdue
+    from flowledger.domain import HOLD_REASONS, is_overdue
     from flowledger.queries.holds import HoldFilter, hold_queue
 
-    one_of("--reason", reason, {r.value for r in Reason} - {"in_flight", "cancelled"})
+    one_of("--reason", reason, {r.value for r in HOLD_REASONS})
     flt = HoldFilter.of(reason=reason, owner=owner, overdue=overdue)
     now = utcnow()
     found: list[dict[str, Any]] = []
