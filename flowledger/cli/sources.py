@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
@@ -33,10 +34,27 @@ if TYPE_CHECKING:
     from flowledger.services.ledger import Ledger
     from flowledger.sync import SyncReport
 
+# What `sources` shows as a source's STATUS (the last sync's outcome, as stored), and what
+# each means.
+SOURCE_STATUSES = {
+    "new": "configured, never synced yet",
+    "ok": "the last sync succeeded",
+    "error": "the last sync failed; the next one tries again",
+    "stopped": "the last sync met what a person must fix (a refused API key, no API at the "
+    "base URL, a malformed answer, a missing setting)",
+    "unconfigured": "in the ledger, no longer in flowledger.toml",
+}
+
 sources_app = typer.Typer(
     cls=Group,
     rich_markup_mode=None,
     help="Configured workflow-tool instances and how their sync stands.",
+    # \b: click keeps the paragraph's lines as they are.
+    epilog="\b\nSTATUS, as `flowledger sources` shows it (LAST ERROR says why it is not ok):\n"
+    + "\n".join(
+        textwrap.fill(f"{name}: {meaning}", 78, initial_indent="  ", subsequent_indent="    ")
+        for name, meaning in SOURCE_STATUSES.items()
+    ),
 )
 app.add_typer(sources_app, name="sources")
 

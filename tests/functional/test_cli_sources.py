@@ -216,3 +216,35 @@ def test_sources_shows_the_last_attempt_apart_from_the_last_success(
     assert (ok["attempt"], ok["success"]) == ("2026-11-02 02:00:00", "2026-11-02 02:00:00")
     assert (failed["attempt"], failed["success"]) == ("2026-11-02 03:00:00", ok["success"])
     assert "cannot reach n8n" in failed["error"]
+
+
+def test_each_status_sources_shows_is_explained_in_its_help(
+    n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def status() -> str:
+        code, out = run("sources", "--json")
+        assert code == 0, out
+        return str(next(s["status"] for s in json.loads(out) if s["name"] == "prod-n8n"))
+
+    seen = [status()]  # configured, never synced
+    n8n.api_key = "another"
+    run("sync", "--once")
+    seen.append(status())
+    n8n.api_key = KEY
+    run("sync", "--once")
+    seen.append(status())
+    monkeypatch.setattr(
+        connect, "make_client", lambda cfg: httpx.Client(transport=httpx.MockTransport(refused))
+    )
+    run("sync", "--once")
+    seen.append(status())
+    assert seen == ["new", "stopped", "ok", "error"]
+    code, text = run("sources", "-h")
+    assert code == 0
+    explained = dict(
+        line.strip().split(": ", 1)
+        for line in text.split("STATUS, as")[1].splitlines()[1:]
+        if line.startswith("  ") and not line.startswith("     ")
+    )
+    assert explained["new"] == "configured, never synced yet"
+    assert set(seen) | {"unconfigured"} <= set(explained)
