@@ -222,14 +222,15 @@ def one_of(option: str, value: str | None, allowed: Collection[str], code: int =
 
 
 def json_default(value: Any) -> Any:
-    """A value JSON has no type for: a time as ISO 8601."""
+    """A value JSON has no type for: a time as every JSON gives it (ISO 8601 in UTC,
+    :func:`flowledger.domain.times.for_machines`)."""
     if isinstance(value, datetime):
-        return value.isoformat()
+        return times.for_machines(value)
     raise TypeError(type(value).__name__)
 
 
 def echo_json(value: Any) -> None:
-    """``value`` as every ``--json`` prints it: indented, times in ISO 8601."""
+    """``value`` as every ``--json`` prints it: indented, times in ISO 8601 in UTC."""
     typer.echo(json.dumps(value, default=json_default, indent=2))
 
 
@@ -245,7 +246,7 @@ def parse_since(value: str | None, now: datetime, option: str = "--since") -> da
         die(f"{option} {value!r}: {exc}; give {times.PAST_FORMS}")
         raise  # unreachable: die exits
     if when > now:
-        die(f"{option} {value!r} is in the future ({when:%Y-%m-%d %H:%M} UTC); give a past time")
+        die(f"{option} {value!r} is in the future ({times.for_people(when)}); give a past time")
     return when
 
 

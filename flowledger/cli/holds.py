@@ -70,7 +70,7 @@ def list_holds(
     as_json: JsonOption = False,
 ) -> None:
     """The open holds, soonest deadline first: what the terminal UI's queue shows."""
-    from flowledger.cli.tables import echo_table
+    from flowledger.cli.tables import echo_table, when
     from flowledger.clock import utcnow
     from flowledger.domain import HOLD_REASONS, is_overdue
     from flowledger.queries.holds import HoldFilter, hold_queue
@@ -100,13 +100,12 @@ def list_holds(
                 h["operation_id"] or f"source {h['source'] or '-'}",
                 h["operation_state"],
                 h["owner"],
-                ("OVERDUE " if is_overdue(h["deadline"], now) else "")
-                + h["deadline"].strftime("%Y-%m-%d %H:%M:%S"),
+                ("OVERDUE " if is_overdue(h["deadline"], now) else "") + when(h["deadline"]),
                 h["detail"],
             )
             for h in found
         ],
-        header=("ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE (UTC)", "DETAIL"),
+        header=("ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE", "DETAIL"),
         right={0},
     )
 

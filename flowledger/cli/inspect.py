@@ -31,6 +31,7 @@ from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
 from flowledger.domain.display import counted
+from flowledger.domain.times import for_machines
 
 if TYPE_CHECKING:
     from flowledger.queries import chain
@@ -102,7 +103,7 @@ def show(
         echo_json(detail.__dict__)
         return
     op = detail.operation
-    typer.echo(f"operation  {printable(op['operation_id'])}  (times in UTC)")
+    typer.echo(f"operation  {printable(op['operation_id'])}")
     # The deadline is the current attempt's, to confirm by: once it is no longer dispatching,
     # it is past business.
     times = [k for k in TIMES if k != "deadline" or op["state"] == "dispatching"]
@@ -304,9 +305,10 @@ def _report_anchors(found: AnchorCheck) -> None:
 
 
 def _shown(value: Any) -> str:
-    """A compared value: a time in ISO 8601, anything else as Python writes it (strings
-    quoted, so that ``'None'`` and ``None`` differ), escaped for the terminal."""
-    return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
+    """A compared value: a time in ISO 8601 (to the microsecond a difference may be in),
+    anything else as Python writes it (strings quoted, so that ``'None'`` and ``None``
+    differ), escaped for the terminal."""
+    return printable(for_machines(value) if isinstance(value, datetime) else repr(value))
 
 
 def _report_deep(found: DeepResult) -> None:

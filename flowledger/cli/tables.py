@@ -18,6 +18,7 @@ from datetime import datetime
 import typer
 
 from flowledger.domain.display import visible
+from flowledger.domain.times import for_people
 
 PIPED_WIDTH = 1_000_000  # wider than any row: piped output is never wrapped
 
@@ -28,8 +29,8 @@ def printable(value: object) -> str:
 
 
 def when(value: object) -> str:
-    """A time as listings show it (``2026-11-02 08:00:00``), ``-`` for none."""
-    return value.strftime("%Y-%m-%d %H:%M:%S") if isinstance(value, datetime) else "-"
+    """A time as people read it (``2026-11-02 08:00:00 UTC``), ``-`` for none."""
+    return for_people(value) if isinstance(value, datetime) else "-"
 
 
 def render(

@@ -16,6 +16,7 @@ from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.checkpoints import CheckpointError, origin_of, unverified_checkpoint
 from flowledger.domain.display import counted
 from flowledger.domain.hashing import GENESIS_HASH
+from flowledger.domain.times import for_people
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError
 from flowledger.storage.views import Connection
@@ -85,7 +86,7 @@ def _check(
             result.checked += 1  # the empty head every ledger had before identities
             continue
         result.checked += 1
-        when = f"{anchor.at:%Y-%m-%d %H:%M:%S} UTC"
+        when = for_people(anchor.at)
         where = f"{path.name} line {number}: head seq {anchor.seq} published {when}"
         have = found.get(anchor.seq)
         if have is None and anchor.seq > result.head_seq:

@@ -16,6 +16,7 @@ from flowledger import domain
 from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resolution, State, limits
 from flowledger.domain.chain import data_time
 from flowledger.domain.extension import extended_deadline
+from flowledger.domain.times import for_people
 from flowledger.services import outbox
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
 from flowledger.storage import holds as hold_rows
@@ -162,8 +163,7 @@ def already_resolved(
 ) -> IllegalTransition:
     """The refusal of any action on a hold that is closed already."""
     return IllegalTransition(
-        f"hold {hold_id} was already resolved by {by} ({resolution}) at "
-        f"{when:%Y-%m-%d %H:%M:%S} UTC",
+        f"hold {hold_id} was already resolved by {by} ({resolution}) at {for_people(when)}",
         code="already_resolved",
     )
 

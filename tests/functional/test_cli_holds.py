@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,11 @@ def test_holds_prints_a_table_and_refuses_an_unknown_reason(db: str) -> None:
     assert table.exit_code == 0
     assert table.output.splitlines()[0].split()[:3] == ["ID", "REASON", "OPERATION"]
     assert "unknown_outcome (blocking)" in table.output
+    # Times for people, one form: to the second, in UTC, saying so.
+    assert "OVERDUE 2026-11-02 14:20:00 UTC " in table.output
+    deadlines = re.findall(r"OVERDUE (\S+ \S+ \S+)", table.output)  # the demo's are past
+    assert len(deadlines) == len(table.output.splitlines()) - 1
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", d) for d in deadlines)
     bogus = runner.invoke(app, ["holds", "--db", db, "--reason", "bogus"])
     assert bogus.exit_code == 2
     assert bogus.output.count("\n") == 1

@@ -174,7 +174,7 @@ def test_a_bad_source_is_one_line_and_writes_nothing(
 
 
 def _sources_row(name: str) -> dict[str, str]:
-    """``flowledger sources`` as columns by header, for one source (times are two words)."""
+    """``flowledger sources`` as columns by header, for one source (times are three words)."""
     code, out = run("sources")
     assert code == 0, out
     header, *rows = out.splitlines()
@@ -213,8 +213,8 @@ def test_sources_shows_the_last_attempt_apart_from_the_last_success(
     )
     assert run("sync", "--once")[0] == 1
     failed = _sources_row("prod-n8n")
-    assert (ok["attempt"], ok["success"]) == ("2026-11-02 02:00:00", "2026-11-02 02:00:00")
-    assert (failed["attempt"], failed["success"]) == ("2026-11-02 03:00:00", ok["success"])
+    assert (ok["attempt"], ok["success"]) == ("2026-11-02 02:00:00 UTC", "2026-11-02 02:00:00 UTC")
+    assert (failed["attempt"], failed["success"]) == ("2026-11-02 03:00:00 UTC", ok["success"])
     assert "cannot reach n8n" in failed["error"]
 
 
