@@ -69,7 +69,9 @@ def list_holds(
     ),
     as_json: JsonOption = False,
 ) -> None:
-    """The open holds, soonest deadline first: what the terminal UI's queue shows."""
+    """The open holds, soonest deadline first: what the terminal UI's queue shows. A terminal
+    too narrow for every column leaves out STATE, then OWNER, then DETAIL, rather than break
+    a reason, an id or a time; --json and piped output have them all."""
     from flowledger.cli.tables import echo_table, when
     from flowledger.clock import utcnow
     from flowledger.domain import HOLD_REASONS, is_overdue
@@ -107,6 +109,8 @@ def list_holds(
         ],
         header=("ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE", "DETAIL"),
         right={0},
+        free={6},  # only the detail may break a word
+        drop=(3, 4, 6),  # a narrow terminal does without STATE, then OWNER, then DETAIL
     )
 
 

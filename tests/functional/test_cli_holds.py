@@ -10,6 +10,7 @@ import pty
 import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli import app
 from flowledger.cli.common import CONFLICT, NOT_FOUND
+from flowledger.domain.times import for_people
 from tests.functional.conftest import copy_demo
 
 runner = CliRunner()
@@ -77,6 +79,32 @@ def test_holds_prints_a_table_and_refuses_an_unknown_reason(db: str) -> None:
     assert "--reason 'bogus' is not one of: approval_expired, approval_version_mismatch" in (
         bogus.output
     )
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_holds_in_a_terminal_breaks_no_reason_id_state_or_time(
+    db: str, columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowledger.cli import tables
+
+    listed = _json(["holds", "--db", db, "--json"])
+    monkeypatch.setattr(tables, "_width", lambda: columns)  # a terminal this wide
+    table = runner.invoke(app, ["holds", "--db", db])
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    header = lines[0].split()
+    assert header[:3] == ["ID", "REASON", "OPERATION"] and "DEADLINE" in header
+    words = table.output.split()
+    for hold in listed:
+        assert hold["reason"] in words
+        assert (hold["operation_id"] or hold["source"]) in words
+        if "STATE" in header and hold["operation_state"]:
+            assert hold["operation_state"] in words
+        deadline = datetime.fromisoformat(hold["deadline"])
+        assert set(for_people(deadline).split()) <= set(words)
+    if columns >= 120:
+        assert header == ["ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE", "DETAIL"]
 
 
 def _first(db: str, reason: str) -> int:
