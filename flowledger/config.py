@@ -324,8 +324,27 @@ def load_config(path: Path | None = None) -> FileConfig:
             where = ".".join(str(p) for p in first["loc"])
             if first["type"] == "extra_forbidden":
                 raise LedgerError(f"{path}: {where}: {_unknown_key(first['loc'])}") from exc
-            raise LedgerError(f"{path}: {where}: {first['msg']}") from exc
+            raise LedgerError(f"{path}: {where}: {in_our_words(first)}") from exc
         raise LedgerError(f"{path}: {exc}") from exc
+
+
+def in_our_words(err: Any) -> str:
+    """One of pydantic's errors about a setting in the ledger's words: a validator's own
+    sentence (a duration, a URL, a kind) as it raised it, without pydantic's ``Value error,``;
+    a number out of its range or not a number said plainly."""
+    ctx = err.get("ctx") or {}
+    kind = err.get("type")
+    if kind == "value_error" and "error" in ctx:
+        return str(ctx["error"])
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "must be a whole number"
+    if kind in ("float_parsing", "float_type"):
+        return "must be a number"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']}"
+    return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
 
 
 def _unknown_key(loc: tuple[str | int, ...]) -> str:

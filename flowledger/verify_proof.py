@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from flowledger.domain.checkpoints import CheckpointError, VerifierKey, parse_verifier_key
+from flowledger.domain.display import counted
 from flowledger.domain.proofs import ProofFailure, check
 
 
@@ -54,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"proof FAILED: {exc}")
         return 1
     cp = proven.checkpoint
-    print(f"proof ok: {proven.what}, in {cp.origin} at {cp.size} events, signed by {key.name}")
+    print(
+        f"proof ok: {proven.what}, in {cp.origin} at {counted(cp.size, 'event')}, "
+        f"signed by {key.name}"
+    )
     return 0
 
 

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 FAILED = 1  # a check found a problem, a source failed, or the person answered no
 BAD_INPUT = 2  # an option, an argument or a setting is wrong, or the ledger cannot be opened
 NOT_FOUND = 3  # the operation, hold, source, token or row named is not there
+CONFLICT = 4  # someone else got there first: the hold was resolved before this action
 EXIT_CODES = (
     "Exit codes: 0 done; 1 a check failed (verify, sources check, a sync) or the answer was "
     "no; 2 bad input (an option, a setting, a database that cannot be opened); 3 not found "
-    "(the operation, hold, source or token named)."
+    "(the operation, hold, source or token named); 4 someone else got there first (the hold "
+    "was resolved before your action)."
 )
 
 # `-h` as well as `--help`, on every command and group (their contexts inherit it).
@@ -202,8 +204,10 @@ def one_line_errors(fn: F) -> F:
             pydantic = sys.modules.get("pydantic")
             if pydantic is None or not isinstance(exc, pydantic.ValidationError):
                 raise
+            from flowledger.config import in_our_words
+
             err = exc.errors()[0]
-            die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {err['msg']}")
+            die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {in_our_words(err)}")
 
     return wrapper  # type: ignore[return-value]
 
@@ -218,14 +222,15 @@ def one_of(option: str, value: str | None, allowed: Collection[str], code: int =
 
 
 def json_default(value: Any) -> Any:
-    """A value JSON has no type for: a time as ISO 8601."""
+    """A value JSON has no type for: a time as every JSON gives it (ISO 8601 in UTC,
+    :func:`flowledger.domain.times.for_machines`)."""
     if isinstance(value, datetime):
-        return value.isoformat()
+        return times.for_machines(value)
     raise TypeError(type(value).__name__)
 
 
 def echo_json(value: Any) -> None:
-    """``value`` as every ``--json`` prints it: indented, times in ISO 8601."""
+    """``value`` as every ``--json`` prints it: indented, times in ISO 8601 in UTC."""
     typer.echo(json.dumps(value, default=json_default, indent=2))
 
 
@@ -241,7 +246,7 @@ def parse_since(value: str | None, now: datetime, option: str = "--since") -> da
         die(f"{option} {value!r}: {exc}; give {times.PAST_FORMS}")
         raise  # unreachable: die exits
     if when > now:
-        die(f"{option} {value!r} is in the future ({when:%Y-%m-%d %H:%M} UTC); give a past time")
+        die(f"{option} {value!r} is in the future ({times.for_people(when)}); give a past time")
     return when
 
 

@@ -16,6 +16,7 @@ import typer
 
 from flowledger.cli.common import (
     BAD_INPUT,
+    CONFLICT,
     FAILED,
     NOT_FOUND,
     Command,
@@ -68,13 +69,15 @@ def list_holds(
     ),
     as_json: JsonOption = False,
 ) -> None:
-    """The open holds, soonest deadline first: what the terminal UI's queue shows."""
-    from flowledger.cli.tables import echo_table
+    """The open holds, soonest deadline first: what the terminal UI's queue shows. A terminal
+    too narrow for every column leaves out STATE, then OWNER, then DETAIL, rather than break
+    a reason, an id or a time; --json and piped output have them all."""
+    from flowledger.cli.tables import echo_table, when
     from flowledger.clock import utcnow
-    from flowledger.domain import Reason, is_overdue
+    from flowledger.domain import HOLD_REASONS, is_overdue
     from flowledger.storage.reads.hold_queue import HoldFilter, hold_queue
 
-    one_of("--reason", reason, {r.value for r in Reason} - {"in_flight", "cancelled"})
+    one_of("--reason", reason, {r.value for r in HOLD_REASONS})
     flt = HoldFilter.of(reason=reason, owner=owner, overdue=overdue)
     now = utcnow()
     found: list[dict[str, Any]] = []
@@ -99,14 +102,15 @@ def list_holds(
                 h["operation_id"] or f"source {h['source'] or '-'}",
                 h["operation_state"],
                 h["owner"],
-                ("OVERDUE " if is_overdue(h["deadline"], now) else "")
-                + h["deadline"].strftime("%Y-%m-%d %H:%M:%S"),
+                ("OVERDUE " if is_overdue(h["deadline"], now) else "") + when(h["deadline"]),
                 h["detail"],
             )
             for h in found
         ],
-        header=("ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE (UTC)", "DETAIL"),
+        header=("ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE", "DETAIL"),
         right={0},
+        free={6},  # only the detail may break a word
+        drop=(3, 4, 6),  # a narrow terminal does without STATE, then OWNER, then DETAIL
     )
 
 
@@ -215,7 +219,7 @@ def hold_action(
             values = _extended(values, deadline, hold["deadline"], utcnow())
         refused = actions.closed(hold)
         if refused is not None:
-            die(actions.failure(refused))
+            die(actions.failure(refused), CONFLICT)
         said = actions.refused(action, hold)
         if said is not None:
             die(said)
@@ -226,12 +230,21 @@ def hold_action(
         try:
             actions.call(ledger_for(store), action, hold_id, who, values).run()
         except actions.REFUSALS as exc:
-            die(actions.failure(exc), NOT_FOUND if isinstance(exc, LookupError) else BAD_INPUT)
+            die(actions.failure(exc), _exit_code(exc))
         after = read_hold(store, hold_id)
     if as_json:
         echo_json(_as_listed(after or {}))
     else:
         typer.echo(f"Hold {hold_id} {actions.done(action, values, who)}.")
+
+
+def _exit_code(refusal: Exception) -> int:
+    """A refused action's exit code: the hold resolved first, a name not found, or the rest."""
+    from flowledger.services.actions import lost_race
+
+    if lost_race(refusal):
+        return CONFLICT
+    return NOT_FOUND if isinstance(refusal, LookupError) else BAD_INPUT
 
 
 def _values(given: dict[str, str | None], note: str, now: datetime) -> Values:

@@ -30,6 +30,8 @@ from flowledger.cli.common import (
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
+from flowledger.domain.display import counted
+from flowledger.domain.times import for_machines
 
 if TYPE_CHECKING:
     from flowledger.storage.reads import chain
@@ -101,7 +103,7 @@ def show(
         echo_json(detail.__dict__)
         return
     op = detail.operation
-    typer.echo(f"operation  {printable(op['operation_id'])}  (times in UTC)")
+    typer.echo(f"operation  {printable(op['operation_id'])}")
     # The deadline is the current attempt's, to confirm by: once it is no longer dispatching,
     # it is past business.
     times = [k for k in TIMES if k != "deadline" or op["state"] == "dispatching"]
@@ -269,11 +271,12 @@ def _report_chain(result: chain.VerifyResult) -> None:
     elif not result.ok:
         typer.echo(
             f"chain BROKEN at seq {result.bad_seq}: {result.problem} "
-            f"({result.checked} events good before it)"
+            f"({counted(result.checked, 'event')} good before it)"
         )
     else:
         typer.echo(
-            f"chain ok: {result.checked} events, head seq {result.head_seq} hash {result.head_hash}"
+            f"chain ok: {counted(result.checked, 'event')}, head seq {result.head_seq} "
+            f"hash {result.head_hash}"
         )
     if result.ok and result.expected_seq is not None:
         since = result.head_seq - result.expected_seq
@@ -285,8 +288,7 @@ def _report_chain(result: chain.VerifyResult) -> None:
         typer.echo(
             "expected head ok: it is the head"
             if since == 0
-            else f"expected head ok: it is {which}, "
-            f"{since} event{'s' if since != 1 else ''} appended since"
+            else f"expected head ok: it is {which}, {counted(since, 'event')} appended since"
         )
 
 
@@ -294,15 +296,19 @@ def _report_anchors(found: AnchorCheck) -> None:
     for problem in found.problems:
         typer.echo(f"anchor MISMATCH: {printable(problem)}")
     if found.ok:
-        typer.echo(f"anchors ok: {found.checked} published heads found in the chain")
+        typer.echo(f"anchors ok: {counted(found.checked, 'published head')} found in the chain")
     else:
-        typer.echo(f"anchors: {len(found.problems)} of {found.checked} published heads disagree")
+        typer.echo(
+            f"anchors: {len(found.problems)} of {counted(found.checked, 'published head')} "
+            + ("disagrees" if len(found.problems) == 1 else "disagree")
+        )
 
 
 def _shown(value: Any) -> str:
-    """A compared value: a time in ISO 8601, anything else as Python writes it (strings
-    quoted, so that ``'None'`` and ``None`` differ), escaped for the terminal."""
-    return printable(value.isoformat() if isinstance(value, datetime) else repr(value))
+    """A compared value: a time in ISO 8601 (to the microsecond a difference may be in),
+    anything else as Python writes it (strings quoted, so that ``'None'`` and ``None``
+    differ), escaped for the terminal."""
+    return printable(for_machines(value) if isinstance(value, datetime) else repr(value))
 
 
 def _report_deep(found: DeepResult) -> None:
@@ -316,15 +322,15 @@ def _report_deep(found: DeepResult) -> None:
                 f"{_shown(f.stored)}, the events say {_shown(f.expected)}"
             )
     if found.more:
-        typer.echo(f"... and {found.more} more differences")
+        typer.echo(f"... and {counted(found.more, 'more difference')}")
     summary = (
-        f"{found.events} events replayed against {found.operations} operations and "
-        f"{found.holds} holds"
+        f"{counted(found.events, 'event')} replayed against "
+        f"{counted(found.operations, 'operation')} and {counted(found.holds, 'hold')}"
     )
     if found.ok:
         typer.echo(f"tables ok: {summary}")
     else:
-        typer.echo(f"tables: {len(found.findings) + found.more} differences ({summary})")
+        typer.echo(f"tables: {counted(len(found.findings) + found.more, 'difference')} ({summary})")
 
 
 @app.command()

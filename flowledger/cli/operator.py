@@ -19,6 +19,7 @@ from flowledger.cli.common import (
     parse_since,
 )
 from flowledger.clock import utcnow
+from flowledger.domain.display import counted
 from flowledger.storage.problems import LedgerError
 
 DEMO_DB = "./var/demo.db"  # where `demo` builds its ledger unless told
@@ -153,7 +154,10 @@ def demo(
         counts = demo_data.demo_counts(store)
     finally:
         store.dispose()
-    held = f"{counts['operations']} operations, {counts['open_holds']} open holds"
+    held = (
+        f"{counted(counts['operations'], 'operation')}, "
+        f"{counted(counts['open_holds'], 'open hold')}"
+    )
     if built:
         typer.echo(f"demo ledger at {db}: {held} (made-up data)")
     else:

@@ -22,7 +22,7 @@ from flowledger.cli.common import (
     opened,
     settings,
 )
-from flowledger.cli.tables import echo_table
+from flowledger.cli.tables import echo_table, when
 
 token_app = typer.Typer(
     cls=Group,
@@ -128,9 +128,9 @@ def token_list(db: DbOption = None, as_json: JsonOption = False) -> None:
                 r["name"],
                 r["scope"],
                 "yes" if r["signing"] else "no",
-                f"{r['created_at']:%Y-%m-%d %H:%M}",
-                f"{r['last_used_at']:%Y-%m-%d %H:%M}" if r["last_used_at"] else "never",
-                f"revoked {r['revoked_at']:%Y-%m-%d %H:%M}" if r["revoked_at"] else "active",
+                when(r["created_at"]),
+                when(r["last_used_at"]) if r["last_used_at"] else "never",
+                f"revoked {when(r['revoked_at'])}" if r["revoked_at"] else "active",
             )
             for r in rows
         ),

@@ -21,6 +21,7 @@ from flowledger.cli.common import (
     settings,
 )
 from flowledger.cli.tables import echo_table
+from flowledger.domain.display import counted
 
 if TYPE_CHECKING:
     from flowledger.config import FileConfig
@@ -94,7 +95,7 @@ def sweep(db: DbOption = None, once: OnceOption = False) -> None:
     cfg = load_config()
     with opened(db) as store:
         result = Sweep(ledger_for(store, file=cfg), cfg.sweep, cfg.sources).run()
-        typer.echo(f"sweep opened {result.total} hold{'' if result.total == 1 else 's'}")
+        typer.echo(f"sweep opened {counted(result.total, 'hold')}")
         echo_table(
             [(reason, count) for reason, count in sorted(result.opened.items()) if count],
             indent=2,
@@ -141,8 +142,9 @@ def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
     with opened(db) as store:
         done = housekeeping.clean(store)
     typer.echo(
-        f"removed {done.idempotency_keys} expired idempotency keys, "
-        f"{done.delivered_alerts} delivered alerts, {done.signatures} expired signatures"
+        f"removed {counted(done.idempotency_keys, 'expired idempotency key')}, "
+        f"{counted(done.delivered_alerts, 'delivered alert')}, "
+        f"{counted(done.signatures, 'expired signature')}"
     )
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,16 +27,34 @@ from flowledger.cli.common import (
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.clock import utcnow
 from flowledger.connectors.base import STATUSES
+from flowledger.domain.display import counted
 
 if TYPE_CHECKING:
     from flowledger.config import FileConfig, SourceConfig
     from flowledger.services.ledger import Ledger
     from flowledger.sync import SyncReport
 
+# What `sources` shows as a source's STATUS (the last sync's outcome, as stored), and what
+# each means.
+SOURCE_STATUSES = {
+    "new": "configured, never synced yet",
+    "ok": "the last sync succeeded",
+    "error": "the last sync failed; the next one tries again",
+    "stopped": "the last sync met what a person must fix (a refused API key, no API at the "
+    "base URL, a malformed answer, a missing setting)",
+    "unconfigured": "in the ledger, no longer in flowledger.toml",
+}
+
 sources_app = typer.Typer(
     cls=Group,
     rich_markup_mode=None,
     help="Configured workflow-tool instances and how their sync stands.",
+    # \b: click keeps the paragraph's lines as they are.
+    epilog="\b\nSTATUS, as `flowledger sources` shows it (LAST ERROR says why it is not ok):\n"
+    + "\n".join(
+        textwrap.fill(f"{name}: {meaning}", 78, initial_indent="  ", subsequent_indent="    ")
+        for name, meaning in SOURCE_STATUSES.items()
+    ),
 )
 app.add_typer(sources_app, name="sources")
 
@@ -218,7 +237,7 @@ def _run_one(ledger: Ledger, cfg: SourceConfig, reconcile: bool | None) -> SyncR
 
 def _summary(r: SyncReport) -> str:
     counts = (
-        f"{r.pages} pages, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
+        f"{counted(r.pages, 'page')}, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
         f"{r.gone} gone, {r.linked} linked"
         + (f", reconciled ({r.recovered} recovered)" if r.reconciled else "")
         + (f", waited {r.waited:.0f}s" if r.waited else "")

@@ -35,3 +35,9 @@ def visible(value: object) -> str:
 def has_unsafe(value: str) -> bool:
     """Whether ``value`` holds a character :func:`visible` would escape."""
     return UNSAFE.search(value) is not None
+
+
+def counted(n: int, noun: str, nouns: str | None = None) -> str:
+    """``n`` and its noun, singular for one and plural otherwise: ``1 hold``, ``0 holds``,
+    ``2 holds`` (``nouns`` when the plural is not the noun and an s)."""
+    return f"{n} {noun if n == 1 else (nouns or noun + 's')}"

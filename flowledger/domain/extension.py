@@ -3,13 +3,14 @@ share (the services apply it in the transaction that writes the new deadline).""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from flowledger.domain.model import IllegalTransition
+from flowledger.domain.times import for_people
 
 
 def _shown(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return for_people(value)
 
 
 def extended_deadline(

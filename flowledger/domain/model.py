@@ -47,6 +47,9 @@ class Reason(enum.StrEnum):
     CANCELLED = "cancelled"
 
 
+# Every reason a hold can have, in the order above (the last two are answers only).
+HOLD_REASONS = tuple(r for r in Reason if r not in (Reason.IN_FLIGHT, Reason.CANCELLED))
+
 BLOCKING_REASONS = frozenset(
     {Reason.UNKNOWN_OUTCOME, Reason.EXECUTION_FAILED, Reason.RECEIPT_CONFLICT}
 )

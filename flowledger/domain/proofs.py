@@ -17,6 +17,7 @@ from typing import Any
 
 from flowledger.domain import merkle
 from flowledger.domain.checkpoints import Checkpoint, CheckpointError, VerifierKey, open_checkpoint
+from flowledger.domain.display import counted
 from flowledger.domain.hashing import chain_hash
 
 INCLUSION = "flowledger-inclusion-proof/1"
@@ -119,7 +120,9 @@ def _check_inclusion(doc: dict[str, Any], key: VerifierKey) -> Proven:
                 f"event {seq}: its content does not match its hash: the event was altered"
             )
         if seq > cp.size:
-            raise ProofFailure(f"event {seq} is beyond the checkpoint's {cp.size} events")
+            raise ProofFailure(
+                f"event {seq} is beyond the checkpoint's {counted(cp.size, 'event')}"
+            )
         try:
             leaf = merkle.event_leaf(ev["hash"])
         except ValueError:
@@ -132,7 +135,7 @@ def _check_inclusion(doc: dict[str, Any], key: VerifierKey) -> Proven:
                 f"event {seq} is not in the log the checkpoint signs ({exc}): the event, or "
                 "the log before it, was changed or removed since"
             ) from None
-    return Proven(cp, f"{len(events)} events of operation {operation_id!r}")
+    return Proven(cp, f"{counted(len(events), 'event')} of operation {operation_id!r}")
 
 
 def _check_consistency(doc: dict[str, Any], key: VerifierKey) -> Proven:
@@ -152,4 +155,4 @@ def _check_consistency(doc: dict[str, Any], key: VerifierKey) -> Proven:
             f"the new checkpoint does not extend the old ({exc}): the log was forked, or "
             f"events up to {old.size} were rewritten or removed"
         ) from None
-    return Proven(new, f"the log at {old.size} events is a prefix of it")
+    return Proven(new, f"the log at {counted(old.size, 'event')} is a prefix of it")

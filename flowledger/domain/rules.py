@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from flowledger.domain.causes import new_hold
+from flowledger.domain.display import counted
 from flowledger.domain.model import (
     DEFAULT_DISPATCH_DEADLINE,
     DEFAULT_MAX_ATTEMPTS,
@@ -143,7 +144,7 @@ def dispatch(
             op,
             new_hold(
                 Reason.MAX_ATTEMPTS,
-                f"{op.attempt - unsent} attempts used of {op.max_attempts}",
+                f"{counted(op.attempt - unsent, 'attempt')} used of {op.max_attempts}",
                 operation_id=op.operation_id,
                 attempt=op.attempt,
             ),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from flowledger.domain.causes import new_hold
+from flowledger.domain.display import counted
 from flowledger.domain.model import NewHold, Reason
 
 # Execution statuses that mean "the run ended badly": the write may or may not have happened.
@@ -76,7 +77,7 @@ def source_stale_hold(
     return new_hold(
         Reason.SOURCE_STALE,
         f"source {name} last synced successfully: {since} "
-        f"({intervals} intervals of {interval.total_seconds():g}s passed)",
+        f"({counted(intervals, 'interval')} of {interval.total_seconds():g}s passed)",
         source=name,
         since=since,
     )

@@ -1,4 +1,12 @@
-"""A time as a person types it: one reading for the terminal UI's deadlines and the CLI's
+"""A time as a person reads it and as a person types it.
+
+Written, a time has one form for people and one for machines, each made in one place:
+:func:`for_people` (``2026-11-02 14:20:00 UTC``: the CLI's tables and sentences, the messages of
+the services) and :func:`for_machines` (ISO 8601 in UTC, ``2026-11-02T14:20:00+00:00``, with the
+second's fraction when it has one: every ``--json``, every JSON answer of the API, the alerts),
+the form the events' data stores its times in, so that one JSON object never mixes two.
+
+Read, one reading for the terminal UI's deadlines and the CLI's
 ``--since``, given the current time and the time zone that clock times and naive ISO times are
 in (the ledger shows UTC, and passes it).
 
@@ -34,6 +42,24 @@ PAST_FORMS = (
     "-2h or 2h (two hours ago), -30m, 1d, 8am or 18:00 (the last one), yesterday 18:00, or ISO "
     "8601 such as 2026-11-02T08:00+01:00 (UTC unless it names its offset)"
 )
+
+
+def _utc(value: datetime) -> datetime:
+    """``value`` in UTC (a naive time is taken as UTC, as the ledger stores times)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def for_people(value: datetime | None) -> str:
+    """A time as people read it everywhere the ledger prints one: ``2026-11-02 14:20:00 UTC``
+    (to the second); ``-`` for none."""
+    return "-" if value is None else _utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def for_machines(value: datetime) -> str:
+    """A time as every JSON the ledger writes gives it: ISO 8601 in UTC with ``+00:00``
+    (``2026-11-02T14:20:00+00:00``, ``…:00.250000+00:00`` with a fraction), the form of the
+    times in the events' data."""
+    return _utc(value).isoformat()
 
 
 class Unreadable(ValueError):

@@ -17,7 +17,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from flowledger.clock import Clock, utcnow
-from flowledger.domain import State
+from flowledger.domain import HOLD_REASONS, State
 from flowledger.storage.engine import Store
 from flowledger.storage.reads import gauges, records
 
@@ -64,7 +64,12 @@ class LedgerCollector(Collector):
             "state",
             {s.value: by_state.get(s.value, 0) for s in State},
         )
-        yield _labelled("flowledger_holds_open", "Open holds by reason", "reason", by_reason)
+        yield _labelled(
+            "flowledger_holds_open",
+            "Open holds by reason (every reason a hold can have, 0 when none is open)",
+            "reason",
+            {r.value: by_reason.get(r.value, 0) for r in HOLD_REASONS},
+        )
         yield GaugeMetricFamily(
             "flowledger_holds_overdue", "Open holds past their deadline", value=overdue
         )

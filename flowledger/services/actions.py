@@ -16,6 +16,7 @@ from typing import Any
 
 from flowledger import domain
 from flowledger.domain import DECISIONS, IllegalTransition, OpenHold, Reason, State
+from flowledger.domain.times import for_people
 from flowledger.services.call import Call
 from flowledger.services.holds import already_resolved
 from flowledger.services.ledger import Ledger
@@ -106,18 +107,19 @@ def closed(hold: dict[str, Any]) -> IllegalTransition | None:
     )
 
 
+def lost_race(exc: Exception) -> bool:
+    """Whether the services refused an action because the hold was resolved first."""
+    return isinstance(exc, IllegalTransition) and exc.code == "already_resolved"
+
+
 def failure(exc: Exception) -> str:
     """What the services' refusal of an action says to a person: nothing changed."""
-    if isinstance(exc, IllegalTransition) and exc.code == "already_resolved":
+    if lost_race(exc):
         return f"Someone else got there first: {exc}. Nothing changed."
     return f"Refused, nothing changed: {exc}"
 
 
 REFUSALS = (IllegalTransition, InvalidInput, NotFound)
-
-
-def _at(value: datetime | None) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
 def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
@@ -155,7 +157,7 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
         return f"Hold {hold['id']} closes as seen; {stays}." + overdue
     if name == "reapprove":
         version = repr(v.version) if v.version else "its processing version"
-        until = f"until {_at(v.expires_at)} UTC" if v.expires_at else "with no expiry"
+        until = f"until {for_people(v.expires_at)}" if v.expires_at else "with no expiry"
         return (
             f"Operation {op} (now {state}) is approved again for {version}, {until}: its next "
             "dispatch goes ahead even if the approval it carries expired or names another "
@@ -172,8 +174,8 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
         return f"The hold is assigned to {v.owner}."
     if name == "extend":
         return (
-            f"The hold's deadline moves later, from {_at(hold.get('deadline'))} to "
-            f"{_at(v.deadline)} UTC."
+            f"The hold's deadline moves later, from {for_people(hold.get('deadline'))} to "
+            f"{for_people(v.deadline)}."
         )
     return "The note is added to the hold's record."
 
@@ -184,7 +186,7 @@ def done(name: str, v: Values, operator: str) -> str:
     if name == "assign":
         did = f"assigned to {v.owner}"
     elif name == "extend":
-        did = f"deadline is now {_at(v.deadline)} UTC"
+        did = f"deadline is now {for_people(v.deadline)}"
     else:
         did = ACTIONS[name].done
     return f"{did} by {operator}"

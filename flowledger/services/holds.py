@@ -18,6 +18,7 @@ from flowledger.domain import Change, IllegalTransition, OpenHold, Reason, Resol
 from flowledger.domain.chain import data_time
 from flowledger.domain.extension import extended_deadline
 from flowledger.domain.redact import Secrets, redact
+from flowledger.domain.times import for_people
 from flowledger.services import outbox
 from flowledger.services.port import Tx
 from flowledger.services.values import Answer, HoldTarget, InvalidInput, NotFound
@@ -165,8 +166,7 @@ def already_resolved(
 ) -> IllegalTransition:
     """The refusal of any action on a hold that is closed already."""
     return IllegalTransition(
-        f"hold {hold_id} was already resolved by {by} ({resolution}) at "
-        f"{when:%Y-%m-%d %H:%M:%S} UTC",
+        f"hold {hold_id} was already resolved by {by} ({resolution}) at {for_people(when)}",
         code="already_resolved",
     )
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from flowledger.domain import Reason
+from flowledger.domain.times import for_machines
 
 
 def target_of(url: str) -> str:
@@ -64,8 +65,8 @@ class HoldAlert:
                 "execution_id": self.execution_id,
                 "source": self.source,
                 "detail": self.detail,
-                "opened_at": self.opened_at.isoformat(),
-                "deadline": self.deadline.isoformat(),
+                "opened_at": for_machines(self.opened_at),
+                "deadline": for_machines(self.deadline),
                 "refers_to": self.refers_to,
             },
         }

@@ -54,4 +54,4 @@ def test_a_head_queued_before_a_crash_reaches_the_file_once_and_the_urls_once(
         text=True,
         timeout=TIMEOUT,
     )
-    assert check.returncode == 0 and "anchors ok: 1 published heads" in check.stdout
+    assert check.returncode == 0 and "anchors ok: 1 published head found" in check.stdout

@@ -240,7 +240,7 @@ def test_heads_go_to_the_alert_urls_through_the_outbox(ledger_url: str) -> None:
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ('[anchors]\nfile = "/"\n', "anchors.file: Value error, anchors file must name a file"),
+        ('[anchors]\nfile = "/"\n', "anchors.file: anchors file must name a file"),
         ('[anchors]\ninterval = "0s"\n', "anchors.interval"),
         ("[anchors]\nalert = true\n", "did you mean 'alerts'?"),
     ],

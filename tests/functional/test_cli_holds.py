@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
-from flowledger.cli.common import NOT_FOUND
+from flowledger.cli.common import CONFLICT, NOT_FOUND
+from flowledger.domain.times import for_people
 from tests.functional.conftest import copy_demo
 
 runner = CliRunner()
@@ -65,12 +68,43 @@ def test_holds_prints_a_table_and_refuses_an_unknown_reason(db: str) -> None:
     assert table.exit_code == 0
     assert table.output.splitlines()[0].split()[:3] == ["ID", "REASON", "OPERATION"]
     assert "unknown_outcome (blocking)" in table.output
+    # Times for people, one form: to the second, in UTC, saying so.
+    assert "OVERDUE 2026-11-02 14:20:00 UTC " in table.output
+    deadlines = re.findall(r"OVERDUE (\S+ \S+ \S+)", table.output)  # the demo's are past
+    assert len(deadlines) == len(table.output.splitlines()) - 1
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", d) for d in deadlines)
     bogus = runner.invoke(app, ["holds", "--db", db, "--reason", "bogus"])
     assert bogus.exit_code == 2
     assert bogus.output.count("\n") == 1
     assert "--reason 'bogus' is not one of: approval_expired, approval_version_mismatch" in (
         bogus.output
     )
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_holds_in_a_terminal_breaks_no_reason_id_state_or_time(
+    db: str, columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flowledger.cli import tables
+
+    listed = _json(["holds", "--db", db, "--json"])
+    monkeypatch.setattr(tables, "_width", lambda: columns)  # a terminal this wide
+    table = runner.invoke(app, ["holds", "--db", db])
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    header = lines[0].split()
+    assert header[:3] == ["ID", "REASON", "OPERATION"] and "DEADLINE" in header
+    words = table.output.split()
+    for hold in listed:
+        assert hold["reason"] in words
+        assert (hold["operation_id"] or hold["source"]) in words
+        if "STATE" in header and hold["operation_state"]:
+            assert hold["operation_state"] in words
+        deadline = datetime.fromisoformat(hold["deadline"])
+        assert set(for_people(deadline).split()) <= set(words)
+    if columns >= 120:
+        assert header == ["ID", "REASON", "OPERATION", "STATE", "OWNER", "DEADLINE", "DETAIL"]
 
 
 def _first(db: str, reason: str) -> int:
@@ -116,6 +150,36 @@ def test_an_unknown_hold_exits_as_an_unknown_operation_does(db: str) -> None:
     show = runner.invoke(app, ["show", "no:such:op", "--db", db])
     assert hold.exit_code == show.exit_code == NOT_FOUND == 3
     assert hold.output == "flowledger: no hold 9999\n"
+
+
+def test_an_action_on_a_hold_someone_resolved_first_exits_as_a_conflict(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_id = _first(db, "unknown_outcome")
+    args = ["hold", str(hold_id), "release", "--note", "not sent", "--db", db, "--yes"]
+    assert runner.invoke(app, args).exit_code == 0
+    late = runner.invoke(app, args)
+    assert late.exit_code == CONFLICT == 4
+    assert late.output.startswith("flowledger: Someone else got there first: ")
+    # The same when the other person's action lands between the hold's read and this one.
+    from flowledger.cli import holds as holds_cli
+    from flowledger.services import actions
+    from flowledger.services.ledger import Ledger
+    from flowledger.storage.engine import open_store
+
+    other = _first(db, "unknown_outcome")
+
+    def meanwhile(yes: bool) -> None:
+        store = open_store(db)
+        try:
+            actions.call(Ledger(store), "release", other, "bob", actions.Values("seen")).run()
+        finally:
+            store.dispose()
+
+    monkeypatch.setattr(holds_cli, "_can_ask", meanwhile)
+    raced = runner.invoke(app, ["hold", str(other), "release", "--note", "n", "--db", db, "--yes"])
+    assert raced.exit_code == CONFLICT, raced.output
+    assert "Someone else got there first" in raced.output
 
 
 def _answer_on_a_terminal(db: str, hold_id: int, answer: bytes) -> tuple[int, str, str]:

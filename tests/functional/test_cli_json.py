@@ -21,6 +21,7 @@ from flowledger.sync import connect
 from tests.functional.conftest import copy_demo
 from tests.support.cli import N8N_SOURCE, cli_workdir
 from tests.support.fakes.n8n import KEY, FakeN8n
+from tests.support.times import odd_times, times_in
 
 runner = CliRunner()
 
@@ -170,3 +171,17 @@ def test_token_list_json_names_each_token_and_never_shows_one(
         for key, value in row.items():
             expected = value.isoformat() if isinstance(value, datetime) else value
             assert shown[key] == expected
+
+
+def test_every_time_in_json_output_is_written_one_way(db: str) -> None:
+    shown = answer("show", "demo:payout:P-2202:transfer", "--db", db, "--json")
+    documents = [
+        shown,
+        answer("holds", "--db", db, "--json"),
+        answer("status", "--db", db, "--json"),
+        answer("token", "list", "--db", db, "--json"),
+    ]
+    for document in documents:
+        assert odd_times(document) == []
+    assert len(list(times_in(shown))) > 10
+    assert shown["operation"]["deadline"] == shown["events"][0]["data"]["deadline"]

@@ -152,7 +152,7 @@ def test_an_unknown_source_or_none_configured_is_one_line(n8n: FakeN8n, tmp_path
 @pytest.mark.parametrize(
     ("bad", "key"),
     [
-        (CONFIG.replace('"n8n"', '"zapier"'), "sources.0.kind: Value error, unknown source kind"),
+        (CONFIG.replace('"n8n"', '"zapier"'), "sources.0.kind: unknown source kind"),
         (CONFIG.replace("n8n.test", "n8n.test:99999"), "sources.0.base_url"),
         (CONFIG.replace("n8n.test", "[::1"), "sources.0.base_url"),
         (
@@ -174,7 +174,7 @@ def test_a_bad_source_is_one_line_and_writes_nothing(
 
 
 def _sources_row(name: str) -> dict[str, str]:
-    """``flowledger sources`` as columns by header, for one source (times are two words)."""
+    """``flowledger sources`` as columns by header, for one source (times are three words)."""
     code, out = run("sources")
     assert code == 0, out
     header, *rows = out.splitlines()
@@ -213,6 +213,38 @@ def test_sources_shows_the_last_attempt_apart_from_the_last_success(
     )
     assert run("sync", "--once")[0] == 1
     failed = _sources_row("prod-n8n")
-    assert (ok["attempt"], ok["success"]) == ("2026-11-02 02:00:00", "2026-11-02 02:00:00")
-    assert (failed["attempt"], failed["success"]) == ("2026-11-02 03:00:00", ok["success"])
+    assert (ok["attempt"], ok["success"]) == ("2026-11-02 02:00:00 UTC", "2026-11-02 02:00:00 UTC")
+    assert (failed["attempt"], failed["success"]) == ("2026-11-02 03:00:00 UTC", ok["success"])
     assert "cannot reach n8n" in failed["error"]
+
+
+def test_each_status_sources_shows_is_explained_in_its_help(
+    n8n: FakeN8n, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def status() -> str:
+        code, out = run("sources", "--json")
+        assert code == 0, out
+        return str(next(s["status"] for s in json.loads(out) if s["name"] == "prod-n8n"))
+
+    seen = [status()]  # configured, never synced
+    n8n.api_key = "another"
+    run("sync", "--once")
+    seen.append(status())
+    n8n.api_key = KEY
+    run("sync", "--once")
+    seen.append(status())
+    monkeypatch.setattr(
+        connect, "make_client", lambda cfg: httpx.Client(transport=httpx.MockTransport(refused))
+    )
+    run("sync", "--once")
+    seen.append(status())
+    assert seen == ["new", "stopped", "ok", "error"]
+    code, text = run("sources", "-h")
+    assert code == 0
+    explained = dict(
+        line.strip().split(": ", 1)
+        for line in text.split("STATUS, as")[1].splitlines()[1:]
+        if line.startswith("  ") and not line.startswith("     ")
+    )
+    assert explained["new"] == "configured, never synced yet"
+    assert set(seen) | {"unconfigured"} <= set(explained)

@@ -328,3 +328,18 @@ def test_a_checkpoint_of_another_ledger_is_refused(db: str, signer: Signer, tmp_
     store.dispose()
     with pytest.raises(LedgerError, match="not of this ledger"):
         operation_proof(other, "invoice:1", checkpoint(db, signer))
+
+
+def test_a_proof_of_one_event_says_so_in_the_singular(
+    db: str, signer: Signer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = open_store(db)
+    try:
+        Ledger(store, clock=FakeClock()).dispatch("invoice:4", req("exec-4")).run("token:n8n")
+    finally:
+        store.dispose()
+    doc = operation_proof(db, "invoice:4", checkpoint(db, signer))
+    doc["_path"] = str(Path(db).parent / "proof.json")
+    code, said = check(doc, signer, capsys)
+    assert code == 0, said
+    assert said.startswith("proof ok: 1 event of operation 'invoice:4', in flowledger/"), said

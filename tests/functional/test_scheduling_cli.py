@@ -40,6 +40,20 @@ def test_sweep_once_opens_due_holds_and_reports_them(
     assert "sweep opened 0 holds" in again.output
 
 
+def test_the_sweeps_log_counts_one_hold_in_the_singular(
+    store: Store, config: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from flowledger.config import load_config
+    from flowledger.scheduled.sweep import Sweep
+
+    cfg = load_config()
+    ledger = Ledger(store)
+    ledger.dispatch("op-1", req(deadline=utcnow() - timedelta(seconds=1))).run("wf")
+    with caplog.at_level("INFO", logger="flowledger.scheduled.sweep"):
+        Sweep(ledger, cfg.sweep, cfg.sources).run()
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["sweep opened 1 hold"]
+
+
 def test_jobs_without_once_point_at_run(store: Store, db_url: str, config: Path) -> None:
     for job in ("sweep", "alerts", "housekeeping"):
         result = runner.invoke(app, [job, "--db", db_url])
@@ -67,6 +81,49 @@ def test_bad_scheduling_settings_are_one_line_errors(
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
     assert result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("toml", "env", "said"),
+    [
+        (
+            '[sweep]\ninterval = "soon"\n',
+            {},
+            "sweep.interval: 'soon' is not a duration (use e.g. '90s', '15m', '24h', '2d')",
+        ),
+        (
+            '[scheduler]\nlease = "0s"\n',
+            {},
+            "scheduler.lease: a duration must be at least 1 microsecond and at most 36500d",
+        ),
+        (
+            "",
+            {"FLOWLEDGER_DISPATCH_DEADLINE_SECONDS": "soon"},
+            "bad setting FLOWLEDGER_DISPATCH_DEADLINE_SECONDS: must be a whole number",
+        ),
+        (
+            "",
+            {"FLOWLEDGER_DISPATCH_DEADLINE_SECONDS": "0"},
+            "bad setting FLOWLEDGER_DISPATCH_DEADLINE_SECONDS: must be at least 1",
+        ),
+    ],
+)
+def test_a_bad_duration_is_said_in_the_ledgers_words_alone(
+    store: Store,
+    db_url: str,
+    config: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    toml: str,
+    env: dict[str, str],
+    said: str,
+) -> None:
+    config.write_text(toml)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = runner.invoke(app, ["sweep", "--once", "--db", db_url])
+    assert result.exit_code == 2
+    assert said in result.output
+    assert "Value error" not in result.output and "Input should" not in result.output
 
 
 @pytest.mark.parametrize("port", ["70000", "-1"])

@@ -279,7 +279,7 @@ def test_a_forged_column_the_request_set_is_named(full_ledger: str, sql: str, fi
     code, out = cli("verify", "--deep", "--db", full_ledger)
     assert code == 1
     assert f"table MISMATCH: {finding}" in out
-    assert "tables: 1 differences" in out
+    assert "tables: 1 difference (" in out
 
 
 @pytest.mark.parametrize(
@@ -299,7 +299,7 @@ def test_a_forged_cause_key_or_first_deadline_of_a_hold_is_named(
     code, out = cli("verify", "--deep", "--db", full_ledger)
     assert code == 1
     assert f"table MISMATCH: hold {hold}: {finding}" in out
-    assert "tables: 1 differences" in out
+    assert "tables: 1 difference (" in out
 
 
 def test_every_operation_and_hold_is_compared_on_what_its_request_set(full_ledger: str) -> None:
@@ -372,4 +372,4 @@ def test_a_chain_written_before_its_events_recorded_these_columns_still_verifies
     code, out = cli("verify", "--deep", "--db", db_url)
     assert code == 1
     assert "table MISMATCH: operation op:g: deadline is 2030-01-01T00:00:00+00:00" in out
-    assert "tables: 1 differences" in out
+    assert "tables: 1 difference (" in out

@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from flowledger.config import SourceConfig, SweepConfig
-from flowledger.domain import FailOutcome
+from flowledger.domain import HOLD_REASONS, FailOutcome
 from flowledger.reports.observability import register
 from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.scheduled.sweep import Sweep
@@ -101,6 +101,11 @@ def test_metrics_match_the_database_after_a_scripted_scenario(
         ).scalar_one()
     ledger.resolve(hold_id, "release", note="the bank has no such payment", operator="ann").run()
     got = samples(registry)
-    assert ("flowledger_holds_open", (("reason", "unknown_outcome"),)) not in got
+    # Every reason has its series, at 0 when none is open, so a rate or an alert on it sees 0.
+    assert got[("flowledger_holds_open", (("reason", "unknown_outcome"),))] == 0
+    assert got[("flowledger_holds_open", (("reason", "receipt_conflict"),))] == 0
+    assert {labels for name, labels in got if name == "flowledger_holds_open"} == {
+        (("reason", r.value),) for r in HOLD_REASONS
+    }
     assert got[("flowledger_operations", (("state", "prepared"),))] == 2
     assert got[("flowledger_holds_overdue", ())] == 0

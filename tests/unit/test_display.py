@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flowledger.domain.display import has_unsafe, visible
+from flowledger.domain.display import counted, has_unsafe, visible
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,9 @@ def test_visible_writes_controls_and_bidi_as_escapes(value: object, shown: str) 
 
 def test_has_unsafe_finds_what_visible_escapes() -> None:
     assert has_unsafe("a\x1bb") and has_unsafe("\u202e") and not has_unsafe("a b é")
+
+
+def test_counted_says_one_in_the_singular_and_the_rest_in_the_plural() -> None:
+    assert [counted(n, "hold") for n in (0, 1, 2)] == ["0 holds", "1 hold", "2 holds"]
+    assert counted(1, "published head") == "1 published head"
+    assert counted(3, "body", "bodies") == "3 bodies"

@@ -130,3 +130,18 @@ def test_an_iso_time_reads_back_as_itself(when: datetime, zone: timezone) -> Non
     assert times.read(when.astimezone(zone).isoformat(), NOW, ahead=False) == when
     naive = when.astimezone(zone).replace(tzinfo=None).isoformat()
     assert times.read(naive, NOW, zone, ahead=True) == when
+
+
+def test_a_time_is_written_one_way_for_people_and_one_for_machines() -> None:
+    from flowledger.domain.times import for_machines, for_people
+
+    east = timezone(timedelta(hours=2))
+    for value in (
+        datetime(2026, 11, 2, 14, 20, 5, 250_000, tzinfo=UTC),
+        datetime(2026, 11, 2, 16, 20, 5, 250_000, tzinfo=east),
+    ):
+        assert for_people(value) == "2026-11-02 14:20:05 UTC"
+        assert for_machines(value) == "2026-11-02T14:20:05.250000+00:00"
+    assert for_machines(datetime(2026, 11, 2, 14, 20, tzinfo=UTC)) == "2026-11-02T14:20:00+00:00"
+    assert for_people(datetime(2026, 11, 2, 14, 20)) == "2026-11-02 14:20:00 UTC"  # naive: UTC
+    assert for_people(None) == "-"

@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from flowledger.domain.display import counted
 from flowledger.scheduled.sweep.batches import Batches
 from flowledger.scheduled.sweep.registry import RULES
 
@@ -37,5 +38,5 @@ class Sweep(Batches):
             spent = time.perf_counter() - started
             result.seconds[reason] = result.seconds.get(reason, 0.0) + spent
         if result.total:
-            log.info("sweep opened %d holds: %s", result.total, result.opened)
+            log.info("sweep opened %s: %s", counted(result.total, "hold"), result.opened)
         return result

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.checkpoints import CheckpointError, origin_of, unverified_checkpoint
+from flowledger.domain.display import counted
 from flowledger.domain.hashing import GENESIS_HASH
+from flowledger.domain.times import for_people
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError
 from flowledger.storage.reads import Connection
@@ -84,7 +86,7 @@ def _check(
             result.checked += 1  # the empty head every ledger had before identities
             continue
         result.checked += 1
-        when = f"{anchor.at:%Y-%m-%d %H:%M:%S} UTC"
+        when = for_people(anchor.at)
         where = f"{path.name} line {number}: head seq {anchor.seq} published {when}"
         have = found.get(anchor.seq)
         if have is None and anchor.seq > result.head_seq:
@@ -115,7 +117,8 @@ def _checkpoint_problem(conn: Connection, anchor: Anchor) -> str | None:
     mine = origin_of(identity(conn)[0])
     if cp.origin != mine or cp.size != anchor.seq:
         return (
-            f"its checkpoint is of {cp.origin} at {cp.size} events, not of {mine} at {anchor.seq}"
+            f"its checkpoint is of {cp.origin} at {counted(cp.size, 'event')}, "
+            f"not of {mine} at {anchor.seq}"
         )
     if tree.root(conn, cp.size) != cp.root:
         return "its checkpoint's root is not the tree's at that size: the tree was rewritten"

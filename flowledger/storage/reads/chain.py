@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from flowledger.domain import merkle
 from flowledger.domain.chain import event_body, head_prefix
+from flowledger.domain.display import counted
 from flowledger.domain.hashing import GENESIS_HASH, chain_hash, is_genesis_of
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import Store
@@ -163,10 +164,10 @@ def _tree_problem(conn: Connection, size: int, rebuilt: bytes) -> str | None:
     try:
         stored = tree.root(conn, size)
     except KeyError as exc:
-        return f"the Merkle tree does not cover the {size} events: {exc.args[0]}"
+        return f"the Merkle tree does not cover the {counted(size, 'event')}: {exc.args[0]}"
     if stored != rebuilt:
         return (
-            f"the Merkle tree's root at {size} events is {stored.hex()}, "
+            f"the Merkle tree's root at {counted(size, 'event')} is {stored.hex()}, "
             f"the events give {rebuilt.hex()}"
         )
     return None

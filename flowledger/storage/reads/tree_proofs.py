@@ -16,6 +16,7 @@ from flowledger.domain.checkpoints import (
     origin_of,
     unverified_checkpoint,
 )
+from flowledger.domain.display import counted
 from flowledger.domain.proofs import b64, consistency_document, inclusion_document
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError, Store
@@ -62,12 +63,12 @@ def _ours(conn: Connection, note: str, what: str) -> Checkpoint:
     size = head(conn)[0]
     if cp.size > size:
         raise LedgerError(
-            f"{what} has {cp.size} events, this ledger {size}: events were removed since"
+            f"{what} has {counted(cp.size, 'event')}, this ledger {size}: events were removed since"
         )
     if tree.root(conn, cp.size) != cp.root:
         raise LedgerError(
-            f"this ledger's tree at {cp.size} events is not {what}'s: the log was rewritten "
-            "or forked since it was signed"
+            f"this ledger's tree at {counted(cp.size, 'event')} is not {what}'s: the log was "
+            "rewritten or forked since it was signed"
         )
     return cp
 
@@ -81,7 +82,8 @@ def operation_proof(store: Store, operation_id: str, note: str) -> dict[str, Any
         events = [_event(conn, row, cp.size) for row in rows if row.seq <= cp.size]
     if not events:
         raise Missing(
-            f"no events of operation {operation_id!r} in the checkpoint's {cp.size} events"
+            f"no events of operation {operation_id!r} "
+            f"in the checkpoint's {counted(cp.size, 'event')}"
         )
     return inclusion_document(note, operation_id, events)
 

@@ -258,7 +258,7 @@ def test_when_a_token_was_last_used_is_written_by_the_receiver_not_by_each_reque
     listed = CliRunner().invoke(app, ["token", "list"], env={"FLOWLEDGER_DB": db_url})
     lines = {line.split()[0]: line for line in listed.output.splitlines()}
     assert lines["read"].split()[-2:] == ["never", "active"]
-    assert f"{used['write']:%Y-%m-%d %H:%M}  active" in lines["write"]
+    assert f"{used['write']:%Y-%m-%d %H:%M:%S} UTC  active" in lines["write"]
 
 
 IDEMPOTENT = {"Idempotency-Key": "k-1"}

@@ -10,6 +10,7 @@ from flowledger.metrics import REGISTRY
 from flowledger.storage.models import Execution, table
 from tests.support.builders import T0, dispatch_body
 from tests.support.receiver import BODY_LIMIT, Api
+from tests.support.times import odd_times, times_in
 
 
 def test_one_operation_with_its_events(api: Api) -> None:
@@ -22,6 +23,25 @@ def test_one_operation_with_its_events(api: Api) -> None:
     assert detail["receipts"][0]["receipt"] == "R-1"
     missing = api.get("/v1/operations/nope")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+def test_every_time_in_an_answer_is_written_one_way(api: Api) -> None:
+    deadline = (T0 + timedelta(hours=1, microseconds=250_000)).isoformat()
+    api.post("/v1/operations/op-1/dispatch", dispatch_body(deadline=deadline))
+    api.post("/v1/operations/op-1/fail", {"outcome": "unknown", "error": "timeout"})
+    answers = [
+        api.get("/v1/operations/op-1").json(),
+        api.get("/v1/operations").json(),
+        api.get("/v1/holds").json(),
+    ]
+    for answer in answers:
+        assert list(times_in(answer)), answer  # the check sees times
+        assert odd_times(answer) == []
+    detail = answers[0]
+    # The events' data as stored, beside the columns: the same form.
+    assert detail["operation"]["deadline"] == detail["events"][0]["data"]["deadline"]
+    assert detail["operation"]["deadline"].endswith(".250000+00:00")
+    assert detail["holds"][0]["opened_at"].endswith("+00:00")
 
 
 def test_operations_by_state_and_hold_in_pages(api: Api) -> None:

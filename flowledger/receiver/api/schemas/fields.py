@@ -13,11 +13,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StringConstraints,
+    WithJsonSchema,
 )
 
 from flowledger.domain import limits
 from flowledger.domain.display import BIDI, CONTROLS
+from flowledger.domain.times import for_machines
 
 MAX_INPUT_DEPTH = 64
 
@@ -61,6 +64,22 @@ def _utc(value: datetime) -> datetime:
         return value.astimezone(UTC)
     except OverflowError:
         raise ValueError("is out of range") from None
+
+
+def _written(value: Any) -> Any:
+    return for_machines(value) if isinstance(value, datetime) else value
+
+
+# A time in an answer: ISO 8601 in UTC as every JSON of the ledger writes it
+# (``2026-11-02T14:20:00+00:00``, :func:`flowledger.domain.times.for_machines`), not pydantic's
+# ``Z``; a date-time in the OpenAPI as before.
+Time = Annotated[
+    datetime,
+    PlainSerializer(for_machines, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
+# A value of a row shown as it is read (an attempt, a receipt, a hold): its times as Time.
+RowValue = Annotated[Any, PlainSerializer(_written, when_used="json")]
 
 
 def _encodable(value: str) -> None:

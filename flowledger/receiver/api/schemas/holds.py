@@ -3,13 +3,12 @@ the values that action needs) and the hold as the ledger keeps it."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from flowledger.domain import limits
-from flowledger.receiver.api.schemas.fields import Accepts, Id, Receipt, Text, When
+from flowledger.receiver.api.schemas.fields import Accepts, Id, Receipt, Text, Time, When
 
 Note = Annotated[
     Text,
@@ -67,11 +66,11 @@ class HoldPublic(BaseModel):
     execution_id: str | None
     source: str | None
     detail: str
-    opened_at: datetime
-    deadline: datetime
+    opened_at: Time
+    deadline: Time
     owner: str | None
     next_action: str | None
-    resolved_at: datetime | None
+    resolved_at: Time | None
     resolved_by: str | None
     resolution: str | None
     resolution_note: str | None

@@ -3,15 +3,16 @@ token."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from flowledger.receiver.api.schemas.fields import RowValue, Time
+
 
 class EventPublic(BaseModel):
     seq: int
-    at: datetime
+    at: Time
     actor: str
     kind: str
     hold_id: int | None
@@ -32,11 +33,11 @@ class OperationPublic(BaseModel):
     source: str | None
     input_ref: str | None
     approval_version: str | None
-    approval_expires_at: datetime | None
+    approval_expires_at: Time | None
     receipt: str | None
-    deadline: datetime | None
-    created_at: datetime
-    updated_at: datetime
+    deadline: Time | None
+    created_at: Time
+    updated_at: Time
 
 
 class OperationPage(BaseModel):
@@ -53,14 +54,14 @@ class ExecutionPublic(BaseModel):
     status: str
     mode: str | None
     final: bool
-    started_at: datetime | None
-    stopped_at: datetime | None
+    started_at: Time | None
+    stopped_at: Time | None
     retry_of: str | None
     retry_success_id: str | None
-    wait_till: datetime | None
-    first_seen_at: datetime
-    last_seen_at: datetime
-    gone_at: datetime | None
+    wait_till: Time | None
+    first_seen_at: Time
+    last_seen_at: Time
+    gone_at: Time | None
 
 
 class LinkedExecutionPublic(ExecutionPublic):
@@ -75,9 +76,9 @@ class LinkedExecutionPublic(ExecutionPublic):
 
 class OperationDetailPublic(BaseModel):
     operation: OperationPublic
-    attempts: list[dict[str, Any]]
-    receipts: list[dict[str, Any]]
-    holds: list[dict[str, Any]]
+    attempts: list[dict[str, RowValue]]
+    receipts: list[dict[str, RowValue]]
+    holds: list[dict[str, RowValue]]
     events: list[EventPublic]
     executions: list[LinkedExecutionPublic] = Field(
         description="The kept executions linked to the operation, each once"
