@@ -53,7 +53,7 @@ from e2e.local_n8n import (
     workdir,
 )
 from e2e.loopback import JsonHandler, Loopback, Target
-from flowledger.n8n_setup import TEMPLATES, fill_template, load_template
+from flowledger.n8n.setup import TEMPLATES, fill_template, load_template
 
 WRITE = "Write to target (your API)"
 WEBHOOK = "Invoice to send"

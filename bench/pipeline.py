@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.baselines import fresh_postgres
-from flowledger.metrics import DB_ROUND_TRIPS
+from flowledger.plumbing.metrics import DB_ROUND_TRIPS
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.tx import Tx

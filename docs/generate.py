@@ -423,7 +423,7 @@ def screenshot(to: Path = SCREENSHOT) -> None:
     import tempfile
     from datetime import UTC, datetime
 
-    from flowledger import demo
+    from flowledger.programs import demo
     from flowledger.services.ledger import Ledger
     from flowledger.storage.migrate import init_ledger
     from flowledger.tui import make_app

@@ -58,7 +58,7 @@ from e2e.n8n.flows import NODE_TYPE, scenario_copy
 from e2e.n8n.scenarios import crash_and_retry, scenarios
 from e2e.n8n.setup_runs import setup_refused, setup_twice
 from e2e.n8n.without_package import without_package
-from flowledger.n8n_setup import TEMPLATES, fill_template, load_template
+from flowledger.n8n.setup import TEMPLATES, fill_template, load_template
 
 
 def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:

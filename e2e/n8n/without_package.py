@@ -14,7 +14,7 @@ from e2e.loopback import Target
 from e2e.n8n.checks import Checks, wait_for
 from e2e.n8n.flows import NODE_TYPE, Flow, once_then_skipped, op_id, open_holds, post, scenario_copy
 from e2e.n8n.setup_runs import SETUP, setup_twice
-from flowledger.n8n_setup import (
+from flowledger.n8n.setup import (
     HEADER_CREDENTIAL_TYPE,
     SETTINGS_NODE,
     TEMPLATES,

@@ -73,8 +73,8 @@ def list_holds(
     too narrow for every column leaves out STATE, then OWNER, then DETAIL, rather than break
     a reason, an id or a time; --json and piped output have them all."""
     from flowledger.cli.tables import echo_table, when
-    from flowledger.clock import utcnow
     from flowledger.domain import HOLD_REASONS, is_overdue
+    from flowledger.plumbing.clock import utcnow
     from flowledger.storage.reads.hold_queue import HoldFilter, hold_queue
 
     one_of("--reason", reason, {r.value for r in HOLD_REASONS})
@@ -187,7 +187,7 @@ def hold_action(
     """Take an action on a hold, as the terminal UI does: each needs a note, asks before it
     acts (unless --yes) and is recorded as an event under your operator name."""
     from flowledger.cli.common import ledger_for
-    from flowledger.clock import utcnow
+    from flowledger.plumbing.clock import utcnow
     from flowledger.services import actions
     from flowledger.storage.reads.hold_queue import hold as read_hold
 

@@ -28,10 +28,10 @@ from flowledger.cli.common import (
     parse_since,
 )
 from flowledger.cli.tables import echo_table, printable, when
-from flowledger.clock import utcnow
 from flowledger.domain.chain import head_prefix
 from flowledger.domain.display import counted
 from flowledger.domain.times import for_machines
+from flowledger.plumbing.clock import utcnow
 
 if TYPE_CHECKING:
     from flowledger.storage.reads import chain

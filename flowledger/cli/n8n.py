@@ -83,7 +83,7 @@ def n8n_setup(
     """Create a write token, the n8n credential and the error workflow in that n8n (each only
     when one of that name is not there yet); print what was made, with ids and links."""
     from flowledger.config import load_config
-    from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
+    from flowledger.n8n.setup import SetupFailed, SetupRequest, setup
     from flowledger.receiver.api.tokens import create_token, list_tokens, revoke_token
 
     file = load_config()

@@ -18,8 +18,8 @@ from flowledger.cli.common import (
     opened,
     parse_since,
 )
-from flowledger.clock import utcnow
 from flowledger.domain.display import counted
+from flowledger.plumbing.clock import utcnow
 from flowledger.storage.problems import LedgerError
 
 DEMO_DB = "./var/demo.db"  # where `demo` builds its ledger unless told
@@ -133,7 +133,7 @@ def demo(
 ) -> None:
     """Build a separate ledger holding a made-up shift, to try the terminal UI. Run again, it
     leaves the demo ledger it built as it is; --fresh builds it again from scratch."""
-    from flowledger import demo as demo_data
+    from flowledger.programs import demo as demo_data
     from flowledger.storage.engine import open_store
     from flowledger.storage.migrate import init_ledger
 

@@ -120,7 +120,7 @@ def proof(
 ) -> None:
     """An operation's events with their inclusion proofs against a checkpoint, or (with
     --consistency) the proof that one checkpoint extends another, as a JSON file that
-    `python -m flowledger.verify_proof FILE --key PUB` checks without the database."""
+    `python -m flowledger.programs.verify_proof FILE --key PUB` checks without the database."""
     from flowledger.storage.reads import tree_proofs as proofs
 
     if (operation_id is None) == (consistency is None):

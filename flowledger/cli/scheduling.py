@@ -53,8 +53,8 @@ def run(
     port: PortOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
-    from flowledger import runner
     from flowledger.config import load_config
+    from flowledger.programs import runner
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.logs import redact_handlers
     from flowledger.storage.engine import hide_password

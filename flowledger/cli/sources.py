@@ -25,9 +25,9 @@ from flowledger.cli.common import (
     opened,
 )
 from flowledger.cli.tables import echo_table, printable, when
-from flowledger.clock import utcnow
 from flowledger.connectors.base import STATUSES
 from flowledger.domain.display import counted
+from flowledger.plumbing.clock import utcnow
 
 if TYPE_CHECKING:
     from flowledger.config import FileConfig, SourceConfig

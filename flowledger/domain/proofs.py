@@ -1,4 +1,4 @@
-"""Proof files: what ``flowledger proof`` writes and ``python -m flowledger.verify_proof``
+"""Proof files: what ``flowledger proof`` writes and ``python -m flowledger.programs.verify_proof``
 checks with no database, the standard library and ``cryptography`` only.
 
 An inclusion proof holds a signed checkpoint and an operation's events, each with what its

@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from flowledger.clock import Clock, utcnow
 from flowledger.domain import HOLD_REASONS, State
+from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.storage.engine import Store
 from flowledger.storage.reads import gauges, records
 

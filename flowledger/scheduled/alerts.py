@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 
-from flowledger.clock import Clock, utcnow
 from flowledger.config import AlertsConfig
-from flowledger.faults import crashpoint
+from flowledger.plumbing.clock import Clock, utcnow
+from flowledger.plumbing.faults import crashpoint
 from flowledger.services.outbox import targets_of
 from flowledger.storage import outbox
 from flowledger.storage.engine import Store

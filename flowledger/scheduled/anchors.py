@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from flowledger.clock import Clock, utcnow
 from flowledger.config import AnchorsConfig
 from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.checkpoints import Signer
-from flowledger.faults import crashpoint
+from flowledger.plumbing.clock import Clock, utcnow
+from flowledger.plumbing.faults import crashpoint
 from flowledger.services.outbox import targets_of
 from flowledger.storage.anchors import queue_new
 from flowledger.storage.engine import LedgerError, Store, sqlite_path

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from flowledger.clock import Clock, utcnow
+from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.storage import keys, signatures
 from flowledger.storage.engine import Store
 from flowledger.storage.housekeeping import delete_delivered_alerts

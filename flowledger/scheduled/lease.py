@@ -17,7 +17,7 @@ import socket
 import uuid
 from datetime import datetime, timedelta
 
-from flowledger.clock import Clock, utcnow
+from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.storage import lease as leases
 from flowledger.storage.engine import Store
 

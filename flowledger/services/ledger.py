@@ -22,7 +22,6 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from flowledger import domain
-from flowledger.clock import Clock, utcnow
 from flowledger.domain import FailOutcome, IllegalTransition, NewHold
 from flowledger.domain.hashing import input_hash as hash_input
 from flowledger.domain.hashing import is_valid_hash
@@ -35,6 +34,7 @@ from flowledger.domain.limits import (
     MAX_RECEIPT_LENGTH,
 )
 from flowledger.domain.redact import NO_SECRETS, Secrets
+from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.services import operations, outbox
 from flowledger.services.call import Call
 from flowledger.services.holds import open_holds as open_hold_rows

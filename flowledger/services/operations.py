@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from flowledger import domain
 from flowledger.domain import FailOutcome, NewHold, OpenHold, Reason
-from flowledger.faults import crashpoint
+from flowledger.plumbing.faults import crashpoint
 from flowledger.services.holds import close_holds
 from flowledger.services.port import Tx
 from flowledger.services.values import Answer, HoldTarget, NotFound

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from flowledger.metrics import DB_ROUND_TRIPS
+from flowledger.plumbing.metrics import DB_ROUND_TRIPS
 from flowledger.storage.engine import ChainHint
 from flowledger.storage.models import time_binder
 from flowledger.storage.sql import Row, bound, pyformat, row_type

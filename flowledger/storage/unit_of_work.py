@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from flowledger.clock import Clock, utcnow
 from flowledger.domain.records import direct_init
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
-from flowledger.faults import crashpoint
+from flowledger.plumbing.clock import Clock, utcnow
+from flowledger.plumbing.faults import crashpoint
 from flowledger.storage import chain, operations
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from flowledger.storage.transaction import SqlTx

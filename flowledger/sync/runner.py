@@ -24,7 +24,7 @@ import httpx
 from flowledger.config import SourceConfig
 from flowledger.connectors.base import Connector, ConnectorError, ExecutionRecord, Page
 from flowledger.connectors.http import public_url
-from flowledger.faults import crashpoint
+from flowledger.plumbing.faults import crashpoint
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.storage import executions, sources
 from flowledger.sync import connect, copies

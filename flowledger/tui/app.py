@@ -19,8 +19,8 @@ from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from flowledger.clock import utcnow
 from flowledger.domain.display import visible
+from flowledger.plumbing.clock import utcnow
 from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
 from flowledger.storage.reads import records as queries

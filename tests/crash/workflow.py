@@ -3,9 +3,9 @@
     python -m tests.crash.workflow DB OPERATION_ID EXECUTION_ID INPUT_JSON TARGET_FILE
 
 The "external system" is TARGET_FILE: each write appends one line and fsyncs, so the test can
-count how many times the effect really happened. Crash points (``flowledger.faults``) fire inside
-the services and at the named places below when ``FLOWLEDGER_CRASH_AT`` says so. Prints the
-ledger's answers as JSON lines.
+count how many times the effect really happened. Crash points (``flowledger.plumbing.faults``)
+fire inside the services and at the named places below when ``FLOWLEDGER_CRASH_AT`` says so.
+Prints the ledger's answers as JSON lines.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from flowledger.faults import crashpoint
+from flowledger.plumbing.faults import crashpoint
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.storage.engine import open_store
 

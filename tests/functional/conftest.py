@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flowledger import demo
+from flowledger.programs import demo
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from flowledger.config import AlertsConfig, AnchorsConfig, FileConfig, load_config
 from flowledger.domain.checkpoints import open_checkpoint
-from flowledger.runner import Runner
+from flowledger.programs.runner import Runner
+from flowledger.programs.verify_proof import main as verify_main
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher
 from flowledger.services.ledger import Ledger
@@ -25,7 +26,6 @@ from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Outbox, table
 from flowledger.storage.reads.tree_proofs import ledger_origin
-from flowledger.verify_proof import main as verify_main
 from tests.support.builders import FakeClock, req
 from tests.support.database import rewrite_chain, truncate_chain
 

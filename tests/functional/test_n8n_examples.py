@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from flowledger.n8n_setup import (
+from flowledger.n8n.setup import (
     CREDENTIAL_PLACEHOLDER,
     ERROR_WORKFLOW_PLACEHOLDER,
     TEMPLATE_LEDGER_URL,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "flowledger" / "n8n_templates"
+EXAMPLES = Path(__file__).resolve().parents[2] / "flowledger" / "n8n" / "templates"
 # Node types and the versions n8n-io/n8n's packages/nodes-base declares for them
 # (HttpRequest/V3, If/V2, ErrorTrigger, NoOp, Webhook, RemoveDuplicates/V2, Slack/V2, Set/V2,
 # Switch/V3, StopAndError), and the Flowledger node of integrations/n8n.

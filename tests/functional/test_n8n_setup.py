@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli import n8n as n8n_cli
 from flowledger.cli.common import app
-from flowledger.n8n_setup import SetupFailed, SetupRequest, setup
+from flowledger.n8n.setup import SetupFailed, SetupRequest, setup
 from flowledger.receiver.api.tokens import list_tokens
 from flowledger.storage.engine import open_store
 from tests.support.cli import N8N_SOURCE, cli_workdir

@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from flowledger import demo
 from flowledger.cli import app
 from flowledger.domain import BLOCKING_REASONS, Reason
+from flowledger.programs import demo
 from flowledger.storage.engine import LedgerError, open_store
 from flowledger.storage.reads import chain
 from flowledger.storage.reads import hold_queue as holds

@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 from flowledger.cli import app
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import consistency_document
+from flowledger.programs.verify_proof import main as verify_main
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key, public_path
 from flowledger.storage.engine import LedgerError, Store, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.reads import tree_proofs as proofs
-from flowledger.verify_proof import main as verify_main
 from tests.support.builders import FakeClock, req
 from tests.support.database import engine_for, rebuild_tree, rewrite_chain, truncate_chain
 
@@ -75,7 +75,7 @@ def verify(doc: dict[str, Any], signer: Signer, tmp_path: Path) -> tuple[int, st
         [
             sys.executable,
             "-m",
-            "flowledger.verify_proof",
+            "flowledger.programs.verify_proof",
             str(path),
             "--key",
             signer.verifier.text(),
@@ -116,7 +116,7 @@ def test_a_proof_verifies_with_no_database_and_nothing_but_cryptography(
     script = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "from flowledger.verify_proof import main\n"
+        "from flowledger.programs.verify_proof import main\n"
         f"code = main([{str(path)!r}, '--key', {signer.verifier.text()!r}])\n"
         "print(sorted({m.split('.')[0] for m in set(sys.modules) - before}))\n"
         "sys.exit(code)\n"

@@ -10,7 +10,7 @@ from datetime import timedelta
 from fastapi import FastAPI
 
 from flowledger.config import FileConfig
-from flowledger.runner import Runner, attach
+from flowledger.programs.runner import Runner, attach
 from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.services.ledger import Ledger
 

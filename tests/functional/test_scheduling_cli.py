@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from flowledger import runner as runner_module
 from flowledger.cli.common import app
+from flowledger.programs import runner as runner_module
 from flowledger.scheduled.housekeeping import expire_idempotency_keys
 from flowledger.services.ledger import Ledger, utcnow
 from flowledger.storage.engine import Store

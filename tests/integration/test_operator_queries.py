@@ -258,7 +258,7 @@ def test_pruned_executions_keep_their_copy_and_say_when(demo_like_store: Store) 
 def demo_like_store(store: Store) -> Store:
     from datetime import UTC, datetime
 
-    from flowledger import demo
+    from flowledger.programs import demo
 
     demo.mark_demo(store)
     demo.build_demo(store, "test", now=datetime(2026, 11, 2, 17, 0, tzinfo=UTC))

@@ -111,5 +111,5 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     assert "flowledger/storage/migrations/env.py" in names
     assert "flowledger/storage/migrations/script.py.mako" in names
     assert "flowledger/tui/flowledger.tcss" in names
-    assert "flowledger/n8n_templates/guarded-write.json" in names
+    assert "flowledger/n8n/templates/guarded-write.json" in names
     assert any(n.startswith("flowledger/storage/migrations/versions/0001") for n in names)

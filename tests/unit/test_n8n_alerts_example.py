@@ -8,7 +8,7 @@ from pathlib import Path
 from flowledger.services.outbox import HoldAlert
 from tests.support.builders import T0
 
-WORKFLOW = Path(__file__).parents[2] / "flowledger" / "n8n_templates" / "alerts.json"
+WORKFLOW = Path(__file__).parents[2] / "flowledger" / "n8n" / "templates" / "alerts.json"
 
 
 def test_the_alerts_workflow_is_a_connected_webhook_dedupe_slack_chain() -> None:

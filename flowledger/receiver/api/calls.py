@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from flowledger.metrics import dispatch_decision
+from flowledger.plumbing.metrics import dispatch_decision
 from flowledger.receiver.api.schemas.hooks import HookPublic, N8nErrorCreate
 from flowledger.receiver.api.schemas.operations import (
     AnswerPublic,

@@ -19,7 +19,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from flowledger.metrics import request_latency
+from flowledger.plumbing.metrics import request_latency
 from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.api.reply import JSON, Reply
 

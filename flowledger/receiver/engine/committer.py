@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from flowledger.metrics import COMMIT_BATCH_SIZE
+from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE
 from flowledger.services.ledger import Ledger
 from flowledger.storage.unit_of_work import Guard, Work
 

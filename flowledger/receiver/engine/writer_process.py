@@ -43,8 +43,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flowledger.clock import utcnow
-from flowledger.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
+from flowledger.plumbing.clock import utcnow
+from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
 from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.errors import as_api_error, unavailable
 from flowledger.receiver.api.reply import Reply

@@ -12,10 +12,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.checkpoints import Signer, open_checkpoint
+from flowledger.programs.verify_proof import main as verify_main
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.reads.tree_proofs import ledger_origin
-from flowledger.verify_proof import main as verify_main
 from tests.support.builders import dispatch_body
 from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
 

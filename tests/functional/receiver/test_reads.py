@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from flowledger.metrics import REGISTRY
+from flowledger.plumbing.metrics import REGISTRY
 from flowledger.storage.models import Execution, table
 from tests.support.builders import T0, dispatch_body
 from tests.support.receiver import BODY_LIMIT, Api

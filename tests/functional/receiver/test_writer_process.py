@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from pydantic import ConfigDict, PrivateAttr
 
 from flowledger.config import ReceiverConfig
-from flowledger.metrics import REGISTRY
+from flowledger.plumbing.metrics import REGISTRY
 from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.api.schemas import DispatchCreate

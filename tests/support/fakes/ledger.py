@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flowledger import domain
-from flowledger.clock import Clock
 from flowledger.domain import OpenHold, Reason, causes
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
+from flowledger.plumbing.clock import Clock
 from flowledger.storage.sql import Row
 from flowledger.storage.tx import Conflict, PendingEvent
 

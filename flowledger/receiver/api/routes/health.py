@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from flowledger.metrics import REGISTRY
+from flowledger.plumbing.metrics import REGISTRY
 from flowledger.receiver.api.deps import StateDep
 from flowledger.receiver.api.errors import RETRY_AFTER, documented
 from flowledger.receiver.api.handlers import error_response

@@ -1,7 +1,7 @@
 """What an auditor's tools read over HTTP: the signed checkpoint of the tree, and an
 operation's events with their inclusion proofs against a new one (the file ``flowledger
-proof`` writes, which ``python -m flowledger.verify_proof`` checks). For read tokens; answered
-only when the receiver has a signing key (``[checkpoints] key``).
+proof`` writes, which ``python -m flowledger.programs.verify_proof`` checks). For read tokens;
+answered only when the receiver has a signing key (``[checkpoints] key``).
 
 Registered before the read routes: ``/operations/{id}/proof`` is this route's, so an
 operation whose id ends in ``/proof`` is read with ``GET /v1/operations/{id}``'s JSON only up

@@ -1,6 +1,6 @@
-"""``python -m flowledger.verify_proof FILE --key PUB``: check a proof file from ``flowledger
-proof`` with no database. It imports the standard library, ``cryptography`` and the pure
-modules it names (``tests/unit/test_verify_proof_imports.py`` holds it to that), so an
+"""``python -m flowledger.programs.verify_proof FILE --key PUB``: check a proof file from
+``flowledger proof`` with no database. It imports the standard library, ``cryptography`` and the
+pure modules it names (``tests/unit/test_verify_proof_imports.py`` holds it to that), so an
 auditor can run it on a machine that has nothing of the ledger but this package.
 
 Exit 0: the file proves what it says; 1: it does not (the line names what broke); 2: the file
@@ -32,7 +32,7 @@ def _key(value: str) -> VerifierKey:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m flowledger.verify_proof",
+        prog="python -m flowledger.programs.verify_proof",
         description="Check a flowledger proof file against the ledger's public key.",
     )
     parser.add_argument("file", type=Path, help="the proof file (from `flowledger proof`)")

@@ -10,7 +10,7 @@ What it makes, each found by name first so that a second run creates nothing twi
 - with ``with_example``, the guarded-write template, linked to that error workflow;
 - for each of ``workflows``, that workflow's error workflow setting.
 
-The templates are the package's data, ``flowledger/n8n_templates`` (the files a person imports
+The templates are the package's data, ``flowledger/n8n/templates`` (the files a person imports
 by hand), read through :mod:`importlib.resources` and their placeholders filled in. Every
 failure is one line naming what to do, and n8n's refusals name the API key's missing scope.
 HTTP only, through an injected ``httpx.Client``.
@@ -40,7 +40,7 @@ SETTINGS_NODE = "Ledger settings"  # the no-install template's one place for the
 TEMPLATE_LEDGER_URL = "http://127.0.0.1:8787"  # what the files say until filled in
 STARTING = "n8n is starting up"
 MAX_PAGES = 40
-TEMPLATES: Traversable = files("flowledger") / "n8n_templates"  # installed with the package
+TEMPLATES: Traversable = files("flowledger") / "n8n" / "templates"  # installed with the package
 # Which file each role takes, with the node package installed and without it.
 TEMPLATE_FILES = {
     (True, "error"): "error-workflow-node.json",

@@ -1,73 +1,18 @@
-"""Configuration: secrets and the database from the environment (``FLOWLEDGER_*``), everything
-else from ``flowledger.toml`` (in the working directory, or where ``FLOWLEDGER_CONFIG`` points).
-
-Secrets stay in the environment: a source names the *variable* that holds its API key
-(``api_key_env``), never the key, so the file can be committed and nothing secret reaches the
-database, logs or events.
-"""
+"""The sections of ``flowledger.toml``, one model each, and the file as a whole
+(:class:`FileConfig`): what each accepts, its bounds and its defaults."""
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
-import re
-import tomllib
-import typing
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from flowledger import domain
-from flowledger.domain.redact import Secrets, secrets_of
-from flowledger.storage.problems import LedgerError, Missing
-
-CONFIG_FILE = "flowledger.toml"
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-MAX_DURATION = timedelta(days=36_500)
-_OUT_OF_RANGE = (
-    f"a duration must be at least 1 microsecond and at most {MAX_DURATION.days}d (100 years)"
-)
-
-
-def parse_duration(value: Any) -> timedelta:
-    """``"90s"``, ``"15m"``, ``"24h"``, ``"2d"``, or a number of seconds: at least a microsecond
-    once rounded (a zero lease or interval would never let a job run) and at most
-    :data:`MAX_DURATION`, so that adding one to a time stays inside the calendar."""
-    if isinstance(value, timedelta):
-        duration = value
-    else:
-        seconds = _seconds(value)
-        # Checked before timedelta() sees it: past its range it raises OverflowError, and NaN
-        # compares false both ways.
-        if not 0 < seconds <= MAX_DURATION.total_seconds():
-            raise ValueError(_OUT_OF_RANGE)
-        duration = timedelta(seconds=seconds)
-    if not timedelta(0) < duration <= MAX_DURATION:
-        raise ValueError(_OUT_OF_RANGE)
-    return duration
-
-
-def _seconds(value: Any) -> float:
-    if isinstance(value, bool):
-        raise ValueError("a duration is a number of seconds or a string such as '15m'")
-    if isinstance(value, int | float):
-        try:
-            return float(value)
-        except OverflowError:  # an integer past any float
-            return math.inf
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"{value!r} is not a duration (use e.g. '90s', '15m', '24h', '2d')")
-    return float(match.group(1)) * _UNITS[match.group(2)]
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+from flowledger.config.durations import Duration
+from flowledger.storage.problems import Missing
 
 
 class _Section(BaseModel):
@@ -288,112 +233,3 @@ class FileConfig(_Section):
                 return s
         known = ", ".join(s.name for s in self.sources) or "none configured"
         raise Missing(f"no source named {name!r} in the configuration ({known})")
-
-
-def config_path() -> Path | None:
-    explicit = os.environ.get("FLOWLEDGER_CONFIG")
-    if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise LedgerError(f"FLOWLEDGER_CONFIG points at {path}, which is not a file")
-        return path
-    local = Path.cwd() / CONFIG_FILE
-    return local if local.is_file() else None
-
-
-def load_config(path: Path | None = None) -> FileConfig:
-    """Read and validate the file; a missing file means the defaults. Errors are one line
-    naming the file and the key."""
-    path = path or config_path()
-    if path is None:
-        return FileConfig()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LedgerError(f"cannot read {path}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise LedgerError(f"{path} is not valid TOML: {exc}") from exc
-    try:
-        return FileConfig.model_validate(raw)
-    except ValueError as exc:
-        errors = getattr(exc, "errors", None)
-        if callable(errors):
-            found = errors()
-            # An unknown key first: a misspelt one also makes the real key "missing".
-            first = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
-            where = ".".join(str(p) for p in first["loc"])
-            if first["type"] == "extra_forbidden":
-                raise LedgerError(f"{path}: {where}: {_unknown_key(first['loc'])}") from exc
-            raise LedgerError(f"{path}: {where}: {in_our_words(first)}") from exc
-        raise LedgerError(f"{path}: {exc}") from exc
-
-
-def in_our_words(err: Any) -> str:
-    """One of pydantic's errors about a setting in the ledger's words: a validator's own
-    sentence (a duration, a URL, a kind) as it raised it, without pydantic's ``Value error,``;
-    a number out of its range or not a number said plainly."""
-    ctx = err.get("ctx") or {}
-    kind = err.get("type")
-    if kind == "value_error" and "error" in ctx:
-        return str(ctx["error"])
-    if kind in ("int_parsing", "int_type", "int_from_float"):
-        return "must be a whole number"
-    if kind in ("float_parsing", "float_type"):
-        return "must be a number"
-    if kind == "greater_than_equal":
-        return f"must be at least {ctx['ge']}"
-    if kind == "less_than_equal":
-        return f"must be at most {ctx['le']}"
-    return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-
-
-def _unknown_key(loc: tuple[str | int, ...]) -> str:
-    """ "unknown key; did you mean …?" with the closest key the file's section takes."""
-    model: Any = FileConfig
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue  # an item of a list of sections: the section's own model
-        field = model.model_fields.get(part)
-        annotation = field.annotation if field is not None else None
-        model = next(
-            (
-                t
-                for t in (annotation, *typing.get_args(annotation))
-                if isinstance(t, type) and issubclass(t, BaseModel)
-            ),
-            None,
-        )
-        if model is None:
-            return "unknown key"
-    known = list(model.model_fields)
-    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
-    if close:
-        return f"unknown key; did you mean {close[0]!r}?"
-    return f"unknown key; this section takes {', '.join(known)}"
-
-
-class Settings(BaseSettings):
-    """The environment's part: the database and the secret."""
-
-    model_config = SettingsConfigDict(env_prefix="FLOWLEDGER_", extra="ignore")
-
-    db: str | None = Field(default=None, description="SQLite path or SQLAlchemy URL")
-    secret: SecretStr | None = Field(
-        default=None, description="key for HMAC input hashes (recommended)"
-    )
-    max_attempts: int | None = Field(default=None, ge=1, le=1000)
-    dispatch_deadline_seconds: int | None = Field(default=None, ge=1, le=30 * 86400)
-
-    def secret_bytes(self) -> bytes | None:
-        return self.secret.get_secret_value().encode() if self.secret else None
-
-
-def configured_secrets(env: Settings, file: FileConfig, *more: str) -> Secrets:
-    """Every secret the configuration knows, prepared for the redactor: the ledger's own
-    secret, each source's API key and password, what the alert URLs carry, and ``more``
-    (the receiver adds the tokens' signing secrets)."""
-    values = [env.secret.get_secret_value() if env.secret else None, *more]
-    for source in file.sources:
-        values.extend(source.secrets())
-    values.extend(file.alerts.secrets())
-    return secrets_of(values)

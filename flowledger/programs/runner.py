@@ -15,8 +15,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from flowledger import metrics
 from flowledger.config import FileConfig
+from flowledger.plumbing import metrics
 from flowledger.receiver.app import create_app
 from flowledger.receiver.server import listen, serve_app, url, writer_ended
 from flowledger.reports import observability
