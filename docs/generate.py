@@ -268,7 +268,8 @@ MEANINGS: dict[str, str] = {
         "The largest request body in bytes, enforced while reading (413 past it)."
     ),
     "[receiver] body_timeout": (
-        "How long a request's headers and body may take to arrive (408 past it)."
+        "How long a request's body may take to arrive once the receiver reads it (408 past "
+        "it); the head's time is the reverse proxy's to bound (production.md)."
     ),
     "[receiver] max_connections": (
         "Connections served at once (uvicorn's `limit_concurrency`; 503 beyond)."

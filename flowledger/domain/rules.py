@@ -27,6 +27,7 @@ from flowledger.domain.model import (
     Resolution,
     State,
 )
+from flowledger.domain.times import for_people
 
 # --------------------------------------------------------------------------- dispatch
 
@@ -183,7 +184,7 @@ def _approval_problem(req: DispatchRequest, now: datetime, operation_id: str) ->
     if approval.expires_at is not None and approval.expires_at <= now:
         return new_hold(
             Reason.APPROVAL_EXPIRED,
-            f"approval expired at {approval.expires_at.isoformat()}",
+            f"approval expired at {for_people(approval.expires_at)}",
             operation_id=operation_id,
             expires_at=approval.expires_at,
         )

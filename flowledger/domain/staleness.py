@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from flowledger.domain.causes import new_hold
 from flowledger.domain.display import counted
 from flowledger.domain.model import NewHold, Reason
+from flowledger.domain.times import for_people
 
 # Execution statuses that mean "the run ended badly": the write may or may not have happened.
 FAILED_EXECUTION_STATUSES = ("error", "crashed")
@@ -32,11 +33,11 @@ def stale_prepared_hold(operation_id: str, attempt: int, since: datetime) -> New
 
 
 def stale_prepared_detail(since: datetime) -> str:
-    return f"prepared since {since.isoformat()} and never dispatched"
+    return f"prepared since {for_people(since)} and never dispatched"
 
 
 def unknown_outcome_detail(deadline: datetime | None, execution_id: str | None) -> str:
-    when = deadline.isoformat() if deadline is not None else "its deadline"
+    when = for_people(deadline) if deadline is not None else "its deadline"
     return f"no confirm or failure from execution {execution_id} by {when}"
 
 
@@ -47,7 +48,7 @@ def execution_failed_detail(status: str, execution_id: str) -> str:
 def execution_stuck_hold(source: str, external_id: str, started_at: datetime) -> NewHold:
     return new_hold(
         Reason.EXECUTION_STUCK,
-        f"execution {external_id} of {source} running since {started_at.isoformat()}",
+        f"execution {external_id} of {source} running since {for_people(started_at)}",
         source=source,
         execution_id=external_id,
     )
@@ -56,7 +57,7 @@ def execution_stuck_hold(source: str, external_id: str, started_at: datetime) ->
 def overdue_hold(hold_id: int, reason: str, deadline: datetime) -> NewHold:
     return new_hold(
         Reason.OVERDUE,
-        f"hold {hold_id} ({reason}) passed its deadline {deadline.isoformat()}",
+        f"hold {hold_id} ({reason}) passed its deadline {for_people(deadline)}",
         hold_id=hold_id,
         deadline=deadline,
     )
@@ -73,10 +74,13 @@ def source_stale_due(
 def source_stale_hold(
     name: str, last_success_at: datetime | None, interval: timedelta, intervals: int
 ) -> NewHold:
+    # The cause key keeps the time's ISO form (the keys stored before say it so); the detail
+    # is for people.
     since = last_success_at.isoformat() if last_success_at is not None else "never"
+    shown = for_people(last_success_at) if last_success_at is not None else "never"
     return new_hold(
         Reason.SOURCE_STALE,
-        f"source {name} last synced successfully: {since} "
+        f"source {name} last synced successfully: {shown} "
         f"({counted(intervals, 'interval')} of {interval.total_seconds():g}s passed)",
         source=name,
         since=since,

@@ -36,7 +36,8 @@ HASH = "sha256:" + "a" * 64
 OTHER_HASH = "sha256:" + "b" * 64
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 NOW = T0 + timedelta(minutes=1)
-NOW_TEXT = "2026-11-02T09:01:00+00:00"
+NOW_TEXT = "2026-11-02T09:01:00+00:00"  # as a cause key holds it
+NOW_SHOWN = "2026-11-02 09:01:00 UTC"  # as a detail says it
 SEVEN_MINUTES = timedelta(minutes=7)
 EXPLICIT_DEADLINE = T0 + timedelta(hours=2)
 
@@ -122,7 +123,7 @@ def test_a_new_operation_is_created_dispatching_as_attempt_one(
 APPROVAL_EXPIRED_NOW = NewHold(
     Reason.APPROVAL_EXPIRED,
     f"approval_expired:invoice:INV-42:send:{NOW_TEXT}",
-    f"approval expired at {NOW_TEXT}",
+    f"approval expired at {NOW_SHOWN}",
     False,
 )
 APPROVAL_FOR_V0 = NewHold(
@@ -138,7 +139,7 @@ APPROVAL_PROBLEMS = [
         NewHold(
             Reason.APPROVAL_EXPIRED,
             "approval_expired:invoice:INV-42:send:2026-11-02T09:00:00+00:00",
-            "approval expired at 2026-11-02T09:00:00+00:00",
+            "approval expired at 2026-11-02 09:00:00 UTC",
             False,
         ),
     ),

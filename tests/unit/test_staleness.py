@@ -21,7 +21,8 @@ from flowledger.domain.staleness import (
 )
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-T0_TEXT = "2026-11-02T09:00:00+00:00"
+T0_TEXT = "2026-11-02 09:00:00 UTC"  # as people read a time, in a detail
+T0_KEY = "2026-11-02T09:00:00+00:00"  # as a cause key holds it
 MINUTE = timedelta(minutes=1)
 TICK = timedelta(microseconds=1)
 
@@ -58,7 +59,7 @@ def test_the_cutoff_lies_the_waiting_time_before_now() -> None:
             (7, "unknown_outcome", T0),
             NewHold(
                 Reason.OVERDUE,
-                f"overdue:7:{T0_TEXT}",
+                f"overdue:7:{T0_KEY}",
                 f"hold 7 (unknown_outcome) passed its deadline {T0_TEXT}",
                 False,
             ),
@@ -68,7 +69,7 @@ def test_the_cutoff_lies_the_waiting_time_before_now() -> None:
             ("prod-n8n", T0, timedelta(seconds=90), 5),
             NewHold(
                 Reason.SOURCE_STALE,
-                f"source_stale:prod-n8n:{T0_TEXT}",
+                f"source_stale:prod-n8n:{T0_KEY}",
                 f"source prod-n8n last synced successfully: {T0_TEXT} (5 intervals of 90s passed)",
                 False,
             ),
