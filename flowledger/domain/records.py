@@ -2,7 +2,7 @@
 
 A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (its own
 ``__setattr__`` refuses), one call per field, several times the cost of a plain assignment;
-the write lane makes several frozen records for every call (the operation before and after,
+the workflow calls make several frozen records for every call (the operation before and after,
 the rule's change, the answer and its reply). :func:`direct_init` gives such a class an
 ``__init__`` that writes the fields into the new instance's ``__dict__`` at once, which the
 class's ``__setattr__`` never sees. Everything else stays the dataclass's own: the fields,

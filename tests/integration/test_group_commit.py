@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from flowledger.domain import FailOutcome, IllegalTransition
 from flowledger.receiver.api.auth import Once
-from flowledger.receiver.api.auth import _nothing as auth_nothing
+from flowledger.receiver.api.deps import _nothing as auth_nothing
 from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.idempotency import keyed

@@ -234,6 +234,17 @@ def test_a_read_route_refuses_an_unauthenticated_body_unread(served: Served) -> 
     assert (answer.status, answer.code, answer.closed) == (401, "missing_token", True)
 
 
+@pytest.mark.parametrize("token", [None, "n8n"], ids=["no-token", "token"])
+def test_an_id_with_a_line_break_is_refused_and_its_unread_body_closes_the_connection(
+    served: Served, token: str | None
+) -> None:
+    sent = head("/v1/operations/a%0Ab/dispatch", token=token and served.token, length=100)
+    answer = converse(served.url, sent + b"{")
+    assert (answer.status, answer.code, answer.closed) == (422, "invalid_id", True)
+    assert answer.headers["connection"] == "close"  # at once: the rest is never read
+    assert operations(served.store) == 0
+
+
 def test_a_declared_body_over_the_limit_is_refused_at_once(served: Served) -> None:
     answer = converse(served.url, head(token=served.token, length=10_000_000) + b"{")
     assert (answer.status, answer.code, answer.closed) == (413, "body_too_large", True)

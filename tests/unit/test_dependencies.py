@@ -5,6 +5,7 @@ install unseen."""
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import sys
 import tomllib
 from pathlib import Path
@@ -72,3 +73,27 @@ def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
         "fastapi._compat",
         "fastapi._compat.ModelField",
     ]
+
+
+def test_every_dependency_the_ledger_imports_is_declared() -> None:
+    """A package the code imports itself (not only through another) is one of the project's
+    own dependencies, so that it is bounded too."""
+    declared = {canonical(r.name) for r in _requirements()}
+    providers = importlib.metadata.packages_distributions()
+    imported = {
+        name.split(".")[0]
+        for path in (ROOT / "flowledger").rglob("*.py")
+        for name in imported_names(path)
+    }
+    undeclared = {
+        top: providers[top]
+        for top in imported
+        if top not in ("flowledger", "__future__")
+        and top not in sys.stdlib_module_names
+        and not declared & {canonical(d) for d in providers.get(top, [top])}
+    }
+    assert undeclared == {}
+
+
+def canonical(name: str) -> str:
+    return name.lower().replace("_", "-")

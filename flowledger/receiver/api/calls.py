@@ -194,3 +194,8 @@ class CallRequest(NamedTuple):
     ttl: float  # seconds an Idempotency-Key's answer is kept
     guard: Guard | None  # the signature, recorded once (:class:`~.auth.Once`: data, not a closure)
     observe: bool  # the answer's value is wanted back (the call has an ``observe``)
+
+
+def work_of(ledger: Ledger, request: CallRequest) -> Work:
+    """The services' unit for ``request`` (what they refuse it with, raised)."""
+    return BY_NAME[request.call].work(ledger, request.operation_id, request.body, request.token_id)

@@ -46,7 +46,7 @@ def is_json(content_type: str | None) -> bool:
 
 
 async def json_body(request: Request) -> None:
-    """A dependency: 415 for a body not sent as JSON, as the write lane answers it (after the
+    """A dependency: 415 for a body not sent as JSON, as the workflow calls answer it (after the
     token's dependency, before the body is validated)."""
     if not is_json(request.headers.get("content-type")):
         raise NOT_JSON

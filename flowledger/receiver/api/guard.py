@@ -185,18 +185,19 @@ class BodyGuard:
                 status = 413
                 await send_reply(Reply.error(error), send)
                 return
+            pending = chunked or (declared is not None and declared.strip(b"0") != b"")
+            body = _Body(receive, send, self.limit, self.timeout, pending, self.watch)
             path = scope["path"]
             if "\n" in path and OPERATIONS in path:
                 # A route's pattern matches before a final line break (``x/dispatch%0A`` would
                 # be the dispatch of ``x``) and stops at an inner one (``a%0Ab`` would be a
-                # bare 404): refused as an id, whatever the route.
+                # bare 404): refused as an id, whatever the route; answered through the body's
+                # ``send``, which closes a connection whose body is left unread.
                 status = 422
-                await send_reply(Reply.error(LINE_BREAK), send)
+                await send_reply(Reply.error(LINE_BREAK), body.send)
                 return
-            pending = chunked or (declared is not None and declared.strip(b"0") != b"")
             if pending:
                 self.watch.start()
-            body = _Body(receive, send, self.limit, self.timeout, pending, self.watch)
             try:
                 await self.app(scope, body.receive, body.send)
             except ApiError as exc:  # a read the app did not catch: answer it if nothing was sent

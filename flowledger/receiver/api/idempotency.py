@@ -1,7 +1,7 @@
 """``Idempotency-Key`` as a request carries it: the header checked, the request's fingerprint,
 and this process's set of keys being run (a second request with a running key is 409). What
 a key then does, in the writer's transaction, is :mod:`flowledger.receiver.engine.idempotency`'s;
-the write lane and the hold routes both use it."""
+the workflow calls' routes and the hold routes both use it."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from flowledger.receiver.api.calls import BY_NAME, CallRequest
+from flowledger.receiver.api.calls import CallRequest, work_of
 from flowledger.receiver.api.errors import as_api_error
 from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.engine.idempotency import keyed, settled
@@ -16,7 +16,7 @@ from flowledger.storage.unit_of_work import Work
 
 def unit_of(ledger: Ledger, call: CallRequest) -> Work[Any]:
     """The unit of work ``call`` stands for, keyed when it carries an ``Idempotency-Key``."""
-    work = BY_NAME[call.call].work(ledger, call.operation_id, call.body, call.token_id)
+    work = work_of(ledger, call)
     if call.key is None:
         return work
     return keyed(

@@ -1,2 +1,2 @@
-"""The API's routes: the workflow calls (served by the engine's write lane, documented here),
-the reads, and health."""
+"""The API's routes: the workflow calls (:mod:`.calls`), the reads, the holds, the proofs and
+health."""

@@ -15,6 +15,7 @@ checked. Validation is pydantic's, on the models the OpenAPI shows; errors have 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 from urllib.parse import quote
@@ -23,9 +24,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 from starlette.requests import ClientDisconnect
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from flowledger.receiver.api.auth import admit, check_body, target
-from flowledger.receiver.api.calls import BY_NAME, CALLS, Call, CallRequest
+from flowledger.receiver.api.calls import CALLS, Call, CallRequest, work_of
 from flowledger.receiver.api.deps import NOT_JSON, current, is_json
 from flowledger.receiver.api.errors import (
     INVALID_JSON,
@@ -41,6 +44,7 @@ from flowledger.receiver.api.schemas.fields import WrittenOperationId
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 
+log = logging.getLogger("flowledger.receiver")
 ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(WrittenOperationId)
 # The path's operation id as the OpenAPI shows it: the constraints the route checks, after the
@@ -56,8 +60,6 @@ OPERATION_ID_PARAMETER = {
 NOT_ALLOWED = ApiError(405, "method_not_allowed", "send POST", headers={"Allow": "POST"})
 # The client went away mid-body: nothing is written, and nobody reads this.
 INCOMPLETE_BODY = ApiError(400, "incomplete_body", "the body ended before its end")
-
-OTHER_METHODS = ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 
 
 def response(reply: Reply) -> Response:
@@ -94,43 +96,42 @@ async def serve(call: Call, request: Request, operation_id: str | None) -> Reply
             operation_id = _operation_id(scope, operation_id)
         model = _parse(call, body)
         header = headers.get("idempotency-key")
-        fingerprint = request_hash("POST", scope["path"], body) if header else ""
         written = CallRequest(
             call.name,
             operation_id,
             model,
             principal.actor,
             principal.token_id,
-            None,
-            fingerprint,
+            header,  # checked below, before it is held
+            request_hash("POST", scope["path"], body) if header else "",
             st.idempotency_ttl,
             guard,
             call.observe is not None,
         )
-        reply = await _write(st, written, header, principal)
-        if call.observe is not None and not reply.replayed:
-            call.observe(reply.value)  # counted once, not again when replayed
+        reply = await _write(st, written, principal)
     except Exception as exc:
         return refusal(exc)
+    if call.observe is not None and not reply.replayed:  # counted once, not when replayed
+        try:
+            call.observe(reply.value)
+        except Exception:  # a metric that fails never turns a write done into an error
+            log.exception("the %s metric failed; the answer stands", call.name)
     return reply
 
 
-def _write(
-    st: ReceiverState, written: CallRequest, header: str | None, principal: Principal
-) -> Awaitable[Reply]:
-    """``written`` handed to the engine, with its ``Idempotency-Key`` (``header``) held as
-    running here until it is answered. Where the key is refused (malformed, or in use), the
-    services' refusal of the call comes first, as it would from the writer."""
-    if header is None:  # the usual call: no key to hold while it runs
+def _write(st: ReceiverState, written: CallRequest, principal: Principal) -> Awaitable[Reply]:
+    """``written`` handed to the engine, with its ``Idempotency-Key`` held as running here
+    until it is answered. Where the key is refused (malformed, or in use), the services'
+    refusal of the call comes first, as it would from the writer."""
+    if written.key is None:  # the usual call: no key to hold while it runs
         return st.engine.write(written)
     try:
-        key = key_of(header)
-        assert key is not None
-        release = take_key(st, principal, key)
+        release = take_key(st, principal, key_of(written.key) or "")
     except ApiError:
-        _refused_by_services(st, written)
+        work_of(st.ledger, written)  # raises what the services refuse it with, if anything
         raise
-    return _released(st.engine.write(written._replace(key=key)), release)
+    answered = st.engine.write(written)
+    return _released(answered, release)
 
 
 async def _released(reply: Awaitable[Reply], release: Callable[[], None]) -> Reply:
@@ -138,14 +139,6 @@ async def _released(reply: Awaitable[Reply], release: Callable[[], None]) -> Rep
         return await reply
     finally:
         release()
-
-
-def _refused_by_services(st: ReceiverState, written: CallRequest) -> None:
-    """Raise what the services would refuse ``written`` with, if anything."""
-    try:
-        BY_NAME[written.call].work(st.ledger, written.operation_id, written.body, written.token_id)
-    except Exception as exc:
-        raise as_api_error(exc) from None
 
 
 def _parse(call: Call, body: bytes) -> Any:
@@ -184,19 +177,13 @@ def _documented(call: Call) -> dict[str, Any]:
     return documented
 
 
-def _endpoint(call: Call) -> Any:
-    """The route's function, which passes on the path's operation id for a call on one."""
-    if call.has_operation:
+def _endpoint(call: Call) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    """The route's function: the call served with the path's operation id, if it has one."""
 
-        async def on_operation(request: Request) -> Response:
-            return response(await serve(call, request, request.path_params["operation_id"]))
+    async def endpoint(request: Request) -> Response:
+        return response(await serve(call, request, request.path_params.get("operation_id")))
 
-        return on_operation
-
-    async def on_path(request: Request) -> Response:
-        return response(await serve(call, request, None))
-
-    return on_path
+    return endpoint
 
 
 class CallRoute(APIRoute):
@@ -212,8 +199,12 @@ class CallRoute(APIRoute):
         return handler
 
 
-async def _not_allowed(request: Request) -> Response:
-    return response(Reply.error(NOT_ALLOWED))
+class _NotAllowed:
+    """405 for any method but POST: an ASGI endpoint, which Starlette's route takes for every
+    method (a function endpoint would be GET and HEAD alone)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await response(Reply.error(NOT_ALLOWED))(scope, receive, send)
 
 
 async def _without_slash(request: Request) -> Response:
@@ -243,7 +234,7 @@ def add_routes(app: FastAPI) -> None:
             openapi_extra=_documented(call),
             route_class_override=CallRoute,
         )
-        app.add_route(call.path, _not_allowed, methods=OTHER_METHODS, include_in_schema=False)
+        app.router.routes.append(Route(call.path, _NotAllowed(), include_in_schema=False))
         app.add_route(f"{call.path}/", _without_slash, methods=["POST"], include_in_schema=False)
 
 

@@ -5,7 +5,7 @@ terminal UI and ``flowledger hold`` make (:mod:`flowledger.services.actions`), r
 with its code (``illegal_transition``, ``already_resolved``, ``deadline_passed``…), 404 for
 a hold that does not exist, 422 for a value the ledger refuses.
 
-They are plain FastAPI routes, not the write lane's: a person's actions are few. Sent with an
+They are plain FastAPI routes: a person's actions are few. Sent with an
 ``Idempotency-Key`` (as a chat bot or a script retrying after a timeout does), an action is
 done once: the same request again is not done again and answers the hold as it is then, with
 ``Idempotent-Replayed: true``; the key with another request is 422 ``idempotency_key_reused``.
@@ -113,7 +113,7 @@ def _endpoint(name: str) -> Any:
         request: Request,
         response: Response,
     ) -> dict[str, Any]:
-        # Read as the write lane reads it, and like the lane's not in the OpenAPI: a schema
+        # Read as the workflow calls read it, and like theirs not in the OpenAPI: a schema
         # cannot say that a key used once is refused with another request.
         key = key_of(request.headers.get(HEADER))
         try:

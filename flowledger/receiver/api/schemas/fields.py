@@ -188,7 +188,7 @@ IdempotencyKey = Annotated[
 
 class Accepts(BaseModel):
     """What a client may send: an unknown field is an error. Pickled as its class and values
-    (the write lane hands every validated body to its writer process so): pydantic's own
+    (every validated body is handed to the writer process so): pydantic's own
     pickling goes through its state dict, which cost a third more (bench/README.md, "Where
     the SQLite receiver stands")."""
 
