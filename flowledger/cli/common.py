@@ -51,6 +51,9 @@ UsageError: type[Exception] = next(
     c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
 )
 
+# The context click gives a command (typer.Context is a subclass the commands are not given).
+ClickContext: type[Any] = typer.Context.__mro__[1]
+
 
 class UsageInOneLine(UsageError):  # type: ignore[misc,valid-type]
     """A command line refused in one line, as every other refusal (click writes the usage,
@@ -188,12 +191,19 @@ def die(message: str, code: int = BAD_INPUT) -> None:
 
 
 def one_line_errors(fn: F) -> F:
-    """Turn a :class:`LedgerError` (and bad settings) into one line on stderr: exit
-    :data:`NOT_FOUND` for a :class:`Missing` name or id, :data:`BAD_INPUT` for the rest."""
+    """Give every command the same start and the same refusals: ``flowledger.toml`` checked
+    first (:func:`file_settings`), unless the command handles a broken one itself
+    (:func:`handles_broken_settings`) or is a group's callback on the way to one of its
+    commands, which checks it; then a :class:`LedgerError` (and bad settings) turned into
+    one line on stderr: exit :data:`NOT_FOUND` for a :class:`Missing` name or id,
+    :data:`BAD_INPUT` for the rest."""
+    checks_settings = not getattr(fn, BROKEN_SETTINGS_HANDLED, False)
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            if checks_settings and not _on_the_way(args, kwargs):
+                file_settings()
             return fn(*args, **kwargs)
         except Missing as exc:
             die(str(exc), NOT_FOUND)
@@ -210,6 +220,41 @@ def one_line_errors(fn: F) -> F:
             die(f"bad setting FLOWLEDGER_{str(err['loc'][0]).upper()}: {in_our_words(err)}")
 
     return wrapper  # type: ignore[return-value]
+
+
+# Set on a command that reads flowledger.toml in its own way (:func:`handles_broken_settings`).
+BROKEN_SETTINGS_HANDLED = "flowledger_handles_broken_settings"
+
+
+def handles_broken_settings(fn: F) -> F:
+    """Mark a command that is not refused a broken ``flowledger.toml`` because it says so in
+    its own way (``tui`` opens on the defaults, ``doctor`` reports it); put it under
+    :func:`one_line_errors`. Every other command refuses the file before it starts."""
+    setattr(fn, BROKEN_SETTINGS_HANDLED, True)
+    return fn
+
+
+def _on_the_way(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether this is a group's callback run on the way to one of its commands (``sources``
+    before ``sources check``): the command checks the settings, after its ``--help``."""
+    return any(
+        isinstance(value, ClickContext) and value.invoked_subcommand is not None
+        for value in (*args, *kwargs.values())
+    )
+
+
+def file_settings() -> FileConfig:
+    """``flowledger.toml`` as every command reads it (:func:`flowledger.config.load_config`):
+    the defaults when there is none, and a broken one refused in the one line that names the
+    file and what is wrong (an unknown key with the key it was likely meant to be, a bad
+    value, the line of broken TOML), exit :data:`BAD_INPUT`."""
+    from flowledger.config import load_config
+
+    try:
+        return load_config()
+    except LedgerError as exc:
+        die(str(exc))
+        raise  # unreachable: die exits
 
 
 def one_of(option: str, value: str | None, allowed: Collection[str], code: int = BAD_INPUT) -> None:
@@ -273,15 +318,16 @@ def ledger_for(
     file: FileConfig | None = None,
     more_secrets: Sequence[str] = (),
 ) -> Ledger:
-    """The services as configured: environment first, then ``flowledger.toml``; every
-    configured secret (and ``more_secrets``, and the password of the database URL in use,
-    from ``--db`` or ``FLOWLEDGER_DB``) is redacted from outside text before it is stored."""
-    from flowledger.config import configured_secrets, load_config
+    """The services as configured: environment first, then ``flowledger.toml``
+    (:func:`file_settings` unless given); every configured secret (and ``more_secrets``, and
+    the password of the database URL in use, from ``--db`` or ``FLOWLEDGER_DB``) is redacted
+    from outside text before it is stored."""
+    from flowledger.config import configured_secrets
     from flowledger.services.ledger import Ledger
     from flowledger.storage.engine import url_secrets
 
     env = env or settings()
-    file = file or load_config()
+    file = file or file_settings()
     deadline = (
         timedelta(seconds=env.dispatch_deadline_seconds)
         if env.dispatch_deadline_seconds

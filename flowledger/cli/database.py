@@ -7,9 +7,19 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from flowledger.cli.common import DbOption, app, die, one_line_errors, opened
+from flowledger.cli.common import (
+    BAD_INPUT,
+    DbOption,
+    app,
+    die,
+    handles_broken_settings,
+    one_line_errors,
+    opened,
+)
 from flowledger.cli.tables import echo_table
+from flowledger.domain.display import counted
 from flowledger.domain.hashing import GENESIS_HASH
+from flowledger.storage.problems import LedgerError
 
 if TYPE_CHECKING:
     from flowledger.storage.engine import Store
@@ -40,7 +50,6 @@ def migrate(db: DbOption = None) -> None:
     """Upgrade an existing ledger's schema to the version this flowledger knows."""
     from flowledger.storage import migrate as migrations
     from flowledger.storage.engine import (
-        LedgerError,
         first_line,
         hide_password,
         make_store,
@@ -77,10 +86,35 @@ def migrate(db: DbOption = None) -> None:
 
 @app.command()
 @one_line_errors
+@handles_broken_settings
 def doctor(db: DbOption = None) -> None:
-    """Report the database, the SQLite build and its known bugs, and the schema."""
+    """Report the database, the settings file read and its verdict, the SQLite build and its
+    known bugs, and the schema. A settings file every other command refuses exits 2, after
+    the report."""
+    settings, valid = settings_finding()
     with opened(db) as store:
-        echo_table(_diagnosis(store))
+        found = _diagnosis(store)
+    echo_table([found[0], ("settings:", settings), *found[1:]])
+    if not valid:
+        raise typer.Exit(BAD_INPUT)
+
+
+def settings_finding() -> tuple[str, bool]:
+    """``doctor``'s line for ``flowledger.toml``: the file read and its verdict, or that there
+    is none and the defaults apply; and whether the commands take it. A broken file is said
+    in the line every other command refuses it with."""
+    from pathlib import Path
+
+    from flowledger.config import CONFIG_FILE, config_path, load_config
+
+    try:
+        path = config_path()
+        if path is None:
+            return f"none (no {Path.cwd() / CONFIG_FILE}, no FLOWLEDGER_CONFIG): the defaults", True
+        file = load_config(path)
+    except LedgerError as exc:
+        return f"ERROR: {exc} (every other command but tui refuses it)", False
+    return f"{path}: valid ({counted(len(file.sources), 'source')})", True
 
 
 def autovacuum_finding(

@@ -12,6 +12,7 @@ from flowledger.cli.common import (
     Group,
     app,
     die,
+    file_settings,
     ledger_for,
     one_line_errors,
     opened,
@@ -82,11 +83,10 @@ def n8n_setup(
 ) -> None:
     """Create a write token, the n8n credential and the error workflow in that n8n (each only
     when one of that name is not there yet); print what was made, with ids and links."""
-    from flowledger.config import load_config
     from flowledger.n8n.setup import SetupFailed, SetupRequest, setup
     from flowledger.receiver.api.tokens import create_token, list_tokens, revoke_token
 
-    file = load_config()
+    file = file_settings()
     cfg = file.source(source)
     if cfg.kind != "n8n":
         die(f"source {source!r} is kind {cfg.kind}, not n8n")

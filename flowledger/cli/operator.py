@@ -12,6 +12,7 @@ from flowledger.cli.common import (
     DbOption,
     app,
     die,
+    handles_broken_settings,
     ledger_for,
     one_line_errors,
     one_of,
@@ -27,6 +28,7 @@ DEMO_DB = "./var/demo.db"  # where `demo` builds its ledger unless told
 
 @app.command()
 @one_line_errors
+@handles_broken_settings
 def tui(
     db: DbOption = None,
     read_only: Annotated[
@@ -52,8 +54,8 @@ def tui(
     from flowledger.config import FileConfig, load_config
     from flowledger.tui import make_app
 
-    # A broken flowledger.toml does not keep the person on shift out: the UI opens on the
-    # defaults and its Sources tab says what is wrong.
+    # A broken flowledger.toml does not keep the person on shift out (every other command
+    # refuses it): the UI opens on the defaults and its Sources tab says what is wrong.
     try:
         file, problem = load_config(), None
     except LedgerError as exc:

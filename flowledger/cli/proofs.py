@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flowledger.cli.common import Command, DbOption, Group, app, die, one_line_errors, opened
+from flowledger.cli.common import (
+    Command,
+    DbOption,
+    Group,
+    app,
+    die,
+    file_settings,
+    one_line_errors,
+    opened,
+)
 from flowledger.storage.problems import LedgerError
 
 if TYPE_CHECKING:
@@ -51,11 +60,10 @@ def key_create(
 
 
 def _signer(store: Store) -> Signer:
-    from flowledger.config import load_config
     from flowledger.services.signing import configured_signer
     from flowledger.storage.reads import tree_proofs as proofs
 
-    signer = configured_signer(load_config().checkpoints, proofs.ledger_origin(store))
+    signer = configured_signer(file_settings().checkpoints, proofs.ledger_origin(store))
     if signer is None:
         raise LedgerError(
             "no signing key: run `flowledger key create PATH` and set [checkpoints] key = PATH "

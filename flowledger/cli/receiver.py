@@ -16,6 +16,7 @@ from flowledger.cli.common import (
     PortOption,
     app,
     echo_json,
+    file_settings,
     ledger_for,
     one_line_errors,
     one_of,
@@ -42,14 +43,13 @@ def serve(
     access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
-    from flowledger.config import load_config
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.app import create_app
     from flowledger.receiver.server import listen, serve_app, writer_ended
     from flowledger.services.signing import configured_signer
     from flowledger.storage.reads.tree_proofs import ledger_origin
 
-    file = load_config()
+    file = file_settings()
     env = settings()
     host = host or file.receiver.host
     port = file.receiver.port if port is None else port

@@ -15,6 +15,7 @@ from flowledger.cli.common import (
     PortOption,
     app,
     die,
+    file_settings,
     ledger_for,
     one_line_errors,
     opened,
@@ -53,13 +54,12 @@ def run(
     port: PortOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
-    from flowledger.config import load_config
     from flowledger.programs import runner
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.logs import redact_handlers
     from flowledger.storage.engine import hide_password
 
-    cfg = load_config()
+    cfg = file_settings()
     env = settings()
     _logging()
     with opened(db) as store:
@@ -88,11 +88,10 @@ def run(
 def sweep(db: DbOption = None, once: OnceOption = False) -> None:
     """Open the holds that are due (unknown outcome, failed or stuck executions, stale
     prepared operations and sources, overdue holds), then deliver pending alerts."""
-    from flowledger.config import load_config
     from flowledger.scheduled.sweep import Sweep
 
     _need_once(once, "sweep")
-    cfg = load_config()
+    cfg = file_settings()
     with opened(db) as store:
         result = Sweep(ledger_for(store, file=cfg), cfg.sweep, cfg.sources).run()
         typer.echo(f"sweep opened {counted(result.total, 'hold')}")
@@ -109,10 +108,9 @@ def sweep(db: DbOption = None, once: OnceOption = False) -> None:
 @one_line_errors
 def alerts(db: DbOption = None, once: OnceOption = False) -> None:
     """Deliver the alerts that are due to the [alerts] urls."""
-    from flowledger.config import load_config
 
     _need_once(once, "alerts")
-    cfg = load_config()
+    cfg = file_settings()
     with opened(db) as store:
         _deliver(store, cfg)
 
@@ -153,11 +151,10 @@ def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:
 def anchor(db: DbOption = None, once: OnceOption = False) -> None:
     """Publish the chain head to the [anchors] file and/or alert URLs (when it moved since
     the last one published)."""
-    from flowledger.config import load_config
     from flowledger.scheduled.anchors import Publisher
 
     _need_once(once, "anchor")
-    cfg = load_config()
+    cfg = file_settings()
     if not cfg.anchors.enabled:
         die("no [anchors] file or alerts configured; see README, 'Anchoring the chain head'")
     with opened(db) as store:

@@ -19,6 +19,7 @@ from flowledger.cli.common import (
     app,
     die,
     echo_json,
+    file_settings,
     ledger_for,
     one_line_errors,
     one_of,
@@ -96,10 +97,9 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
     and whether flowledger.toml configures it."""
     if ctx.invoked_subcommand is not None:
         return
-    from flowledger.config import load_config
     from flowledger.storage.reads import records
 
-    file = load_config()
+    file = file_settings()
     with opened(db) as store:
         stored = {s["name"]: s for s in records.list_sources(store)}
     now = utcnow()
@@ -160,11 +160,10 @@ def check(
     ],
 ) -> None:
     """One live call to the source; says plainly what is wrong, or what answered."""
-    from flowledger.config import load_config
     from flowledger.connectors.base import ConnectorError
     from flowledger.sync import check_source
 
-    cfg = load_config().source(name)
+    cfg = file_settings().source(name)
     try:
         answer = check_source(cfg)
     except ConnectorError as exc:
@@ -185,11 +184,10 @@ def sync(
     ] = False,
 ) -> None:
     """Pull execution records from the configured sources into the ledger."""
-    from flowledger.config import load_config
 
     if not once:
         die("give --once: this command syncs once; the scheduler syncs at each source's interval")
-    file = load_config()
+    file = file_settings()
     chosen = _selected(file, source)
     failed = 0
     with opened(db) as store:
@@ -274,14 +272,13 @@ def executions(
     ] = None,
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
-    from flowledger.config import load_config
     from flowledger.storage.reads import records
     from flowledger.storage.reads.execution_copies import list_executions
 
     one_of("--status", status, STATUSES)
     with opened(db) as store:
         if source is not None:
-            known = {s.name for s in load_config().sources}
+            known = {s.name for s in file_settings().sources}
             known |= {s["name"] for s in records.list_sources(store)}
             one_of("--source", source, known, NOT_FOUND)
         found = list_executions(

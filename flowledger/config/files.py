@@ -33,16 +33,18 @@ def config_path() -> Path | None:
 
 def load_config(path: Path | None = None) -> FileConfig:
     """Read and validate the file; a missing file means the defaults. Errors are one line
-    naming the file and the key."""
+    that starts with the file (``PATH: ``) and names the key, or the line of broken TOML."""
     path = path or config_path()
     if path is None:
         return FileConfig()
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LedgerError(f"cannot read {path}: {exc}") from exc
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise LedgerError(f"{path}: cannot read it: not UTF-8 ({exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise LedgerError(f"{path} is not valid TOML: {exc}") from exc
+        raise LedgerError(f"{path}: not valid TOML: {exc}") from exc
     try:
         return FileConfig.model_validate(raw)
     except ValueError as exc:
