@@ -279,6 +279,14 @@ MEANINGS: dict[str, str] = {
     ),
     "[receiver] idempotency_ttl": "How long an `Idempotency-Key`'s answer is kept.",
     "[receiver] signature_window": "How far a signed request's `t` may be from now.",
+    "[receiver] tls_cert": (
+        "Serve HTTPS with this PEM certificate (its chain after it) rather than behind a TLS "
+        "proxy; with `tls_key` (`--tls-cert` wins over it). Read at start."
+    ),
+    "[receiver] tls_key": (
+        "The certificate's PEM private key, unencrypted (`--tls-key` wins over it); keep it "
+        "readable by the ledger's user only."
+    ),
     "[scheduler] lease": (
         "How long the lease on the scheduled jobs lasts: another process takes them over once it "
         "expires."

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import wraps
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -151,6 +152,21 @@ HostOption = Annotated[
 PortOption = Annotated[
     int | None,
     typer.Option(min=0, max=65535, metavar="PORT", help="Port to listen on [receiver.port]"),
+]
+# TLS served by `run` and `serve` themselves (both or neither; [receiver] tls_cert, tls_key).
+TlsCertOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="Serve HTTPS with this PEM certificate (its chain after it) [receiver.tls_cert]",
+    ),
+]
+TlsKeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="The certificate's PEM private key, unencrypted [receiver.tls_key]",
+    ),
 ]
 
 

@@ -14,6 +14,8 @@ from flowledger.cli.common import (
     HostOption,
     JsonOption,
     PortOption,
+    TlsCertOption,
+    TlsKeyOption,
     app,
     echo_json,
     file_settings,
@@ -40,12 +42,14 @@ def serve(
     db: DbOption = None,
     host: HostOption = None,
     port: PortOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
     access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.app import create_app
-    from flowledger.receiver.server import listen, serve_app, writer_ended
+    from flowledger.receiver.server import listen, serve_app, tls_files, writer_ended
     from flowledger.services.signing import configured_signer
     from flowledger.storage.reads.tree_proofs import ledger_origin
 
@@ -53,6 +57,7 @@ def serve(
     env = settings()
     host = host or file.receiver.host
     port = file.receiver.port if port is None else port
+    tls = tls_files(tls_cert or file.receiver.tls_cert, tls_key or file.receiver.tls_key)
     sock = listen(host, port)  # first: a taken port is one line, before anything starts
     try:
         with opened(db) as store:
@@ -70,6 +75,7 @@ def serve(
                 access_log=access_log,
                 secrets=lambda: ledger.secrets,
                 limits=file.receiver,
+                tls=tls,
             )
             writer_ended(application)
     finally:

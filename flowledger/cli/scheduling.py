@@ -13,6 +13,8 @@ from flowledger.cli.common import (
     DbOption,
     HostOption,
     PortOption,
+    TlsCertOption,
+    TlsKeyOption,
     app,
     die,
     file_settings,
@@ -52,15 +54,19 @@ def run(
     db: DbOption = None,
     host: HostOption = None,
     port: PortOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
     from flowledger.programs import runner
     from flowledger.receiver.api.tokens import signing_secrets
     from flowledger.receiver.logs import redact_handlers
+    from flowledger.receiver.server import tls_files
     from flowledger.storage.engine import hide_password
 
     cfg = file_settings()
     env = settings()
+    tls = tls_files(tls_cert or cfg.receiver.tls_cert, tls_key or cfg.receiver.tls_key)
     _logging()
     with opened(db) as store:
         where = f" --db {db}" if db else ""
@@ -74,6 +80,7 @@ def run(
             secret=env.secret_bytes(),
             host=host or cfg.receiver.host,
             port=cfg.receiver.port if port is None else port,
+            tls=tls,
             say=typer.echo,
             hints=[
                 f"  create a token: flowledger token create --name NAME --scope write{where}",

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from flowledger import domain
 from flowledger.config.durations import Duration
@@ -204,6 +204,15 @@ class ReceiverConfig(_Section):
     keep_alive: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
     idempotency_ttl: Duration = timedelta(hours=24)
     signature_window: Duration = timedelta(minutes=5)
+    # TLS served by uvicorn itself (PEM files: the certificate with its chain, and its
+    # unencrypted key), rather than by a proxy in front; both or neither.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+
+    @field_validator("tls_cert", "tls_key")
+    @classmethod
+    def _a_tls_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return _file_path(value, str(info.field_name))
 
 
 class FileConfig(_Section):

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from flowledger.config import FileConfig
 from flowledger.plumbing import metrics
 from flowledger.receiver.app import create_app
-from flowledger.receiver.server import listen, serve_app, url, writer_ended
+from flowledger.receiver.server import Tls, listen, serve_app, url, writer_ended
 from flowledger.reports import observability
 from flowledger.scheduled import housekeeping
 from flowledger.scheduled.alerts import Deliverer
@@ -109,11 +109,13 @@ def run(
     *,
     host: str,
     port: int,
+    tls: Tls | None = None,
     secret: bytes | None = None,
     say: Callable[[str], None] = print,
     hints: Sequence[str] = (),
 ) -> None:
-    """Serve and schedule until SIGTERM or SIGINT; ``hints`` are printed before serving.
+    """Serve and schedule until SIGTERM or SIGINT, over TLS with ``tls`` (checked by
+    :func:`flowledger.receiver.server.tls_files`); ``hints`` are printed before serving.
     The port is bound first: when it cannot be, :class:`CannotListen` is raised before
     anything is printed or scheduled."""
     sock = listen(host, port)
@@ -127,11 +129,11 @@ def run(
             signer=runner.signer,
         )
         attach(app, runner.scheduler)
-        say(f"flowledger API on {url(sock)} (docs at /docs, metrics at /metrics)")
+        say(f"flowledger API on {url(sock, tls)} (docs at /docs, metrics at /metrics)")
         for hint in hints:
             say(hint)
         try:
-            serve_app(app, sock, secrets=lambda: ledger.secrets, limits=cfg.receiver)
+            serve_app(app, sock, secrets=lambda: ledger.secrets, limits=cfg.receiver, tls=tls)
             writer_ended(app)
         finally:
             runner.deliverer.close()

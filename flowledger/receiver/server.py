@@ -12,14 +12,22 @@ The request's line and headers (its "head") are bounded in size by uvicorn's h11
 it is installed because it is faster; neither bounds the time a head may take. Those two bounds
 belong to the reverse proxy in front (docs/production.md: nginx's
 ``large_client_header_buffers`` and ``client_header_timeout``, Caddy's ``max_header_size``
-and ``read_header`` timeout), as does TLS.
+and ``read_header`` timeout).
+
+TLS is either the proxy's or uvicorn's own (``--tls-cert`` and ``--tls-key``, uvicorn's
+``ssl_certfile`` and ``ssl_keyfile``), the files checked by :func:`tls_files` before the port is
+bound. Served on anything but loopback without it, the receiver says so in one warning line.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
-from typing import Any
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.redact import NO_SECRETS
@@ -33,6 +41,78 @@ HEAD_LIMIT = 16 * 1024  # bytes of request line and headers for h11 (its own def
 
 class CannotListen(LedgerError):
     """The address to serve on cannot be had: taken, not this machine's, or not an address."""
+
+
+class BadTls(LedgerError):
+    """The TLS certificate or key cannot be served with: missing, unreadable, not PEM,
+    encrypted, or not a pair."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    """A certificate (with its chain, leaf first) and its private key, both PEM files."""
+
+    cert: Path
+    key: Path
+
+
+def tls_files(cert: Path | None, key: Path | None) -> Tls | None:
+    """The TLS files to serve with, checked as the server will load them, or None for plain
+    HTTP when neither is given; :class:`BadTls` (one line) when only one is given, when
+    either cannot be read, is not PEM of its kind, when the key is encrypted (uvicorn would
+    ask for its password on a terminal), or when the key is not the certificate's."""
+    if cert is None and key is None:
+        return None
+    if key is None:
+        raise BadTls("a TLS certificate needs its key: give --tls-key ([receiver] tls_key)")
+    if cert is None:
+        raise BadTls("a TLS key needs its certificate: give --tls-cert ([receiver] tls_cert)")
+    from cryptography import x509
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        x509.load_pem_x509_certificates(_read(cert, "certificate"))
+    except ValueError:
+        raise BadTls(f"the TLS certificate {cert} holds no PEM certificate") from None
+    try:
+        serialization.load_pem_private_key(_read(key, "key"), password=None)
+    except TypeError:  # a password is needed
+        raise BadTls(
+            f"the TLS key {key} is encrypted: give it unencrypted (readable by the ledger's "
+            "user only)"
+        ) from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise BadTls(f"the TLS key {key} holds no PEM private key the server can use") from None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key, password=_no_password)
+    except ssl.SSLError as exc:
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            raise BadTls(f"the TLS key {key} is not the key of the certificate {cert}") from None
+        why = _OPENSSL_SAYS.get(exc.reason or "", (exc.reason or str(exc)).lower())
+        raise BadTls(f"cannot serve with the TLS certificate {cert} and key {key}: {why}") from None
+    except OSError as exc:
+        raise BadTls(f"cannot read the TLS files {cert} and {key}: {_reason(exc)}") from None
+    return Tls(cert, key)
+
+
+# OpenSSL's reasons for refusing a pair (at the machine's security level), in plain words.
+_OPENSSL_SAYS = {
+    "EE_KEY_TOO_SMALL": "the certificate's key is too small (RSA needs 2048 bits or more)",
+    "CA_MD_TOO_WEAK": "the certificate is signed with too weak a digest (SHA-1 or MD5)",
+}
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BadTls(f"cannot read the TLS {what} {path}: {_reason(exc)}") from None
+
+
+def _no_password() -> NoReturn:
+    raise BadTls("the TLS key is encrypted")
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -58,10 +138,26 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def url(sock: socket.socket) -> str:
+def url(sock: socket.socket, tls: Tls | None = None) -> str:
     """Where ``sock`` answers (the port it really got, when asked for port 0)."""
     host, port = sock.getsockname()[:2]
-    return f"http://{_where(host, port)}"
+    return f"{'https' if tls else 'http'}://{_where(host, port)}"
+
+
+def loopback(sock: socket.socket) -> bool:
+    """Whether ``sock`` is bound to a loopback address (127.0.0.0/8, ::1), which only this
+    machine reaches."""
+    try:
+        return ipaddress.ip_address(sock.getsockname()[0]).is_loopback
+    except ValueError:
+        return False
+
+
+# Not "bearer tokens": the log redactor takes the word after "bearer" for a credential.
+CLEAR_TEXT = (
+    "serving on %s without TLS: API tokens would cross the network in clear text; give "
+    "--tls-cert and --tls-key, or keep it on 127.0.0.1 behind a TLS proxy (docs/production.md)"
+)
 
 
 def _where(host: str, port: int) -> str:
@@ -79,10 +175,12 @@ def serve_app(
     access_log: bool = True,
     secrets: Known = NO_SECRETS,
     limits: ReceiverConfig | None = None,
+    tls: Tls | None = None,
 ) -> None:
     """Run ``app`` on ``sock`` (see :func:`listen`) until SIGINT or SIGTERM (uvicorn's own
-    handlers end the lifespan); every log line is redacted with ``secrets`` (or those it
-    returns as they are when the line is logged)."""
+    handlers end the lifespan), over TLS with ``tls`` (see :func:`tls_files`); every log line
+    is redacted with ``secrets`` (or those it returns as they are when the line is logged).
+    Without TLS on anything but loopback, one warning line says so first."""
     import uvicorn
 
     limits = limits or ReceiverConfig()
@@ -98,9 +196,14 @@ def serve_app(
         limit_concurrency=limits.max_connections,
         timeout_keep_alive=max(1, round(limits.keep_alive.total_seconds())),
         h11_max_incomplete_event_size=HEAD_LIMIT,
+        ssl_certfile=tls.cert if tls else None,
+        ssl_keyfile=tls.key if tls else None,
     )
     # Given a socket, uvicorn names no address; say it as it would.
-    logging.getLogger("uvicorn.error").info("listening on %s (Ctrl+C to stop)", url(sock))
+    log = logging.getLogger("uvicorn.error")
+    if tls is None and not loopback(sock):
+        log.warning(CLEAR_TEXT, _where(*sock.getsockname()[:2]))
+    log.info("listening on %s (Ctrl+C to stop)", url(sock, tls))
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
     quiet_collector()
     server = uvicorn.Server(config)

@@ -1,9 +1,11 @@
 """Fixtures for the terminal UI and operator commands: a demo ledger at a fixed time, and an
-app over it with a fixed clock and no refresh timer (so that screens are reproducible)."""
+app over it with a fixed clock and no refresh timer (so that screens are reproducible); and a
+port that is taken, for ``run`` and ``serve``."""
 
 from __future__ import annotations
 
 import shutil
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +17,15 @@ from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.tui import FlowledgerApp, make_app
 from tests.support.builders import SHIFT_END, FakeClock
+
+
+@pytest.fixture
+def taken() -> Iterator[int]:
+    """A loopback port held by a listening socket of the test."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        yield sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

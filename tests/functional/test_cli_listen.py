@@ -4,24 +4,13 @@ and nothing started (run as a person runs them, in a child process)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flowledger.storage.migrate import init_ledger
 from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for
-
-
-@pytest.fixture
-def taken() -> Iterator[int]:
-    """A loopback port held by a listening socket of this test."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(1)
-        yield sock.getsockname()[1]
 
 
 def flowledger(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

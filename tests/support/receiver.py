@@ -10,11 +10,12 @@ import hashlib
 import hmac
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,14 +105,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until_serving(base_url: str, proc: subprocess.Popen[bytes] | None = None) -> None:
-    """Poll ``/healthz`` until it answers (a condition, bounded, never a fixed sleep)."""
+def wait_until_serving(
+    base_url: str,
+    proc: subprocess.Popen[bytes] | None = None,
+    *,
+    verify: ssl.SSLContext | bool = True,
+) -> None:
+    """Poll ``/healthz`` until it answers (a condition, bounded, never a fixed sleep); over
+    https, ``verify`` is what the server's certificate is checked against."""
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"serve exited with {proc.returncode}")
         try:
-            if httpx.get(f"{base_url}/healthz", timeout=1.0).status_code == 200:
+            answer = httpx.get(f"{base_url}/healthz", timeout=1.0, verify=verify)
+            if answer.status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -167,20 +175,27 @@ def serve_process(
     env: dict[str, str] | None = None,
     log: Path | None = None,
     access_log: bool = False,
+    args: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
-    """``flowledger serve`` as a child process (its own interpreter, its own writer)."""
+    """``flowledger serve`` as a child process (its own interpreter, its own writer), with
+    ``args`` after its own (``--host``, ``--tls-cert``...)."""
     full_env = {**os.environ, "FLOWLEDGER_SECRET": SECRET.decode(), **(env or {})}
     with contextlib.ExitStack() as stack:
         out: Any = stack.enter_context(open(log, "ab")) if log else subprocess.DEVNULL
-        return _popen(full_env, out, db, port, access_log)
+        return _popen(full_env, out, db, port, access_log, args)
 
 
 def _popen(
-    full_env: dict[str, str], out: Any, db: str, port: int, access_log: bool
+    full_env: dict[str, str],
+    out: Any,
+    db: str,
+    port: int,
+    access_log: bool,
+    args: Sequence[str],
 ) -> subprocess.Popen[bytes]:
     serve = [sys.executable, "-m", "flowledger.cli", "serve"]
     serve.append("--access-log" if access_log else "--no-access-log")
-    command = [*serve, "--db", db, "--port", str(port)]
+    command = [*serve, "--db", db, "--port", str(port), *args]
     return subprocess.Popen(command, env=full_env, stdout=out, stderr=out)
 
 
