@@ -99,41 +99,28 @@ def plain_log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[s
 
 
 def log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
-    """uvicorn's loggers (its access log on stdout, without query strings) and the ledger's,
-    redacted."""
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "filters": {
-            "no_query": {"()": DropQueryString},
-            "redact": {"()": RedactLogs, "secrets": secrets},
-        },
-        "formatters": {
-            "plain": {"format": PLAIN},
-            "access": {
-                "()": "uvicorn.logging.AccessFormatter",
-                "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',
-                "use_colors": False,
-            },
-        },
-        "handlers": {
-            "default": {
-                "class": "logging.StreamHandler",
-                "formatter": "plain",
-                "filters": ["redact"],
-                "stream": "ext://sys.stderr",
-            },
-            "access": {
-                "class": "logging.StreamHandler",
-                "formatter": "access",
-                "filters": ["no_query", "redact"],
-                "stream": "ext://sys.stdout",
-            },
-        },
-        "loggers": {
+    """uvicorn's loggers (its access log on stdout, without query strings) beside the ledger's
+    own (:func:`plain_log_config`), redacted; the root logger is left to the process (``run``
+    puts its own handlers there)."""
+    config = plain_log_config(level, secrets)
+    del config["root"]
+    config["filters"]["no_query"] = {"()": DropQueryString}
+    config["formatters"]["access"] = {
+        "()": "uvicorn.logging.AccessFormatter",
+        "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',
+        "use_colors": False,
+    }
+    config["handlers"]["access"] = {
+        "class": "logging.StreamHandler",
+        "formatter": "access",
+        "filters": ["no_query", "redact"],
+        "stream": "ext://sys.stdout",
+    }
+    config["loggers"].update(
+        {
             "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
             "uvicorn.error": {"level": level.upper()},
             "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
-            "flowledger": {"handlers": ["default"], "level": level.upper(), "propagate": False},
-        },
-    }
+        }
+    )
+    return config
