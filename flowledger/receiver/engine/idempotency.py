@@ -53,9 +53,9 @@ def _body(value: Any, render: Callable[[Any], Any]) -> bytes:
     return dumps(render(value))
 
 
-def settled(value: Any, render: Callable[[Any], Any] = _render) -> Reply:
+def settled(value: Any) -> Reply:
     """The answer to a unit that returned ``value``: a keyed unit's own, or ``value``'s."""
-    return value if isinstance(value, Reply) else Reply(200, _body(value, render), value)
+    return value if isinstance(value, Reply) else Reply(200, _body(value, _render), value)
 
 
 def keyed(
