@@ -1,0 +1,90 @@
+"""Copies of the ledger: ``backup``, and the one ``migrate --backup-dir`` takes first."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flowledger.cli.common import Command, DbOption, app, one_line_errors, opened
+from flowledger.domain.display import counted
+from flowledger.domain.times import for_people
+from flowledger.plumbing.clock import utcnow
+from flowledger.storage.problems import LedgerError
+
+if TYPE_CHECKING:
+    from flowledger.storage.backups import Check
+    from flowledger.storage.engine import Store
+    from flowledger.storage.reads import Connection
+
+
+@app.command(cls=Command)
+@one_line_errors
+def backup(
+    dest: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DEST",
+            help="The copy to write (it must not exist), or a directory to write it in, named "
+            "for the time it is taken",
+        ),
+    ],
+    db: DbOption = None,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep", help="Check the copy with verify --deep, not only verify (reads it all)"
+        ),
+    ] = False,
+) -> None:
+    """Copy the ledger while it runs, owner-only and fsynced, and check the copy with
+    verify before saying it is done (SQLite; PostgreSQL: pg_dump -Fc, read back by
+    pg_restore --list)."""
+    with opened(db) as store:
+        written, taken = take_backup(store, dest, deep=deep)
+    typer.echo(f"backup taken at {for_people(taken)} written to {written}")
+
+
+def take_backup(store: Store, dest: Path, *, deep: bool = False) -> tuple[Path, datetime]:
+    """Write a checked copy of ``store`` to ``dest`` (or a file named for now in it) and
+    say how it checked; returns where it went and when it was taken. A schema this
+    flowledger does not know (a copy taken before ``migrate``) is checked by SQLite's
+    integrity check alone."""
+    from flowledger.storage import backups
+    from flowledger.storage.engine import read_schema_version, sqlite_path
+    from flowledger.storage.models import SCHEMA_VERSION
+
+    taken = utcnow()
+    postgres = sqlite_path(store.url) is None
+    path = backups.destination(dest.expanduser().absolute(), taken, postgres)
+    current = read_schema_version(store.reader) == SCHEMA_VERSION
+    backups.back_up(store, path, taken, _checked(deep) if current else None)
+    return path, taken
+
+
+def _checked(deep: bool) -> Check:
+    """``verify`` (and with ``deep``, ``verify --deep``) on the copy, said as it says it."""
+
+    def check(conn: Connection) -> None:
+        from flowledger.storage.reads import chain
+        from flowledger.storage.reads.replay import deep_verify
+
+        result = chain.verify(conn)
+        if not result.ok:
+            raise LedgerError(f"the copy fails verify: {result.problem}; it was removed")
+        typer.echo(
+            f"copy verified: {counted(result.checked, 'event')}, head seq {result.head_seq} "
+            f"hash {result.head_hash}"
+        )
+        if deep:
+            found = deep_verify(conn)
+            if not found.ok:
+                raise LedgerError(
+                    f"the copy fails verify --deep ({counted(len(found.findings), 'difference')}"
+                    "); it was removed"
+                )
+            typer.echo(f"copy verified deep: {counted(found.operations, 'operation')} replayed")
+
+    return check
