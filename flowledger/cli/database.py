@@ -178,8 +178,8 @@ def wal_reset_finding(affected: bool) -> str:
     return (
         "affected (3.7.0-3.51.2 but 3.44.6, 3.50.7) and mitigated: "
         "no connection checkpoints on its own (wal_autocheckpoint = 0); the ledger checkpoints "
-        "with wal_checkpoint(FULL), which holds the writer lock so that no commit can race it, "
-        f"every {CHECKPOINT_EVERY} commits of a process and when a process closes the ledger"
+        "(wal_checkpoint(PASSIVE)) while it holds the writer lock, so that no commit can race "
+        f"it, every {CHECKPOINT_EVERY} commits of a process and when a process closes the ledger"
     )
 
 
