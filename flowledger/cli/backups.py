@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flowledger.cli.common import Command, DbOption, app, one_line_errors, opened
+from flowledger.cli.common import (
+    FAILED,
+    Command,
+    DbOption,
+    app,
+    die,
+    ledger_for,
+    one_line_errors,
+    opened,
+)
 from flowledger.domain.display import counted
 from flowledger.domain.times import for_people
 from flowledger.plumbing.clock import utcnow
@@ -41,7 +50,8 @@ def backup(
 ) -> None:
     """Copy the ledger while it runs, owner-only and fsynced, and check the copy with
     verify before saying it is done (SQLite; PostgreSQL: pg_dump -Fc, read back by
-    pg_restore --list)."""
+    pg_restore --list). A ledger put back from the copy says it was restored, and from
+    when, until `flowledger restored --ack`."""
     with opened(db) as store:
         written, taken = take_backup(store, dest, deep=deep)
     typer.echo(f"backup taken at {for_people(taken)} written to {written}")
@@ -88,3 +98,52 @@ def _checked(deep: bool) -> Check:
             typer.echo(f"copy verified deep: {counted(found.operations, 'operation')} replayed")
 
     return check
+
+
+@app.command()
+@one_line_errors
+def restored(
+    db: DbOption = None,
+    ack: Annotated[
+        bool,
+        typer.Option(
+            "--ack",
+            help="Acknowledge the restore: you checked what happened after the backup was taken",
+        ),
+    ] = False,
+    note: Annotated[
+        str | None,
+        typer.Option(metavar="TEXT", help="With --ack: what you checked (required)"),
+    ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME", help="Name recorded with the acknowledgement [default: your login name]"
+        ),
+    ] = None,
+) -> None:
+    """Whether this ledger was put back from a backup, and from when; with --ack, record
+    (an event under your name, with the note) that you checked what the workflows did since
+    the backup was taken, and stop the warning in status, doctor and the terminal UI. Exit 1
+    when it was restored and not acknowledged."""
+    import getpass
+
+    from flowledger.services import restores
+    from flowledger.storage.reads import records
+
+    if note is not None and not ack:
+        die("--note goes with --ack")
+    with opened(db) as store:
+        if not ack:
+            taken = records.restored_from(store)
+            if taken is None:
+                typer.echo("not restored from a backup (or the restore was acknowledged)")
+                return
+            typer.echo(restores.warning(taken))
+            raise typer.Exit(FAILED)
+        if not note:
+            die("--ack needs --note TEXT: what you checked of the executions since the backup")
+        assert note is not None
+        who = operator or getpass.getuser()
+        taken = restores.acknowledge_restore(ledger_for(store), operator=who, note=note)
+    typer.echo(f"restore from the backup taken at {for_people(taken)} acknowledged by {who}")

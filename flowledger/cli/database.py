@@ -193,6 +193,15 @@ def _identity(store: Store) -> str:
     return ledger_id
 
 
+def _restored(store: Store) -> str:
+    """``doctor``'s line for a ledger put back from a backup, until that is acknowledged."""
+    from flowledger.services.restores import warning
+    from flowledger.storage.reads import records
+
+    taken = records.restored_from(store)
+    return "no" if taken is None else warning(taken)
+
+
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
     """``doctor``'s findings, one (label, value) a line."""
     from flowledger.storage import migrate as migrations
@@ -209,6 +218,7 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         ("database:", hide_password(store.url)),
         ("ledger:", _identity(store)),
         ("schema version:", f"{SCHEMA_VERSION} (current)"),
+        ("restored:", _restored(store)),
         (
             "alembic:",
             f"{migrations.current_revision(store)} (head {migrations.head_revision()})",

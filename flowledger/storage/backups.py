@@ -109,8 +109,10 @@ def _copy_sqlite(store: Store, partial: Path, taken_at: datetime) -> None:
                 source = conn.connection.driver_connection
                 assert isinstance(source, sqlite3.Connection)
                 source.backup(target, pages=-1)
+            # A copy of a restored ledger not yet acknowledged keeps the earlier time: what
+            # that ledger lacks, its copy lacks too.
             target.execute(
-                "INSERT OR REPLACE INTO ledger_meta (key, value) VALUES (?, ?)",
+                "INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?)",
                 (RESTORED, for_machines(taken_at)),
             )
             target.execute("PRAGMA journal_mode = DELETE")

@@ -9,9 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from flowledger.cli import app
 from flowledger.services.ledger import Ledger
 from flowledger.storage import backups
 from flowledger.storage.engine import make_store, open_store, resolve_url
@@ -20,13 +18,7 @@ from flowledger.storage.problems import LedgerError
 from flowledger.storage.reads import Connection, chain
 from flowledger.storage.reads.meta import RESTORED
 from tests.support.builders import req
-
-runner = CliRunner()
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from tests.support.cli import cli
 
 
 def meta(path: Path) -> dict[str, str]:
