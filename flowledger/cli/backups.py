@@ -50,8 +50,9 @@ def backup(
 ) -> None:
     """Copy the ledger while it runs, owner-only and fsynced, and check the copy with
     verify before saying it is done (SQLite; PostgreSQL: pg_dump -Fc, read back by
-    pg_restore --list). A ledger put back from the copy says it was restored, and from
-    when, until `flowledger restored --ack`."""
+    pg_restore --list; restore it into an empty database, or with --clean). A ledger put
+    back from the copy says it was restored, and from when, until `flowledger restored
+    --ack`."""
     with opened(db) as store:
         written, taken = take_backup(store, dest, deep=deep)
     typer.echo(f"backup taken at {for_people(taken)} written to {written}")

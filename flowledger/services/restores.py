@@ -10,7 +10,7 @@ from datetime import datetime
 
 from flowledger.domain import IllegalTransition
 from flowledger.domain.limits import MAX_NOTE_LENGTH
-from flowledger.domain.times import for_people
+from flowledger.domain.times import for_machines, for_people
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.services.values import check_note, operator_actor
 from flowledger.storage import meta
@@ -28,8 +28,9 @@ def acknowledge_restore(ledger: Ledger, *, operator: str, note: str) -> datetime
         taken = meta.clear_restored(tx.conn)
         if taken is None:
             raise Missing("this ledger was not restored from a backup, or that was acknowledged")
-        tx.event("restore_acknowledged", None, {"backup_taken_at": taken, "note": note})
-        return datetime.fromisoformat(taken)
+        data = {"backup_taken_at": for_machines(taken), "note": note}
+        tx.event("restore_acknowledged", None, data)
+        return taken
 
     return ledger.run(operator_actor(operator), work)
 

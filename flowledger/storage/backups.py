@@ -5,7 +5,11 @@ name.
 A SQLite copy carries the mark of a restore in its own ``ledger_meta``
 (:data:`~flowledger.storage.reads.meta.RESTORED`: when it was taken). The live ledger never
 holds it, so whatever puts the copy back (``cp`` will do) gives a ledger that knows it was
-restored, and from when, until a person acknowledges it.
+restored, and from when, until a person acknowledges it. A dump cannot be changed once
+written: before ``pg_dump`` reads a PostgreSQL ledger, the ledger records the backup and
+which database it is of (:data:`~flowledger.storage.reads.meta.BACKUP_OF`); a database
+``pg_restore`` fills is another one, and so knows it was restored. A backup that dies half-way
+leaves only that record in the live ledger, which says nothing there.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from flowledger.domain.times import for_machines
+from flowledger.storage import meta
 from flowledger.storage.engine import PRIVATE_FILE, Store, sqlite_path
 from flowledger.storage.problems import LedgerError
 from flowledger.storage.reads import Connection
@@ -57,7 +62,7 @@ def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -
     fsynced. Nothing is left under ``dest``'s name when any step fails."""
     partial = dest.with_name(f".{dest.name}.partial")
     if sqlite_path(store.url) is None:
-        _dump(store, partial)
+        _dump(store, partial, taken_at)
     else:
         _copy_sqlite(store, partial, taken_at)
     try:
@@ -148,8 +153,9 @@ def _integrity(conn: Connection) -> None:
         raise LedgerError(f"the copy fails SQLite's integrity check: {found[0]}")
 
 
-def _dump(store: Store, partial: Path) -> None:
-    """``pg_dump -Fc`` into ``partial``, then ``pg_restore --list`` reads it back whole."""
+def _dump(store: Store, partial: Path, taken_at: datetime) -> None:
+    """The backup recorded in the ledger, then ``pg_dump -Fc`` into ``partial``, then
+    ``pg_restore --list`` reads it back whole."""
     for tool in ("pg_dump", "pg_restore"):
         if shutil.which(tool) is None:
             raise LedgerError(
@@ -162,6 +168,7 @@ def _dump(store: Store, partial: Path) -> None:
         env["PGPASSWORD"] = str(store.url.password)
     os.close(_private(partial))
     try:
+        meta.stamp_backup(store, taken_at)
         _run(["pg_dump", "-Fc", "--no-password", "-f", str(partial), "-d", _libpq(url)], env)
         _fsync(partial)
         _run(["pg_restore", "--list", str(partial)], env)

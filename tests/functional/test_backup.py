@@ -4,6 +4,7 @@ written, owner-only, checked before it is named, and marked as a backup."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from flowledger.storage.migrate import alembic_config, init_ledger
 from flowledger.storage.problems import LedgerError
 from flowledger.storage.reads import Connection, chain
 from flowledger.storage.reads.meta import RESTORED
+from tests.conftest import drop_pg_database, make_pg_database
 from tests.support.builders import req
 from tests.support.cli import cli
 
@@ -178,3 +180,36 @@ def test_backup_of_postgres_without_pg_dump_says_what_to_run(
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "pg_dump is not on PATH" in err and "pg_dump -Fc" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.postgres
+def test_a_postgres_ledger_restored_from_its_dump_says_so_and_the_live_one_does_not(
+    pg_url: str, tmp_path: Path
+) -> None:
+    store, _ = init_ledger(pg_url)
+    Ledger(store).dispatch("invoice:1", req("e1")).run("token:n8n")
+    store.dispose()
+    code, out, err = cli("backup", str(tmp_path / "ledger.dump"), "--db", pg_url)
+    assert code == 0, err
+    taken = out.split("backup taken at ")[1].split(" written")[0]
+    code, out, _ = cli("restored", "--db", pg_url)  # the live one holds only the record
+    assert code == 0 and out.startswith("not restored")
+    other, name = make_pg_database()
+    try:
+        pg_restore("-d", other, str(tmp_path / "ledger.dump"))
+        code, out, _ = cli("status", "--db", other)
+        assert code == 0 and out.startswith(f"RESTORED from a backup taken at {taken}")
+        code, _, err = cli("restored", "--ack", "--note", "checked", "--db", other)
+        assert code == 0, err
+        assert cli("restored", "--db", other)[0] == 0
+        assert cli("verify", "--deep", "--db", other)[0] == 0
+    finally:
+        drop_pg_database(name)
+    # Put back over the live database itself: its tables are made anew.
+    pg_restore("--clean", "-d", pg_url, str(tmp_path / "ledger.dump"))
+    assert cli("restored", "--db", pg_url)[0] == 1
+
+
+def pg_restore(*args: str) -> None:
+    done = subprocess.run(["pg_restore", "--no-owner", *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
