@@ -34,6 +34,10 @@ def stamp_backup(store: Store, taken_at: datetime) -> None:
     """PostgreSQL, before ``pg_dump`` reads the database: the backup taken of it now
     (:data:`~flowledger.storage.reads.meta.BACKUP_OF`), which the dump carries."""
     with store.engine.begin() as conn:
+        if restored_from(conn) is not None:
+            # Restored and not acknowledged: the dump keeps the earlier record, as it lacks
+            # what this ledger lacks.
+            return
         value = json.dumps(
             {"taken_at": for_machines(taken_at), "database": database_identity(conn)}
         )

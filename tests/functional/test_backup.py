@@ -199,6 +199,8 @@ def test_a_postgres_ledger_restored_from_its_dump_says_so_and_the_live_one_does_
         pg_restore("-d", other, str(tmp_path / "ledger.dump"))
         code, out, _ = cli("status", "--db", other)
         assert code == 0 and out.startswith(f"RESTORED from a backup taken at {taken}")
+        assert cli("backup", str(tmp_path / "again.dump"), "--db", other)[0] == 0
+        assert cli("restored", "--db", other)[0] == 1  # a backup of it keeps what it lacks
         code, _, err = cli("restored", "--ack", "--note", "checked", "--db", other)
         assert code == 0, err
         assert cli("restored", "--db", other)[0] == 0
