@@ -60,9 +60,9 @@ def backup(
 
 def take_backup(store: Store, dest: Path, *, deep: bool = False) -> tuple[Path, datetime]:
     """Write a checked copy of ``store`` to ``dest`` (or a file named for now in it) and
-    say how it checked; returns where it went and when it was taken. A schema this
-    flowledger does not know (a copy taken before ``migrate``) is checked by SQLite's
-    integrity check alone."""
+    say how long the copy took and how it checked; returns where it went and when it was
+    taken. A schema this flowledger does not know (a copy taken before ``migrate``) is
+    checked by SQLite's integrity check alone."""
     from flowledger.storage import backups
     from flowledger.storage.engine import read_schema_version, sqlite_path
     from flowledger.storage.models import SCHEMA_VERSION
@@ -71,7 +71,9 @@ def take_backup(store: Store, dest: Path, *, deep: bool = False) -> tuple[Path, 
     postgres = sqlite_path(store.url) is None
     path = backups.destination(dest.expanduser().absolute(), taken, postgres)
     current = read_schema_version(store.reader) == SCHEMA_VERSION
-    backups.back_up(store, path, taken, _checked(deep) if current else None)
+    copied = backups.back_up(store, path, taken, _checked(deep) if current else None)
+    size = path.stat().st_size / 2**20
+    typer.echo(f"copied {size:,.1f} MiB in {copied:.1f} s")
     return path, taken
 
 

@@ -19,6 +19,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -55,16 +56,19 @@ def destination(dest: Path, taken_at: datetime, postgres: bool) -> Path:
     return dest
 
 
-def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -> None:
+def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -> float:
     """Copy the ledger to ``dest`` (a file that does not exist): written to a private file
     beside it, fsynced, checked by ``check`` (SQLite; None: only SQLite's own integrity
     check, for a schema this flowledger cannot read), renamed into place, the directory
-    fsynced. Nothing is left under ``dest``'s name when any step fails."""
+    fsynced. Nothing is left under ``dest``'s name when any step fails. Returns the seconds
+    the copy itself took (the database read, before the checks)."""
     partial = dest.with_name(f".{dest.name}.partial")
+    started = time.perf_counter()
     if sqlite_path(store.url) is None:
         _dump(store, partial, taken_at)
     else:
         _copy_sqlite(store, partial, taken_at)
+    copied = time.perf_counter() - started
     try:
         if sqlite_path(store.url) is not None:
             with reading(partial) as conn:
@@ -77,6 +81,7 @@ def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -
             partial.unlink()
         raise
     _fsync(dest.parent)  # the rename itself
+    return copied
 
 
 def _private(path: Path) -> int:
