@@ -28,6 +28,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from flowledger.domain.times import for_machines
+from flowledger.plumbing.faults import crashpoint
 from flowledger.storage import meta
 from flowledger.storage.engine import PRIVATE_FILE, Store, sqlite_path
 from flowledger.storage.problems import LedgerError
@@ -75,6 +76,7 @@ def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -
                 _integrity(conn)
                 if check is not None:
                     check(conn)
+        crashpoint("backup_before_rename")
         os.replace(partial, dest)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
