@@ -55,6 +55,7 @@ def migrate(db: DbOption = None) -> None:
         make_store,
         read_schema_version,
         resolve_url,
+        schema_problem,
     )
     from flowledger.storage.errors import DatabaseError
     from flowledger.storage.models import SCHEMA_VERSION
@@ -70,10 +71,7 @@ def migrate(db: DbOption = None) -> None:
             die(f"{hide_password(url)} holds no ledger; run `flowledger init` to create one")
         assert before is not None
         if before > SCHEMA_VERSION:
-            die(
-                f"schema version {before} is newer than this flowledger ({SCHEMA_VERSION}); "
-                "upgrade flowledger"
-            )
+            die(str(schema_problem(url, before)))
         migrations.upgrade(store)
         after = read_schema_version(store.engine)
     finally:

@@ -5,20 +5,24 @@ the code of schema 0001 wrote (``tests/fixtures/make_ledger_0001.py``) migrate u
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from typer.testing import CliRunner
 
 from flowledger.cli import app
 from flowledger.domain import FailOutcome
+from flowledger.scheduled.lease import Lease
+from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import make_store, open_store, resolve_url
-from flowledger.storage.migrate import alembic_config
+from flowledger.storage.engine import Store, hide_password, make_store, open_store, resolve_url
+from flowledger.storage.migrate import alembic_config, upgrade
 from flowledger.storage.models import SCHEMA_VERSION
 from tests.support.builders import FakeClock, req
 
@@ -136,3 +140,80 @@ def test_a_ledger_of_the_first_schema_migrates_with_its_data_and_verifies_deep(
         store.dispose()
     code, out = cli("verify", "--deep", "--db", db_url)
     assert code == 0 and "45 events" in out, out
+
+
+# Two versions of flowledger on one database across a migration: the older one runs, holding
+# the scheduler's lease; the newer one migrates the ledger and starts. The older one is the
+# same code told it knows the schema before (``schema_version``).
+
+TTL = timedelta(seconds=30)
+BEFORE = SCHEMA_VERSION - 1
+
+
+def ledger_before_the_last_migration(db: str) -> Store:
+    store = make_store(resolve_url(db), create=True)
+    with store.engine.begin() as conn:
+        command.upgrade(alembic_config(conn), f"{BEFORE:04d}")
+    return store
+
+
+def test_an_older_process_gives_the_lease_up_after_a_migration_and_the_newer_takes_it_later(
+    db_url: str, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="flowledger.scheduled.lease")
+    store = ledger_before_the_last_migration(db_url)
+    try:
+        old = Lease(store, TTL, holder="old", clock=clock, schema_version=BEFORE)
+        new = Lease(store, TTL, holder="new", clock=clock)
+        ran: list[str] = []
+        jobs = Scheduler([Job("sweep", timedelta(minutes=1), lambda: ran.append("old"))], lease=old)
+        assert old.renew() and not new.renew()  # the newer one refuses the older schema
+        assert jobs.run_job(jobs.jobs["sweep"]) and ran == ["old"]
+        clock.advance(seconds=10)
+        assert old.renew()  # renewed until 40 s from the start
+
+        upgrade(store)  # the newer flowledger's `migrate`
+        clock.advance(seconds=10)
+        assert not old.renew() and not old.held()
+        assert not jobs.run_job(jobs.jobs["sweep"]) and ran == ["old"]  # its jobs stop
+        for _ in range(3):
+            assert not new.renew()  # the older one's last renewal has not run out
+            assert not old.renew()
+            clock.advance(seconds=6)
+        clock.advance(seconds=2)  # 40 s: it has
+        assert new.renew() and new.held() and not old.renew()
+    finally:
+        store.dispose()
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    where = store.url.database if store.dialect == "sqlite" else hide_password(store.url)
+    assert said == [
+        f"lease scheduler refused by new: {where} has schema version {BEFORE}, this flowledger"
+        f" needs {SCHEMA_VERSION}; run `flowledger migrate`; no scheduled job runs in this process",
+        f"lease scheduler given up by old: {where} has schema version {SCHEMA_VERSION}, newer than"
+        f" this flowledger knows ({BEFORE}); upgrade flowledger; no scheduled job runs in this"
+        " process",
+    ]  # once each, however often they ask
+
+
+@pytest.mark.postgres
+def test_a_renewal_during_a_migration_keeps_the_newer_process_out_until_it_runs_out(
+    pg_url: str, clock: FakeClock
+) -> None:
+    """On PostgreSQL the older process's renewal does not wait for the migration's transaction:
+    it reads the schema as it was, and the newer process then waits for that renewal to end."""
+    store = ledger_before_the_last_migration(pg_url)
+    try:
+        old = Lease(store, TTL, holder="old", clock=clock, schema_version=BEFORE)
+        new = Lease(store, TTL, holder="new", clock=clock)
+        assert old.renew()
+        clock.advance(seconds=20)
+        with store.engine.connect() as conn, conn.begin():
+            command.upgrade(alembic_config(conn), "head")
+            assert old.renew()  # until 50 s: the migration is not committed yet
+        clock.advance(seconds=10)
+        assert not old.renew() and not old.held()
+        assert not new.renew()
+        clock.advance(seconds=20)
+        assert new.renew() and not old.renew()
+    finally:
+        store.dispose()

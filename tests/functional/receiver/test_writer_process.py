@@ -287,6 +287,26 @@ def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: 
         store.dispose()
 
 
+def test_a_writer_process_refuses_a_schema_migrated_since_the_receiver_opened_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.db"
+    store, _ = init_ledger(str(path))
+    try:
+        ledger = Ledger(store)
+        with store.engine.begin() as conn:  # a newer flowledger migrated it meanwhile
+            conn.exec_driver_sql("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+        app = _app(ledger, writer_process=True)
+        refused = f"{path} has schema version 99, newer than this flowledger knows"
+        cannot = pytest.raises(
+            LedgerError, match=f"^the writer process cannot open the ledger: {refused}"
+        )
+        with cannot, running(app, ledger, {}):
+            pass
+    finally:
+        store.dispose()
+
+
 class _Unpicklable:
     def __reduce__(self) -> Any:
         raise TypeError("cannot pickle this body")
