@@ -1,6 +1,7 @@
-"""Upgrading a ledger from the first schema to the newest, on SQLite and PostgreSQL: the rows
-the code of schema 0001 wrote (``tests/fixtures/make_ledger_0001.py``) migrate unchanged, and
-``verify --deep`` finds the tables and the chain agree."""
+"""Upgrading a ledger, on SQLite and PostgreSQL: the rows the code of the first schema wrote
+(``tests/fixtures/make_ledger_0001.py``) migrate to the newest unchanged, and ``verify --deep``
+finds the tables and the chain agree; two versions of flowledger on one ledger never both hold
+the scheduler's lease across a migration."""
 
 from __future__ import annotations
 
