@@ -67,6 +67,7 @@ def migrate(
         make_store,
         read_schema_version,
         resolve_url,
+        schema_problem,
     )
     from flowledger.storage.errors import DatabaseError
     from flowledger.storage.models import SCHEMA_VERSION
@@ -82,10 +83,7 @@ def migrate(
             die(f"{hide_password(url)} holds no ledger; run `flowledger init` to create one")
         assert before is not None
         if before > SCHEMA_VERSION:
-            die(
-                f"schema version {before} is newer than this flowledger ({SCHEMA_VERSION}); "
-                "upgrade flowledger"
-            )
+            die(str(schema_problem(url, before)))
         if (
             backup_dir is not None
             and migrations.current_revision(store) != migrations.head_revision()

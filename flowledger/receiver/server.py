@@ -208,9 +208,33 @@ def serve_app(
     quiet_collector()
     server = uvicorn.Server(config)
     receiver = getattr(getattr(app, "state", None), "receiver", None)
-    if receiver is not None:  # a writer process that ends stops serving, as SIGTERM would
-        receiver.engine.stop = lambda: setattr(server, "should_exit", True)
-    server.run(sockets=[sock])
+    if receiver is None:
+        server.run(sockets=[sock])
+        return
+    # A writer process that ends stops serving, as SIGTERM would.
+    receiver.engine.stop = lambda: setattr(server, "should_exit", True)
+    refused = _RefusedStart(receiver.engine)
+    log.addFilter(refused)
+    try:
+        server.run(sockets=[sock])
+    except SystemExit:  # uvicorn's exit for a start that failed
+        if receiver.engine.refused is not None:
+            raise receiver.engine.refused from None
+        raise
+    finally:
+        log.removeFilter(refused)
+
+
+class _RefusedStart(logging.Filter):
+    """Leaves out the traceback uvicorn logs when the engine refused to start (its writer
+    process could not open the ledger): :func:`serve_app` raises the refusal, one line."""
+
+    def __init__(self, engine: Any) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.engine.refused is None or not record.getMessage().startswith("Traceback")
 
 
 def writer_ended(app: Any) -> None:

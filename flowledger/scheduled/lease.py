@@ -7,6 +7,11 @@ serialised anyway). The jobs are idempotent (cause keys, stable delivery ids), s
 stalls past its expiry while another takes over costs duplicate work, never a duplicate hold.
 The expiry is written from the holder's clock: hosts sharing a database keep their clocks in
 sync (NTP) well within the lease time.
+
+A process holds the lease only while the ledger's schema is the one it knows: when a newer
+flowledger migrates the database under a running older one, the older one's next renewal is
+refused, it steps down with one line in its log, and its jobs stop; the newer one takes over
+once the older one's last renewal runs out, so the two never hold it at once.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from datetime import datetime, timedelta
 
 from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.storage import lease as leases
-from flowledger.storage.engine import Store
+from flowledger.storage.engine import Store, schema_problem
+from flowledger.storage.models import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +44,11 @@ class Lease:
         name: str = "scheduler",
         holder: str | None = None,
         clock: Clock = utcnow,
+        schema_version: int = SCHEMA_VERSION,
     ) -> None:
         self.store = store
+        self.schema_version = schema_version  # of this program: the lease is only for its own
+        self.refused: str | None = None  # why the ledger's schema keeps this process from it
         self.ttl = ttl
         self.name = name
         self.holder = holder or holder_name()
@@ -54,14 +63,36 @@ class Lease:
         """Take the lease if it is free or expired, extend it if ours; report whether held."""
         now = self.clock()
         until = now + self.ttl
-        taken = leases.take(self.store, self.name, self.holder, now, until)
         was = self.held()
+        try:
+            taken = leases.take(
+                self.store, self.name, self.holder, now, until, schema_version=self.schema_version
+            )
+        except leases.SchemaChanged as exc:
+            self._until = None
+            self._refuse(exc.found, was)
+            return False
+        self.refused = None
         self._until = until if taken else None
         if taken and not was:
             log.info("lease %s taken by %s until %s", self.name, self.holder, until.isoformat())
         elif was and not taken:
             log.warning("lease %s lost by %s", self.name, self.holder)
         return taken
+
+    def _refuse(self, found: int | None, was: bool) -> None:
+        """Say once, in one line, why this process may not hold the lease."""
+        why = schema_problem(self.store.url, found, self.schema_version)
+        if why is None or why == self.refused:
+            return
+        self.refused = why
+        log.error(
+            "lease %s %s by %s: %s; no scheduled job runs in this process",
+            self.name,
+            "given up" if was else "refused",
+            self.holder,
+            why,
+        )
 
     def release(self) -> None:
         """Let another process take over at once (on a clean shutdown)."""

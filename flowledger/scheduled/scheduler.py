@@ -82,7 +82,8 @@ class Scheduler:
             asked = self.run_job(
                 Job(LEASE_JOB, self.lease.ttl, self.lease.renew, needs_lease=False)
             )
-            if asked and not self.lease.held():  # not when the database could not be asked
+            # Not when the database could not be asked, nor when the schema keeps it from us.
+            if asked and not self.lease.held() and self.lease.refused is None:
                 waits = (
                     f"; standing by: another process holds the {self.lease.name} lease, and"
                     " the jobs run here once it lapses"

@@ -300,6 +300,7 @@ def open_store(db: str | None) -> Store:
 
 
 def check_schema(store: Store) -> None:
+    """Refuse, in one line, a database that is not a ledger of the schema this program knows."""
     where = _where(store.url)
     try:
         version = read_schema_version(store.reader)  # never waits for the write lock
@@ -307,18 +308,29 @@ def check_schema(store: Store) -> None:
         raise LedgerError(f"cannot open {where}: {first_line(exc)}") from exc
     except sa.exc.DatabaseError as exc:
         raise LedgerError(f"{where} is not a ledger database: {first_line(exc)}") from exc
+    problem = schema_problem(store.url, version)
+    if problem is not None:
+        raise LedgerError(problem)
+
+
+def schema_problem(url: URL, version: int | None, known: int = SCHEMA_VERSION) -> str | None:
+    """The line every process refuses a ledger of schema ``version`` with (None: the schema
+    ``known``, this program's own): none is no ledger, a newer one needs a newer flowledger,
+    an older one ``migrate``."""
+    where = _where(url)
     if version is None:
-        raise LedgerError(f"{where} holds no ledger; run `flowledger init` to create one")
-    if version > SCHEMA_VERSION:
-        raise LedgerError(
+        return f"{where} holds no ledger; run `flowledger init` to create one"
+    if version > known:
+        return (
             f"{where} has schema version {version}, newer than this flowledger knows "
-            f"({SCHEMA_VERSION}); upgrade flowledger"
+            f"({known}); upgrade flowledger"
         )
-    if version < SCHEMA_VERSION:
-        raise LedgerError(
-            f"{where} has schema version {version}, this flowledger needs {SCHEMA_VERSION}; "
+    if version < known:
+        return (
+            f"{where} has schema version {version}, this flowledger needs {known}; "
             "run `flowledger migrate`"
         )
+    return None
 
 
 def _where(url: URL) -> str:

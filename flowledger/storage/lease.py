@@ -1,7 +1,8 @@
 """The ``leases`` rows: who holds a named lease, and until when.
 
 Taking one is one conditional UPDATE (or the INSERT of the first row), so two processes can
-never both win it.
+never both win it. Only a process of the ledger's own schema version may take or renew it,
+so that two versions of flowledger sharing a database across a migration never both hold it.
 """
 
 from __future__ import annotations
@@ -11,15 +12,32 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Lease, table
+from flowledger.storage.models import Lease, LedgerMeta, table
 
 LEASES = table(Lease)
+META = table(LedgerMeta)
 
 
-def take(store: Store, name: str, holder: str, now: datetime, until: datetime) -> bool:
+class SchemaChanged(Exception):
+    """The ledger's schema version is not the one the process asking for the lease knows."""
+
+    def __init__(self, found: int | None) -> None:
+        super().__init__(f"the ledger's schema version is {found}")
+        self.found = found
+
+
+def take(
+    store: Store, name: str, holder: str, now: datetime, until: datetime, *, schema_version: int
+) -> bool:
     """Give lease ``name`` to ``holder`` until ``until`` if it is free, expired at ``now``, or
     ``holder``'s already; whether ``holder`` has it. In a transaction of its own: the INSERT of
-    a first row that another process inserted first fails at once, and that is a lost race."""
+    a first row that another process inserted first fails at once, and that is a lost race.
+
+    The ledger's schema version is read in the same transaction, after the row is written, and
+    when it is not ``schema_version`` nothing is written and :class:`SchemaChanged` is raised: a
+    process of an older flowledger cannot renew its lease once a newer one has migrated the
+    ledger (nor a newer one after a restore), and the new version takes the lease only when
+    the last renewal before the migration has run out."""
     try:
         with store.engine.begin() as conn:
             taken = conn.execute(
@@ -37,6 +55,11 @@ def take(store: Store, name: str, holder: str, now: datetime, until: datetime) -
                 if exists is None:
                     conn.execute(LEASES.insert().values(name=name, holder=holder, expires_at=until))
                     taken = 1
+            found = conn.execute(
+                sa.select(META.c.value).where(META.c.key == "schema_version")
+            ).scalar_one_or_none()
+            if found is None or int(found) != schema_version:
+                raise SchemaChanged(None if found is None else int(found))  # rolls back
     except sa.exc.IntegrityError:
         taken = 0  # another process inserted the row first
     return bool(taken)

@@ -354,17 +354,51 @@ def ledger_with_schema_version(tmp_path: Path, version: int) -> Path:
     return db
 
 
-def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
-    db = ledger_with_schema_version(tmp_path, 99)
-    for command in (("status",), ("migrate",)):
-        code, _, err = cli(*command, "--db", str(db))
-        assert code == 2 and "newer" in err and "upgrade flowledger" in err
+# Every process that opens the ledger: the long-running ones (run, serve), the jobs cron runs
+# (sweep, sync...), the terminal UI, the diagnosis and the migration itself.
+OPENERS = [
+    ("run", "--port", "0"),
+    ("serve", "--port", "0"),
+    ("sweep", "--once"),
+    ("sync", "--once"),
+    ("alerts", "--once"),
+    ("housekeeping", "--once"),
+    ("anchor", "--once"),
+    ("tui",),
+    ("doctor",),
+    ("status",),
+    ("verify",),
+    ("migrate",),
+]
 
 
-def test_an_older_schema_asks_for_migrate(tmp_path: Path) -> None:
-    db = ledger_with_schema_version(tmp_path, 0)
-    code, _, err = cli("status", "--db", str(db))
-    assert code == 2 and "run `flowledger migrate`" in err
+@pytest.mark.parametrize(
+    ("version", "command"),
+    [
+        pytest.param(version, command, id=f"{name}-{command[0]}")
+        for version, name in ((99, "newer"), (0, "older"))
+        for command in OPENERS
+        if (version, command) != (0, ("migrate",))  # what migrate is for: tests/integration
+    ],
+)
+def test_every_process_refuses_another_schema_in_the_same_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...], version: int
+) -> None:
+    settings = tmp_path / "flowledger.toml"  # or sync and anchor have nothing to open it for
+    settings.write_text(
+        f'[anchors]\nfile = "{tmp_path / "anchors.txt"}"\n\n[[sources]]\nname = "prod-n8n"\n'
+        'kind = "n8n"\nbase_url = "http://n8n.test"\napi_key_env = "N8N_API_KEY"\n'
+    )
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(settings))
+    db = ledger_with_schema_version(tmp_path, version)
+    code, out, err = cli(*command, "--db", str(db))
+    said = (
+        f"newer than this flowledger knows ({SCHEMA_VERSION}); upgrade flowledger"
+        if version > SCHEMA_VERSION
+        else f"this flowledger needs {SCHEMA_VERSION}; run `flowledger migrate`"
+    )
+    assert (code, out) == (2, "")
+    assert err == f"flowledger: {db} has schema version {version}, {said}\n"
 
 
 def test_an_unreachable_postgres_is_one_line(tmp_path: Path) -> None:

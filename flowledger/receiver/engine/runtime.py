@@ -17,6 +17,7 @@ from flowledger.receiver.engine.idempotency import keyed
 from flowledger.receiver.engine.units import reply_of, unit_of
 from flowledger.receiver.engine.writer_process import WriterProcess
 from flowledger.services.ledger import Ledger
+from flowledger.storage.problems import LedgerError
 from flowledger.storage.unit_of_work import Guard, Work
 
 
@@ -32,6 +33,8 @@ class Engine:
         self.writer: WriterProcess | None = None
         # Ends serving gracefully (set by :func:`flowledger.receiver.server.serve_app`).
         self.stop: Callable[[], None] | None = None
+        # Why it could not start, in one line (the writer process could not open the ledger).
+        self.refused: LedgerError | None = None
 
     async def start(self) -> None:
         self.committer.start()
@@ -39,7 +42,9 @@ class Engine:
             self.writer = WriterProcess(self.ledger, on_end=self._writer_ended)
             try:
                 await self.writer.start()
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, LedgerError):
+                    self.refused = exc
                 self.committer.close()
                 raise
 

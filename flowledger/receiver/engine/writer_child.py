@@ -25,7 +25,7 @@ from flowledger.receiver.engine.units import reply_of, unit_of, without_value
 from flowledger.receiver.engine.wire import READ_SIZE, Frames, pack
 from flowledger.receiver.logs import plain_log_config
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import make_store
+from flowledger.storage.engine import check_schema, make_store
 from flowledger.storage.unit_of_work import Guard, Work
 
 
@@ -147,6 +147,7 @@ def _child(fd: int) -> int:
     targets = args.pop("alert_targets")
     try:
         store = make_store(args.pop("url"))
+        check_schema(store)  # a newer flowledger may have migrated it since the receiver looked
     except Exception as exc:
         sock.sendall(pack(("failed", f"the writer process cannot open the ledger: {exc}")))
         return 1

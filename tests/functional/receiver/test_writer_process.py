@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
 from tests.support.builders import FakeClock, dispatch_body
+from tests.support.processes import TIMEOUT
 from tests.support.receiver import SECRET, Api, make_token, running, signature
 
 OP = "/v1/operations"
@@ -285,6 +288,63 @@ def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: 
             pass
     finally:
         store.dispose()
+
+
+def test_a_writer_process_refuses_a_schema_migrated_since_the_receiver_opened_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.db"
+    store, _ = init_ledger(str(path))
+    try:
+        ledger = Ledger(store)
+        with store.engine.begin() as conn:  # a newer flowledger migrated it meanwhile
+            conn.exec_driver_sql("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+        app = _app(ledger, writer_process=True)
+        refused = f"{path} has schema version 99, newer than this flowledger knows"
+        cannot = pytest.raises(
+            LedgerError, match=f"^the writer process cannot open the ledger: {refused}"
+        )
+        with cannot, running(app, ledger, {}):
+            pass
+    finally:
+        store.dispose()
+
+
+# A receiver that opened its ledger before a newer flowledger migrated it, then serves: its
+# writer process finds the newer schema. In a process of its own: serving sets up logging.
+_SERVE_MIGRATED = """
+import sys
+from flowledger.receiver.app import create_app
+from flowledger.receiver.server import listen, serve_app
+from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import LedgerError, open_store
+
+store = open_store(sys.argv[1])
+ledger = Ledger(store)
+with store.engine.begin() as conn:
+    conn.exec_driver_sql("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+try:
+    serve_app(create_app(ledger, writer_process=True), listen("127.0.0.1", 0))
+except LedgerError as exc:
+    print(f"refused: {exc}")
+"""
+
+
+def test_serving_stops_in_one_line_when_the_writer_process_refuses_the_schema(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.db"
+    init_ledger(str(path))[0].dispose()
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_MIGRATED, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    refused = f"{path} has schema version 99, newer than this flowledger knows"
+    assert done.stdout.startswith(f"refused: the writer process cannot open the ledger: {refused}")
+    assert "Traceback" not in done.stderr, done.stderr  # not Starlette's traceback of its start
 
 
 class _Unpicklable:
