@@ -142,7 +142,7 @@ def _child(fd: int) -> int:
         return ledger.secrets if ledger is not None else secrets
 
     # First, and for every logger (the writer's own log through the root logger): redacted.
-    logging.config.dictConfig(plain_log_config(secrets=known))
+    logging.config.dictConfig(plain_log_config(secrets=known, log_format=args.pop("log_format")))
     max_batch = args.pop("max_batch")
     targets = args.pop("alert_targets")
     try:
