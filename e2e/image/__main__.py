@@ -1,0 +1,128 @@
+"""The ledger's image end to end (``make image-test``; minutes, so not part of CI).
+
+    python -m e2e.image
+
+1. builds the image from ``Containerfile`` with podman (or docker; ``IMAGE_ENGINE`` names
+   another command line) on ``BASE``: when not given, the official Python image, or when
+   that cannot be pulled, a Debian bookworm base made once with debootstrap and kept;
+2. runs it on SQLite (a named volume) and on PostgreSQL (``IMAGE_TEST_PG_URL``, by default
+   the local server's ``flowledger_image`` database, dropped and made again; skipped when no
+   server answers), each in turn: start to healthy, the README's first look through it, its
+   process not root, ``flowledger tui`` through ``exec``, SIGTERM under load (stopped by itself
+   within 10 s), a restart on the same data (nothing acknowledged lost, nothing made or
+   migrated again), and on SQLite its log as JSON lines;
+3. prints the image's size and the seconds from start to healthy.
+
+Without podman or docker it prints why and exits 0 (skipped).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from e2e.image.box import Box
+from e2e.image.engine import Engine, Unavailable, base_image, build, find_engine
+from e2e.image.scenarios import (
+    first_look,
+    healthy,
+    json_logs,
+    not_root,
+    nothing_acknowledged_lost,
+    restart_keeps_the_data,
+    sigterm_under_load,
+    terminal_ui,
+)
+from e2e.local_n8n import workdir
+from e2e.n8n.checks import Checks
+
+IMAGE = "localhost/flowledger:image-test"
+PG_URL = "postgresql://postgres@127.0.0.1:5432/flowledger_image"
+
+
+def fresh_database(url: str) -> bool:
+    """Drop and make the database ``url`` names, through the server's ``postgres`` one;
+    False when no server answers."""
+    import sqlalchemy as sa
+
+    server, _, name = url.rpartition("/")
+    engine = sa.create_engine(
+        server.replace("postgresql://", "postgresql+psycopg://", 1) + "/postgres",
+        isolation_level="AUTOCOMMIT",
+    )
+    try:
+        with engine.connect() as db:
+            db.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            db.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError:
+        return False
+    finally:
+        engine.dispose()
+    return True
+
+
+def one_database(
+    check: Checks, engine: Engine, folder: Path, label: str, env: dict[str, str]
+) -> list[float]:
+    box = Box(engine, IMAGE, f"flowledger-image-{label}", folder, env=env)
+    box.create()
+    try:
+        first = box.start()
+        print(f"      {label}: start to healthy in {first:.1f} s (a new ledger)", flush=True)
+        healthy(check, box, label)
+        not_root(check, box, label)
+        first_look(check, box, label)
+        terminal_ui(check, box, label)
+        _, load = sigterm_under_load(check, box, label)
+        again = restart_keeps_the_data(check, box, label)
+        print(f"      {label}: start to healthy in {again:.1f} s (restarted)", flush=True)
+        nothing_acknowledged_lost(check, box, label, load)
+        if env.get("FLOWLEDGER_LOG_FORMAT") == "json":
+            json_logs(check, box, label)
+        box.stop()
+        return [first, again]
+    except Exception:
+        print(box.logs()[-3000:])
+        raise
+    finally:
+        box.remove()
+
+
+def run(check: Checks, engine: Engine, base: str, folder: Path) -> None:
+    took = build(engine, base, IMAGE)
+    size = engine.size(IMAGE)
+    print(f"      built {IMAGE} on {base} in {took:.0f} s: {size / 1e6:.0f} MB", flush=True)
+    starts = one_database(check, engine, folder, "sqlite", {"FLOWLEDGER_LOG_FORMAT": "json"})
+    pg_url = os.environ.get("IMAGE_TEST_PG_URL", PG_URL)
+    if fresh_database(pg_url):
+        starts += one_database(check, engine, folder, "postgresql", {"FLOWLEDGER_DB": pg_url})
+    else:
+        print(f"      PostgreSQL at {pg_url.rpartition('/')[0]} does not answer: skipped")
+    print(
+        f"      image {size / 1e6:.0f} MB; start to healthy {min(starts):.1f}-{max(starts):.1f} s",
+        flush=True,
+    )
+
+
+def main() -> int:
+    # A SIGTERM (from `timeout`) unwinds through the ``finally`` blocks, which remove the
+    # containers and their volumes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    try:
+        engine = find_engine()
+        base = base_image(engine)
+    except Unavailable as exc:
+        print(f"image-test SKIPPED: {exc}")
+        return 0
+    check = Checks()
+    with workdir("flowledger-image-") as folder, check.ending_early():
+        run(check, engine, base, folder)
+    return check.summary("image-test", started)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
