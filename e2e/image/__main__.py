@@ -5,12 +5,13 @@
 1. builds the image from ``Containerfile`` with podman (or docker; ``IMAGE_ENGINE`` names
    another command line) on ``BASE``: when not given, the official Python image, or when
    that cannot be pulled, a Debian bookworm base made once with debootstrap and kept;
-2. runs it on SQLite (a named volume) and on PostgreSQL (``IMAGE_TEST_PG_URL``, by default
-   the local server's ``flowledger_image`` database, dropped and made again; skipped when no
-   server answers), each in turn: start to healthy, the README's first look through it, its
-   process not root, ``flowledger tui`` through ``exec``, SIGTERM under load (stopped by itself
-   within 10 s), a restart on the same data (nothing acknowledged lost, nothing made or
-   migrated again), and on SQLite its log as JSON lines;
+2. runs it on SQLite (a named volume), then on PostgreSQL: the database and role that
+   ``deploy/compose/init-databases.sh`` makes, run against the host's server (``PGHOST``,
+   127.0.0.1 by default; skipped without one, or when its roles exist there). Each in turn:
+   start to healthy, the README's first look through it, its process not root, ``flowledger
+   tui`` through ``exec``, SIGTERM under load (stopped by itself within 10 s), a restart on the
+   same data (nothing acknowledged lost, nothing made or migrated again), and on SQLite its
+   log as JSON lines;
 3. prints the image's size and the seconds from start to healthy.
 
 Without podman or docker it prints why and exits 0 (skipped).
@@ -18,12 +19,12 @@ Without podman or docker it prints why and exits 0 (skipped).
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 
+from e2e.image import databases
 from e2e.image.box import Box
 from e2e.image.engine import Engine, Unavailable, base_image, build, find_engine
 from e2e.image.scenarios import (
@@ -40,28 +41,6 @@ from e2e.local_n8n import workdir
 from e2e.n8n.checks import Checks
 
 IMAGE = "localhost/flowledger:image-test"
-PG_URL = "postgresql://postgres@127.0.0.1:5432/flowledger_image"
-
-
-def fresh_database(url: str) -> bool:
-    """Drop and make the database ``url`` names, through the server's ``postgres`` one;
-    False when no server answers."""
-    import sqlalchemy as sa
-
-    server, _, name = url.rpartition("/")
-    engine = sa.create_engine(
-        server.replace("postgresql://", "postgresql+psycopg://", 1) + "/postgres",
-        isolation_level="AUTOCOMMIT",
-    )
-    try:
-        with engine.connect() as db:
-            db.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            db.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError:
-        return False
-    finally:
-        engine.dispose()
-    return True
 
 
 def one_database(
@@ -96,11 +75,12 @@ def run(check: Checks, engine: Engine, base: str, folder: Path) -> None:
     size = engine.size(IMAGE)
     print(f"      built {IMAGE} on {base} in {took:.0f} s: {size / 1e6:.0f} MB", flush=True)
     starts = one_database(check, engine, folder, "sqlite", {"FLOWLEDGER_LOG_FORMAT": "json"})
-    pg_url = os.environ.get("IMAGE_TEST_PG_URL", PG_URL)
-    if fresh_database(pg_url):
-        starts += one_database(check, engine, folder, "postgresql", {"FLOWLEDGER_DB": pg_url})
+    why = databases.unavailable()
+    if why is None:
+        with databases.compose_databases(check) as url:
+            starts += one_database(check, engine, folder, "postgresql", {"FLOWLEDGER_DB": url})
     else:
-        print(f"      PostgreSQL at {pg_url.rpartition('/')[0]} does not answer: skipped")
+        print(f"      PostgreSQL skipped: {why}")
     print(
         f"      image {size / 1e6:.0f} MB; start to healthy {min(starts):.1f}-{max(starts):.1f} s",
         flush=True,
