@@ -198,7 +198,7 @@ def terminal_ui(check: Checks, box: Box, label: str) -> None:
         print("      (no tmux: the terminal UI through exec is not checked)")
         return
     session = f"{box.name}-tui"
-    command = [*box.engine.command, "exec", "-it", "--env", "TERM=xterm-256color", box.name]
+    command = [*box.engine.command, "exec", "-it", box.name]  # -t sets TERM=xterm
     subprocess.run(
         [
             "tmux",
