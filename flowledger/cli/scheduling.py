@@ -35,9 +35,9 @@ OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now a
 
 
 def _logging(log_format: LogFormat = "plain") -> None:
-    from flowledger.receiver.logs import handler
+    from flowledger.receiver.logs import stderr_handler
 
-    logging.basicConfig(level=logging.INFO, handlers=[handler(log_format)])
+    logging.basicConfig(level=logging.INFO, handlers=[stderr_handler(log_format)])
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
 

@@ -72,27 +72,20 @@ class RedactLogs(logging.Filter):
 
 
 PLAIN = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-ACCESS = '%(client_addr)s "%(request_line)s" %(status_code)s'
 
 
 class JsonLines(logging.Formatter):
     """A record as one JSON object on one line: ``time`` (UTC, ISO 8601), ``level``,
     ``logger``, ``message`` and, when it has one, ``exc_info`` (the traceback as one string;
-    with :class:`RedactLogs` on the handler, already redacted). The message is ``message``'s
-    formatting of the record (the record's own message unless told otherwise: uvicorn's access
-    line, say)."""
-
-    def __init__(self, message: logging.Formatter | None = None) -> None:
-        super().__init__()
-        self.message = message or logging.Formatter("%(message)s")
+    with :class:`RedactLogs` on the handler, already redacted). uvicorn's access line is its
+    record's own message (``client - "METHOD path HTTP/1.1" status``)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        record.message = record.getMessage()
         line = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": self.message.formatMessage(record),
+            "message": record.getMessage(),
         }
         if record.exc_info and not record.exc_text:
             record.exc_text = self.formatException(record.exc_info)
@@ -103,19 +96,12 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def json_access_lines() -> JsonLines:
-    """uvicorn's access line (:data:`ACCESS`) as the message of a JSON line."""
-    from uvicorn.logging import AccessFormatter
-
-    return JsonLines(AccessFormatter(ACCESS, use_colors=False))
-
-
 def formatter(log_format: LogFormat = "plain") -> dict[str, Any]:
     """The ledger's formatter for ``logging.config.dictConfig``."""
     return {"()": JsonLines} if log_format == "json" else {"format": PLAIN}
 
 
-def handler(log_format: LogFormat = "plain") -> logging.Handler:
+def stderr_handler(log_format: LogFormat = "plain") -> logging.Handler:
     """A handler on stderr in ``log_format`` (the root logger's, in ``run``)."""
     to_stderr = logging.StreamHandler()
     to_stderr.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(PLAIN))
@@ -129,7 +115,7 @@ def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
             handler.addFilter(RedactLogs(secrets))
 
 
-def plain_log_config(
+def ledger_log_config(
     level: str = "info", secrets: Known = NO_SECRETS, log_format: LogFormat = "plain"
 ) -> dict[str, Any]:
     """The ledger's own loggers, and the root logger, on stderr, redacted: what the writer
@@ -158,17 +144,17 @@ def log_config(
     level: str = "info", secrets: Known = NO_SECRETS, log_format: LogFormat = "plain"
 ) -> dict[str, Any]:
     """uvicorn's loggers (its access log on stdout, without query strings) beside the ledger's
-    own (:func:`plain_log_config`), redacted; the root logger is left to the process (``run``
+    own (:func:`ledger_log_config`), redacted; the root logger is left to the process (``run``
     puts its own handlers there)."""
-    config = plain_log_config(level, secrets, log_format)
+    config = ledger_log_config(level, secrets, log_format)
     del config["root"]
     config["filters"]["no_query"] = {"()": DropQueryString}
     config["formatters"]["access"] = (
-        {"()": json_access_lines}
+        formatter("json")
         if log_format == "json"
         else {
             "()": "uvicorn.logging.AccessFormatter",
-            "fmt": f"%(asctime)s access {ACCESS}",
+            "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',
             "use_colors": False,
         }
     )

@@ -65,7 +65,7 @@ def test_the_access_line_is_json_without_its_query_string(
         )
     [line] = records(capsys.readouterr().out)
     assert line["logger"] == "uvicorn.access" and line["level"] == "INFO"
-    assert line["message"] == f'127.0.0.1:5000 "POST /v1/operations/{MARK}/confirm HTTP/1.1" 200 OK'
+    assert line["message"] == f'127.0.0.1:5000 - "POST /v1/operations/{MARK}/confirm HTTP/1.1" 200'
 
 
 @pytest.mark.parametrize(
