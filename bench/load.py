@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import threading
 import time
 
 Token = tuple[str, bytes | None]  # the bearer token, and its signing key when it signs
@@ -116,3 +117,30 @@ async def drive(
         *(_client(ports[c % len(ports)], token, s, latencies, run) for c, s in enumerate(shares))
     )
     return sum(counts), time.perf_counter() - started, latencies
+
+
+async def until(
+    port: int, token: Token, clients: int, run: str, stop: threading.Event
+) -> list[tuple[float, float]]:
+    """Dispatch+confirm pairs from ``clients`` keep-alive clients until ``stop`` is set; each
+    request as (when its answer came, ``time.monotonic()``; its latency in seconds)."""
+    timings: list[tuple[float, float]] = []
+
+    async def client(c: int) -> None:
+        loop = asyncio.get_running_loop()
+        transport, conn = await loop.create_connection(_Client, "127.0.0.1", port)
+        try:
+            i = c
+            while not stop.is_set():
+                op = f"/v1/operations/{run}-{i}"
+                for path, body in zip(("dispatch", "confirm"), pair(i), strict=True):
+                    t0 = time.monotonic()
+                    await conn.send(_request(f"{op}/{path}", body, *token))
+                    t1 = time.monotonic()
+                    timings.append((t1, t1 - t0))
+                i += clients
+        finally:
+            transport.close()
+
+    await asyncio.gather(*(client(c) for c in range(clients)))
+    return timings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from flowledger.cli import (  # noqa: F401  (register their commands)
+    backups,
     database,
     holds,
     inspect,

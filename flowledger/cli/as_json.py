@@ -34,6 +34,8 @@ def status(st: Status, now: datetime) -> dict[str, Any]:
         },
         "events": st.events,
         "head_hash": st.head_hash,
+        # When the backup this ledger was restored from was taken, until acknowledged.
+        "restored_from": st.restored_from,
     }
 
 

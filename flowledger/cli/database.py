@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -46,8 +47,19 @@ def init(db: DbOption = None) -> None:
 
 @app.command()
 @one_line_errors
-def migrate(db: DbOption = None) -> None:
+def migrate(
+    db: DbOption = None,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="First write a checked backup into DIR (created owner-only when missing), "
+            "named for the time it is taken; only when there is something to migrate",
+        ),
+    ] = None,
+) -> None:
     """Upgrade an existing ledger's schema to the version this flowledger knows."""
+    from flowledger.cli.backups import take_backup
     from flowledger.storage import migrate as migrations
     from flowledger.storage.engine import (
         first_line,
@@ -74,6 +86,12 @@ def migrate(db: DbOption = None) -> None:
                 f"schema version {before} is newer than this flowledger ({SCHEMA_VERSION}); "
                 "upgrade flowledger"
             )
+        if (
+            backup_dir is not None
+            and migrations.current_revision(store) != migrations.head_revision()
+        ):
+            written, _ = take_backup(store, _private_dir(backup_dir))
+            typer.echo(f"backed up schema version {before} to {written}")
         migrations.upgrade(store)
         after = read_schema_version(store.engine)
     finally:
@@ -82,6 +100,18 @@ def migrate(db: DbOption = None) -> None:
         typer.echo(f"schema version {after} is current; nothing to do")
     else:
         typer.echo(f"migrated schema version {before} -> {after}")
+
+
+def _private_dir(path: Path) -> Path:
+    """``path``, made owner-only (0700) with its missing parents when it is not there."""
+    from flowledger.storage.engine import PRIVATE_DIR
+
+    if not path.is_dir():
+        try:
+            path.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LedgerError(f"cannot create {path}: {exc.strerror}") from None
+    return path
 
 
 @app.command()
@@ -148,8 +178,8 @@ def wal_reset_finding(affected: bool) -> str:
     return (
         "affected (3.7.0-3.51.2 but 3.44.6, 3.50.7) and mitigated: "
         "no connection checkpoints on its own (wal_autocheckpoint = 0); the ledger checkpoints "
-        "with wal_checkpoint(FULL), which holds the writer lock so that no commit can race it, "
-        f"every {CHECKPOINT_EVERY} commits of a process and when a process closes the ledger"
+        "(wal_checkpoint(PASSIVE)) while it holds the writer lock, so that no commit can race "
+        f"it, every {CHECKPOINT_EVERY} commits of a process and when a process closes the ledger"
     )
 
 
@@ -161,6 +191,15 @@ def _identity(store: Store) -> str:
     if genesis == GENESIS_HASH:
         return f"{ledger_id} (its chain starts from the all-zeros genesis it had before ids)"
     return ledger_id
+
+
+def _restored(store: Store) -> str:
+    """``doctor``'s line for a ledger put back from a backup, until that is acknowledged."""
+    from flowledger.services.restores import warning
+    from flowledger.storage.reads import records
+
+    taken = records.restored_from(store)
+    return "no" if taken is None else warning(taken)
 
 
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
@@ -179,6 +218,7 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         ("database:", hide_password(store.url)),
         ("ledger:", _identity(store)),
         ("schema version:", f"{SCHEMA_VERSION} (current)"),
+        ("restored:", _restored(store)),
         (
             "alembic:",
             f"{migrations.current_revision(store)} (head {migrations.head_revision()})",

@@ -68,6 +68,10 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         echo_json(as_json_doc.status(st, now))
         return
+    if st.restored_from is not None:
+        from flowledger.services.restores import warning
+
+        typer.echo(warning(st.restored_from))
     typer.echo("operations:")
     states = ("prepared", "dispatching", "confirmed", "failed", "cancelled")
     echo_table([(state, st.by_state.get(state, 0)) for state in states], indent=2, right={1})

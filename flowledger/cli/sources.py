@@ -24,6 +24,7 @@ from flowledger.cli.common import (
     one_line_errors,
     one_of,
     opened,
+    parse_since,
 )
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.connectors.base import STATUSES
@@ -270,12 +271,21 @@ def executions(
         int | None,
         typer.Option("--after", metavar="ROW_ID", help="Continue after this row id (from --json)"),
     ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TIME",
+            help="Only those started at or after this time (queued ones: first seen), as "
+            "export --since reads it",
+        ),
+    ] = None,
 ) -> None:
     """The ledger's copies of execution records, most recently started first."""
     from flowledger.storage.reads import records
     from flowledger.storage.reads.execution_copies import list_executions
 
     one_of("--status", status, STATUSES)
+    start = parse_since(since, utcnow())
     with opened(db) as store:
         if source is not None:
             known = {s.name for s in file_settings().sources}
@@ -288,6 +298,7 @@ def executions(
             gone=True if gone else None,
             after=after,
             limit=limit,
+            since=start,
         )
     if as_json:
         echo_json(found)

@@ -75,15 +75,30 @@ class Store:
                 self.checkpoint()
         self.engine.dispose()
 
-    def checkpoint(self) -> None:
-        """Copy the WAL back into the database file while holding the writer lock
-        (``FULL``); a no-op on PostgreSQL."""
+    def checkpoint(self) -> bool:
+        """Copy the WAL back into the database file while holding the writer lock, so that
+        no commit can race it; returns whether all of it was copied (always True on
+        PostgreSQL, where this does nothing).
+
+        One connection takes the writer lock (``BEGIN IMMEDIATE``, waiting for another
+        writer as a commit does) and a second checkpoints ``PASSIVE`` meanwhile: as much
+        as no reader still needs, without waiting for readers. ``FULL`` would hold the
+        writer lock and wait up to the busy timeout for each reader on an older snapshot
+        (a backup is one, for as long as it copies), stalling every commit behind it; and
+        when it could not get the lock in time it carries on as ``PASSIVE`` without it. A
+        checkpoint left short by a reader is done at the next one."""
         if self.dialect != "sqlite":
-            return
-        with self.engine.connect() as conn:
+            return True
+        with self.engine.connect() as holder, self.engine.connect() as conn:
+            lock = holder.connection.driver_connection
             raw = conn.connection.driver_connection
-            assert raw is not None
-            raw.execute("PRAGMA wal_checkpoint(FULL)")
+            assert lock is not None and raw is not None
+            lock.execute("BEGIN IMMEDIATE")
+            try:
+                busy, log, copied = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            finally:
+                lock.execute("ROLLBACK")
+        return not busy and copied == log
 
 
 def resolve_url(db: str | None) -> URL:
@@ -229,7 +244,7 @@ def _sqlite_engine(path: Path, *, create: bool) -> Engine:
         conn.execute("PRAGMA foreign_keys = ON")
         if WAL_RESET_AFFECTED:
             # No connection checkpoints on its own after a commit; the ledger checkpoints
-            # with wal_checkpoint(FULL), which holds the writer lock, so no commit can race it.
+            # while it holds the writer lock (Store.checkpoint), so no commit can race it.
             conn.execute("PRAGMA wal_autocheckpoint = 0")
         return conn
 

@@ -113,9 +113,12 @@ class UnitOfWork:
         self.commits += 1
         if WAL_RESET_AFFECTED and self.commits % CHECKPOINT_EVERY == 0:
             try:
-                self.store.checkpoint()
+                whole = self.store.checkpoint()
             except Exception:  # committed already; a busy checkpoint is tried again later
                 log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
+            else:
+                if not whole:  # a reader (a backup) still needs the rest
+                    log.debug("WAL checkpoint left frames a reader still needs; next time")
 
     def add_secrets(self, values: Iterable[str]) -> None:
         """Redact ``values`` too from now on."""

@@ -23,6 +23,7 @@ from flowledger.domain.display import visible
 from flowledger.plumbing.clock import utcnow
 from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
+from flowledger.services.restores import warning
 from flowledger.storage.reads import records as queries
 from flowledger.tui import messages
 from flowledger.tui.context import Context
@@ -67,6 +68,9 @@ class FlowledgerApp(App[None]):
             marks.append("DEMO DATA")
         if self.ctx.config_error:
             marks.append("CONFIG BROKEN [3]")  # short: the header has 80 cells at times
+        if self.ctx.restored_from is not None:
+            marks.append("RESTORED")
+            self.report(warning(self.ctx.restored_from), "warning", timeout=60)
         self.sub_title = " · ".join(marks)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
@@ -192,6 +196,7 @@ def make_app(
         page_size=page_size,
         refresh_seconds=refresh_seconds,
         demo=queries.is_demo(ledger.store),
+        restored_from=queries.restored_from(ledger.store),
         config_error=config_error,
     )
     return FlowledgerApp(ctx)

@@ -21,6 +21,8 @@ class Context:
     page_size: int = 100
     refresh_seconds: float | None = 5.0
     demo: bool = False
+    # When the backup this ledger was restored from was taken, until that is acknowledged.
+    restored_from: datetime | None = None
     # Why flowledger.toml could not be read, when it could not: the UI runs on the defaults
     # and says so on the Sources tab.
     config_error: str | None = None

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from flowledger.cli import app
 from flowledger.storage.migrate import init_ledger
 
 # flowledger.toml's one n8n source, as the CLI's tests configure it (its key in the environment).
@@ -31,3 +33,9 @@ def cli_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, **
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return db
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """``flowledger ARGS`` in this process: its exit code, standard output and error."""
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr

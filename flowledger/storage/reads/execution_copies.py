@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -159,12 +160,16 @@ def list_executions(
     gone: bool | None = None,
     after: int | None = None,
     limit: int = 100,
+    since: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """The kept execution copies, most recently started first (queued ones by when the
     ledger first saw them), ``limit`` at a time. Keyset paging: pass the last row's ``id`` as
     ``after`` for the next page. ``gone``: ``True`` only copies the tool no longer has,
-    ``False`` only those it still has. An ``after`` that is no row is :class:`Missing`."""
+    ``False`` only those it still has. ``since``: only those started (or first seen) at or
+    after it. An ``after`` that is no row is :class:`Missing`."""
     stmt = sa.select(EXECUTIONS).order_by(*EXECUTIONS_ORDER).limit(max(1, min(limit, 1000)))
+    if since is not None:
+        stmt = stmt.where(since <= EXECUTION_TIME)
     with store.reader.connect() as conn:
         found = _rows(conn, _filtered(stmt, source, status, gone), after)
         if not found and after is not None and not _exists(conn, after):

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
+
 import sqlalchemy as sa
 
 from flowledger.storage.models import LedgerMeta, table
 from flowledger.storage.reads import Connection
 
 META = table(LedgerMeta)
+# The key a SQLite backup is marked with (its value: when it was taken); the live ledger
+# never holds it, a ledger restored from a backup does until a person acknowledges the restore.
+RESTORED = "restored_from_backup"
+# PostgreSQL: the last backup taken of this database (JSON: ``taken_at``, and ``database``,
+# what names this database as PostgreSQL made it), written before ``pg_dump`` reads it. A
+# restore makes its tables anew (in another database or cluster, or with ``--clean`` in the
+# same one), so a ledger whose ``database`` is not its own was restored from that backup.
+BACKUP_OF = "backup_of"
 
 
 def is_demo(conn: Connection) -> bool:
@@ -23,3 +34,31 @@ def identity(conn: Connection) -> tuple[str, str]:
     ).all()
     found = {str(key): str(value) for key, value in rows}
     return found["ledger_id"], found["genesis"]
+
+
+def restored_from(conn: Connection) -> datetime | None:
+    """When the backup this ledger was restored from was taken (:data:`RESTORED`,
+    :data:`BACKUP_OF`), or None: never restored, or the restore acknowledged since."""
+    rows = conn.execute(
+        sa.select(META.c.key, META.c.value).where(META.c.key.in_((RESTORED, BACKUP_OF)))
+    ).all()
+    found = {str(key): str(value) for key, value in rows}
+    if RESTORED in found:
+        return datetime.fromisoformat(found[RESTORED])
+    if BACKUP_OF in found and conn.dialect.name == "postgresql":
+        stamp = json.loads(found[BACKUP_OF])
+        if stamp["database"] != database_identity(conn):
+            return datetime.fromisoformat(stamp["taken_at"])
+    return None
+
+
+def database_identity(conn: Connection) -> str:
+    """PostgreSQL: this database as the server made it, which no dump carries: the cluster's
+    system identifier, the database's oid and the ``events`` table's oid."""
+    return str(
+        conn.exec_driver_sql(
+            "SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' || "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())::text || '/' || "
+            "'events'::regclass::oid::text"
+        ).scalar_one()
+    )

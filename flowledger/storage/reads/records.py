@@ -73,6 +73,8 @@ class Status:
     events: int
     head_hash: str
     ledger_id: str = ""
+    # When the backup this ledger was restored from was taken, until that is acknowledged.
+    restored_from: datetime | None = None
 
 
 def status(store: Store, now: datetime) -> Status:
@@ -81,7 +83,8 @@ def status(store: Store, now: datetime) -> Status:
         by_reason, blocking, overdue = _open_counts(conn, now)
         seq, digest = head(conn)
         ledger_id = meta.identity(conn)[0]
-    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id)
+        restored = meta.restored_from(conn)
+    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored)
 
 
 def _open_counts(conn: Connection, now: datetime) -> tuple[dict[str, int], int, int]:
@@ -120,6 +123,13 @@ def list_sources(store: Store) -> list[dict[str, Any]]:
     """Every source the ledger has synced (a handful), with where its sync stands."""
     with store.reader.connect() as conn:
         return [row_dict(r) for r in source_rows.by_name(conn)]
+
+
+def restored_from(store: Store) -> datetime | None:
+    """When the backup this ledger was restored from was taken, until that is acknowledged
+    (:func:`flowledger.storage.reads.meta.restored_from`)."""
+    with store.reader.connect() as conn:
+        return meta.restored_from(conn)
 
 
 def is_demo(store: Store) -> bool:
