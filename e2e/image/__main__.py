@@ -11,7 +11,8 @@
    start to healthy, the README's first look through it, its process not root, ``flowledger
    tui`` through ``exec``, SIGTERM under load (stopped by itself within 10 s), a restart on the
    same data (nothing acknowledged lost, nothing made or migrated again), and on SQLite its
-   log as JSON lines;
+   log as JSON lines; and a volume holding a ledger of the first schema, which the entrypoint
+   backs up into ``/data/backups`` before it migrates it;
 3. prints the image's size and the seconds from start to healthy.
 
 Without podman or docker it prints why and exits 0 (skipped).
@@ -28,6 +29,7 @@ from e2e.image import databases
 from e2e.image.box import Box
 from e2e.image.engine import Engine, Unavailable, base_image, build, find_engine
 from e2e.image.scenarios import (
+    an_older_ledger_is_backed_up_then_migrated,
     first_look,
     healthy,
     json_logs,
@@ -75,6 +77,11 @@ def run(check: Checks, engine: Engine, base: str, folder: Path) -> None:
     size = engine.size(IMAGE)
     print(f"      built {IMAGE} on {base} in {took:.0f} s: {size / 1e6:.0f} MB", flush=True)
     starts = one_database(check, engine, folder, "sqlite", {"FLOWLEDGER_LOG_FORMAT": "json"})
+    upgraded = Box(engine, IMAGE, "flowledger-image-upgrade", folder)
+    try:
+        an_older_ledger_is_backed_up_then_migrated(check, upgraded, folder)
+    finally:
+        upgraded.remove()
     why = databases.unavailable()
     if why is None:
         with databases.compose_databases(check) as url:

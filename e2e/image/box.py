@@ -76,6 +76,16 @@ class Box:
         took = time.monotonic() - started
         return took, int(self.engine.inspect(self.name, "{{.State.ExitCode}}"))
 
+    def put_ledger(self, ledger: Path) -> None:
+        """Put ``ledger`` (a SQLite file) in the volume as its ledger, owned by the image's
+        user, as a container of the image's that ran it would have left it."""
+        self.engine(
+            "run", "--rm", "--user", "0", "--entrypoint", "sh",
+            "--volume", f"{self.volume}:/data", "--volume", f"{ledger}:/in/ledger.db:ro",
+            self.image, "-c",
+            "install -o flowledger -g flowledger -m 0600 /in/ledger.db /data/flowledger.db",
+        )  # fmt: skip
+
     def flowledger(self, *args: str, check: bool = True) -> str:
         """A command through ``exec``, as an operator runs it."""
         return self.engine.exec(self.name, "flowledger", *args, check=check)

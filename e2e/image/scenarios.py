@@ -10,11 +10,13 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
 from e2e.image.box import Box
 from e2e.n8n.checks import Checks, wait_for
+from tests.support.database import first_schema_ledger
 
 INVOICE = "invoice:INV-42:send"
 
@@ -142,6 +144,26 @@ def nothing_acknowledged_lost(check: Checks, box: Box, label: str, load: Load) -
     )
 
 
+def an_older_ledger_is_backed_up_then_migrated(check: Checks, box: Box, folder: Path) -> None:
+    """A volume holding a ledger of the first schema: the entrypoint backs it up into
+    /data/backups, migrates it, and run serves it."""
+    older = first_schema_ledger(folder)
+    older.chmod(0o644)  # read by the image's user
+    box.create()
+    box.put_ledger(older)
+    box.start()
+    said = box.logs()
+    backups = box.engine.exec(box.name, "ls", "/data/backups").split()
+    check(
+        "upgrade: an older SQLite ledger is backed up into /data/backups, then migrated",
+        "backed up schema version 1 to /data/backups/" in said
+        and "migrated schema version 1 ->" in said
+        and len(backups) == 1,
+        ", ".join(line for line in said.splitlines() if "schema version" in line),
+    )
+    box.stop()
+
+
 def restart_keeps_the_data(check: Checks, box: Box, label: str) -> float:
     took = box.start()
     tail = box.logs()
@@ -169,7 +191,13 @@ def healthy(check: Checks, box: Box, label: str) -> None:
 
 
 # What the entrypoint's `init` and `migrate` print before `run` starts: plain lines.
-ENTRYPOINT_SAYS = ("created ledger at ", "ledger at ", "schema version ", "migrated schema ")
+ENTRYPOINT_SAYS = (
+    "created ledger at ",
+    "ledger at ",
+    "schema version ",
+    "backed up schema ",
+    "migrated schema ",
+)
 
 
 def json_logs(check: Checks, box: Box, label: str) -> None:
