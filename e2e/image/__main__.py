@@ -13,7 +13,10 @@
    same data (nothing acknowledged lost, nothing made or migrated again), and on SQLite its
    log as JSON lines; and a volume holding a ledger of the first schema, which the entrypoint
    backs up into ``/data/backups`` before it migrates it;
-3. prints the image's size and the seconds from start to healthy.
+3. with the local n8n ``make e2e-n8n`` uses (skipped without), gives it the Flowledger node as
+   deploy/compose.yaml does, its package.json and dist/ alone in its community packages folder,
+   and sees it loaded and found by ``flowledger n8n setup``;
+4. prints the image's size and the seconds from start to healthy.
 
 Without podman or docker it prints why and exits 0 (skipped).
 """
@@ -28,6 +31,7 @@ from pathlib import Path
 from e2e.image import databases
 from e2e.image.box import Box
 from e2e.image.engine import Engine, Unavailable, base_image, build, find_engine
+from e2e.image.node_folder import node_from_its_folder
 from e2e.image.scenarios import (
     an_older_ledger_is_backed_up_then_migrated,
     first_look,
@@ -88,6 +92,7 @@ def run(check: Checks, engine: Engine, base: str, folder: Path) -> None:
             starts += one_database(check, engine, folder, "postgresql", {"FLOWLEDGER_DB": url})
     else:
         print(f"      PostgreSQL skipped: {why}")
+    node_from_its_folder(check, folder)
     print(
         f"      image {size / 1e6:.0f} MB; start to healthy {min(starts):.1f}-{max(starts):.1f} s",
         flush=True,
