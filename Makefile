@@ -10,7 +10,7 @@ DB        ?= ./var/flowledger.db
 # PORT: unset, the port is the settings' (8787 unless flowledger.toml says otherwise)
 PORT      ?=
 
-.PHONY: install run test check docs bench clean mutate n8n-node e2e-n8n
+.PHONY: install run test check docs bench clean mutate n8n-node e2e-n8n image-test
 
 install: $(STAMP)
 
@@ -78,6 +78,12 @@ n8n-node:
 # how to install one, and without it this prints that and skips).
 e2e-n8n: $(STAMP)
 	$(BIN)/python -m e2e.n8n
+
+# The ledger's image (Containerfile) built with podman, or docker, and run on SQLite and on
+# PostgreSQL: first look, SIGTERM under load, restart, its user, its health (opt-in, never in
+# CI: it takes minutes; e2e/image/__main__.py says what it checks and where its base comes from).
+image-test: $(STAMP)
+	$(BIN)/python -m e2e.image
 
 # Mutation testing of the pure rules against tests/unit ([tool.mutmut] in pyproject.toml), from
 # a fresh mutants/ copy, then one line per mutated module. Not part of test or CI.

@@ -199,6 +199,10 @@ MEANINGS: dict[str, str] = {
         "How long a `dispatching` operation waits for its confirm, in seconds (over `[sweep] "
         "dispatch_deadline`, 15m by default)."
     ),
+    "FLOWLEDGER_LOG_FORMAT": (
+        "How `run` and `serve` log, `plain` or `json` (over `[receiver] log_format`; "
+        "`--log-format` wins over it)."
+    ),
     "max_attempts": "Dispatches allowed an operation before a `max_attempts` hold.",
     "[[sources]] name": "The source's name, as commands, holds and dispatches (`source`) name it.",
     "[[sources]] kind": "The workflow tool: `n8n`, or `airflow` (Airflow 3.x, `/api/v2`).",
@@ -286,6 +290,11 @@ MEANINGS: dict[str, str] = {
     "[receiver] tls_key": (
         "The certificate's PEM private key, unencrypted (`--tls-key` wins over it); keep it "
         "readable by the ledger's user only."
+    ),
+    "[receiver] log_format": (
+        "How `run` and `serve` log: `plain`, one line of text a record, or `json`, one JSON "
+        "object a line (`time`, `level`, `logger`, `message`, and `exc_info` with a traceback) "
+        "for a log shipper; `FLOWLEDGER_LOG_FORMAT` and `--log-format` win over it."
     ),
     "[scheduler] lease": (
         "How long the lease on the scheduled jobs lasts: another process takes them over once it "

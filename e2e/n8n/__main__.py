@@ -156,14 +156,9 @@ def main() -> int:
         return 0
     check = Checks()
     started = time.monotonic()
-    with workdir("flowledger-e2e-") as tmp:
-        try:
-            run(check, tmp, home, node_dir)
-        except Exception as exc:  # a broken step ends the run; say which
-            check(f"the run ended early: {type(exc).__name__}: {exc}", False)
-    took = time.monotonic() - started
-    print(f"e2e-n8n: {check.passed} passed, {len(check.failed)} failed in {took:.0f} s")
-    return 1 if check.failed else 0
+    with workdir("flowledger-e2e-") as tmp, check.ending_early():
+        run(check, tmp, home, node_dir)
+    return check.summary("e2e-n8n", started)
 
 
 if __name__ == "__main__":

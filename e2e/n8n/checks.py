@@ -4,7 +4,8 @@ condition."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -20,6 +21,20 @@ class Checks:
         else:
             self.failed.append(name)
         return ok
+
+    @contextmanager
+    def ending_early(self) -> Iterator[None]:
+        """A broken step ends the run as one failed check that says which."""
+        try:
+            yield
+        except Exception as exc:
+            self(f"the run ended early: {type(exc).__name__}: {exc}", False)
+
+    def summary(self, run: str, started: float) -> int:
+        """One line of totals for ``run`` begun at ``started`` (monotonic); the exit status."""
+        took = time.monotonic() - started
+        print(f"{run}: {self.passed} passed, {len(self.failed)} failed in {took:.0f} s")
+        return 1 if self.failed else 0
 
 
 def wait_for(what: Callable[[], Any], timeout: float = 30.0, every: float = 0.5) -> Any:

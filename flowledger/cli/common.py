@@ -168,6 +168,15 @@ TlsKeyOption = Annotated[
         help="The certificate's PEM private key, unencrypted [receiver.tls_key]",
     ),
 ]
+# How `run` and `serve` log (over FLOWLEDGER_LOG_FORMAT, over [receiver] log_format).
+LogFormatOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="plain|json",
+        help="Log one line of text a record, or one JSON object [receiver.log_format]",
+    ),
+]
+LOG_FORMATS = ("plain", "json")
 
 
 class Command(TyperCommand):
@@ -315,6 +324,15 @@ def settings() -> Settings:
     from flowledger.config import Settings
 
     return Settings()
+
+
+def logging_as(file: FileConfig, env: Settings, log_format: str | None) -> FileConfig:
+    """``file`` with the log format ``run`` and ``serve`` take: the option's, else the
+    environment's, else the file's own."""
+    one_of("--log-format", log_format, LOG_FORMATS)
+    chosen = log_format or env.log_format or file.receiver.log_format
+    receiver = file.receiver.model_copy(update={"log_format": chosen})
+    return file.model_copy(update={"receiver": receiver})
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from flowledger.cli.common import (
     Group,
     HostOption,
     JsonOption,
+    LogFormatOption,
     PortOption,
     TlsCertOption,
     TlsKeyOption,
@@ -20,6 +21,7 @@ from flowledger.cli.common import (
     echo_json,
     file_settings,
     ledger_for,
+    logging_as,
     one_line_errors,
     one_of,
     opened,
@@ -45,6 +47,7 @@ def serve(
     tls_cert: TlsCertOption = None,
     tls_key: TlsKeyOption = None,
     access_log: Annotated[bool, typer.Option(help="Log one line per request")] = True,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
     from flowledger.receiver.api.tokens import signing_secrets
@@ -53,8 +56,8 @@ def serve(
     from flowledger.services.signing import configured_signer
     from flowledger.storage.reads.tree_proofs import ledger_origin
 
-    file = file_settings()
     env = settings()
+    file = logging_as(file_settings(), env, log_format)
     host = host or file.receiver.host
     port = file.receiver.port if port is None else port
     tls = tls_files(tls_cert or file.receiver.tls_cert, tls_key or file.receiver.tls_key)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,6 +11,7 @@ import typer
 from flowledger.cli.common import (
     DbOption,
     HostOption,
+    LogFormatOption,
     PortOption,
     TlsCertOption,
     TlsKeyOption,
@@ -19,6 +19,7 @@ from flowledger.cli.common import (
     die,
     file_settings,
     ledger_for,
+    logging_as,
     one_line_errors,
     opened,
     settings,
@@ -27,18 +28,16 @@ from flowledger.cli.tables import echo_table
 from flowledger.domain.display import counted
 
 if TYPE_CHECKING:
-    from flowledger.config import FileConfig
+    from flowledger.config import FileConfig, LogFormat
     from flowledger.storage.engine import Store
 
 OnceOption = Annotated[bool, typer.Option("--once", help="Run the job once now and exit")]
 
 
-def _logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _logging(log_format: LogFormat = "plain") -> None:
+    from flowledger.receiver.logs import stderr_handler
+
+    logging.basicConfig(level=logging.INFO, handlers=[stderr_handler(log_format)])
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -56,6 +55,7 @@ def run(
     port: PortOption = None,
     tls_cert: TlsCertOption = None,
     tls_key: TlsKeyOption = None,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
     from flowledger.programs import runner
@@ -64,10 +64,12 @@ def run(
     from flowledger.receiver.server import tls_files
     from flowledger.storage.engine import hide_password
 
-    cfg = file_settings()
     env = settings()
+    cfg = logging_as(file_settings(), env, log_format)
     tls = tls_files(tls_cert or cfg.receiver.tls_cert, tls_key or cfg.receiver.tls_key)
-    _logging()
+    _logging(cfg.receiver.log_format)
+    # In JSON, the lines before serving are log records too: every line a shipper reads parses.
+    say = typer.echo if cfg.receiver.log_format == "plain" else logging.getLogger("flowledger").info
     with opened(db) as store:
         where = f" --db {db}" if db else ""
         ledger = ledger_for(store, env, cfg, signing_secrets(store, env.secret_bytes()))
@@ -81,7 +83,7 @@ def run(
             host=host or cfg.receiver.host,
             port=cfg.receiver.port if port is None else port,
             tls=tls,
-            say=typer.echo,
+            say=say,
             hints=[
                 f"  create a token: flowledger token create --name NAME --scope write{where}",
                 f"  open the TUI:   flowledger tui{where}",

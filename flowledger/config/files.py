@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from flowledger.config.sections import FileConfig
+from flowledger.config.sections import FileConfig, LogFormat
 from flowledger.domain.redact import Secrets, secrets_of
 from flowledger.storage.problems import LedgerError
 
@@ -115,6 +115,7 @@ class Settings(BaseSettings):
     )
     max_attempts: int | None = Field(default=None, ge=1, le=1000)
     dispatch_deadline_seconds: int | None = Field(default=None, ge=1, le=30 * 86400)
+    log_format: LogFormat | None = None
 
     def secret_bytes(self) -> bytes | None:
         return self.secret.get_secret_value().encode() if self.secret else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -13,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from flowledger import domain
 from flowledger.config.durations import Duration
 from flowledger.storage.problems import Missing
+
+# How ``serve`` and ``run`` write a log record: one line of text, or one JSON object a line.
+LogFormat = Literal["plain", "json"]
 
 
 class _Section(BaseModel):
@@ -208,6 +212,7 @@ class ReceiverConfig(_Section):
     # unencrypted key), rather than by a proxy in front; both or neither.
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    log_format: LogFormat = "plain"
 
     @field_validator("tls_cert", "tls_key")
     @classmethod

@@ -62,7 +62,7 @@ def create_app(
     (:mod:`flowledger.receiver.engine.writer_process`), which needs the ledger's own clock and
     a database the child can open by its URL."""
     config = config or ReceiverConfig()
-    engine = Engine(ledger, writer_process=writer_process)
+    engine = Engine(ledger, writer_process=writer_process, log_format=config.log_format)
     state = ReceiverState(
         store=ledger.store,
         ledger=ledger,

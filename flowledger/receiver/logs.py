@@ -2,14 +2,20 @@
 string, and no header, body or token is ever logged (the receiver logs nothing of a request but
 its method, path, status and, for a failure, the error's class name). Every line, traceback
 included, goes through the redactor on its way out (:class:`RedactLogs`): a job's error can
-quote what a tool answered."""
+quote what a tool answered.
+
+A record is one line either way: ``plain`` text, or ``json`` (:class:`JsonLines`, one object a
+line, for a log shipper), chosen by ``[receiver] log_format``."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
+from flowledger.config import LogFormat
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact
 
 
@@ -68,6 +74,40 @@ class RedactLogs(logging.Filter):
 PLAIN = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class JsonLines(logging.Formatter):
+    """A record as one JSON object on one line: ``time`` (UTC, ISO 8601), ``level``,
+    ``logger``, ``message`` and, when it has one, ``exc_info`` (the traceback as one string;
+    with :class:`RedactLogs` on the handler, already redacted). uvicorn's access line is its
+    record's own message (``client - "METHOD path HTTP/1.1" status``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exc_info"] = record.exc_text
+        if record.stack_info:
+            line["stack_info"] = record.stack_info
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def formatter(log_format: LogFormat = "plain") -> dict[str, Any]:
+    """The ledger's formatter for ``logging.config.dictConfig``."""
+    return {"()": JsonLines} if log_format == "json" else {"format": PLAIN}
+
+
+def stderr_handler(log_format: LogFormat = "plain") -> logging.Handler:
+    """A handler on stderr in ``log_format`` (the root logger's, in ``run``)."""
+    to_stderr = logging.StreamHandler()
+    to_stderr.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(PLAIN))
+    return to_stderr
+
+
 def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
     """Put :class:`RedactLogs` on every handler of ``logger`` (the root logger of ``run``)."""
     for handler in logger.handlers:
@@ -75,18 +115,20 @@ def redact_handlers(logger: logging.Logger, secrets: Known) -> None:
             handler.addFilter(RedactLogs(secrets))
 
 
-def plain_log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
+def ledger_log_config(
+    level: str = "info", secrets: Known = NO_SECRETS, log_format: LogFormat = "plain"
+) -> dict[str, Any]:
     """The ledger's own loggers, and the root logger, on stderr, redacted: what the writer
     process logs with (it runs no server, so none of uvicorn's loggers or formatters)."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"redact": {"()": RedactLogs, "secrets": secrets}},
-        "formatters": {"plain": {"format": PLAIN}},
+        "formatters": {"default": formatter(log_format)},
         "handlers": {
             "default": {
                 "class": "logging.StreamHandler",
-                "formatter": "plain",
+                "formatter": "default",
                 "filters": ["redact"],
                 "stream": "ext://sys.stderr",
             },
@@ -98,18 +140,24 @@ def plain_log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[s
     }
 
 
-def log_config(level: str = "info", secrets: Known = NO_SECRETS) -> dict[str, Any]:
+def log_config(
+    level: str = "info", secrets: Known = NO_SECRETS, log_format: LogFormat = "plain"
+) -> dict[str, Any]:
     """uvicorn's loggers (its access log on stdout, without query strings) beside the ledger's
-    own (:func:`plain_log_config`), redacted; the root logger is left to the process (``run``
+    own (:func:`ledger_log_config`), redacted; the root logger is left to the process (``run``
     puts its own handlers there)."""
-    config = plain_log_config(level, secrets)
+    config = ledger_log_config(level, secrets, log_format)
     del config["root"]
     config["filters"]["no_query"] = {"()": DropQueryString}
-    config["formatters"]["access"] = {
-        "()": "uvicorn.logging.AccessFormatter",
-        "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',
-        "use_colors": False,
-    }
+    config["formatters"]["access"] = (
+        formatter("json")
+        if log_format == "json"
+        else {
+            "()": "uvicorn.logging.AccessFormatter",
+            "fmt": '%(asctime)s access %(client_addr)s "%(request_line)s" %(status_code)s',
+            "use_colors": False,
+        }
+    )
     config["handlers"]["access"] = {
         "class": "logging.StreamHandler",
         "formatter": "access",

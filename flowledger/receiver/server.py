@@ -187,7 +187,7 @@ def serve_app(
     short_switches()
     config = uvicorn.Config(
         app,
-        log_config=log_config(secrets=secrets),
+        log_config=log_config(secrets=secrets, log_format=limits.log_format),
         access_log=access_log,
         server_header=False,
         workers=1,

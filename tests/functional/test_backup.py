@@ -14,13 +14,14 @@ import pytest
 from flowledger.services.ledger import Ledger
 from flowledger.storage import backups
 from flowledger.storage.engine import make_store, open_store, resolve_url
-from flowledger.storage.migrate import alembic_config, init_ledger
+from flowledger.storage.migrate import init_ledger
 from flowledger.storage.problems import LedgerError
 from flowledger.storage.reads import Connection, chain
 from flowledger.storage.reads.meta import RESTORED
 from tests.conftest import drop_pg_database, make_pg_database
 from tests.support.builders import req
 from tests.support.cli import cli
+from tests.support.database import first_schema_ledger
 
 
 def meta(path: Path) -> dict[str, str]:
@@ -129,17 +130,6 @@ def test_a_backup_taken_while_the_ledger_is_written_is_one_moment_of_it(
     finally:
         copied.dispose()
         live.dispose()
-
-
-def first_schema_ledger(tmp_path: Path) -> Path:
-    from alembic import command
-
-    db = tmp_path / "first.db"
-    store = make_store(resolve_url(str(db)), create=True)
-    with store.engine.begin() as conn:
-        command.upgrade(alembic_config(conn), "0001")
-    store.dispose()
-    return db
 
 
 def test_migrate_backs_up_into_the_directory_first(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ makes behind the ledger's back."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,8 +13,22 @@ from sqlmodel import SQLModel
 from flowledger.domain import merkle
 from flowledger.domain.chain import event_body
 from flowledger.domain.hashing import canonical_json, chain_hash
-from flowledger.storage.engine import Store
+from flowledger.storage.engine import Store, make_store, resolve_url
+from flowledger.storage.migrate import alembic_config
 from flowledger.storage.models import from_db_time
+
+
+def first_schema_ledger(folder: Path) -> Path:
+    """A SQLite ledger at the first schema (``first.db`` in ``folder``), as the first flowledger
+    made it: a ledger for ``migrate`` to upgrade."""
+    from alembic import command
+
+    db = folder / "first.db"
+    store = make_store(resolve_url(str(db)), create=True)
+    with store.engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0001")
+    store.dispose()
+    return db
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:

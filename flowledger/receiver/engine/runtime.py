@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from flowledger.config import LogFormat
 from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.errors import as_api_error
 from flowledger.receiver.api.reply import Reply
@@ -26,10 +27,13 @@ class Engine:
     :meth:`write` sends each workflow call to its :attr:`writer` when it runs one, else to its
     :attr:`committer`."""
 
-    def __init__(self, ledger: Ledger, *, writer_process: bool = False) -> None:
+    def __init__(
+        self, ledger: Ledger, *, writer_process: bool = False, log_format: LogFormat = "plain"
+    ) -> None:
         self.ledger = ledger
         self.committer = GroupCommitter(ledger)
         self.writer_process = writer_process
+        self.log_format = log_format  # the writer process's, as the receiver's
         self.writer: WriterProcess | None = None
         # Ends serving gracefully (set by :func:`flowledger.receiver.server.serve_app`).
         self.stop: Callable[[], None] | None = None
@@ -39,7 +43,9 @@ class Engine:
     async def start(self) -> None:
         self.committer.start()
         if self.writer_process:
-            self.writer = WriterProcess(self.ledger, on_end=self._writer_ended)
+            self.writer = WriterProcess(
+                self.ledger, on_end=self._writer_ended, log_format=self.log_format
+            )
             try:
                 await self.writer.start()
             except BaseException as exc:

@@ -23,7 +23,7 @@ from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.engine.tuning import quiet_collector
 from flowledger.receiver.engine.units import reply_of, unit_of, without_value
 from flowledger.receiver.engine.wire import READ_SIZE, Frames, pack
-from flowledger.receiver.logs import plain_log_config
+from flowledger.receiver.logs import ledger_log_config
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import check_schema, make_store
 from flowledger.storage.unit_of_work import Guard, Work
@@ -142,7 +142,7 @@ def _child(fd: int) -> int:
         return ledger.secrets if ledger is not None else secrets
 
     # First, and for every logger (the writer's own log through the root logger): redacted.
-    logging.config.dictConfig(plain_log_config(secrets=known))
+    logging.config.dictConfig(ledger_log_config(secrets=known, log_format=args.pop("log_format")))
     max_batch = args.pop("max_batch")
     targets = args.pop("alert_targets")
     try:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from flowledger.config import LogFormat
 from flowledger.plumbing.clock import utcnow
 from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
 from flowledger.receiver.api.calls import CallRequest
@@ -89,10 +90,18 @@ def _ledger_args(ledger: Ledger) -> dict[str, Any]:
 class WriterProcess:
     """The receiver's end: hands calls to the child and gives each its answer."""
 
-    def __init__(self, ledger: Ledger, *, on_end: Callable[[], None], max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        on_end: Callable[[], None],
+        max_batch: int = 256,
+        log_format: LogFormat = "plain",
+    ) -> None:
         self.ledger = ledger
         self.on_end = on_end  # told when the child ended while serving: stop serving
         self.max_batch = max_batch
+        self.log_format = log_format
         self.ended: str | None = None  # why the child ended while serving, once it has
         self._proc: subprocess.Popen[bytes] | None = None
         self._transport: asyncio.Transport | None = None
@@ -105,7 +114,12 @@ class WriterProcess:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
-        args = {**_ledger_args(self.ledger), "max_batch": self.max_batch, "parent": os.getpid()}
+        args = {
+            **_ledger_args(self.ledger),
+            "max_batch": self.max_batch,
+            "log_format": self.log_format,
+            "parent": os.getpid(),
+        }
         loop = self._loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair()
         try:
