@@ -131,7 +131,9 @@ def restored(
     when it was restored and not acknowledged."""
     import getpass
 
+    from flowledger.domain import IllegalTransition
     from flowledger.services import restores
+    from flowledger.services.values import InvalidInput
     from flowledger.storage.reads import records
 
     if note is not None and not ack:
@@ -148,5 +150,9 @@ def restored(
             die("--ack needs --note TEXT: what you checked of the executions since the backup")
         assert note is not None
         who = operator or getpass.getuser()
-        taken = restores.acknowledge_restore(ledger_for(store), operator=who, note=note)
+        try:
+            taken = restores.acknowledge_restore(ledger_for(store), operator=who, note=note)
+        except (IllegalTransition, InvalidInput) as exc:  # a blank or too long note or name
+            die(str(exc))
+            raise  # unreachable: die exits
     typer.echo(f"restore from the backup taken at {for_people(taken)} acknowledged by {who}")
