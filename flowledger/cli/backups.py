@@ -71,9 +71,11 @@ def take_backup(store: Store, dest: Path, *, deep: bool = False) -> tuple[Path, 
     postgres = sqlite_path(store.url) is None
     path = backups.destination(dest.expanduser().absolute(), taken, postgres)
     current = read_schema_version(store.reader) == SCHEMA_VERSION
-    copied = backups.back_up(store, path, taken, _checked(deep) if current else None)
-    size = path.stat().st_size / 2**20
-    typer.echo(f"copied {size:,.1f} MiB in {copied:.1f} s")
+
+    def copied(seconds: float, size: int) -> None:
+        typer.echo(f"copied {size / 2**20:,.1f} MiB in {seconds:.1f} s")
+
+    backups.back_up(store, path, taken, _checked(deep) if current else None, copied)
     return path, taken
 
 
