@@ -6,12 +6,13 @@ of N events (default 1,000,000) written through the services in group-commit bat
 once at PATH and kept: building it takes minutes; a fresh copy of it is written to each run),
 ``flowledger serve`` on it, C clients sending dispatch+confirm pairs without pause; S seconds
 of that alone (the baseline), then ``flowledger backup`` as a process of its own while they go
-on. Prints the backup's time and size, the writers' p50/p99 and rate alone and during the
-backup, the longest answer during it, and then ``flowledger verify --deep`` on the copy (its
-time and what it says). The ledger's own WAL checkpoint runs every 1,000 commits of the
-writer (on SQLite builds with the WAL-reset bug), so one may fall inside the copy. First, on
-the ledger alone, the two ways to copy one snapshot: the backup API in one step and
-``VACUUM INTO``.
+on, then S seconds alone again. Prints the backup's time, and the copy's (when the snapshot is
+held), the writers' rate, p50, p99 and longest answer alone before, during the copy, during
+the checks (``quick_check`` and ``verify`` of the copy: CPU and disk, no lock) and alone after,
+and then ``flowledger verify --deep`` on the copy (its time and what it says). The ledger's own
+WAL checkpoint runs every 1,000 commits of the writer (on SQLite builds with the WAL-reset
+bug), so one may fall inside the copy. First, on the ledger alone, the two ways to copy one
+snapshot: the backup API in one step and ``VACUUM INTO``.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from pathlib import Path
 
 from bench.load import until
 from bench.receivers import BENCH_SECRET, receivers
-from bench.verify import build
+from bench.verify import build, request
 from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import sqlite_files
+from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, sqlite_files
 from flowledger.storage.migrate import init_ledger
 
 EVENTS_PER_OPERATION = 2.1  # bench.verify's mix: dispatch and confirm, every tenth held
@@ -99,13 +100,68 @@ def flowledger(*args: str) -> tuple[float, str]:
     return seconds, done.stdout
 
 
+def commits_beside_a_reader(directory: Path) -> None:
+    """What a backup's long read does to the writer at its WAL checkpoint, alone: commits
+    through the unit of work (one dispatch each) while a reader holds a snapshot from before
+    them, up to and past the commit that checkpoints (every ``CHECKPOINT_EVERY``)."""
+    db = directory / "beside-a-reader.db"
+    store, _ = init_ledger(str(db))
+    ledger = Ledger(store)
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM events").fetchone()  # its snapshot, as a backup's
+    longest = 0.0
+    try:
+        for n in range(CHECKPOINT_EVERY + 10):
+            started = time.perf_counter()
+            ledger.dispatch(f"op:{n}", request(f"op:{n}")).run("token:bench")
+            longest = max(longest, time.perf_counter() - started)
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+        store.dispose()
+    print(
+        f"  {CHECKPOINT_EVERY + 10} commits beside a reader on an older snapshot "
+        f"(the checkpoint at commit {CHECKPOINT_EVERY}): longest {longest * 1000:,.0f} ms"
+    )
+
+
+def backed_up(copy: Path, db: Path) -> tuple[float, str]:
+    """``flowledger backup`` as a process: when its copy started (the moment its partial
+    file appeared, polled), and what it printed."""
+    backup = subprocess.Popen(
+        [sys.executable, "-m", "flowledger.cli", "backup", str(copy), "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    partial = copy.with_name(f".{copy.name}.partial")
+    while not partial.exists() and backup.poll() is None:
+        time.sleep(0.01)
+    copy_start = time.monotonic()
+    said, _ = backup.communicate()
+    if backup.returncode != 0:
+        raise SystemExit(f"flowledger backup failed: {said}")
+    return copy_start, said
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--ledger", type=Path, default=Path("./var/bench-backup.db"))
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--baseline", type=float, default=15.0, help="seconds of load alone")
+    parser.add_argument(
+        "--baseline", type=float, default=30.0, help="seconds of load alone, before and after"
+    )
+    parser.add_argument(
+        "--reader-only", action="store_true", help="only the commits beside a reader"
+    )
     args = parser.parse_args()
+    if WAL_RESET_AFFECTED:
+        with tempfile.TemporaryDirectory() as tmp:
+            commits_beside_a_reader(Path(tmp))
+    if args.reader_only:
+        return
     template = ledger_of(args.ledger, args.events)
     print(f"copying {template} ({template.stat().st_size / 2**20:,.0f} MiB) two ways:")
     copy_ways(template, template.parent)
@@ -129,25 +185,29 @@ def main() -> None:
             load.start()
             try:
                 time.sleep(2)  # warm-up: not counted
-                base_start = time.monotonic()
+                before = (time.monotonic(), time.monotonic() + args.baseline)
                 time.sleep(args.baseline)
-                base_end = backup_start = time.monotonic()
-                seconds, said = flowledger("backup", str(copy), "--db", str(db))
+                backup_start = time.monotonic()
+                copy_start, said = backed_up(copy, db)
                 backup_end = time.monotonic()
+                time.sleep(args.baseline)
+                after = (backup_end, time.monotonic())
             finally:
                 stop.set()
                 load.join()
         wal = Path(f"{db}-wal")
-        size = copy.stat().st_size
+        copied = float(said.split("copied ")[1].split(" in ")[1].split(" s")[0])
         print(
             f"backup of {db.stat().st_size / 2**20:,.0f} MiB "
             f"(WAL {wal.stat().st_size / 2**20 if wal.exists() else 0:,.0f} MiB after) while "
-            f"{args.clients} clients wrote: {seconds:.1f} s as a process "
-            f"({size / 2**20:,.0f} MiB copied, {size / 2**20 / seconds:,.0f} MiB/s)"
+            f"{args.clients} clients wrote: {backup_end - backup_start:.1f} s as a process, "
+            f"of which the copy (one snapshot held) {copied:.1f} s"
         )
         print("  " + said.strip().replace("\n", "\n  "))
-        figures("writers alone", timings, base_start, base_end)
-        figures("during the backup", timings, backup_start, backup_end)
+        figures("writers alone, before", timings, *before)
+        figures("during the copy", timings, copy_start, copy_start + copied)
+        figures("during the checks", timings, copy_start + copied, backup_end)
+        figures("writers alone, after", timings, *after)
         deep, said = flowledger("verify", "--deep", "--db", str(copy))
         print(f"verify --deep on the copy: {deep:.0f} s")
         print("  " + said.strip().replace("\n", "\n  "))

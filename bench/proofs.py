@@ -34,7 +34,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from bench.verify import _request
+from bench.verify import request
 from flowledger.domain import merkle
 from flowledger.domain.chain import event_body
 from flowledger.domain.hashing import canonical_json, chain_hash
@@ -67,7 +67,7 @@ def append_cost(ops: int, batch: int, where: Path) -> tuple[int, float, float]:
         started = time.process_time()
         for start in range(0, ops, batch):
             ids = [f"op:{n:08d}" for n in range(start, min(ops, start + batch))]
-            ledger.run_many([("token:bench", ledger.dispatch(i, _request(i)).work) for i in ids])
+            ledger.run_many([("token:bench", ledger.dispatch(i, request(i)).work) for i in ids])
             ledger.run_many([("token:bench", ledger.confirm(i, f"R-{i}").work) for i in ids])
         total = time.process_time() - started
     finally:

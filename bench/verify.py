@@ -35,7 +35,7 @@ def build(store: Store, ops: int) -> int:
     ledger = Ledger(store)
     for start in range(0, ops, BATCH):
         ids = [f"op:{n:08d}" for n in range(start, min(ops, start + BATCH))]
-        ledger.run_many([("token:bench", ledger.dispatch(i, _request(i)).work) for i in ids])
+        ledger.run_many([("token:bench", ledger.dispatch(i, request(i)).work) for i in ids])
         ledger.run_many(
             [
                 (
@@ -51,7 +51,7 @@ def build(store: Store, ops: int) -> int:
         return int(conn.execute(sa.text("SELECT count(*) FROM events")).scalar() or 0)
 
 
-def _request(operation_id: str) -> DispatchInput:
+def request(operation_id: str) -> DispatchInput:
     return DispatchInput(
         processing_version="v1",
         execution_id=f"ex-{operation_id}",

@@ -71,9 +71,11 @@ def take_backup(store: Store, dest: Path, *, deep: bool = False) -> tuple[Path, 
     postgres = sqlite_path(store.url) is None
     path = backups.destination(dest.expanduser().absolute(), taken, postgres)
     current = read_schema_version(store.reader) == SCHEMA_VERSION
-    copied = backups.back_up(store, path, taken, _checked(deep) if current else None)
-    size = path.stat().st_size / 2**20
-    typer.echo(f"copied {size:,.1f} MiB in {copied:.1f} s")
+
+    def copied(seconds: float, size: int) -> None:
+        typer.echo(f"copied {size / 2**20:,.1f} MiB in {seconds:.1f} s")
+
+    backups.back_up(store, path, taken, _checked(deep) if current else None, copied)
     return path, taken
 
 
@@ -131,7 +133,9 @@ def restored(
     when it was restored and not acknowledged."""
     import getpass
 
+    from flowledger.domain import IllegalTransition
     from flowledger.services import restores
+    from flowledger.services.values import InvalidInput
     from flowledger.storage.reads import records
 
     if note is not None and not ack:
@@ -148,5 +152,9 @@ def restored(
             die("--ack needs --note TEXT: what you checked of the executions since the backup")
         assert note is not None
         who = operator or getpass.getuser()
-        taken = restores.acknowledge_restore(ledger_for(store), operator=who, note=note)
+        try:
+            taken = restores.acknowledge_restore(ledger_for(store), operator=who, note=note)
+        except (IllegalTransition, InvalidInput) as exc:  # a blank or too long note or name
+            die(str(exc))
+            raise  # unreachable: die exits
     typer.echo(f"restore from the backup taken at {for_people(taken)} acknowledged by {who}")

@@ -57,20 +57,26 @@ def destination(dest: Path, taken_at: datetime, postgres: bool) -> Path:
     return dest
 
 
-def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -> float:
+def back_up(
+    store: Store,
+    dest: Path,
+    taken_at: datetime,
+    check: Check | None,
+    copied: Callable[[float, int], None] = lambda seconds, size: None,
+) -> None:
     """Copy the ledger to ``dest`` (a file that does not exist): written to a private file
     beside it, fsynced, checked by ``check`` (SQLite; None: only SQLite's own integrity
     check, for a schema this flowledger cannot read), renamed into place, the directory
-    fsynced. Nothing is left under ``dest``'s name when any step fails. Returns the seconds
-    the copy itself took (the database read, before the checks)."""
+    fsynced. Nothing is left under ``dest``'s name when any step fails. ``copied`` is told
+    the seconds the copy itself took (the database read) and its size, before the checks."""
     partial = dest.with_name(f".{dest.name}.partial")
     started = time.perf_counter()
     if sqlite_path(store.url) is None:
         _dump(store, partial, taken_at)
     else:
         _copy_sqlite(store, partial, taken_at)
-    copied = time.perf_counter() - started
     try:
+        copied(time.perf_counter() - started, partial.stat().st_size)
         if sqlite_path(store.url) is not None:
             with reading(partial) as conn:
                 _integrity(conn)
@@ -83,7 +89,6 @@ def back_up(store: Store, dest: Path, taken_at: datetime, check: Check | None) -
             partial.unlink()
         raise
     _fsync(dest.parent)  # the rename itself
-    return copied
 
 
 def _private(path: Path) -> int:

@@ -60,6 +60,9 @@ def test_a_restored_ledger_says_so_until_acknowledged(put_back: tuple[Path, str]
 
     code, _, err = cli("restored", "--ack", "--db", str(db))
     assert code == 2 and "--ack needs --note TEXT" in err
+    for note in ("   ", "x" * 5000):
+        code, out, err = cli("restored", "--ack", "--note", note, "--db", str(db))
+        assert code == 2 and out == "" and err.count("\n") == 1 and "note" in err, err
     code, out, err = cli(
         "restored", "--ack", "--operator", "dana", "--note", "n8n executions since: none wrote",
         "--db", str(db),
