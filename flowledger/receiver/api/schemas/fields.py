@@ -155,14 +155,16 @@ def _time_text(value: Any) -> Any:
 When = Annotated[AwareDatetime, BeforeValidator(_time_text), AfterValidator(_utc)]
 
 
-def _not_bool(value: Any) -> Any:
-    """JSON's ``true`` is not the integer 1 (pydantic would take it as 1); ``1250.0`` is."""
-    if isinstance(value, bool):
-        raise ValueError("must be a whole number")
+def _json_integer(value: Any) -> Any:
+    """A JSON number, as the OpenAPI's ``integer`` says: not the text ``"0"`` nor JSON's
+    ``true`` (pydantic would take them as 0 and 1); ``1250.0`` is one (JSON Schema's integer is
+    any number without a fraction)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a whole number, sent as a JSON number")
     return value
 
 
-RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_not_bool)]
+RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_json_integer)]
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
 
 
