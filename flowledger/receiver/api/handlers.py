@@ -1,8 +1,9 @@
 """FastAPI's exception handlers, each answering in the one error shape
-(:mod:`flowledger.receiver.api.errors`)."""
+(:mod:`flowledger.receiver.api.errors`), and the app's JSON answers, in ASCII."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -31,10 +32,20 @@ _STATUS_CODES = {
 }
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every character outside ASCII as JSON's ``\\u`` escape, as the workflow
+    calls' answers are (:func:`flowledger.receiver.api.reply.dumps`): the same values for any
+    JSON reader, and no control, bidi or invisible character that a stored value holds reaches
+    a terminal or a log viewer raw through ``curl``. The app's default response class."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def error_response(
     status: int, code: str, message: str, field: str | None = None, **kw: Any
 ) -> JSONResponse:
-    return JSONResponse(error_body(code, message, field), status_code=status, **kw)
+    return AsciiJSONResponse(error_body(code, message, field), status_code=status, **kw)
 
 
 def install(app: FastAPI) -> None:
