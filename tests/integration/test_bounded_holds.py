@@ -6,6 +6,7 @@ otherwise flood the queue, one hold and one alert per distinct value sent."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -103,3 +104,23 @@ def test_the_same_conflict_sent_again_adds_nothing(store: Store, clock: FakeCloc
         ledger.confirm(OP, "R-2", execution_id="exec-1").run("workflow")
     assert len(_rows(store, "SELECT id FROM holds")) == 1
     assert not _rows(store, "SELECT seq FROM events WHERE kind = 'hold_evidence'")
+
+
+def test_conflicts_racing_from_threads_and_batches_open_one_hold(
+    store: Store, clock: FakeClock
+) -> None:
+    ledger = Ledger(store, clock=clock, alert_urls=["https://chat.example/hook"])
+    ledger.dispatch(OP, req("exec-1")).run("workflow")
+    ledger.confirm(OP, "R-1", execution_id="exec-1").run("workflow")
+
+    def client(n: int) -> None:
+        batch = [ledger.confirm(OP, f"R-{n}-{k}", execution_id="exec-1") for k in range(3)]
+        ledger.run_many([("workflow", call.work) for call in batch])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(client, range(4)))
+    assert len(_rows(store, "SELECT id FROM holds")) == 1
+    assert len(_rows(store, "SELECT id FROM outbox")) == 1
+    assert len(_rows(store, "SELECT seq FROM events WHERE kind = 'hold_evidence'")) == 11
+    with store.reader.connect() as conn:
+        assert deep_verify(conn).ok
