@@ -5,9 +5,9 @@ Python's ``json.loads`` is lenient where two readers of one body could disagree:
 guesses UTF-16 or UTF-32 and skips a byte order mark, and an object with a key twice keeps its
 last value, where a proxy, a log or another parser may keep the first (and see another input
 than the one the ledger hashed). Here each of those is a ``400`` naming the problem; a charset
-other than UTF-8 in the Content-Type too, since the body is read as UTF-8 whatever it says. No
-web framework here: the workflow calls' routes and the hold routes both read their bodies
-through :func:`loads`.
+other than UTF-8 in the Content-Type too, since the body is read as UTF-8 whatever it says, and
+a Content-Encoding, since the body is never decompressed. No web framework here: the workflow
+calls' routes and the hold routes both read their bodies through :func:`loads`.
 """
 
 from __future__ import annotations
@@ -65,21 +65,32 @@ def loads(body: bytes) -> Any:
         raise ApiError(400, "invalid_json", INVALID_JSON) from None
 
 
-def charset_problem(content_type: str) -> ApiError | None:
+def _refused(code: str, value: str, message: str) -> ApiError:
+    """400 ``code``, ``message`` naming ``value`` (a header's, shown escaped and cut short)
+    where it has ``{}``."""
+    shown = repr(value.encode("ascii", "backslashreplace").decode()[:40])
+    return ApiError(400, code, message.format(shown))
+
+
+def headers_problem(content_type: str, content_encoding: str | None) -> ApiError | None:
     """The refusal of a Content-Type whose ``charset`` is not UTF-8 (none is UTF-8, as JSON
-    is), or ``None``."""
+    is), or of a Content-Encoding (gzip, say) the body is not read through; or ``None``."""
+    if content_encoding is not None and content_encoding.strip().lower() != "identity":
+        return _refused(
+            "unsupported_content_encoding",
+            content_encoding,
+            "the body is read as it is sent, not decoded from {}: send it without a "
+            "Content-Encoding",
+        )
     _, _, parameters = content_type.partition(";")
     for parameter in parameters.split(";"):
         name, _, value = parameter.partition("=")
-        if name.strip().lower() != "charset":
-            continue
         charset = value.strip().strip('"').lower()
-        if charset != "utf-8":
-            shown = charset.encode("ascii", "backslashreplace").decode()[:40]
-            return ApiError(
-                400,
+        if name.strip().lower() == "charset" and charset != "utf-8":
+            return _refused(
                 "unsupported_charset",
-                f"the body is read as UTF-8, not {shown!r}: send it as "
-                "Content-Type: application/json (or with charset=utf-8)",
+                charset,
+                "the body is read as UTF-8, not {}: send it as Content-Type: application/json "
+                "(or with charset=utf-8)",
             )
     return None

@@ -11,7 +11,7 @@ from fastapi import Depends, HTTPException, Path, Request, Response
 from fastapi.routing import APIRoute
 
 from flowledger.receiver.api.auth import admit, check_body, target
-from flowledger.receiver.api.bodies import charset_problem, loads
+from flowledger.receiver.api.bodies import headers_problem, loads
 from flowledger.receiver.api.errors import ApiError, as_api_error
 from flowledger.receiver.api.schemas.fields import Id
 from flowledger.receiver.api.state import ReceiverState
@@ -100,7 +100,10 @@ class BodyRefused(HTTPException):
 class _StrictJsonRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            refused = charset_problem(self.headers.get("content-type") or "")
+            headers = self.headers
+            refused = headers_problem(
+                headers.get("content-type") or "", headers.get("content-encoding")
+            )
             try:
                 if refused is not None:
                     raise refused

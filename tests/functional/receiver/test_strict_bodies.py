@@ -4,6 +4,7 @@ the workflow calls and the hold routes alike, and writes nothing."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ REFUSED = {
         f'{JSON}; charset="ISO-8859-1"',
         "unsupported_charset",
     ),
+    "gzip": (lambda t: gzip.compress(t.encode()), "gzip", "unsupported_content_encoding"),
 }
 
 
@@ -65,10 +67,11 @@ def test_a_body_read_two_ways_is_refused_with_400_naming_the_problem(
 ) -> None:
     path, token, text = ROUTES[route]
     make, content_type, code = REFUSED[case]
+    headers = {"Content-Type": content_type}
+    if content_type == "gzip":
+        headers = {"Content-Type": JSON, "Content-Encoding": "gzip"}
     before = snapshot(api.ledger.store)
-    answer = api.request(
-        "POST", path, token=token, content=make(text), headers={"Content-Type": content_type}
-    )
+    answer = api.request("POST", path, token=token, content=make(text), headers=headers)
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["code"] == code
     assert snapshot(api.ledger.store) == before

@@ -4,7 +4,7 @@
 Each takes the same steps, in this order: the token and the signature header (401/403, before a
 byte of the body is read: :func:`~flowledger.receiver.api.auth.admit`), the body (413 and 408
 from the guard that caps its reading: :mod:`flowledger.receiver.api.guard`), the signature over
-the body (401), Content-Type (415, and 400 for a charset other than UTF-8), the operation id
+the body (401), Content-Type (415; 400 for a charset or Content-Encoding), the operation id
 (422), JSON (400, read strictly: :mod:`flowledger.receiver.api.bodies`), the body's fields (422),
 then one :class:`~flowledger.receiver.api.calls.CallRequest` to the engine, which writes it
 durably (in its writer process when it runs one) and gives back the answer; an
@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from flowledger.receiver.api.auth import admit, check_body, target
-from flowledger.receiver.api.bodies import charset_problem, loads
+from flowledger.receiver.api.bodies import headers_problem, loads
 from flowledger.receiver.api.calls import CALLS, Call, CallRequest, work_of
 from flowledger.receiver.api.deps import NOT_JSON, current, is_json
 from flowledger.receiver.api.errors import (
@@ -93,8 +93,9 @@ async def serve(call: Call, request: Request, operation_id: str | None) -> Reply
         content_type = headers.get("content-type")
         if not is_json(content_type):
             raise NOT_JSON
-        if content_type != JSON:  # the usual one, with no charset to check
-            refused = charset_problem(content_type or "")
+        encoding = headers.get("content-encoding")
+        if content_type != JSON or encoding is not None:  # the usual: nothing more to check
+            refused = headers_problem(content_type or "", encoding)
             if refused is not None:
                 raise refused
         if operation_id is not None:
