@@ -123,7 +123,7 @@ def add_evidence(
     for hold_id, hold in evidence:
         detail = redact(hold.detail, secrets)[: limits.MAX_HOLD_DETAIL_LENGTH]
         if tx.add_hold_evidence(hold_id, detail) is None:
-            continue  # closed since it was read (not under the operation's lock)
+            continue  # decided since it was read; the call's own event still records it
         data = {
             "reason": hold.reason.value,
             "evidence": detail,
