@@ -29,6 +29,7 @@ from flowledger.cli.common import (
     one_of,
     opened,
 )
+from flowledger.domain.display import visible
 
 if TYPE_CHECKING:
     from flowledger.services.actions import Values
@@ -224,8 +225,8 @@ def hold_action(
         if said is not None:
             die(said)
         _can_ask(yes)  # a refusal is one line, said before what the action would do
-        typer.echo(actions.consequence(action, hold, values), err=True)
-        typer.echo(f"It will be recorded under operator {who}.", err=True)
+        typer.echo(visible(actions.consequence(action, hold, values)), err=True)
+        typer.echo(visible(f"It will be recorded under operator {who}."), err=True)
         _ask(f"{spec.title}?", yes)
         try:
             actions.call(ledger_for(store), action, hold_id, who, values).run()
@@ -235,7 +236,7 @@ def hold_action(
     if as_json:
         echo_json(_as_listed(after or {}))
     else:
-        typer.echo(f"Hold {hold_id} {actions.done(action, values, who)}.")
+        typer.echo(visible(f"Hold {hold_id} {actions.done(action, values, who)}."))
 
 
 def _exit_code(refusal: Exception) -> int:

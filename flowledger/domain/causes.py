@@ -9,13 +9,18 @@ build keys with :func:`cause_key`, and the sweep's SQL builds the same text from
 The prefixes are stored in every ledger's ``holds`` table: changing one would let a cause that
 already has its hold open a second one, so they never change (``approval_version`` keeps the
 prefix it had before its reason was named ``approval_version_mismatch``).
+
+An operation has at most one open hold per reason: a further cause of a reason whose hold is
+open is evidence for that hold (:func:`one_per_reason`, :func:`with_evidence`), not a hold.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from flowledger.domain.model import NewHold, Reason
+from flowledger.domain.limits import MAX_HOLD_DETAIL_LENGTH
+from flowledger.domain.model import NewHold, OpenHold, Reason
 
 # reason -> (prefix, the parts after it, in order)
 PARTS: dict[Reason, tuple[str, tuple[str, ...]]] = {
@@ -67,3 +72,25 @@ def overdue_key_range(hold_id: int) -> tuple[str, str]:
 def new_hold(reason: Reason, detail: str, **parts: str | int | datetime) -> NewHold:
     """A hold for ``reason``, keyed by these parts (see :func:`cause_key`)."""
     return NewHold.of(reason, cause_key(reason, **parts), detail)
+
+
+def with_evidence(detail: str, evidence: str) -> str:
+    """An open hold's detail once a further cause of its reason adds ``evidence`` to it
+    (:func:`one_per_reason`), within the stored length: the writer and the replay of its
+    ``hold_evidence`` event both write it so."""
+    return f"{detail}; also {evidence}"[:MAX_HOLD_DETAIL_LENGTH]
+
+
+def one_per_reason(
+    hold: NewHold, holds: Sequence[OpenHold]
+) -> tuple[tuple[NewHold, ...], tuple[tuple[int, NewHold], ...]]:
+    """At most one open hold per reason about an operation: ``hold`` to open, or, when one of
+    its reason is open already for another cause, ``hold`` as evidence for that one (a
+    person decides the conflict once, and a client sending value after value cannot fill the
+    queue and the alerts). A hold of the same cause is left to open, which its cause key
+    makes a no-op, as before."""
+    if all(h.cause_key != hold.cause_key for h in holds):
+        for h in holds:
+            if h.reason is hold.reason:
+                return (), ((h.hold_id, hold),)
+    return (hold,), ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from flowledger.domain.display import has_unsafe
+from flowledger.domain.display import has_control_or_bidi, has_ignorable
 
 MAX_ID_LENGTH = 200  # operation, execution, workflow, step, source, version, operator names
 MAX_RECEIPT_LENGTH = 1000
@@ -50,7 +50,7 @@ def printable_problem(value: str) -> str | None:
     once: 0.12 us against 0.43 us for the checks one by one (bench/README.md, "Domain")."""
     if value.isascii() and value.isprintable():
         return None
-    if has_unsafe(value):
+    if has_control_or_bidi(value):
         return "must not contain control or bidi characters"
     return storable_problem(value)
 
@@ -84,20 +84,29 @@ def receipt_problem(value: object) -> str | None:
 
 
 def operation_id_problem(value: object) -> str | None:
-    """An id as :func:`id_problem` takes it, none of whose ``:``-separated segments is blank
-    or one of :data:`COERCED_RECEIPTS`: ``invoice:undefined:send`` is what a workflow builds
-    from a missing field, and every later body missing it would name the same operation.
+    """An id as :func:`id_problem` takes it, with no invisible character and none of whose
+    ``:``-separated segments is blank or one of :data:`COERCED_RECEIPTS`:
+    ``invoice:undefined:send`` is what a workflow builds from a missing field, and every later
+    body missing it would name the same operation; ``invoice:INV-42\\u200b:send`` looks like
+    ``invoice:INV-42:send`` and is another operation, whose dispatch would write again.
     Checked where an operation is created or changed; reads take any stored id."""
     problem = id_problem(value)
     if problem is not None:
         return problem
-    for segment in str(value).split(":"):
-        text = segment.strip()
-        if not text:
+    text = str(value)
+    if not text.isascii() and has_ignorable(text):
+        return (
+            "must not contain invisible characters (zero-width spaces and joiners, the word "
+            "joiner, soft hyphens, variation selectors, tag characters or other "
+            "default-ignorable ones)"
+        )
+    for segment in text.split(":"):
+        part = segment.strip()
+        if not part:
             return "must not have an empty segment (a ':' at either end, or '::')"
-        if text in COERCED_RECEIPTS:
+        if part in COERCED_RECEIPTS:
             return (
-                f"must not have the segment {text!r}, what a missing value becomes as text: "
+                f"must not have the segment {part!r}, what a missing value becomes as text: "
                 "the field it is built from is missing"
             )
     return None

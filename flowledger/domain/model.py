@@ -163,7 +163,8 @@ class NewHold:
 @dataclass(frozen=True)
 class Change:
     """The outcome of one rule: the operation afterwards (``None`` when unchanged), the answer,
-    the holds to open or resolve, and the event to record."""
+    the holds to open or resolve, the evidence to add to holds already open (each the id of
+    the open hold and the hold that would have been opened), and the event to record."""
 
     decision: Decision | None
     operation: Operation | None
@@ -171,6 +172,7 @@ class Change:
     reason: Reason | None = None
     receipt: str | None = None
     holds: tuple[NewHold, ...] = ()
+    evidence: tuple[tuple[int, NewHold], ...] = ()
     resolve_holds: tuple[int, ...] = ()
     resolution: Resolution | None = None
     new_attempt: bool = False

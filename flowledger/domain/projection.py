@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from flowledger.domain.causes import with_evidence
 from flowledger.domain.chain import time_of_data
 from flowledger.domain.model import UNSENT, Resolution, State
 
@@ -65,7 +66,7 @@ _DECISIONS = frozenset(
         Resolution.ATTEMPT_ALLOWED,
     }
 )
-_HOLD_CHANGES = ("hold_assigned", "hold_extended", "hold_noted")
+_HOLD_CHANGES = ("hold_assigned", "hold_extended", "hold_noted", "hold_evidence")
 
 
 @dataclass(frozen=True)
@@ -317,6 +318,8 @@ class Projection:
         for name in ("owner", "next_action"):
             if name in ev.data:
                 values[name] = ev.data[name]
+        if ev.kind == "hold_evidence" and "detail" in values:
+            values["detail"] = with_evidence(values["detail"], ev.data["evidence"])
         if "deadline" in ev.data:
             values["deadline"] = time_of_data(ev.data["deadline"])
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from flowledger.domain.causes import new_hold
+from flowledger.domain.causes import new_hold, one_per_reason
 from flowledger.domain.display import counted
 from flowledger.domain.model import (
     DEFAULT_DISPATCH_DEADLINE,
@@ -93,6 +93,7 @@ def dispatch(
                 operation_id=op.operation_id,
                 input_hash=req.input_hash,
             ),
+            holds,
         )
     if req.processing_version != op.processing_version:
         return _held(
@@ -104,6 +105,7 @@ def dispatch(
                 operation_id=op.operation_id,
                 processing_version=req.processing_version,
             ),
+            holds,
         )
 
     blocking = [h for h in holds if h.blocking]
@@ -139,7 +141,7 @@ def dispatch(
         )
 
     if approval_problem is not None:
-        return _held(op, approval_problem)
+        return _held(op, approval_problem, holds)
     if op.attempt - unsent + 1 > op.max_attempts:
         return _held(
             op,
@@ -149,6 +151,7 @@ def dispatch(
                 operation_id=op.operation_id,
                 attempt=op.attempt,
             ),
+            holds,
         )
     attempt = op.attempt + 1
     claimed = replace(
@@ -199,14 +202,18 @@ def _stands(approval: Approval | None, req: DispatchRequest, now: datetime) -> b
     return approval.expires_at is None or approval.expires_at > now
 
 
-def _held(op: Operation, hold: NewHold, *, created: bool = False) -> Change:
+def _held(
+    op: Operation, hold: NewHold, holds: Sequence[OpenHold] = (), *, created: bool = False
+) -> Change:
+    opened, evidence = one_per_reason(hold, holds)
     return Change(
         Decision.HOLD,
         op if created else None,
         "dispatch_held",
         reason=hold.reason,
         receipt=op.receipt,
-        holds=(hold,),
+        holds=opened,
+        evidence=evidence,
         data={"created": created},
     )
 
@@ -247,22 +254,10 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
     if op.state is State.CONFIRMED:
         if receipt == op.receipt:
             return Change(None, None, None, receipt=op.receipt)
-        return Change(
-            None,
-            None,
-            "receipt_conflict",
-            receipt=op.receipt,
-            holds=(
-                new_hold(
-                    Reason.RECEIPT_CONFLICT,
-                    f"second receipt {receipt!r} differs from {op.receipt!r}: "
-                    "possible duplicate effect",
-                    operation_id=op.operation_id,
-                    receipt=receipt,
-                ),
-            ),
-            data={"receipt": receipt, "attempt": op.attempt},
+        detail = (
+            f"second receipt {receipt!r} differs from {op.receipt!r}: possible duplicate effect"
         )
+        return _conflicting(op, receipt, detail, holds, op.receipt)
     if op.state is State.DISPATCHING:
         outcome_holds = tuple(h.hold_id for h in holds if h.reason in OUTCOME_REASONS)
         return Change(
@@ -276,23 +271,29 @@ def confirm(op: Operation, receipt: str, holds: list[OpenHold]) -> Change:
         )
     if op.state in (State.FAILED, State.CANCELLED):
         # A receipt after a rejection or a cancellation: the effect happened after all.
-        return Change(
-            None,
-            None,
-            "receipt_conflict",
-            holds=(
-                new_hold(
-                    Reason.RECEIPT_CONFLICT,
-                    f"receipt {receipt!r} arrived for an operation in state {op.state.value}",
-                    operation_id=op.operation_id,
-                    receipt=receipt,
-                ),
-            ),
-            data={"receipt": receipt, "attempt": op.attempt},
-        )
+        detail = f"receipt {receipt!r} arrived for an operation in state {op.state.value}"
+        return _conflicting(op, receipt, detail, holds)
     raise IllegalTransition(
         f"operation {op.operation_id} is {op.state.value}; only a dispatched operation "
         "can be confirmed"
+    )
+
+
+def _conflicting(
+    op: Operation, receipt: str, detail: str, holds: Sequence[OpenHold], stands: str | None = None
+) -> Change:
+    """A receipt that conflicts with what the operation records (``stands``): its hold, or its
+    evidence for the ``receipt_conflict`` hold already open (:func:`one_per_reason`)."""
+    key = {"operation_id": op.operation_id, "receipt": receipt}
+    opened, evidence = one_per_reason(new_hold(Reason.RECEIPT_CONFLICT, detail, **key), holds)
+    return Change(
+        None,
+        None,
+        "receipt_conflict",
+        receipt=stands,
+        holds=opened,
+        evidence=evidence,
+        data={"receipt": receipt, "attempt": op.attempt},
     )
 
 

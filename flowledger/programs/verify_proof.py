@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from flowledger.domain.checkpoints import CheckpointError, VerifierKey, parse_verifier_key
-from flowledger.domain.display import counted
+from flowledger.domain.display import counted, visible
 from flowledger.domain.proofs import ProofFailure, check
 
 
@@ -44,20 +44,23 @@ def main(argv: list[str] | None = None) -> int:
         key = _key(args.key)
         doc = json.loads(args.file.read_text(encoding="utf-8"))
     except CheckpointError as exc:
-        print(f"verify_proof: {exc}", file=sys.stderr)
+        print(f"verify_proof: {visible(exc)}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        print(f"verify_proof: cannot read {args.file}: {exc}", file=sys.stderr)
+        print(visible(f"verify_proof: cannot read {args.file}: {exc}"), file=sys.stderr)
         return 2
     try:
         proven = check(doc, key)
     except ProofFailure as exc:
-        print(f"proof FAILED: {exc}")
+        print(f"proof FAILED: {visible(exc)}")
         return 1
     cp = proven.checkpoint
+    # What the file and the key say, shown as the ledger shows outside text.
     print(
-        f"proof ok: {proven.what}, in {cp.origin} at {counted(cp.size, 'event')}, "
-        f"signed by {key.name}"
+        visible(
+            f"proof ok: {proven.what}, in {cp.origin} at {counted(cp.size, 'event')}, "
+            f"signed by {key.name}"
+        )
     )
     return 0
 

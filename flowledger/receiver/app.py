@@ -99,6 +99,7 @@ def create_app(
         # Prometheus is the receiver's telemetry (/metrics); FastAPI's own OpenTelemetry
         # checks cost every request a few microseconds (bench/README.md, "Receiver engine").
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        default_response_class=handlers.AsciiJSONResponse,
     )
     app.state.receiver = state
     handlers.install(app)

@@ -110,6 +110,29 @@ def open_holds(
     return [first.pop(t.hold.cause_key, None) for t in targets]
 
 
+def add_evidence(
+    tx: Tx,
+    operation_id: str,
+    evidence: Sequence[tuple[int, domain.NewHold]],
+    execution_id: str | None,
+    secrets: Secrets,
+) -> None:
+    """Add each further cause's detail to the open hold of its reason (the hold it would
+    have opened: :func:`flowledger.domain.causes.one_per_reason`), with a ``hold_evidence``
+    event naming that hold; no hold and no alert of its own. Redacted as a hold's detail is."""
+    for hold_id, hold in evidence:
+        detail = redact(hold.detail, secrets)[: limits.MAX_HOLD_DETAIL_LENGTH]
+        if tx.add_hold_evidence(hold_id, detail) is None:
+            continue  # decided since it was read; the call's own event still records it
+        data = {
+            "reason": hold.reason.value,
+            "evidence": detail,
+            "cause_key": hold.cause_key,
+            "execution_id": execution_id,
+        }
+        tx.event("hold_evidence", operation_id, data, hold_id=hold_id)
+
+
 def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> None:
     """Close the holds a rule resolved, each with a ``hold_resolved`` event that carries the
     rule's data, and with each the ``overdue`` holds about it (resolution ``cause_resolved``,

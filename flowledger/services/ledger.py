@@ -37,8 +37,8 @@ from flowledger.domain.redact import NO_SECRETS, Secrets
 from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.services import operations, outbox
 from flowledger.services.call import Call
+from flowledger.services.holds import add_evidence, resolution_work, update_work
 from flowledger.services.holds import open_holds as open_hold_rows
-from flowledger.services.holds import resolution_work, update_work
 from flowledger.services.port import Tx as Port
 from flowledger.services.values import (
     Answer,
@@ -328,6 +328,18 @@ class Ledger:
         return open_hold_rows(
             tx, targets, self.hold_deadlines, self.alert_targets, self.unit.secrets, locked=locked
         )
+
+    def add_evidence(
+        self,
+        tx: Port,
+        operation_id: str,
+        evidence: Sequence[tuple[int, NewHold]],
+        *,
+        execution_id: str | None,
+    ) -> None:
+        """Add further causes to the open holds of their reasons, in the caller's transaction
+        (:func:`flowledger.services.holds.add_evidence`)."""
+        add_evidence(tx, operation_id, evidence, execution_id, self.unit.secrets)
 
     def resolve(
         self,

@@ -34,20 +34,32 @@ class Rules(Protocol):
         self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
     ) -> list[int | None]: ...
 
+    def add_evidence(
+        self,
+        tx: Tx,
+        operation_id: str,
+        evidence: Sequence[tuple[int, NewHold]],
+        *,
+        execution_id: str | None,
+    ) -> None: ...
+
 
 def open_rule_holds(
     rules: Rules,
     tx: Tx,
     operation_id: str,
-    holds: Sequence[NewHold],
+    change: domain.Change,
     *,
     execution_id: str | None,
 ) -> list[int]:
-    """Open a rule's holds on one operation; the ids of those that were new. The unit read the
-    operation with its lock (``tx.load_with_holds``) or inserted it."""
-    if not holds:  # the usual call: nothing to open, nothing to look up
+    """Open a rule's holds on one operation, and add its further causes to the holds of their
+    reasons already open; the ids of the holds that were new. The unit read the operation
+    with its lock (``tx.load_with_holds``) or inserted it."""
+    if change.evidence:
+        rules.add_evidence(tx, operation_id, change.evidence, execution_id=execution_id)
+    if not change.holds:  # the usual call: nothing to open, nothing to look up
         return []
-    targets = [HoldTarget(h, operation_id, execution_id) for h in holds]
+    targets = [HoldTarget(h, operation_id, execution_id) for h in change.holds]
     return [i for i in rules.open_holds(tx, targets, locked=True) if i is not None]
 
 
@@ -83,7 +95,7 @@ def dispatch_work(
                 assert change.operation is not None
                 tx.insert_attempt(change.operation, extra)
         hold_ids = open_rule_holds(
-            rules, tx, operation_id, change.holds, execution_id=request.execution_id
+            rules, tx, operation_id, change, execution_id=request.execution_id
         )
         if change.event is not None:
             data = {
@@ -167,7 +179,8 @@ def confirm_work(
     def work(tx: Tx) -> Answer:
         row, op, holds = _require_with_holds(tx, operation_id)
         change = domain.confirm(op, receipt, holds)
-        hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
+        conflict = bool(change.holds or change.evidence)
+        hold_ids = open_rule_holds(rules, tx, operation_id, change, execution_id=execution_id)
         with tx.together():  # one statement on PostgreSQL
             if change.operation is not None:
                 tx.save_operation(row, change.operation)
@@ -177,7 +190,7 @@ def confirm_work(
                     operation_id,
                     op.attempt,
                     receipt,
-                    kind="conflict" if change.holds else "workflow",
+                    kind="conflict" if conflict else "workflow",
                     execution_id=execution_id,
                     detail=detail,
                 )
@@ -196,7 +209,7 @@ def confirm_work(
             final.state.value,
             attempt=final.attempt,
             receipt=final.receipt,
-            reason=Reason.RECEIPT_CONFLICT.value if change.holds else None,
+            reason=Reason.RECEIPT_CONFLICT.value if conflict else None,
             hold_ids=hold_ids,
         )
 
@@ -223,7 +236,7 @@ def fail_work(
         tx.save_operation(row, change.operation or op)
         if change.operation is not None:
             tx.end_attempt(operation_id, op.attempt, "rejected", error)
-        hold_ids = open_rule_holds(rules, tx, operation_id, change.holds, execution_id=execution_id)
+        hold_ids = open_rule_holds(rules, tx, operation_id, change, execution_id=execution_id)
         close_holds(tx, change, operation_id, note=f"rejected by the target: {reported}")
         tx.event(
             change.event or "failed",

@@ -91,6 +91,9 @@ class Holds(Protocol):
     def change_hold(self, hold_id: int, version: int, values: dict[str, Any]) -> None:
         """Compare-and-set an open hold's owner, deadline or next action."""
 
+    def add_hold_evidence(self, hold_id: int, evidence: str) -> str | None:
+        """Add evidence to an open hold's detail; the detail, or None if it is closed."""
+
     def insert_alerts(self, rows: list[dict[str, Any]]) -> None: ...
 
 

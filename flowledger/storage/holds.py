@@ -79,6 +79,20 @@ def insert_new_holds(tx: Tx, rows: list[dict[str, Any]]) -> dict[str, int]:
     )
 
 
+def add_hold_evidence(tx: Tx, hold_id: int, evidence: str) -> str | None:
+    """Add ``evidence`` to an open hold's detail (:func:`causes.with_evidence`); its detail
+    afterwards, or ``None`` when the hold is no longer open."""
+    row = tx.one("SELECT detail FROM holds WHERE id = :id AND resolved_at IS NULL", {"id": hold_id})
+    if row is None:
+        return None
+    detail = causes.with_evidence(row.detail, evidence)
+    tx.update(
+        "UPDATE holds SET detail = :detail, version = version + 1 WHERE id = :id",
+        {"detail": detail, "id": hold_id},
+    )
+    return detail
+
+
 def load_hold(tx: Tx, hold_id: int) -> Row | None:
     return tx.one(
         "SELECT id, cause_key, reason, blocking, operation_id, resolved_at, resolved_by,"

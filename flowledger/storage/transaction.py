@@ -34,4 +34,5 @@ class SqlTx(Tx):
     open_overdue_about = holds.open_overdue_about
     close_hold = holds.close_hold
     change_hold = holds.change_hold
+    add_hold_evidence = holds.add_hold_evidence
     insert_alerts = holds.insert_alerts

@@ -13,12 +13,14 @@ from textual.widgets import Static
 from typer.testing import CliRunner
 
 from flowledger.cli.common import app
-from flowledger.domain import FailOutcome
+from flowledger.domain import FailOutcome, limits
 from flowledger.receiver.api.schemas import N8nErrorCreate
 from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
+from flowledger.services.signing import create_key
 from flowledger.storage.engine import open_store
 from flowledger.storage.reads import hold_queue as holds
+from flowledger.storage.reads import tree_proofs as proofs
 from flowledger.tui import FlowledgerApp
 from tests.functional.test_tui import SIZE, plain
 from tests.support.builders import SHIFT_END, FakeClock, req
@@ -90,6 +92,61 @@ def test_export_writes_outside_text_as_json_escapes_and_keeps_it_exact(db: str) 
         assert json.dumps(sent, ensure_ascii=False)[1:-1] in texts, sent
 
 
+# An operation id an older ledger took (invisible characters are refused in new ones), and
+# what a target may answer: C1 (a CSI and a NEL), DEL, a bidi override, invisible characters.
+HIDDEN_ID = "op:INV-42\u200b:send"
+HIDDEN = "R-7\x9b2J\x85\x7f\u202e\u200b\u2060\ufeff\xad\U000e0041"
+HIDDEN_SHOWN = r"R-7\x9b2J\x85\x7f\u202e\u200b\u2060\ufeff\xad\U000e0041"
+RAW = ("\x9b", "\x85", "\x7f", "\u202e", "\u200b", "\u2060", "\ufeff", "\xad", "\U000e0041")
+
+
+@pytest.fixture
+def hidden_db(db: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """:func:`db` with an operation whose id holds a zero-width space, dispatched with an
+    ``input_ref`` and held after a failure whose error hold C1, DEL, bidi and invisible
+    characters."""
+    store = open_store(db)
+    ledger = Ledger(store, clock=FakeClock())
+    with monkeypatch.context() as m:
+        m.setattr(limits, "operation_id_problem", lambda value: None)
+        ledger.dispatch(HIDDEN_ID, req("exec-9", input_ref=HIDDEN)).run("workflow")
+        ledger.fail(HIDDEN_ID, FailOutcome.UNKNOWN, HIDDEN, execution_id="exec-9").run("workflow")
+    store.dispose()
+    return db
+
+
+@pytest.mark.parametrize("command", [["show", HIDDEN_ID], ["holds"], ["status"], ["handover"]])
+def test_every_listing_shows_invisible_c1_and_delete_characters_as_escapes(
+    hidden_db: str, command: list[str]
+) -> None:
+    out = CliRunner().invoke(app, [*command, "--db", hidden_db])
+    assert out.exit_code == 0, out.output
+    assert not any(c in out.output for c in RAW)
+    shown = r"op:INV-42\\u200b:send" if command[0] == "handover" else r"op:INV-42\u200b:send"
+    if command[0] != "status":  # the report's Markdown escapes the escape's backslash
+        assert shown in out.output
+
+
+@pytest.mark.parametrize(
+    "command", [["proof", HIDDEN_ID], ["export"], ["show", "--json", HIDDEN_ID]]
+)
+def test_every_json_the_cli_prints_is_ascii_and_exact(
+    hidden_db: str, tmp_path: Path, command: list[str]
+) -> None:
+    store = open_store(hidden_db)
+    signer = create_key(tmp_path / "checkpoint.key", proofs.ledger_origin(store))
+    (tmp_path / "checkpoint").write_text(proofs.signed_checkpoint(store, signer))
+    store.dispose()
+    extra = ["--checkpoint", str(tmp_path / "checkpoint")] if command[0] == "proof" else []
+    out = CliRunner().invoke(app, [*command, "--db", hidden_db, *extra])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.isascii()
+    docs = [json.loads(line) for line in out.stdout.splitlines()] if command[0] == "export" else [
+        json.loads(out.stdout)]  # fmt: skip
+    texts = json.dumps(docs, ensure_ascii=False)
+    assert json.dumps(HIDDEN, ensure_ascii=False)[1:-1] in texts
+
+
 def test_the_handover_report_shows_outside_text_literally(ledger: Ledger, clock: FakeClock) -> None:
     ledger.dispatch("[click me](https://evil.example/)", req()).run("workflow")
     ledger.fail(
@@ -147,3 +204,21 @@ async def test_no_sequence_a_hook_message_holds_reaches_the_terminal(
     assert "op:hooked" in queue and r"\x1b[2J\x1b[1A\x1b[2Kall" in detail
     for screen in (queue, detail):
         assert not [s for s in SEQUENCES if s in screen]
+
+
+async def test_the_terminal_ui_shows_an_invisible_character_in_a_stored_id_as_an_escape(
+    app_factory, demo_ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(limits, "operation_id_problem", lambda value: None)
+        demo_ledger.dispatch(HIDDEN_ID, req("exec-9")).run("workflow")
+        demo_ledger.fail(HIDDEN_ID, FailOutcome.UNKNOWN, HIDDEN, execution_id="exec-9").run("x")
+    hold = holds.hold_queue(demo_ledger.store, SHIFT_END, flt=holds.HoldFilter(words=("INV-42",)))[
+        0
+    ]["id"]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await open_detail(pilot, hold)
+        detail = drawn(app)
+    assert r"op:INV-42\u200b:send" in detail
+    assert not [c for c in RAW if c in detail]

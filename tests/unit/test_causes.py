@@ -7,8 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from flowledger.domain import Reason
-from flowledger.domain.causes import PARTS, cause_key, part_text
+from flowledger.domain import OpenHold, Reason
+from flowledger.domain.causes import (
+    PARTS,
+    cause_key,
+    new_hold,
+    one_per_reason,
+    part_text,
+    with_evidence,
+)
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 T0_TEXT = "2026-11-02T09:00:00+00:00"
@@ -113,3 +120,31 @@ def test_a_key_is_refused_unless_given_exactly_its_named_parts(
     assert str(raised.value) == (
         f"unknown_outcome cause key takes ('operation_id', 'attempt'), got {given}"
     )
+
+
+R2 = OpenHold(7, Reason.RECEIPT_CONFLICT, True, f"receipt_conflict:{OP_ID}:R-2")
+INPUT = OpenHold(8, Reason.INPUT_MISMATCH, False, f"input_mismatch:{OP_ID}:sha256:aa")
+
+
+@pytest.mark.parametrize(
+    ("receipt", "holds", "opened", "evidence_for"),
+    [
+        ("R-3", [], True, None),  # the first conflict opens its hold
+        ("R-3", [INPUT, R2], False, 7),  # a further one is evidence for the open one
+        ("R-2", [R2], True, None),  # the same cause: left to its cause key, a no-op
+        ("R-3", [INPUT], True, None),  # another reason's hold does not count
+    ],
+    ids=["first", "further", "same-cause", "other-reason"],
+)
+def test_an_operation_has_one_open_hold_per_reason(
+    receipt: str, holds: list[OpenHold], opened: bool, evidence_for: int | None
+) -> None:
+    hold = new_hold(Reason.RECEIPT_CONFLICT, "differs", operation_id=OP_ID, receipt=receipt)
+    new, evidence = one_per_reason(hold, holds)
+    assert new == ((hold,) if opened else ())
+    assert evidence == (((evidence_for, hold),) if evidence_for is not None else ())
+
+
+def test_evidence_is_added_to_the_detail_within_its_length() -> None:
+    assert with_evidence("R-2 differs", "R-3 differs") == "R-2 differs; also R-3 differs"
+    assert len(with_evidence("x" * 1990, "y" * 50)) == 2000

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from flowledger.domain.display import counted, has_unsafe, visible
+from flowledger.domain.display import (
+    counted,
+    has_control_or_bidi,
+    has_ignorable,
+    has_unsafe,
+    visible,
+)
 
 
 @pytest.mark.parametrize(
@@ -43,6 +49,41 @@ def test_visible_writes_controls_and_bidi_as_escapes(value: object, shown: str) 
 
 def test_has_unsafe_finds_what_visible_escapes() -> None:
     assert has_unsafe("a\x1bb") and has_unsafe("\u202e") and not has_unsafe("a b é")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("INV-42\u200b", r"INV-42\u200b"),
+        ("a\u200c\u200db", r"a\u200c\u200db"),
+        ("a\u2060b\ufeff", r"a\u2060b\ufeff"),
+        ("soft\xadhyphen", r"soft\xadhyphen"),
+        ("v1\ufe0f\u034f", r"v1\ufe0f\u034f"),
+        ("\u3164\u115f\uffa0", r"\u3164\u115f\uffa0"),
+        ("\U000e0001\U000e0041\U000e007f", r"\U000e0001\U000e0041\U000e007f"),
+        ("\U000e0100\U0001d173\U0001bca0", r"\U000e0100\U0001d173\U0001bca0"),
+    ],
+    ids=[
+        "zero-width-space",
+        "joiners",
+        "word-joiner-and-bom",
+        "soft-hyphen",
+        "variation-and-grapheme-joiner",
+        "hangul-fillers",
+        "tags",
+        "supplementary-ignorables",
+    ],
+)
+def test_visible_writes_invisible_characters_as_escapes(value: str, shown: str) -> None:
+    assert visible(value) == shown
+    assert has_ignorable(value) and not has_control_or_bidi(value)
+
+
+def test_the_ignorable_ranges_end_where_unicode_ends_them() -> None:
+    outside = "\xac\xae\u034e\u0350\u115e\u1161\u200a\u2010\u3163\u3165\ufe10\ufff9"
+    assert not has_ignorable(outside + "\U000dffff\U000e1000\U0001bca4")
+    inside = "\u180b\u180f\u2064\u2065\u206f\ufff0\ufff8\U000e0fff\U0001d17a"
+    assert all(has_ignorable(c) for c in inside)
 
 
 def test_counted_says_one_in_the_singular_and_the_rest_in_the_plural() -> None:

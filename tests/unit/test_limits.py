@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from flowledger.domain.display import has_unsafe
+from flowledger.domain.display import has_control_or_bidi
 from flowledger.domain.limits import (
     id_problem,
     is_valid_hash,
@@ -214,6 +214,20 @@ def test_an_operation_id_has_no_empty_or_coerced_segment(
     assert operation_id_problem(value) == problem
 
 
+@pytest.mark.parametrize(
+    "hidden",
+    ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\xad", "\ufe0f", "\U000e0041", "\u3164"],
+    ids=["zwsp", "zwnj", "zwj", "word-joiner", "bom", "soft-hyphen", "vs16", "tag", "filler"],
+)
+def test_an_operation_id_to_write_has_no_invisible_character_but_a_stored_one_reads(
+    hidden: str,
+) -> None:
+    value = f"invoice:INV-42{hidden}:send"
+    assert "invisible characters" in (operation_id_problem(value) or "")
+    assert id_problem(value) is None  # reads take any stored id
+    assert operation_id_problem("facture:été:日本") is None
+
+
 RECEIPT_LENGTH = "must be 1 to 1000 characters"
 
 
@@ -303,5 +317,5 @@ def test_a_run_index_is_a_32_bit_non_negative_integer(value: object, problem: st
     | st.text(st.characters(max_codepoint=0x7F))
 )
 def test_the_printable_ascii_shortcut_answers_as_the_checks_one_by_one(value: str) -> None:
-    one_by_one = CONTROL if has_unsafe(value) else storable_problem(value)
+    one_by_one = CONTROL if has_control_or_bidi(value) else storable_problem(value)
     assert printable_problem(value) == one_by_one

@@ -1,14 +1,17 @@
 """The routes' dependencies: the running receiver's state, as an ``Annotated`` alias, the
-calling token (:func:`require`), and a body sent as JSON."""
+calling token (:func:`require`), and a body sent as JSON, read strictly
+(:class:`StrictJsonRoute`)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Annotated
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, HTTPException, Path, Request, Response
+from fastapi.routing import APIRoute
 
 from flowledger.receiver.api.auth import admit, check_body, target
+from flowledger.receiver.api.bodies import headers_problem, loads
 from flowledger.receiver.api.errors import ApiError, as_api_error
 from flowledger.receiver.api.schemas.fields import Id
 from flowledger.receiver.api.state import ReceiverState
@@ -83,3 +86,42 @@ def require(scope: str) -> Callable[[Request], Awaitable[Principal]]:
         return principal
 
     return dependency
+
+
+class BodyRefused(HTTPException):
+    """A body :class:`StrictJsonRoute` refused, carrying the refusal (FastAPI turns any other
+    error raised while it reads a body into a plain 400)."""
+
+    def __init__(self, error: ApiError) -> None:
+        super().__init__(error.status, error.message)
+        self.error = error
+
+
+class _StrictJsonRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            headers = self.headers
+            refused = headers_problem(
+                headers.get("content-type") or "", headers.get("content-encoding")
+            )
+            try:
+                if refused is not None:
+                    raise refused
+                self._json = loads(await self.body())
+            except ApiError as exc:
+                raise BodyRefused(exc) from None
+        return self._json
+
+
+class StrictJsonRoute(APIRoute):
+    """A route whose JSON body is read as the workflow calls read theirs
+    (:mod:`flowledger.receiver.api.bodies`): FastAPI's documented way to change how a route
+    reads its request, a ``Request`` subclass handed to the route's own handler."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(_StrictJsonRequest(request.scope, request.receive))
+
+        return strict

@@ -99,7 +99,11 @@ def unavailable(message: str, code: str = "unavailable") -> ApiError:
 
 # What each error status means on the routes that can answer it, with its ``code`` values.
 _MEANINGS = {
-    400: "`invalid_json`: the body is not JSON; `incomplete_body`: the client left mid-body",
+    400: "`invalid_json`: the body is not JSON; `duplicate_key`: an object in it has a key "
+    "twice; `byte_order_mark`: it starts with one; `invalid_utf8`: it is not UTF-8 (UTF-16, "
+    "say); `unsupported_charset`: the Content-Type names a charset other than UTF-8; "
+    "`unsupported_content_encoding`: a Content-Encoding (gzip…), which is not decoded; "
+    "`incomplete_body`: the client left mid-body",
     401: "`missing_token`, `unknown_token` (unknown or revoked); for a token that signs: "
     "`signature_required`, `bad_signature`, `stale_signature` (outside the window), "
     "`replayed_signature` (accepted before), `signature_upgrade` (a v1 signature), "

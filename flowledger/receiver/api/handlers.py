@@ -1,8 +1,9 @@
 """FastAPI's exception handlers, each answering in the one error shape
-(:mod:`flowledger.receiver.api.errors`)."""
+(:mod:`flowledger.receiver.api.errors`), and the app's JSON answers, in ASCII."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -10,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from flowledger.receiver.api.deps import BodyRefused
 from flowledger.receiver.api.errors import (
     INVALID_JSON,
     ApiError,
@@ -30,10 +32,20 @@ _STATUS_CODES = {
 }
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every character outside ASCII as JSON's ``\\u`` escape, as the workflow
+    calls' answers are (:func:`flowledger.receiver.api.reply.dumps`): the same values for any
+    JSON reader, and no control, bidi or invisible character that a stored value holds reaches
+    a terminal or a log viewer raw through ``curl``. The app's default response class."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def error_response(
     status: int, code: str, message: str, field: str | None = None, **kw: Any
 ) -> JSONResponse:
-    return JSONResponse(error_body(code, message, field), status_code=status, **kw)
+    return AsciiJSONResponse(error_body(code, message, field), status_code=status, **kw)
 
 
 def install(app: FastAPI) -> None:
@@ -52,6 +64,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc, BodyRefused):
+            return error_response(exc.status_code, exc.error.code, exc.error.message)
         code = _STATUS_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
         if exc.status_code == 400:

@@ -194,10 +194,17 @@ describe('Operation IDs: segments a missing value left behind', () => {
 		':INV-42:send',
 		'invoice:INV-42:',
 		'invoice: :send',
+		'invoice:INV-42\u200b:send',
+		'invoice:INV-42\u200d:send',
+		'invoice:INV-42\u2060:send',
+		'\ufeffinvoice:INV-42:send',
+		'invoice:INV\u00ad42:send',
+		'invoice:INV-42\ufe0f:send',
+		'invoice:INV-42\u{e0041}:send',
 	]) {
 		test(`${JSON.stringify(id)} is refused`, () => assert.ok(operationIdProblem(id) !== undefined));
 	}
-	for (const id of ['invoice:INV-42:send', 'a', 'undefinedX:nullable:NaNa', 'invoice:Undefined:send']) {
+	for (const id of ['invoice:INV-42:send', 'a', 'undefinedX:nullable:NaNa', 'invoice:Undefined:send', 'facture:été:日本']) {
 		test(`${JSON.stringify(id)} is an operation ID`, () => assert.equal(operationIdProblem(id), undefined));
 	}
 	test('the problem names the segment', () => {
@@ -206,6 +213,10 @@ describe('Operation IDs: segments a missing value left behind', () => {
 			"operation ID 'invoice:undefined:send' has a segment 'undefined': the expression that builds it read a missing field",
 		);
 		assert.match(operationIdProblem('invoice::send') ?? '', /has an empty segment/);
+		assert.equal(
+			operationIdProblem('invoice:INV-42\u200b:send'),
+			"operation ID 'invoice:INV-42<?>:send' has an invisible character (U+200B, shown as <?>): the data it is built from holds one",
+		);
 	});
 	test("the fields an expression reads that the item lacks, as the expression names them", () => {
 		const expression = "={{ 'invoice:' + $json.body.invoice_id + ':' + $json['kind'] + $json.n.toString() + ':send' }}";

@@ -49,10 +49,14 @@ def _check(api: Api, status: int, code: str, **kw: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "raw",
-    [b"{", b'{"processing_version": "v1",', b"not json", b"\xff\xfe", b"[" * 5000 + b"]" * 5000],
+    [b"{", b'{"processing_version": "v1",', b"not json", b"[" * 5000 + b"]" * 5000],
 )
 def test_malformed_json_is_400(api: Api, raw: bytes) -> None:
     _check(api, 400, "invalid_json", content=raw[:BODY_LIMIT], headers=JSON)
+
+
+def test_bytes_that_are_not_utf8_are_400_invalid_utf8(api: Api) -> None:
+    _check(api, 400, "invalid_utf8", content=b"\xff\xfe", headers=JSON)
 
 
 @pytest.mark.parametrize(

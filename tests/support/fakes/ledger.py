@@ -280,6 +280,16 @@ class FakeTx:
             raise Conflict()
         self._put(self.tables.holds, hold_id, {**hold, **values, "version": version + 1})
 
+    def add_hold_evidence(self, hold_id: int, evidence: str) -> str | None:
+        hold = self.tables.holds.get(hold_id)
+        if hold is None or hold["resolved_at"] is not None:
+            return None
+        detail = causes.with_evidence(hold["detail"], evidence)
+        self._put(
+            self.tables.holds, hold_id, {**hold, "detail": detail, "version": hold["version"] + 1}
+        )
+        return detail
+
     def insert_alerts(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             self._append(self.tables.alerts, row)

@@ -4,7 +4,8 @@
 Each takes the same steps, in this order: the token and the signature header (401/403, before a
 byte of the body is read: :func:`~flowledger.receiver.api.auth.admit`), the body (413 and 408
 from the guard that caps its reading: :mod:`flowledger.receiver.api.guard`), the signature over
-the body (401), Content-Type (415), the operation id (422), JSON (400), the body's fields (422),
+the body (401), Content-Type (415; 400 for a charset or Content-Encoding), the operation id
+(422), JSON (400, read strictly: :mod:`flowledger.receiver.api.bodies`), the body's fields (422),
 then one :class:`~flowledger.receiver.api.calls.CallRequest` to the engine, which writes it
 durably (in its writer process when it runs one) and gives back the answer; an
 ``Idempotency-Key`` is honoured in the writer's transaction. That is why the body is read here
@@ -14,7 +15,6 @@ checked. Validation is pydantic's, on the models the OpenAPI shows; errors have 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -28,10 +28,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from flowledger.receiver.api.auth import admit, check_body, target
+from flowledger.receiver.api.bodies import headers_problem, loads
 from flowledger.receiver.api.calls import CALLS, Call, CallRequest, work_of
 from flowledger.receiver.api.deps import NOT_JSON, current, is_json
 from flowledger.receiver.api.errors import (
-    INVALID_JSON,
     ApiError,
     as_api_error,
     documented,
@@ -90,8 +90,14 @@ async def serve(call: Call, request: Request, operation_id: str | None) -> Reply
         # What a signature covers, made only for a token that signs.
         signed = target(scope) if admission.key is not None else b""
         principal, guard = check_body(st, admission, signed, body)
-        if not is_json(headers.get("content-type")):
+        content_type = headers.get("content-type")
+        if not is_json(content_type):
             raise NOT_JSON
+        encoding = headers.get("content-encoding")
+        if content_type != JSON or encoding is not None:  # the usual: nothing more to check
+            refused = headers_problem(content_type or "", encoding)
+            if refused is not None:
+                raise refused
         if operation_id is not None:
             operation_id = _operation_id(scope, operation_id)
         model = _parse(call, body)
@@ -144,10 +150,7 @@ async def _released(reply: Awaitable[Reply], release: Callable[[], None]) -> Rep
 def _parse(call: Call, body: bytes) -> Any:
     if not body:
         raise ApiError(422, "missing_field", "Field required", "body")
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
-        raise ApiError(400, "invalid_json", INVALID_JSON) from None
+    data = loads(body)
     try:
         return call.body.model_validate(data)
     except ValidationError as exc:

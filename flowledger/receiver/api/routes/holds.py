@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from flowledger.domain import IllegalTransition, Reason
-from flowledger.receiver.api.deps import JsonBody, require, state_of
+from flowledger.receiver.api.deps import JsonBody, StrictJsonRoute, require, state_of
 from flowledger.receiver.api.errors import ApiError, as_api_error, documented
 from flowledger.receiver.api.idempotency import HEADER, key_of, request_hash, running_key
 from flowledger.receiver.api.schemas.holds import (
@@ -40,7 +40,7 @@ from flowledger.services.actions import Values
 from flowledger.services.values import InvalidInput
 from flowledger.storage.reads import hold_queue as queue
 
-router = APIRouter(prefix="/v1/holds", tags=["holds"])
+router = APIRouter(prefix="/v1/holds", tags=["holds"], route_class=StrictJsonRoute)
 Reader = Annotated[Principal, Depends(require("read"))]
 Operator = Annotated[Principal, Depends(require("operator"))]
 St = Annotated[ReceiverState, Depends(state_of)]

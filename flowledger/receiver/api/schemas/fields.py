@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from flowledger.domain import limits
-from flowledger.domain.display import BIDI, CONTROLS
+from flowledger.domain.display import BIDI, CONTROLS, IGNORABLE
 from flowledger.domain.times import for_machines
 
 MAX_INPUT_DEPTH = 64
@@ -27,8 +27,10 @@ MAX_INPUT_DEPTH = 64
 
 def _escaped(chars: str) -> str:
     """A regex character class body (as :mod:`flowledger.domain.display` writes it) with every
-    character as a ``\\uXXXX`` escape, which JSON Schema's and Python's regexes both read."""
-    return "".join(c if c == "-" else f"\\u{ord(c):04x}" for c in chars)
+    character of the Basic Multilingual Plane as a ``\\uXXXX`` escape, which JSON Schema's and
+    Python's regexes both read; one beyond it (a tag character) as itself, since no escape
+    for it reads the same in both."""
+    return "".join(c if c == "-" or ord(c) > 0xFFFF else f"\\u{ord(c):04x}" for c in chars)
 
 
 def _storable(value: str) -> str:
@@ -112,6 +114,8 @@ def json_depth(value: Any) -> Any:
 # What the validators check, stated in the OpenAPI schema as patterns (the validators stay
 # the ones that decide, with their clearer messages).
 ID_PATTERN = f"^[^{_escaped(CONTROLS + BIDI)}]+$"
+# An operation id to create or change: no invisible character either.
+WRITTEN_ID_PATTERN = f"^[^{_escaped(CONTROLS + BIDI + IGNORABLE)}]+$"
 TEXT_PATTERN = "^[^\\u0000]*$"  # no NUL
 _COERCED = "|".join(
     v.replace("[", "\\[").replace("]", "\\]") for v in sorted(limits.COERCED_RECEIPTS)
@@ -133,7 +137,9 @@ WrittenOperationId = Annotated[
     StringConstraints(min_length=1, max_length=limits.MAX_ID_LENGTH),
     AfterValidator(_printable),
     AfterValidator(_operation_id),
-    Field(json_schema_extra={"pattern": ID_PATTERN, "not": {"pattern": BAD_SEGMENT_PATTERN}}),
+    Field(
+        json_schema_extra={"pattern": WRITTEN_ID_PATTERN, "not": {"pattern": BAD_SEGMENT_PATTERN}}
+    ),
 ]
 Text = Annotated[str, AfterValidator(_storable), Field(json_schema_extra={"pattern": TEXT_PATTERN})]
 Receipt = Annotated[
@@ -155,14 +161,16 @@ def _time_text(value: Any) -> Any:
 When = Annotated[AwareDatetime, BeforeValidator(_time_text), AfterValidator(_utc)]
 
 
-def _not_bool(value: Any) -> Any:
-    """JSON's ``true`` is not the integer 1 (pydantic would take it as 1); ``1250.0`` is."""
-    if isinstance(value, bool):
-        raise ValueError("must be a whole number")
+def _json_integer(value: Any) -> Any:
+    """A JSON number, as the OpenAPI's ``integer`` says: not the text ``"0"`` nor JSON's
+    ``true`` (pydantic would take them as 0 and 1); ``1250.0`` is one (JSON Schema's integer is
+    any number without a fraction)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a whole number, sent as a JSON number")
     return value
 
 
-RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_not_bool)]
+RunIndex = Annotated[int, Field(ge=0, le=limits.MAX_RUN_INDEX), BeforeValidator(_json_integer)]
 InputHash = Annotated[str, StringConstraints(pattern=limits.HASH_PATTERN)]
 
 

@@ -83,13 +83,24 @@ export function receiptOf(value: unknown): { receipt: string } | { problem: stri
 	return { receipt: value };
 }
 
+/** Unicode's Default_Ignorable_Code_Point: characters shown as nothing (zero-width spaces and
+ * joiners, the word joiner, the BOM, the soft hyphen, variation selectors, tag characters). */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+
 /**
- * Why the ledger would refuse this operation id, or ``undefined``: a segment between its ``:``
- * that is blank, or what JavaScript makes of a missing value (``invoice:undefined:send`` is
- * built from a body without its invoice id, and every later such body would name the same
- * operation). The ledger refuses these too.
+ * Why the ledger would refuse this operation id, or ``undefined``: an invisible character
+ * (``invoice:INV-42\u200b:send`` looks like ``invoice:INV-42:send`` and would be another
+ * operation), a segment between its ``:`` that is blank, or what JavaScript makes of a missing
+ * value (``invoice:undefined:send`` is built from a body without its invoice id, and every
+ * later such body would name the same operation). The ledger refuses these too.
  */
 export function operationIdProblem(id: string): string | undefined {
+	const hidden = INVISIBLE.exec(id);
+	if (hidden !== null) {
+		const point = `U+${(hidden[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+		const shown = id.replace(new RegExp(INVISIBLE.source, 'gu'), '<?>');
+		return `operation ID '${shown}' has an invisible character (${point}, shown as <?>): the data it is built from holds one`;
+	}
 	for (const segment of id.split(':')) {
 		const text = segment.trim();
 		if (text === '') {
