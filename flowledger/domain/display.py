@@ -14,6 +14,7 @@ among the rest as JSON's own ``\\u`` escapes.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # C0 controls, DEL and C1 controls (ESC starts every terminal sequence, CSI/OSC are C1 too).
 CONTROLS = "\x00-\x1f\x7f-\x9f"
@@ -35,19 +36,53 @@ IGNORABLE_CHAR = re.compile(f"[{IGNORABLE}]")
 UNSAFE = re.compile(f"[{CONTROLS}{BIDI}{IGNORABLE}]")
 
 
+# The two ignorables that emoji are made of, left as they are inside an emoji: a variation
+# selector (text or emoji presentation) right after a symbol, and a zero-width joiner between
+# two parts of one emoji (a symbol, a skin tone, an emoji presentation selector, then a symbol).
+# "✉️ Send", an n8n node's name, stays as it reads; alone, or beside letters, they are escaped.
+PRESENTATION = "\ufe0e\ufe0f"
+ZWJ = "\u200d"
+EMOJI_PART = {"So", "Sk"}
+
+
+def _emoji_part(char: str) -> bool:
+    return unicodedata.category(char) in EMOJI_PART or char in PRESENTATION
+
+
+def _in_emoji(text: str, at: int) -> bool:
+    """Whether the ignorable at ``text[at]`` is a presentation selector or joiner inside an
+    emoji (see :data:`PRESENTATION`)."""
+    char = text[at]
+    before = text[at - 1] if at > 0 else ""
+    if char in PRESENTATION:
+        return before != "" and unicodedata.category(before) == "So"
+    if char == ZWJ:
+        after = text[at + 1] if at + 1 < len(text) else ""
+        return (
+            before != ""
+            and _emoji_part(before)
+            and after != ""
+            and (unicodedata.category(after) == "So")
+        )
+    return False
+
+
 def _escape(match: re.Match[str]) -> str:
+    if _in_emoji(match.string, match.start()):
+        return match.group()
     return match.group().encode("unicode_escape").decode("ascii")
 
 
 def visible(value: object) -> str:
     """``value`` as text with every control, ESC, bidi and invisible character written as an
-    escape; ``None`` is ``-``."""
+    escape (but for those inside an emoji: :data:`PRESENTATION`); ``None`` is ``-``."""
     text = "-" if value is None else str(value)
     return UNSAFE.sub(_escape, text)
 
 
 def has_unsafe(value: str) -> bool:
-    """Whether ``value`` holds a character :func:`visible` would escape."""
+    """Whether ``value`` holds a control, bidi or invisible character, an emoji's joiners
+    and presentation selectors included (which :func:`visible` leaves inside an emoji)."""
     return UNSAFE.search(value) is not None
 
 

@@ -79,6 +79,36 @@ def test_visible_writes_invisible_characters_as_escapes(value: str, shown: str) 
     assert has_ignorable(value) and not has_control_or_bidi(value)
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("\u2709\ufe0f Send", "\u2709\ufe0f Send"),  # an n8n node's name
+        ("\U0001f469\U0001f3fd\u200d\U0001f4bb", "\U0001f469\U0001f3fd\u200d\U0001f4bb"),
+        ("\U0001f441\ufe0f\u200d\U0001f5e8\ufe0f", "\U0001f441\ufe0f\u200d\U0001f5e8\ufe0f"),
+        ("INV\ufe0f", r"INV\ufe0f"),
+        ("\ufe0f\u2709", "\\ufe0f\u2709"),
+        ("\u2709\u200d", "\u2709\\u200d"),
+        ("a\u200d\u2709", "a\\u200d\u2709"),
+        ("\u2709\u200b", "\u2709\\u200b"),
+    ],
+    ids=[
+        "presentation",
+        "skin-tone-zwj",
+        "selector-zwj-selector",
+        "selector-after-letters",
+        "selector-first",
+        "zwj-last",
+        "zwj-after-a-letter",
+        "zero-width-space-after-a-symbol",
+    ],
+)
+def test_visible_leaves_an_emojis_joiners_and_escapes_them_elsewhere(
+    value: str, shown: str
+) -> None:
+    assert visible(value) == shown
+    assert has_unsafe(value)
+
+
 def test_the_ignorable_ranges_end_where_unicode_ends_them() -> None:
     outside = "\xac\xae\u034e\u0350\u115e\u1161\u200a\u2010\u3163\u3165\ufe10\ufff9"
     assert not has_ignorable(outside + "\U000dffff\U000e1000\U0001bca4")
