@@ -84,6 +84,7 @@ class UnitOfWork:
         self.retries = retries
         self.commits = 0  # transactions committed, for the WAL checkpoints and the tests
         self.round_trips = 0  # what its transactions waited for (:attr:`Tx.round_trips`), summed
+        self.checkpoints_short = 0  # WAL checkpoints a reader left short, summed
         self._dbapi = store.engine.dialect.dbapi
 
     @contextmanager
@@ -118,7 +119,14 @@ class UnitOfWork:
                 log.warning("WAL checkpoint failed; the next one will try again", exc_info=True)
             else:
                 if not whole:  # a reader (a backup) still needs the rest
-                    log.debug("WAL checkpoint left frames a reader still needs; next time")
+                    self.checkpoints_short += 1
+                    log.warning(
+                        "WAL checkpoint left short: a reader on an older snapshot (a backup?) "
+                        "still needs part of the WAL; the next checkpoint, %d commits on, "
+                        "copies the rest (%d left short so far)",
+                        CHECKPOINT_EVERY,
+                        self.checkpoints_short,
+                    )
 
     def add_secrets(self, values: Iterable[str]) -> None:
         """Redact ``values`` too from now on."""

@@ -73,3 +73,30 @@ def test_the_checkpoint_does_not_wait_for_a_reader_on_an_older_snapshot(
     assert not alive and whole == [False]  # the reader still needed the last commit's frames
     ledger.dispatch("invoice:3", req("e3")).run("token:n8n")
     assert sqlite_store.checkpoint()  # the next one finishes it
+
+
+def test_a_checkpoint_left_short_is_logged_and_counted(
+    sqlite_store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from flowledger.storage import unit_of_work
+
+    monkeypatch.setattr(unit_of_work, "WAL_RESET_AFFECTED", True)  # as on an affected build
+    monkeypatch.setattr(unit_of_work, "CHECKPOINT_EVERY", 3)
+    ledger = Ledger(sqlite_store)
+    ledger.dispatch("invoice:0", req("e0")).run("token:n8n")
+    reader = sqlite3.connect(sqlite_store.url.database, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM events").fetchone()  # its snapshot, as a backup's
+    try:
+        for n in range(1, 6):  # commits 2 to 6: the checkpoints at 3 and 6, both left short
+            ledger.dispatch(f"invoice:{n}", req(f"e{n}")).run("token:n8n")
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert ledger.unit.checkpoints_short == 2
+    short = [r for r in caplog.records if "checkpoint left short" in r.getMessage()]
+    assert len(short) == 2 and short[-1].levelname == "WARNING"
+    ledger.dispatch("invoice:6", req("e6")).run("token:n8n")
+    ledger.dispatch("invoice:7", req("e7")).run("token:n8n")
+    ledger.dispatch("invoice:8", req("e8")).run("token:n8n")  # commit 9: the reader is gone
+    assert ledger.unit.checkpoints_short == 2
