@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from typing import Any, cast
 
+from flowledger.plumbing.metrics import REFUSED_CONNECTIONS
 from flowledger.receiver.api.clients import Clients
 from flowledger.receiver.api.reply import JSON, Reply
 
@@ -90,6 +91,7 @@ class _Counted(asyncio.Protocol):
         self.inner.connection_made(transport)
 
     def refuse(self, transport: asyncio.WriteTransport) -> None:
+        REFUSED_CONNECTIONS.inc()
         transport.write(self.limit.refusal)
         if transport.can_write_eof():  # TCP: the answer, then the end of it
             transport.write_eof()

@@ -130,6 +130,8 @@ def test_one_address_slow_sockets_past_its_cap_are_refused_while_another_is_answ
             sock.sendall(b"\r\n")
             assert read_answer(sock).status == 200
     assert served.call(ATTACKER, "attacker-1").status_code == 200  # its cap is free again
+    metrics = httpx.get(f"http://127.0.0.1:{served.port}/metrics", timeout=BOUND).text
+    assert f"flowledger_refused_connections_total {SLOW - CAP}.0" in metrics.splitlines()
 
 
 def test_behind_a_trusted_proxy_the_forwarded_address_has_the_cap(served: Served) -> None:
