@@ -213,6 +213,8 @@ def serve_app(
         log.warning(CLEAR_TEXT, _where(*sock.getsockname()[:2]))
     log.info("listening on %s (Ctrl+C to stop)", url(sock, tls))
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
+    # Server makes each connection's protocol from the class load() chose for ``http``:
+    # counted per client before uvicorn's own sees a byte (receiver/connections.py).
     per_client = PerClient(limits.max_connections_per_client, limits.trusted_proxies)
     config.http_protocol_class = per_client.protocol(config.http_protocol_class)
     quiet_collector()
