@@ -19,6 +19,7 @@ without a help text or description is an error here, not an empty cell there.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import typing
@@ -141,6 +142,8 @@ def _default(field: Any) -> str:
         return f"`{str(value).lower()}`"
     if isinstance(value, str):
         return f'`"{value}"`'
+    if isinstance(value, list):  # as TOML writes it
+        return f"`{json.dumps(value)}`"
     return f"`{value!r}`"
 
 
@@ -277,6 +280,15 @@ MEANINGS: dict[str, str] = {
     ),
     "[receiver] max_connections": (
         "Connections served at once (uvicorn's `limit_concurrency`; 503 beyond)."
+    ),
+    "[receiver] max_connections_per_client": (
+        "Connections one client address may hold at once, and requests in flight (behind a "
+        "trusted proxy, of the address its `X-Forwarded-For` names); beyond it 429 "
+        "`too_many_connections` at once and the connection closed (production.md)."
+    ),
+    "[receiver] trusted_proxies": (
+        "The reverse proxies (addresses or networks) whose `X-Forwarded-For` names the client "
+        "(uvicorn's `forwarded_allow_ips`); their own connections are not capped per address."
     ),
     "[receiver] keep_alive": (
         "How long an idle keep-alive connection is kept (uvicorn's `timeout_keep_alive`)."

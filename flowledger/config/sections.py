@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -205,6 +206,12 @@ class ReceiverConfig(_Section):
     # (beyond it a request is answered 503 at once) and how long an idle keep-alive
     # connection is kept.
     max_connections: int = Field(default=1000, ge=1, le=100_000)
+    # Of those, what one client address may hold at once (connections, and requests in
+    # flight); beyond it the client is refused at once, so one client cannot take them all.
+    max_connections_per_client: int = Field(default=100, ge=1, le=100_000)
+    # The reverse proxies whose X-Forwarded-For names the client (addresses or networks);
+    # uvicorn's own default, loopback, so a proxy on the same machine works as it is.
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
     keep_alive: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
     idempotency_ttl: Duration = timedelta(hours=24)
     signature_window: Duration = timedelta(minutes=5)
@@ -213,6 +220,15 @@ class ReceiverConfig(_Section):
     tls_cert: Path | None = None
     tls_key: Path | None = None
     log_format: LogFormat = "plain"
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        try:
+            networks = [ipaddress.ip_network(v.strip(), strict=False) for v in value]
+        except ValueError as exc:
+            raise ValueError(f"not an IP address or network: {exc}") from None
+        return [str(n.network_address if n.num_addresses == 1 else n) for n in networks]
 
     @field_validator("tls_cert", "tls_key")
     @classmethod

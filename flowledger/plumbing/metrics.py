@@ -36,6 +36,13 @@ COMMIT_BATCH_SIZE = Histogram(
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
 )
 
+REFUSED_CONNECTIONS = Counter(
+    "flowledger_refused_connections",
+    "Connections answered 429 and closed as they were accepted: their client address held"
+    " max_connections_per_client connections already.",
+    registry=REGISTRY,
+)
+
 DB_ROUND_TRIPS = Counter(
     "flowledger_db_round_trips",
     "Exchanges with PostgreSQL that a write transaction waited for: statements run one at a"

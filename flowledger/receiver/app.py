@@ -14,6 +14,7 @@ from pydantic.json_schema import models_json_schema
 from flowledger.config import ReceiverConfig
 from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api import handlers
+from flowledger.receiver.api.clients import Clients
 from flowledger.receiver.api.guard import BodyGuard
 from flowledger.receiver.api.routes import calls, health, holds, proofs, reads
 from flowledger.receiver.api.state import ReceiverState
@@ -104,7 +105,10 @@ def create_app(
     app.state.receiver = state
     handlers.install(app)
     timeout = config.body_timeout.total_seconds()
-    app.add_middleware(BodyGuard, limit=config.body_limit, timeout=timeout, timed=True)
+    clients = Clients(config.max_connections_per_client)  # requests in flight, per client
+    app.add_middleware(
+        BodyGuard, limit=config.body_limit, timeout=timeout, timed=True, clients=clients
+    )
     calls.add_routes(app)  # first: ".../x/dispatch" is the call, not a read of x
     app.include_router(proofs.router)  # before the reads: /operations/{id}/proof is no {id}
     app.include_router(reads.router)

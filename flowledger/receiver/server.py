@@ -5,6 +5,10 @@
 - ``max_connections`` (uvicorn's ``limit_concurrency``): beyond it a request is answered 503
   at once instead of queueing without bound;
 - ``keep_alive`` (``timeout_keep_alive``): an idle keep-alive connection is closed after it;
+- ``max_connections_per_client``: what one client address may hold of those connections
+  (:mod:`flowledger.receiver.connections`), the rest refused at once;
+- ``trusted_proxies`` (uvicorn's ``forwarded_allow_ips``): the proxies whose
+  ``X-Forwarded-For`` names the client, whose requests in flight are then capped instead;
 - the body's limit and timeout are the app's (:mod:`flowledger.receiver.api.guard`).
 
 The request's line and headers (its "head") are bounded in size by uvicorn's h11 parser
@@ -31,6 +35,7 @@ from typing import Any, NoReturn
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.redact import NO_SECRETS
+from flowledger.receiver.connections import PerClient
 from flowledger.receiver.engine.tuning import quiet_collector, short_switches
 from flowledger.receiver.engine.writer_process import WriterEnded
 from flowledger.receiver.logs import Known, log_config
@@ -194,6 +199,9 @@ def serve_app(
         timeout_graceful_shutdown=10,
         http="auto",  # httptools, which is installed with the receiver; else h11
         limit_concurrency=limits.max_connections,
+        proxy_headers=True,
+        forwarded_allow_ips=limits.trusted_proxies,
+        ws="none",  # an upgrade would take the connection from its per-client count
         timeout_keep_alive=max(1, round(limits.keep_alive.total_seconds())),
         h11_max_incomplete_event_size=HEAD_LIMIT,
         ssl_certfile=tls.cert if tls else None,
@@ -205,6 +213,10 @@ def serve_app(
         log.warning(CLEAR_TEXT, _where(*sock.getsockname()[:2]))
     log.info("listening on %s (Ctrl+C to stop)", url(sock, tls))
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
+    # Server makes each connection's protocol from the class load() chose for ``http``:
+    # counted per client before uvicorn's own sees a byte (receiver/connections.py).
+    per_client = PerClient(limits.max_connections_per_client, limits.trusted_proxies)
+    config.http_protocol_class = per_client.protocol(config.http_protocol_class)
     quiet_collector()
     server = uvicorn.Server(config)
     receiver = getattr(getattr(app, "state", None), "receiver", None)

@@ -10,6 +10,7 @@ import datetime
 import ipaddress
 import json
 import os
+import socket
 import ssl
 import subprocess
 from pathlib import Path
@@ -152,18 +153,34 @@ def test_run_takes_its_tls_files_from_the_settings_file(
         "host = '0.0.0.0'\n"  # served on every address with TLS: no warning
         f"tls_cert = {json.dumps(str(files.cert))}\n"
         f"tls_key = {json.dumps(str(files.key))}\n"
+        "max_connections_per_client = 1\n"
     )
     port = free_port()
     log = tmp_path / "run.log"
     proc = spawn(["run", "--port", str(port)], env_for(db, config), log)
     try:
         wait_until_serving(f"https://127.0.0.1:{port}", proc, verify=files.trusting())
+        # Over TLS too, a client past its per-client cap is answered 429 (once its handshake
+        # is done), while the connection it holds is served.
+        held, over = (_tls_socket(port, files) for _ in range(2))
+        with held, over:
+            held.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
+            over.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert over.recv(4096).startswith(b"HTTP/1.1 429 Too Many Requests\r\n")
+            held.sendall(b"\r\n")
+            assert held.recv(4096).startswith(b"HTTP/1.1 200 OK\r\n")
     finally:
         stop(proc)
     text = log.read_text()
     assert f"flowledger API on https://0.0.0.0:{port} (docs at /docs" in text
     assert f"listening on https://0.0.0.0:{port} " in text
     assert WARNING not in text
+
+
+def _tls_socket(port: int, files: Files) -> ssl.SSLSocket:
+    """A TLS connection from 127.0.0.2: a client of its own, not the trusted 127.0.0.1."""
+    raw = socket.create_connection(("127.0.0.1", port), TIMEOUT, source_address=("127.0.0.2", 0))
+    return files.trusting().wrap_socket(raw, server_hostname="localhost")
 
 
 @pytest.mark.parametrize(("host", "warnings"), [("0.0.0.0", 1), ("127.0.0.1", 0)])

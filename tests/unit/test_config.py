@@ -203,3 +203,11 @@ def test_an_unknown_key_is_named_with_the_key_it_was_likely_meant_to_be(
     with pytest.raises(LedgerError) as caught:
         load_config(path)
     assert str(caught.value).startswith(f"{path}: {said}")
+
+
+def test_trusted_proxies_are_addresses_or_networks_as_uvicorn_reads_them(tmp_path: Path) -> None:
+    path = write(tmp_path, '[receiver]\ntrusted_proxies = [" 10.0.0.5", "172.18.0.1/16", "::1"]\n')
+    assert load_config(path).receiver.trusted_proxies == ["10.0.0.5", "172.18.0.0/16", "::1"]
+    path = write(tmp_path, '[receiver]\ntrusted_proxies = ["proxy.example"]\n')
+    with pytest.raises(LedgerError, match=r"receiver\.trusted_proxies.*not an IP address"):
+        load_config(path)

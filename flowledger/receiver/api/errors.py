@@ -118,6 +118,8 @@ _MEANINGS = {
     415: "`unsupported_media_type`: a body that is not `application/json`",
     422: "`invalid_input`, `invalid_id`, `missing_field`, `unknown_field`, `too_long`, or "
     "`idempotency_key_reused`; `field` names the culprit",
+    429: "`too_many_connections`: this client address already holds "
+    "`max_connections_per_client` connections or requests at once; the connection is closed",
     503: "`unavailable`: the database could not complete the request; retry later",
 }
 

@@ -1,5 +1,7 @@
 """The ASGI layer in front of the routes: the body guard, which also observes each request's
-latency by route and refuses a line break in an operation's path before any route sees it.
+latency by route, refuses a line break in an operation's path before any route sees it, and
+caps the requests in flight per client address (``clients``: behind a trusted proxy, the
+address its ``X-Forwarded-For`` names; :mod:`flowledger.receiver.api.clients`).
 
 The body guard reads nothing itself: the app reads the body when it wants it, after the
 token was checked on the headers alone (:func:`flowledger.receiver.api.auth.admit`), so a request
@@ -20,6 +22,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from flowledger.plumbing.metrics import request_latency
+from flowledger.receiver.api.clients import Clients
 from flowledger.receiver.api.errors import ApiError
 from flowledger.receiver.api.reply import JSON, Reply
 
@@ -153,14 +156,24 @@ class BodyGuard:
     it; a ``Content-Length`` over the limit is refused before anything else. ``timed``: also
     observe each request's latency under its route template (never its raw path), from
     before the guard to the answer, with the status it answered (500 when it answered
-    none).
+    none). ``clients``: a request from a client address that has that many in flight
+    already is answered 429 at once, and its connection closed.
 
     The latency is observed here rather than by a layer of its own around the guard: that
     layer was one more coroutine on every request and one more wrapper on each of its two
     sends, which showed in the receiver's profile (bench/README.md, "Receiver engine")."""
 
-    def __init__(self, app: ASGIApp, limit: int, timeout: float, *, timed: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        timeout: float,
+        *,
+        timed: bool = False,
+        clients: Clients | None = None,
+    ) -> None:
         self.app = app
+        self.clients = clients
         self.limit = limit
         self.timeout = timeout
         self.timed = timed
@@ -172,7 +185,12 @@ class BodyGuard:
             return
         started = time.perf_counter() if self.timed else 0.0
         status = 500
+        clients, address = self.clients, _client(scope)
         try:
+            if clients is not None and address is not None and not clients.take(address):
+                refusal, clients, status = clients.refusal, None, 429
+                await send_reply(refusal, send)
+                return
             declared: bytes | None = None
             chunked = False
             for name, value in scope["headers"]:
@@ -207,6 +225,8 @@ class BodyGuard:
             finally:
                 status = body.status
         finally:
+            if clients is not None and address is not None:
+                clients.give_back(address)
             if self.timed:
                 route: Any = scope.get("route")
                 template = getattr(route, "path", None) or "unmatched"
@@ -216,3 +236,10 @@ class BodyGuard:
 
 
 _CLOSE_HEADER = {"Connection": "close"}
+
+
+def _client(scope: Scope) -> str | None:
+    """The client's address: the peer's, or the one a trusted proxy's ``X-Forwarded-For``
+    names (uvicorn's proxy headers, ``[receiver] trusted_proxies``, set it in the scope)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None

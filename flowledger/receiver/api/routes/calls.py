@@ -45,7 +45,7 @@ from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 
 log = logging.getLogger("flowledger.receiver")
-ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503)
+ERRORS = documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 503)
 _OPERATION_ID: TypeAdapter[str] = TypeAdapter(WrittenOperationId)
 # The path's operation id as the OpenAPI shows it: the constraints the route checks, after the
 # token (so not a parameter FastAPI would check before it; reading one costs every call, too).

@@ -15,7 +15,7 @@ from flowledger.receiver.api.handlers import error_response
 from flowledger.receiver.api.schemas.errors import ErrorPublic
 from flowledger.storage.engine import LedgerError, check_schema
 
-router = APIRouter(tags=["health"], responses=documented(413))
+router = APIRouter(tags=["health"], responses=documented(413, 429))
 NOT_READY: dict[int | str, dict[str, Any]] = {
     503: {
         "model": ErrorPublic,

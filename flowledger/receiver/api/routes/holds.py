@@ -45,7 +45,7 @@ Reader = Annotated[Principal, Depends(require("read"))]
 Operator = Annotated[Principal, Depends(require("operator"))]
 St = Annotated[ReceiverState, Depends(state_of)]
 HoldId = Annotated[int, Path(ge=1, le=2**62, description="The hold's id")]
-READ_ERRORS = (401, 403, 408, 413, 422, 503)
+READ_ERRORS = (401, 403, 408, 413, 422, 429, 503)
 # The body each action takes (a note always; the rest as the action needs).
 BODIES: dict[str, type[DecisionCreate]] = {
     "confirm": ConfirmHoldCreate,
@@ -169,5 +169,5 @@ for _name, _action in actions.ACTIONS.items():
         description=f"{_action.title}, as the terminal UI and `flowledger hold ID {_name}` "
         "do; needs an operator token. Answers the hold as it is afterwards.",
         response_model=HoldPublic,
-        responses=documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 503),
+        responses=documented(400, 401, 403, 404, 405, 408, 409, 413, 415, 422, 429, 503),
     )

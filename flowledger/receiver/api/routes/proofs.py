@@ -27,7 +27,7 @@ from flowledger.storage.reads import tree_proofs as proofs
 router = APIRouter(prefix="/v1", tags=["proofs"])
 Reader = Annotated[Principal, Depends(require("read"))]
 St = Annotated[ReceiverState, Depends(state_of)]
-ERRORS = (401, 403, 404, 408, 413, 422, 503)
+ERRORS = (401, 403, 404, 408, 413, 422, 429, 503)
 
 
 def _signer(st: ReceiverState) -> Signer:

@@ -33,7 +33,7 @@ HoldFilter = Literal["open", "blocking", "none"] | Reason
 Text200 = Annotated[Id, Query()]
 
 
-READ_ERRORS = (401, 403, 408, 413, 422, 503)
+READ_ERRORS = (401, 403, 408, 413, 422, 429, 503)
 
 
 @router.get(
@@ -105,7 +105,10 @@ def list_executions(
 
 
 @router.get(
-    "/token", response_model=TokenPublic, tags=["tokens"], responses=documented(401, 408, 413, 503)
+    "/token",
+    response_model=TokenPublic,
+    tags=["tokens"],
+    responses=documented(401, 408, 413, 429, 503),
 )
 def calling_token(principal: Caller) -> dict[str, Any]:
     """The token that sent this request: its name, scope and whether it signs. Any valid
