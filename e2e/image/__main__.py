@@ -9,9 +9,11 @@
    ``deploy/compose/init-databases.sh`` makes, run against the host's server (``PGHOST``,
    127.0.0.1 by default; skipped without one, or when its roles exist there). Each in turn:
    start to healthy, the README's first look through it, its process not root, ``flowledger
-   tui`` through ``exec``, SIGTERM under load (stopped by itself within 10 s), a restart on the
-   same data (nothing acknowledged lost, nothing made or migrated again), and on SQLite its
-   log as JSON lines; and a volume holding a ledger of the first schema, which the entrypoint
+   tui`` through ``exec``, ``flowledger backup /data/backups/`` through ``exec`` (on
+   PostgreSQL, the image's pg_dump) printing the ledger's head, SIGTERM under load (stopped by
+   itself within 10 s), a restart on the same data (nothing acknowledged lost, nothing made or
+   migrated again), and on SQLite its log as JSON lines; and a ledger of the first schema (on
+   SQLite in a volume; on PostgreSQL in a database beside the ledger's), which the entrypoint
    backs up into ``/data/backups`` before it migrates it;
 3. with the local n8n ``make e2e-n8n`` uses (skipped without), gives it the Flowledger node as
    deploy/compose.yaml does, its package.json and dist/ alone in its community packages folder,
@@ -33,6 +35,7 @@ from e2e.image.box import Box
 from e2e.image.engine import Engine, Unavailable, base_image, build, find_engine
 from e2e.image.node_folder import node_from_its_folder
 from e2e.image.scenarios import (
+    a_backup_through_exec,
     an_older_ledger_is_backed_up_then_migrated,
     first_look,
     healthy,
@@ -45,6 +48,7 @@ from e2e.image.scenarios import (
 )
 from e2e.local_n8n import workdir
 from e2e.n8n.checks import Checks
+from tests.support.database import first_schema_ledger
 
 IMAGE = "localhost/flowledger:image-test"
 
@@ -61,6 +65,7 @@ def one_database(
         not_root(check, box, label)
         first_look(check, box, label)
         terminal_ui(check, box, label)
+        a_backup_through_exec(check, box, label)
         _, load = sigterm_under_load(check, box, label)
         again = restart_keeps_the_data(check, box, label)
         print(f"      {label}: start to healthy in {again:.1f} s (restarted)", flush=True)
@@ -83,13 +88,27 @@ def run(check: Checks, engine: Engine, base: str, folder: Path) -> None:
     starts = one_database(check, engine, folder, "sqlite", {"FLOWLEDGER_LOG_FORMAT": "json"})
     upgraded = Box(engine, IMAGE, "flowledger-image-upgrade", folder)
     try:
-        an_older_ledger_is_backed_up_then_migrated(check, upgraded, folder)
+        an_older_ledger_is_backed_up_then_migrated(
+            check, upgraded, "SQLite", first_schema_ledger(folder)
+        )
     finally:
         upgraded.remove()
     why = databases.unavailable()
     if why is None:
         with databases.compose_databases(check) as url:
             starts += one_database(check, engine, folder, "postgresql", {"FLOWLEDGER_DB": url})
+            with databases.older_ledger(url) as older:
+                upgraded = Box(
+                    engine,
+                    IMAGE,
+                    "flowledger-image-pg-upgrade",
+                    folder,
+                    env={"FLOWLEDGER_DB": older},
+                )
+                try:
+                    an_older_ledger_is_backed_up_then_migrated(check, upgraded, "PostgreSQL")
+                finally:
+                    upgraded.remove()
     else:
         print(f"      PostgreSQL skipped: {why}")
     node_from_its_folder(check, folder)

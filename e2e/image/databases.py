@@ -11,11 +11,15 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import sqlalchemy as sa
+
 from e2e.local_n8n import ROOT
 from e2e.n8n.checks import Checks
+from tests.support.database import first_schema
 
 SCRIPT = ROOT / "deploy" / "compose" / "init-databases.sh"
 ROLES = ("n8n", "flowledger")  # each with a database of its name
+OLDER = "flowledger_older"  # the ledger's role's, for an older ledger to migrate
 PASSWORDS = {"N8N_DB_PASSWORD": "n8n2image", "LEDGER_DB_PASSWORD": "ledger2image"}
 
 
@@ -42,7 +46,7 @@ def unavailable() -> str | None:
         return "no PostgreSQL at PGHOST (127.0.0.1:5432) for the postgres user"
     taken = psql(
         "select rolname from pg_roles where rolname in ('n8n', 'flowledger') union "
-        "select datname from pg_database where datname in ('n8n', 'flowledger')"
+        "select datname from pg_database where datname in ('n8n', 'flowledger', 'flowledger_older')"
     ).stdout.split()
     if taken:
         return f"{', '.join(sorted(set(taken)))} exist on that server already (not ours to drop)"
@@ -79,3 +83,18 @@ def compose_databases(check: Checks) -> Iterator[str]:
         for role in ROLES:
             psql(f'DROP DATABASE IF EXISTS "{role}" WITH (FORCE)')
             psql(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@contextmanager
+def older_ledger(url: str) -> Iterator[str]:
+    """A database beside ``url``'s, owned by its role, holding a ledger of the first schema
+    (made as that role); yields its URL, drops it afterwards."""
+    older = sa.make_url(url).set(database=OLDER)
+    done = psql(f'CREATE DATABASE "{OLDER}" OWNER "{older.username}"')
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip())
+    try:
+        first_schema(older.render_as_string(hide_password=False))
+        yield older.render_as_string(hide_password=False)
+    finally:
+        psql(f'DROP DATABASE IF EXISTS "{OLDER}" WITH (FORCE)')

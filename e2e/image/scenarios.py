@@ -16,7 +16,6 @@ import httpx
 
 from e2e.image.box import Box
 from e2e.n8n.checks import Checks, wait_for
-from tests.support.database import first_schema_ledger
 
 INVOICE = "invoice:INV-42:send"
 
@@ -144,24 +143,51 @@ def nothing_acknowledged_lost(check: Checks, box: Box, label: str, load: Load) -
     )
 
 
-def an_older_ledger_is_backed_up_then_migrated(check: Checks, box: Box, folder: Path) -> None:
-    """A volume holding a ledger of the first schema: the entrypoint backs it up into
-    /data/backups, migrates it, and run serves it."""
-    older = first_schema_ledger(folder)
-    older.chmod(0o644)  # read by the image's user
+def an_older_ledger_is_backed_up_then_migrated(
+    check: Checks, box: Box, label: str, older: Path | None = None
+) -> None:
+    """A ledger of the first schema (``older``, a SQLite file put in the volume; else the
+    database ``FLOWLEDGER_DB`` names, on PostgreSQL through the image's pg_dump): the
+    entrypoint backs it up into /data/backups, migrates it, and run serves it."""
     box.create()
-    box.put_ledger(older)
+    if older is not None:
+        older.chmod(0o644)  # read by the image's user
+        box.put_ledger(older)
     box.start()
     said = box.logs()
     backups = box.engine.exec(box.name, "ls", "/data/backups").split()
     check(
-        "upgrade: an older SQLite ledger is backed up into /data/backups, then migrated",
+        f"upgrade: an older {label} ledger is backed up into /data/backups, then migrated",
         "backed up schema version 1 to /data/backups/" in said
         and "migrated schema version 1 ->" in said
         and len(backups) == 1,
         ", ".join(line for line in said.splitlines() if "schema version" in line),
     )
     box.stop()
+
+
+def a_backup_through_exec(check: Checks, box: Box, label: str) -> None:
+    """``flowledger backup /data/backups/`` through exec (on PostgreSQL, the image's pg_dump):
+    the head it prints is the one ``verify`` finds in the ledger, which stands still here."""
+    box.engine.exec(box.name, "mkdir", "-p", "/data/backups")
+    said = box.flowledger("backup", "/data/backups/", check=False)
+    verified = box.flowledger("verify", check=False)
+    head = next(
+        (
+            line.split(": ", 1)[1]
+            for line in said.splitlines()
+            if line.startswith(("copy verified: ", "dumped: "))
+        ),
+        None,
+    )
+    written = said.rsplit(" written to ", 1)[-1].strip()
+    check(
+        f"{label}: `flowledger backup /data/backups/` through exec prints the ledger's head",
+        head is not None
+        and verified.startswith(f"chain ok: {head}")
+        and written.startswith("/data/backups/flowledger-"),
+        " | ".join(said.splitlines()),
+    )
 
 
 def restart_keeps_the_data(check: Checks, box: Box, label: str) -> float:

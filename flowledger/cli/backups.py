@@ -73,10 +73,21 @@ def take_backup(store: Store, dest: Path, *, deep: bool = False) -> tuple[Path, 
     current = read_schema_version(store.reader) == SCHEMA_VERSION
 
     def copied(seconds: float, size: int) -> None:
-        typer.echo(f"copied {size / 2**20:,.1f} MiB in {seconds:.1f} s")
+        typer.echo(f"copied {_size(size)} in {seconds:.1f} s")
 
-    backups.back_up(store, path, taken, _checked(deep) if current else None, copied)
+    dumped = backups.back_up(store, path, taken, _checked(deep) if current else None, copied)
+    if dumped is not None:
+        typer.echo(
+            f"dumped: {counted(dumped.events, 'event')}, head seq {dumped.seq} hash {dumped.hash}"
+        )
     return path, taken
+
+
+def _size(size: int) -> str:
+    """In MiB, or in KiB under one (a new ledger's copy is not "0.0 MiB")."""
+    if size < 2**20:
+        return f"{size / 2**10:,.1f} KiB"
+    return f"{size / 2**20:,.1f} MiB"
 
 
 def _checked(deep: bool) -> Check:

@@ -94,6 +94,10 @@ class Lease:
             why,
         )
 
+    def holder_now(self) -> tuple[str, datetime] | None:
+        """Who holds the lease by its row, and until when: what a process standing by says."""
+        return leases.held_by(self.store, self.name)
+
     def release(self) -> None:
         """Let another process take over at once (on a clean shutdown)."""
         if self._until is None:

@@ -19,6 +19,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from flowledger.domain.times import for_people
 from flowledger.reports.observability import JobMetrics
 from flowledger.scheduled.lease import Lease
 
@@ -84,10 +85,7 @@ class Scheduler:
             )
             # Not when the database could not be asked, nor when the schema keeps it from us.
             if asked and not self.lease.held() and self.lease.refused is None:
-                waits = (
-                    f"; standing by: another process holds the {self.lease.name} lease, and"
-                    " the jobs run here once it lapses"
-                )
+                waits = f"; standing by: {_held_by(self.lease)}"
         self.aps.start()
         log.info("scheduler started: %s%s", ", ".join(sorted(self.jobs)) or "no jobs", waits)
 
@@ -120,3 +118,21 @@ class Scheduler:
         log.warning("job %s still running at its next start; that start is skipped", event.job_id)
         if self.metrics is not None:
             self.metrics.skipped.labels(event.job_id).inc()
+
+
+def _held_by(lease: Lease) -> str:
+    """Who holds ``lease``, and until when. After a restore the row is the one the backup
+    carried, of a process that ran before it: named with its time, it reads as what it is,
+    not as a second process on the ledger."""
+    try:
+        found = lease.holder_now()
+    except Exception:  # the line is said all the same, with less in it
+        log.debug("the %s lease's holder could not be read", lease.name, exc_info=True)
+        found = None
+    if found is None:
+        return f"another process holds the {lease.name} lease, and the jobs run here once it lapses"
+    holder, until = found
+    return (
+        f"the {lease.name} lease is held by {holder} until {for_people(until)}; a process that"
+        " stopped holds it until then, and the jobs run here once it lapses"
+    )

@@ -2,6 +2,10 @@
 PostgreSQL through ``pg_dump``; each written aside, fsynced, checked, and only then given its
 name.
 
+A dump is taken of one snapshot that the ledger's own transaction exports, in which the
+chain's head is read: the head printed is the head of exactly what was dumped, as SQLite's
+``verify`` of its copy prints the copy's.
+
 A SQLite copy carries the mark of a restore in its own ``ledger_meta``
 (:data:`~flowledger.storage.reads.meta.RESTORED`: when it was taken). The live ledger never
 holds it, so whatever puts the copy back (``cp`` will do) gives a ledger that knows it was
@@ -22,6 +26,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -32,11 +37,21 @@ from flowledger.plumbing.faults import crashpoint
 from flowledger.storage import meta
 from flowledger.storage.engine import PRIVATE_FILE, Store, sqlite_path
 from flowledger.storage.problems import LedgerError
-from flowledger.storage.reads import Connection
+from flowledger.storage.reads import Connection, chain
 from flowledger.storage.reads.meta import RESTORED
 
 # What checks a copy before it is given its name: raises LedgerError when it is not sound.
 Check = Callable[[Connection], None]
+
+
+@dataclass(frozen=True)
+class Head:
+    """The chain in a dump: how many events it holds, and its head's sequence number and
+    hash."""
+
+    events: int
+    seq: int
+    hash: str
 
 
 def file_name(taken_at: datetime, postgres: bool) -> str:
@@ -63,16 +78,18 @@ def back_up(
     taken_at: datetime,
     check: Check | None,
     copied: Callable[[float, int], None] = lambda seconds, size: None,
-) -> None:
+) -> Head | None:
     """Copy the ledger to ``dest`` (a file that does not exist): written to a private file
     beside it, fsynced, checked by ``check`` (SQLite; None: only SQLite's own integrity
     check, for a schema this flowledger cannot read), renamed into place, the directory
     fsynced. Nothing is left under ``dest``'s name when any step fails. ``copied`` is told
-    the seconds the copy itself took (the database read) and its size, before the checks."""
+    the seconds the copy itself took (the database read) and its size, before the checks.
+    Returns the chain in a PostgreSQL dump (None for SQLite: ``check`` reads the copy)."""
     partial = dest.with_name(f".{dest.name}.partial")
     started = time.perf_counter()
+    dumped = None
     if sqlite_path(store.url) is None:
-        _dump(store, partial, taken_at)
+        dumped = _dump(store, partial, taken_at)
     else:
         _copy_sqlite(store, partial, taken_at)
     try:
@@ -89,6 +106,7 @@ def back_up(
             partial.unlink()
         raise
     _fsync(dest.parent)  # the rename itself
+    return dumped
 
 
 def _private(path: Path) -> int:
@@ -165,9 +183,9 @@ def _integrity(conn: Connection) -> None:
         raise LedgerError(f"the copy fails SQLite's integrity check: {found[0]}")
 
 
-def _dump(store: Store, partial: Path, taken_at: datetime) -> None:
-    """The backup recorded in the ledger, then ``pg_dump -Fc`` into ``partial``, then
-    ``pg_restore --list`` reads it back whole."""
+def _dump(store: Store, partial: Path, taken_at: datetime) -> Head:
+    """The backup recorded in the ledger, then ``pg_dump -Fc`` into ``partial`` of the
+    snapshot the chain's head is read in, then ``pg_restore --list`` reads it back whole."""
     for tool in ("pg_dump", "pg_restore"):
         if shutil.which(tool) is None:
             raise LedgerError(
@@ -181,13 +199,28 @@ def _dump(store: Store, partial: Path, taken_at: datetime) -> None:
     os.close(_private(partial))
     try:
         meta.stamp_backup(store, taken_at)
-        _run(["pg_dump", "-Fc", "--no-password", "-f", str(partial), "-d", _libpq(url)], env)
+        with _exported(store) as (snapshot, head):
+            dump = ["pg_dump", "-Fc", "--no-password", f"--snapshot={snapshot}"]
+            _run([*dump, "-f", str(partial), "-d", _libpq(url)], env)
         _fsync(partial)
         _run(["pg_restore", "--list", str(partial)], env)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
         raise
+    return head
+
+
+@contextmanager
+def _exported(store: Store) -> Iterator[tuple[str, Head]]:
+    """A REPEATABLE READ transaction's snapshot, exported for ``pg_dump --snapshot``, and the
+    chain's head read in it (after the backup's record, committed before it began). The
+    snapshot lives only as long as the transaction: it ends when the dump has been read."""
+    with chain.snapshot(store) as conn, conn.begin():
+        exported = conn.execute(sa.text("SELECT pg_export_snapshot()")).scalar_one()
+        seq, digest = chain.head(conn)
+        events = conn.execute(sa.select(sa.func.count()).select_from(chain.EVENTS)).scalar_one()
+        yield str(exported), Head(int(events), seq, digest)
 
 
 def _libpq(url: sa.URL) -> str:

@@ -12,7 +12,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Lease, LedgerMeta, table
+from flowledger.storage.models import Lease, LedgerMeta, from_db_time, table
 
 LEASES = table(Lease)
 META = table(LedgerMeta)
@@ -63,6 +63,20 @@ def take(
     except sa.exc.IntegrityError:
         taken = 0  # another process inserted the row first
     return bool(taken)
+
+
+def held_by(store: Store, name: str) -> tuple[str, datetime] | None:
+    """Who lease ``name``'s row names, and until when (None: no one has taken it yet). The
+    time may be past: the row is left as it was until someone takes the lease over."""
+    with store.reader.connect() as conn:
+        row = conn.execute(
+            sa.select(LEASES.c.holder, LEASES.c.expires_at).where(LEASES.c.name == name)
+        ).first()
+    if row is None:
+        return None
+    until = from_db_time(row.expires_at)
+    assert until is not None  # the column is NOT NULL
+    return str(row.holder), until
 
 
 def expire(conn: sa.Connection, name: str, holder: str, at: datetime) -> None:

@@ -67,7 +67,7 @@ def test_only_the_leaseholder_runs_jobs_and_another_takes_over_when_it_dies(
             assert f":{a.pid}:" in (hold_actor(store, name) or "")
         assert "taken by" not in (tmp_path / "b.log").read_text()
         assert (
-            "standing by: another process holds the scheduler lease"
+            f"standing by: the scheduler lease is held by {lease_holder(store).holder} until "
             in (tmp_path / "b.log").read_text()
         )
 

@@ -3,6 +3,7 @@ written, owner-only, checked before it is named, and marked as a backup."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import subprocess
 import threading
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from flowledger.domain.display import counted
 from flowledger.services.ledger import Ledger
 from flowledger.storage import backups
 from flowledger.storage.engine import make_store, open_store, resolve_url
@@ -158,6 +160,47 @@ def test_backup_of_postgres_is_a_pg_dump_archive(pg_url: str, tmp_path: Path) ->
     (copy,) = tmp_path.iterdir()
     assert copy.name.endswith("Z.dump") and copy.read_bytes()[:5] == b"PGDMP"
     assert copy.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.postgres
+def test_a_postgres_backup_prints_the_head_of_exactly_what_it_dumped(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event appended after the head is read and before pg_dump starts is not in the
+    dump, nor in the head printed: both are of the one exported snapshot."""
+    store, _ = init_ledger(pg_url)
+    ledger = Ledger(store)
+    ledger.dispatch("invoice:1", req("e1")).run("token:n8n")
+    run = backups._run
+
+    def late_write_then(args: list[str], env: dict[str, str]) -> None:
+        if args[0] == "pg_dump":
+            ledger.dispatch("invoice:late", req("late")).run("token:n8n")
+        run(args, env)
+
+    monkeypatch.setattr(backups, "_run", late_write_then)
+    try:
+        code, out, err = cli("backup", str(tmp_path / "ledger.dump"), "--db", pg_url)
+        live = chain.chain_head(store)
+    finally:
+        store.dispose()
+    assert code == 0, err
+    printed = out.split("dumped: ")[1].splitlines()[0]
+    assert re.fullmatch(r"copied [\d.]+ KiB in [\d.]+ s", out.splitlines()[0]), out
+    other, name = make_pg_database()
+    try:
+        pg_restore("-d", other, str(tmp_path / "ledger.dump"))
+        restored = open_store(other)
+        try:
+            with restored.reader.connect() as conn:
+                found = chain.verify(conn)
+        finally:
+            restored.dispose()
+    finally:
+        drop_pg_database(name)
+    assert found.ok and live[0] == found.head_seq + 1  # the late event is the live one's
+    head = f"head seq {found.head_seq} hash {found.head_hash}"
+    assert printed == f"{counted(found.checked, 'event')}, {head}"
 
 
 @pytest.mark.postgres

@@ -11,6 +11,7 @@ from typing import Any
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES
 from prometheus_client import CollectorRegistry
 
+from flowledger.domain.times import for_people
 from flowledger.reports.observability import JobMetrics
 from flowledger.scheduled.lease import Lease
 from flowledger.scheduled.scheduler import JOB_THREADS, Job, Scheduler
@@ -153,8 +154,9 @@ def test_a_scheduler_says_it_stands_by_only_when_another_process_holds_the_lease
         said.append(
             [r.getMessage() for r in caplog.records if "scheduler started" in r.getMessage()]
         )
+    until = for_people(clock() + timedelta(seconds=30))
     assert said[0] == [
-        "scheduler started: j; standing by: another process holds the scheduler lease, and the"
-        " jobs run here once it lapses"
+        f"scheduler started: j; standing by: the scheduler lease is held by a until {until}; a"
+        " process that stopped holds it until then, and the jobs run here once it lapses"
     ]
     assert said[1] == ["scheduler started: j"]  # it could not ask: it says no more than it knows

@@ -21,14 +21,19 @@ from flowledger.storage.models import from_db_time
 def first_schema_ledger(folder: Path) -> Path:
     """A SQLite ledger at the first schema (``first.db`` in ``folder``), as the first flowledger
     made it: a ledger for ``migrate`` to upgrade."""
+    db = folder / "first.db"
+    first_schema(str(db))
+    return db
+
+
+def first_schema(db: str) -> None:
+    """The first schema, made in ``db`` (a path or a URL) as the first flowledger made it."""
     from alembic import command
 
-    db = folder / "first.db"
-    store = make_store(resolve_url(str(db)), create=True)
+    store = make_store(resolve_url(db), create=True)
     with store.engine.begin() as conn:
         command.upgrade(alembic_config(conn), "0001")
     store.dispose()
-    return db
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:

@@ -280,3 +280,21 @@ def test_n8n_is_pinned_to_the_tested_version_and_loads_the_node_package(
     assert mounted[f"{where}/dist"] == "../integrations/n8n/dist"
     listed = package["n8n"]["nodes"] + package["n8n"]["credentials"]
     assert listed and all(path.startswith("dist/") for path in listed)
+
+
+# The PostgreSQL client each Debian release carries (its postgresql-client package's major).
+DEBIAN_POSTGRESQL_CLIENT = {"bookworm": 15, "trixie": 17}
+
+
+def test_the_compose_server_is_of_the_major_the_images_pg_dump_can_dump(
+    compose: dict[str, Any],
+) -> None:
+    """pg_dump dumps servers of its own major and older: `flowledger backup` in the image, and
+    the entrypoint's backup before a migration, need the server no newer than the client."""
+    installs = [rest for keyword, rest in final_stage() if keyword == "RUN" and "apt-get" in rest]
+    assert any("postgresql-client" in rest.split() for rest in installs)
+    base = instructions(CONTAINERFILE.read_text(encoding="utf-8"))[0][1].partition("=")[2]
+    client = DEBIAN_POSTGRESQL_CLIENT[base.rsplit("-", 1)[1]]
+    tag = service(compose, "postgres")["image"].rpartition(":")[2]
+    assert re.fullmatch(r"\d+-\w+", tag), tag  # a major pinned, on a named Debian
+    assert int(tag.split("-")[0]) == client
