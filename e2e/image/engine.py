@@ -17,7 +17,7 @@ from pathlib import Path
 
 from e2e.local_n8n import ROOT
 
-OFFICIAL = "docker.io/library/python:3.11-slim-bookworm"  # the Containerfile's default BASE
+OFFICIAL = "docker.io/library/python:3.11-slim-trixie"  # the Containerfile's default BASE
 DEBIAN_BASE = "localhost/flowledger-base:bookworm"
 DEBIAN_PACKAGES = "python3,python3-venv,ca-certificates"
 # A host that reaches PyPI through a TLS-inspecting proxy trusts that proxy in this bundle; the
