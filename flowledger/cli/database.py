@@ -192,12 +192,23 @@ def _identity(store: Store) -> str:
 
 
 def _restored(store: Store) -> str:
-    """``doctor``'s line for a ledger put back from a backup, until that is acknowledged."""
+    """``doctor``'s line for a ledger put back from a backup: the warning until that is
+    acknowledged, and then who acknowledged which restore, when."""
+    from flowledger.domain.times import for_people
     from flowledger.services.restores import warning
     from flowledger.storage.reads import records
 
     taken = records.restored_from(store)
-    return "no" if taken is None else warning(taken)
+    if taken is not None:
+        return warning(taken)
+    done = records.restore_acknowledged(store)
+    if done is None:
+        return "no"
+    who = done.by.removeprefix("operator:")
+    return (
+        f"no (restored from a backup taken at {for_people(done.backup_taken_at)}, "
+        f"acknowledged by {who} at {for_people(done.at)})"
+    )
 
 
 def _diagnosis(store: Store) -> list[tuple[str, str]]:

@@ -132,6 +132,13 @@ def restored_from(store: Store) -> datetime | None:
         return meta.restored_from(conn)
 
 
+def restore_acknowledged(store: Store) -> meta.Acknowledgement | None:
+    """The last restore a person acknowledged
+    (:func:`flowledger.storage.reads.meta.acknowledged`)."""
+    with store.reader.connect() as conn:
+        return meta.acknowledged(conn)
+
+
 def is_demo(store: Store) -> bool:
     """Whether this ledger was built by ``flowledger demo`` (its data is made up)."""
     with store.reader.connect() as conn:
