@@ -117,8 +117,8 @@ def _private_dir(path: Path) -> Path:
 @handles_broken_settings
 def doctor(db: DbOption = None) -> None:
     """Report the database, the settings file read and its verdict, whether FLOWLEDGER_SECRET
-    is set, the SQLite build and its known bugs, and the schema. A settings file every other command refuses exits 2, after
-    the report."""
+    is set, the SQLite build and its known bugs, and the schema. A settings file every other
+    command refuses exits 2, after the report."""
     from flowledger.cli.common import settings as environment
     from flowledger.storage.reads.records import newest_input_hash
 
