@@ -193,7 +193,10 @@ MEANINGS: dict[str, str] = {
     ),
     "FLOWLEDGER_SECRET": (
         "The key for HMAC input hashes (`hmac-sha256:`; recommended): without it inputs hash to "
-        "`sha256:`. `token create --signing` and the receiver of signing tokens need it too."
+        "`sha256:`. Set it before the first write and keep it: an operation's hash is made "
+        "when it is first recorded, so changing, adding or removing it later makes each "
+        "existing operation's next dispatch an `input_mismatch` ([why](production.md#settings)). "
+        "`token create --signing` and the receiver of signing tokens need it too."
     ),
     "FLOWLEDGER_MAX_ATTEMPTS": (
         "Dispatches allowed an operation (over `max_attempts` in `flowledger.toml`, 5 by default)."

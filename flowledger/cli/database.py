@@ -116,13 +116,18 @@ def _private_dir(path: Path) -> Path:
 @one_line_errors
 @handles_broken_settings
 def doctor(db: DbOption = None) -> None:
-    """Report the database, the settings file read and its verdict, the SQLite build and its
-    known bugs, and the schema. A settings file every other command refuses exits 2, after
-    the report."""
+    """Report the database, the settings file read and its verdict, whether FLOWLEDGER_SECRET
+    is set, the SQLite build and its known bugs, and the schema. A settings file every other
+    command refuses exits 2, after the report."""
+    from flowledger.cli.common import settings as environment
+    from flowledger.storage.reads.records import newest_input_hash
+
     settings, valid = settings_finding()
+    secret_set = environment().secret is not None
     with opened(db) as store:
         found = _diagnosis(store)
-    echo_table([found[0], ("settings:", settings), *found[1:]])
+        secret = secret_finding(secret_set, newest_input_hash(store))
+    echo_table([found[0], ("settings:", settings), ("secret:", secret), *found[1:]])
     if not valid:
         raise typer.Exit(BAD_INPUT)
 
@@ -181,6 +186,27 @@ def wal_reset_finding(affected: bool) -> str:
     )
 
 
+def secret_finding(secret_set: bool, newest_hash: str | None) -> str:
+    """``doctor``'s line for ``FLOWLEDGER_SECRET``: whether it is set (never its value), and a
+    warning when the newest operation's input hash was made the other way, keyed or not: the
+    next dispatch of each operation hashed that way is an ``input_mismatch``. A secret
+    changed for another one cannot be seen here (both hash to ``hmac-sha256:``)."""
+    if secret_set:
+        said, other, fix = "set (input hashes are HMAC-SHA-256)", "sha256:", "unset"
+    else:
+        said = "not set (input hashes are plain SHA-256; set it before the first write or never)"
+        other, fix = "hmac-sha256:", "set"
+    if newest_hash is None or not newest_hash.startswith(other):
+        return said
+    made = "without" if secret_set else "with"
+    return (
+        f"WARNING: {said.split(' (')[0]}, but the newest operation's input hash is {other} "
+        f"(made {made} a secret): the next dispatch of each operation recorded so is held "
+        f"input_mismatch; {fix} FLOWLEDGER_SECRET as it was when they were recorded "
+        "(docs/production.md#settings)"
+    )
+
+
 def _identity(store: Store) -> str:
     """The ledger's id, and where its chain starts from when that is the shared genesis."""
     from flowledger.storage.reads import chain
@@ -192,12 +218,23 @@ def _identity(store: Store) -> str:
 
 
 def _restored(store: Store) -> str:
-    """``doctor``'s line for a ledger put back from a backup, until that is acknowledged."""
+    """``doctor``'s line for a ledger put back from a backup: the warning until that is
+    acknowledged, and then who acknowledged which restore, when."""
+    from flowledger.domain.times import for_people
     from flowledger.services.restores import warning
     from flowledger.storage.reads import records
 
     taken = records.restored_from(store)
-    return "no" if taken is None else warning(taken)
+    if taken is not None:
+        return warning(taken)
+    done = records.restore_acknowledged(store)
+    if done is None:
+        return "no"
+    who = done.by.removeprefix("operator:")
+    return (
+        f"no (restored from a backup taken at {for_people(done.backup_taken_at)}, "
+        f"acknowledged by {who} at {for_people(done.at)})"
+    )
 
 
 def _diagnosis(store: Store) -> list[tuple[str, str]]:

@@ -22,6 +22,8 @@ such as ``--since``.
 - ``today 18:00``, ``tomorrow 9am``, ``yesterday 18:00``: that day's, whichever way it lies.
 - ISO 8601 (``2026-11-02T08:00+01:00``, ``2026-11-02 08:00``, a date alone for its midnight),
   in the time zone given unless it names its offset.
+- A time as the ledger prints it for people (``2026-11-02 14:20:00 UTC``, :func:`for_people`),
+  so that whatever it prints reads back.
 
 Every time comes back in UTC.
 """
@@ -36,11 +38,13 @@ _CLOCK = re.compile(r"^(\d{1,2})(?::(\d{2}))?\s*([ap]m)?$", re.IGNORECASE)
 _DAY = re.compile(r"^(yesterday|today|tomorrow)\s+(\S.*)$", re.IGNORECASE)
 _DAYS = {"yesterday": -1, "today": 0, "tomorrow": 1}
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+_NAMED_UTC = re.compile(r"^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)\s+UTC$", re.IGNORECASE)
 
 # What --since takes, for its help and its refusal.
 PAST_FORMS = (
     "-2h or 2h (two hours ago), -30m, 1d, 8am or 18:00 (the last one), yesterday 18:00, or ISO "
-    "8601 such as 2026-11-02T08:00+01:00 (UTC unless it names its offset)"
+    "8601 such as 2026-11-02T08:00+01:00 (UTC unless it names its offset), or a time as the "
+    "ledger prints it, 2026-11-02 08:00:00 UTC"
 )
 
 
@@ -60,6 +64,12 @@ def for_machines(value: datetime) -> str:
     (``2026-11-02T14:20:00+00:00``, ``…:00.250000+00:00`` with a fraction), the form of the
     times in the events' data."""
     return _utc(value).isoformat()
+
+
+def for_typing(value: datetime) -> str:
+    """A time in a command a person will paste: ISO 8601 in UTC to the second,
+    ``2026-11-02T14:20:00Z``, which every typed time reads."""
+    return _utc(value).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Unreadable(ValueError):
@@ -101,6 +111,9 @@ def read(text: str, now: datetime, tz: tzinfo = UTC, *, ahead: bool) -> datetime
         if not ahead and at > now:
             return _at(today - timedelta(days=1), clock, tz)
         return at
+    named = _NAMED_UTC.match(value)
+    if named is not None:
+        value = named.group(1) + "+00:00"
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

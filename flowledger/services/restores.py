@@ -10,7 +10,7 @@ from datetime import datetime
 
 from flowledger.domain import IllegalTransition
 from flowledger.domain.limits import MAX_NOTE_LENGTH
-from flowledger.domain.times import for_machines, for_people
+from flowledger.domain.times import for_machines, for_people, for_typing
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.services.values import check_note, operator_actor
 from flowledger.storage import meta
@@ -25,7 +25,7 @@ def acknowledge_restore(ledger: Ledger, *, operator: str, note: str) -> datetime
         raise IllegalTransition("a note is required", code="note_required")
 
     def work(tx: Tx) -> datetime:
-        taken = meta.clear_restored(tx.conn)
+        taken = meta.clear_restored(tx.conn, tx.actor, tx.now)
         if taken is None:
             raise Missing("this ledger was not restored from a backup, or that was acknowledged")
         data = {"backup_taken_at": for_machines(taken), "note": note}
@@ -37,10 +37,10 @@ def acknowledge_restore(ledger: Ledger, *, operator: str, note: str) -> datetime
 
 def warning(taken: datetime) -> str:
     """What ``status``, ``doctor`` and the terminal UI say of a restored ledger."""
-    since = for_people(taken)
     return (
-        f"RESTORED from a backup taken at {since}: what happened after it is unknown to this "
-        "ledger (an operation confirmed since would be answered go again). Sync, check "
-        f"`flowledger executions --since '{since}'` against the targets, then run "
+        f"RESTORED from a backup taken at {for_people(taken)}: what happened after it is "
+        "unknown to this ledger (an operation confirmed since would be answered go again). "
+        "Sync, check "
+        f"`flowledger executions --since {for_typing(taken)}` against the targets, then run "
         "`flowledger restored --ack --note TEXT` (docs/operations.md#backups-and-restores)"
     )

@@ -10,7 +10,13 @@ import sqlalchemy as sa
 from flowledger.domain.times import for_machines
 from flowledger.storage.engine import Store
 from flowledger.storage.models import LedgerMeta, table
-from flowledger.storage.reads.meta import BACKUP_OF, RESTORED, database_identity, restored_from
+from flowledger.storage.reads.meta import (
+    ACKNOWLEDGED,
+    BACKUP_OF,
+    RESTORED,
+    database_identity,
+    restored_from,
+)
 
 META = table(LedgerMeta)
 
@@ -21,12 +27,15 @@ def mark_demo(store: Store) -> None:
         conn.execute(META.insert().values(key="demo", value="sample data, not real"))
 
 
-def clear_restored(conn: sa.Connection) -> datetime | None:
-    """Take the mark of a restore off the ledger (``flowledger restored --ack``); returns
+def clear_restored(conn: sa.Connection, by: str, at: datetime) -> datetime | None:
+    """Take the mark of a restore off the ledger (``flowledger restored --ack``), keeping who
+    acknowledged it and when (:data:`~flowledger.storage.reads.meta.ACKNOWLEDGED`); returns
     when the backup it was restored from was taken, or None: not restored."""
     taken = restored_from(conn)
     if taken is not None:
-        conn.execute(META.delete().where(META.c.key.in_((RESTORED, BACKUP_OF))))
+        conn.execute(META.delete().where(META.c.key.in_((RESTORED, BACKUP_OF, ACKNOWLEDGED))))
+        facts = {"backup_taken_at": for_machines(taken), "by": by, "at": for_machines(at)}
+        conn.execute(META.insert().values(key=ACKNOWLEDGED, value=json.dumps(facts)))
     return taken
 
 

@@ -126,6 +126,39 @@ def test_doctor_reports_the_database(busy_ledger: str) -> None:
         assert ("WARNING: off" in line) == (autovacuum == "off"), line
 
 
+@pytest.mark.parametrize(
+    ("recorded_with", "now_set", "said"),
+    [
+        (None, None, "not set (input hashes are plain SHA-256; set it before the first write"),
+        (None, "k1", "WARNING: set, but the newest operation's input hash is sha256: (made "),
+        ("k1", "k1", "set (input hashes are HMAC-SHA-256)"),
+        ("k1", "k2", "set (input hashes are HMAC-SHA-256)"),  # another key: not seen
+        ("k1", None, "WARNING: not set, but the newest operation's input hash is hmac-sha256:"),
+    ],
+)
+def test_doctor_says_whether_a_secret_is_set_and_when_the_ledger_was_hashed_otherwise(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_with: str | None,
+    now_set: str | None,
+    said: str,
+) -> None:
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    secret = recorded_with.encode() if recorded_with else None
+    Ledger(store, secret=secret).dispatch("invoice:1", req("e1")).run("token:n8n")
+    store.dispose()
+    if now_set is None:
+        monkeypatch.delenv("FLOWLEDGER_SECRET", raising=False)
+    else:
+        monkeypatch.setenv("FLOWLEDGER_SECRET", now_set)
+    code, out, _ = cli("doctor", "--db", str(tmp_path / "ledger.db"))
+    line = next(line for line in out.splitlines() if line.startswith("secret:"))
+    assert code == 0 and line.split(":", 1)[1].strip().startswith(said), line
+    assert "input_mismatch" in line if "WARNING" in said else "WARNING" not in line
+    if now_set:
+        assert now_set not in line
+
+
 def test_doctor_says_the_wal_reset_bug_is_mitigated_on_a_build_that_has_it() -> None:
     assert wal_reset_finding(False) == "not affected"
     line = wal_reset_finding(True)

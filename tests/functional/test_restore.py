@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from flowledger.domain.times import for_people
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
@@ -49,7 +50,11 @@ def test_a_restored_ledger_says_so_until_acknowledged(put_back: tuple[Path, str]
     db, taken = put_back
     code, out, _ = cli("status", "--db", str(db))
     assert code == 0 and out.startswith(f"RESTORED from a backup taken at {taken}: ")
-    assert f"flowledger executions --since '{taken}'" in out
+    suggested = out.split("`flowledger executions --since ")[1].split("`")[0]
+    assert suggested == taken.replace(" UTC", "Z").replace(" ", "T")
+    for since in (suggested, taken):  # the command as printed, and the time as printed
+        code, _, err = cli("executions", "--since", since, "--db", str(db))
+        assert code == 0, err
     assert "flowledger restored --ack --note TEXT" in out
     status = json.loads(cli("status", "--json", "--db", str(db))[1])
     assert status["restored_from"].startswith(taken[:10])
@@ -73,15 +78,20 @@ def test_a_restored_ledger_says_so_until_acknowledged(put_back: tuple[Path, str]
     code, out, _ = cli("status", "--db", str(db))
     assert code == 0 and "RESTORED" not in out
     assert cli("restored", "--db", str(db))[0] == 0
-    assert "restored:        no" in cli("doctor", "--db", str(db))[1]
     last = json.loads(cli("export", "--db", str(db))[1].splitlines()[-1])
     assert (last["kind"], last["actor"]) == ("restore_acknowledged", "operator:dana")
+    acked = for_people(datetime.fromisoformat(last["at"]))
+    assert (
+        f"restored:        no (restored from a backup taken at {taken}, acknowledged by dana "
+        f"at {acked})\n"
+    ) in cli("doctor", "--db", str(db))[1]
     assert last["data"]["note"] == "n8n executions since: none wrote"
     assert last["data"]["backup_taken_at"].startswith(taken[:10])
     assert cli("verify", "--deep", "--db", str(db))[0] == 0
 
 
 def test_the_live_ledger_is_not_restored(live: Path) -> None:
+    assert "restored:        no\n" in cli("doctor", "--db", str(live))[1]
     code, out, _ = cli("restored", "--db", str(live))
     assert code == 0 and out.startswith("not restored")
     code, _, err = cli("restored", "--ack", "--note", "x", "--db", str(live))

@@ -4,7 +4,8 @@ metrics the code exports.
 promtool (Debian's ``prometheus`` package) checks and tests the rules; without it those two
 tests are skipped. The metric names are checked without it: every metric a rule's expression
 reads must be one the receiver's ``/metrics`` can show, as read from the code's own metric
-objects, so a metric renamed or removed in the code fails here until the rules follow.
+objects, so a metric renamed or removed in the code fails here until the rules follow. The
+same names are checked against the metrics table in ``docs/operations.md``, both ways.
 """
 
 from __future__ import annotations
@@ -84,10 +85,10 @@ def metric_names(expr: str) -> set[str]:
     }
 
 
-def exported_names(tmp_path: Path) -> set[str]:
-    """Every sample name ``/metrics`` can show: the receiver's metrics (the module's own
-    objects, unlabelled children or none) and the ledger's gauges and job counters
-    registered over a fresh ledger, as ``flowledger run`` registers them."""
+def exported_families(tmp_path: Path) -> dict[str, str]:
+    """Every metric family ``/metrics`` can show, by name, with its type: the receiver's
+    metrics (the module's own objects, unlabelled children or none) and the ledger's gauges
+    and job counters registered over a fresh ledger, as ``flowledger run`` registers them."""
     store, _ = init_ledger(str(tmp_path / "ledger.db"))
     try:
         registry = CollectorRegistry()
@@ -98,8 +99,15 @@ def exported_names(tmp_path: Path) -> set[str]:
     for value in vars(metrics).values():
         if isinstance(value, MetricWrapperBase):
             families.extend(value.collect())
+    return {family.name: family.type for family in families}
+
+
+def exported_names(tmp_path: Path) -> set[str]:
+    """Every sample name ``/metrics`` can show (:func:`exported_families`)."""
     return {
-        family.name + suffix for family in families for suffix in SUFFIXES[family.type]
+        name + suffix
+        for name, kind in exported_families(tmp_path).items()
+        for suffix in SUFFIXES[kind]
     } | PROMETHEUS_OWN
 
 
@@ -170,3 +178,25 @@ def test_promtool_passes_the_rules(command: str, path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
+
+
+OPERATIONS = ROOT / "docs" / "operations.md"
+TABLE_NAME = re.compile(r"`(flowledger_[a-z0-9_]+)(?:\{[^`]*\})?`")
+
+
+def metrics_table(page: str) -> set[str]:
+    """The metric names in the first column of the table under ``## Metrics``."""
+    section = page.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {name for row in rows for name in TABLE_NAME.findall(row.split(" | ")[0])}
+
+
+def test_every_exported_metric_is_in_the_operations_metrics_table(tmp_path: Path) -> None:
+    """A counter is named as it is scraped (``…_total``), other families by their name."""
+    shown = {
+        name + ("_total" if kind == "counter" else "")
+        for name, kind in exported_families(tmp_path).items()
+    }
+    table = metrics_table(OPERATIONS.read_text())
+    assert shown - table == set(), "add them to docs/operations.md's metrics table"
+    assert table - shown == set(), "docs/operations.md's metrics table names no such metric"

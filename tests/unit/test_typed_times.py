@@ -40,6 +40,8 @@ def at(day: int, hour: int, minute: int = 0) -> datetime:
         ("2026-11-02 08:15", at(2, 8, 15), at(2, 8, 15)),
         ("2026-11-02T08:15+02:00", at(2, 6, 15), at(2, 6, 15)),
         ("2026-11-02T08:15Z", at(2, 8, 15), at(2, 8, 15)),
+        ("2026-11-02 08:15:00 UTC", at(2, 8, 15), at(2, 8, 15)),
+        ("2026-11-02T08:15 utc", at(2, 8, 15), at(2, 8, 15)),
     ],
 )
 def test_each_form_reads_as_the_time_meant(typed: str, since: datetime, deadline: datetime) -> None:
@@ -58,7 +60,10 @@ def test_clock_times_and_naive_iso_times_are_in_the_zone_given() -> None:
     assert times.read("today 09:00", late, BERLIN_WINTER, ahead=True) == at(3, 8)
 
 
-@pytest.mark.parametrize("typed", ["tomorrow", "yesterday-ish", "+3w", "8", "soon", "", "today x"])
+@pytest.mark.parametrize(
+    "typed",
+    ["tomorrow", "yesterday-ish", "+3w", "8", "soon", "", "today x", "2026-11-02 08:15 CET"],
+)
 def test_anything_else_is_unreadable(typed: str) -> None:
     for ahead in (True, False):
         with pytest.raises(times.Unreadable, match="cannot read"):
@@ -132,6 +137,15 @@ def test_an_iso_time_reads_back_as_itself(when: datetime, zone: timezone) -> Non
     assert times.read(naive, NOW, zone, ahead=True) == when
 
 
+@given(when=moments, zone=zones)
+def test_a_time_the_ledger_prints_reads_back_to_its_second(when: datetime, zone: timezone) -> None:
+    second = when.replace(microsecond=0)
+    for printed in (times.for_people(when), times.for_typing(when), times.for_machines(when)):
+        for ahead in (True, False):
+            read = times.read(printed, NOW, zone, ahead=ahead)
+            assert read == (when if printed == times.for_machines(when) else second), printed
+
+
 def test_a_time_is_written_one_way_for_people_and_one_for_machines() -> None:
     from flowledger.domain.times import for_machines, for_people
 
@@ -145,3 +159,6 @@ def test_a_time_is_written_one_way_for_people_and_one_for_machines() -> None:
     assert for_machines(datetime(2026, 11, 2, 14, 20, tzinfo=UTC)) == "2026-11-02T14:20:00+00:00"
     assert for_people(datetime(2026, 11, 2, 14, 20)) == "2026-11-02 14:20:00 UTC"  # naive: UTC
     assert for_people(None) == "-"
+    assert times.for_typing(datetime(2026, 11, 2, 16, 20, 5, 250_000, tzinfo=east)) == (
+        "2026-11-02T14:20:05Z"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -19,6 +20,19 @@ RESTORED = "restored_from_backup"
 # restore makes its tables anew (in another database or cluster, or with ``--clean`` in the
 # same one), so a ledger whose ``database`` is not its own was restored from that backup.
 BACKUP_OF = "backup_of"
+# The last restore a person acknowledged (JSON: ``backup_taken_at``, ``by``, ``at``), written
+# with its ``restore_acknowledged`` event so that ``doctor`` finds it without reading the
+# events, which have no index by kind.
+ACKNOWLEDGED = "restore_acknowledged"
+
+
+@dataclass(frozen=True)
+class Acknowledgement:
+    """A restore a person acknowledged: when the backup was taken, who, and when."""
+
+    backup_taken_at: datetime
+    by: str
+    at: datetime
 
 
 def is_demo(conn: Connection) -> bool:
@@ -50,6 +64,22 @@ def restored_from(conn: Connection) -> datetime | None:
         if stamp["database"] != database_identity(conn):
             return datetime.fromisoformat(stamp["taken_at"])
     return None
+
+
+def acknowledged(conn: Connection) -> Acknowledgement | None:
+    """The last restore a person acknowledged (:data:`ACKNOWLEDGED`), or None: none since
+    this version of the ledger began to keep it."""
+    value = conn.execute(
+        sa.select(META.c.value).where(META.c.key == ACKNOWLEDGED)
+    ).scalar_one_or_none()
+    if value is None:
+        return None
+    found = json.loads(value)
+    return Acknowledgement(
+        datetime.fromisoformat(found["backup_taken_at"]),
+        str(found["by"]),
+        datetime.fromisoformat(found["at"]),
+    )
 
 
 def database_identity(conn: Connection) -> str:

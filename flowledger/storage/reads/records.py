@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Hold, table
+from flowledger.storage.models import Event, Hold, Operation, table
 from flowledger.storage.reads import Connection, attempts, meta, row_dict
 from flowledger.storage.reads import execution_copies as executions
 from flowledger.storage.reads import operation_pages as operations
@@ -132,7 +132,31 @@ def restored_from(store: Store) -> datetime | None:
         return meta.restored_from(conn)
 
 
+def restore_acknowledged(store: Store) -> meta.Acknowledgement | None:
+    """The last restore a person acknowledged
+    (:func:`flowledger.storage.reads.meta.acknowledged`)."""
+    with store.reader.connect() as conn:
+        return meta.acknowledged(conn)
+
+
 def is_demo(store: Store) -> bool:
     """Whether this ledger was built by ``flowledger demo`` (its data is made up)."""
     with store.reader.connect() as conn:
         return meta.is_demo(conn)
+
+
+def newest_input_hash(store: Store) -> str | None:
+    """The input hash of the operation the newest event names (None: no event names one),
+    read backwards from the last event: a few rows, however long the log."""
+    events, ops = table(Event), table(Operation)
+    newest = (
+        sa.select(events.c.operation_id)
+        .where(events.c.operation_id.is_not(None))
+        .order_by(events.c.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    with store.reader.connect() as conn:
+        return conn.execute(
+            sa.select(ops.c.input_hash).where(ops.c.operation_id == newest)
+        ).scalar_one_or_none()
