@@ -25,6 +25,7 @@ from flowledger.receiver.engine.units import reply_of, unit_of, without_value
 from flowledger.receiver.engine.wire import READ_SIZE, Frames, pack
 from flowledger.receiver.logs import ledger_log_config
 from flowledger.services.ledger import Ledger
+from flowledger.storage.deadline import Deadline
 from flowledger.storage.engine import check_schema, make_store
 from flowledger.storage.unit_of_work import Guard, Work
 
@@ -75,11 +76,19 @@ def run_batch(
 
 
 def serve_child(
-    sock: socket.socket, frames: Frames, ledger: Ledger, max_batch: int, early: list[Any]
+    sock: socket.socket,
+    frames: Frames,
+    ledger: Ledger,
+    max_batch: int,
+    early: list[Any],
+    deadline: Deadline | None = None,
 ) -> None:
     """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
     answer them, and again; until the socket ends and nothing is left. ``frames`` holds what
-    was read after the first message, ``early`` the messages that came with it."""
+    was read after the first message, ``early`` the messages that came with it. A batch runs
+    within ``deadline`` when there is one (PostgreSQL): a server that stopped answering fails
+    the batch, its connections cut, rather than wedge the writer until it answers again."""
+    bound = deadline.bound if deadline is not None else contextlib.nullcontext
     waiting: list[tuple[int, CallRequest]] = []
     ended = False
     counted = ledger.unit.round_trips
@@ -112,7 +121,8 @@ def serve_child(
         if not waiting:
             continue
         batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
-        replies, units = run_batch(ledger, batch)
+        with bound():
+            replies, units = run_batch(ledger, batch)
         now = ledger.unit.round_trips  # summed as it goes: the registry's walk cost more
         try:
             frame = pack(("done", replies, units, now - counted))
@@ -144,6 +154,7 @@ def _child(fd: int) -> int:
     # First, and for every logger (the writer's own log through the root logger): redacted.
     logging.config.dictConfig(ledger_log_config(secrets=known, log_format=args.pop("log_format")))
     max_batch = args.pop("max_batch")
+    seconds = args.pop("write_deadline")
     targets = args.pop("alert_targets")
     try:
         store = make_store(args.pop("url"))
@@ -152,11 +163,12 @@ def _child(fd: int) -> int:
         sock.sendall(pack(("failed", f"the writer process cannot open the ledger: {exc}")))
         return 1
     ledger = Ledger(store, **args)
+    deadline = Deadline(store.engine, seconds) if store.dialect == "postgresql" else None
     ledger.alert_targets = targets
     quiet_collector()  # as the receiver before it serves (bench/README.md, "Receiver engine")
     sock.sendall(pack(("ready",)))
     try:
-        serve_child(sock, frames, ledger, max_batch, messages)
+        serve_child(sock, frames, ledger, max_batch, messages, deadline)
     finally:
         store.dispose()
     return 0

@@ -47,7 +47,7 @@ from flowledger.config import LogFormat
 from flowledger.plumbing.clock import utcnow
 from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
 from flowledger.receiver.api.calls import CallRequest
-from flowledger.receiver.api.errors import as_api_error, unavailable
+from flowledger.receiver.api.errors import as_api_error, late_write, unavailable
 from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.engine.wire import Frames, pack
 from flowledger.services.ledger import Ledger
@@ -97,8 +97,10 @@ class WriterProcess:
         on_end: Callable[[], None],
         max_batch: int = 256,
         log_format: LogFormat = "plain",
+        deadline: float = 5.0,
     ) -> None:
         self.ledger = ledger
+        self.deadline = deadline  # seconds a call waits for its answer (then 503)
         self.on_end = on_end  # told when the child ended while serving: stop serving
         self.max_batch = max_batch
         self.log_format = log_format
@@ -117,6 +119,7 @@ class WriterProcess:
         args = {
             **_ledger_args(self.ledger),
             "max_batch": self.max_batch,
+            "write_deadline": self.deadline,
             "log_format": self.log_format,
             "parent": os.getpid(),
         }
@@ -194,6 +197,19 @@ class WriterProcess:
                     kept.append((seq, call))
             frame = pack(("write", kept))
         self._send(frame)
+        assert self._loop is not None
+        # One timer a turn, not one a call: a turn's calls were handed over together.
+        self._loop.call_later(self.deadline, self._expire, [seq for seq, _ in turn])
+
+    def _expire(self, turn: list[int]) -> None:
+        """What the child has not answered of ``turn`` by the deadline is answered 503: the
+        database did not answer in time. The child may still write it; the call's retry (with
+        its ``Idempotency-Key``) gets the answer it was written with."""
+        late = [seq for seq in turn if seq in self._pending]
+        if late:
+            reply = Reply.error(late_write(self.deadline))
+            for seq in late:
+                self._answer(seq, reply)
 
     def _answer(self, seq: int, reply: Reply) -> None:
         future = self._pending.pop(seq, None)

@@ -13,13 +13,14 @@ from flowledger.receiver.api.deps import StateDep
 from flowledger.receiver.api.errors import RETRY_AFTER, documented
 from flowledger.receiver.api.handlers import error_response
 from flowledger.receiver.api.schemas.errors import ErrorPublic
-from flowledger.storage.engine import LedgerError, check_schema
+from flowledger.storage.engine import LedgerError
 
 router = APIRouter(tags=["health"], responses=documented(413))
 NOT_READY: dict[int | str, dict[str, Any]] = {
     503: {
         "model": ErrorPublic,
-        "description": "`not_ready`: the database is unreachable or outdated",
+        "description": "`not_ready`: the database is unreachable, did not answer within "
+        "`read_deadline`, or is outdated",
     }
 }
 
@@ -31,11 +32,14 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", responses=NOT_READY)
-def readyz(st: StateDep) -> JSONResponse:
-    """The database answers and its schema is the one this flowledger knows; else 503 with
-    ``Retry-After``, as the workflow calls answer while the database is down."""
+async def readyz(st: StateDep) -> JSONResponse:
+    """The database answers within ``read_deadline`` and its schema is the one this
+    flowledger knows; else 503 with ``Retry-After``, as the workflow calls answer while the
+    database is down. One check runs at a time: a probe while one is under way waits for it."""
     try:
-        check_schema(st.store)
+        await st.ready_check.within(st.read_deadline)
+    except TimeoutError:
+        message = f"the ledger database did not answer within {st.read_deadline:g} s"
     except LedgerError:
         message = "the ledger database is unreachable or outdated"
     except Exception:
