@@ -41,7 +41,8 @@ log = logging.getLogger("flowledger.storage")
 
 class Deadline:
     """``with deadline.bound(): …`` runs at most ``seconds`` before the engine's connections
-    are cut (once per block). One block at a time: the writer process's batches."""
+    are cut (once per block). One block at a time: the writer process's batches. Made before
+    the engine's first connection: it knows the connections it saw opened."""
 
     def __init__(self, engine: Engine, seconds: float) -> None:
         self.seconds = seconds

@@ -26,9 +26,11 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+import sqlalchemy as sa
 
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import open_store
+from flowledger.storage.deadline import Deadline
+from flowledger.storage.engine import make_store, open_store, resolve_url
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
 from tests.support.builders import dispatch_body
@@ -133,9 +135,9 @@ def _regular(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def frozen_server() -> Iterator[tuple[str, Callable[[int], None]]]:
-    """A PostgreSQL server of the test's own, on a free port: its URL, and how to send a
+    """A PostgreSQL server of this module's own, on a free port: its URL, and how to send a
     signal to the whole server (the postmaster first, then every process it started: each is
     a session of its own, so not of its process group)."""
     if not (PG_BIN / "initdb").exists():
@@ -174,7 +176,7 @@ def frozen_server() -> Iterator[tuple[str, Callable[[int], None]]]:
         yield url, signal_all
     finally:
         signal_all(signal.SIGCONT)
-        server.terminate()
+        server.send_signal(signal.SIGINT)  # fast shutdown: ends the sessions left open
         try:
             server.wait(60)
         except subprocess.TimeoutExpired:
@@ -241,5 +243,34 @@ def test_a_frozen_postgresql_is_503_within_the_deadlines_and_recovers_without_a_
         assert proc.poll() is None  # the same process throughout: no restart
     finally:
         stop(proc)
+    # The writer dropped the connection it waited on, rather than wait for the thaw.
+    log = (tmp_path / "serve.log").read_text()
+    assert "the database did not answer within 1 s; 1 connection(s) dropped" in log, log
     print("answer times (s):", {k: round(v, 2) for k, v in times.items()})
     assert _state(db, "op-frozen") == ("dispatching", 1)
+
+
+@pytest.mark.postgres
+def test_a_deadline_frees_a_call_stuck_on_a_frozen_postgresql_and_its_pool_recovers(
+    frozen_server: tuple[str, Callable[[int], None]],
+) -> None:
+    db, signal_server = frozen_server
+    store = make_store(resolve_url(db))
+    deadline = Deadline(store.engine, 0.5)
+    try:
+        with store.engine.connect() as conn:
+            conn.execute(sa.text("select 1"))
+            signal_server(signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                with pytest.raises(sa.exc.OperationalError), deadline.bound():
+                    conn.execute(sa.text("select 1"))  # its answer never comes
+                took = time.monotonic() - started
+            finally:
+                signal_server(signal.SIGCONT)
+        assert took < BOUND and deadline.cuts == 1, took
+        with deadline.bound(), store.engine.connect() as conn:  # a new connection, at once
+            assert conn.execute(sa.text("select 1")).scalar() == 1
+        assert deadline.cuts == 1
+    finally:
+        store.dispose()

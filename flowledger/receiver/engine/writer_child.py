@@ -158,12 +158,13 @@ def _child(fd: int) -> int:
     targets = args.pop("alert_targets")
     try:
         store = make_store(args.pop("url"))
+        # Before its first connection: the deadline cuts the connections it saw opened.
+        deadline = Deadline(store.engine, seconds) if store.dialect == "postgresql" else None
         check_schema(store)  # a newer flowledger may have migrated it since the receiver looked
     except Exception as exc:
         sock.sendall(pack(("failed", f"the writer process cannot open the ledger: {exc}")))
         return 1
     ledger = Ledger(store, **args)
-    deadline = Deadline(store.engine, seconds) if store.dialect == "postgresql" else None
     ledger.alert_targets = targets
     quiet_collector()  # as the receiver before it serves (bench/README.md, "Receiver engine")
     sock.sendall(pack(("ready",)))
