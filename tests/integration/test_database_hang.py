@@ -117,16 +117,24 @@ def test_a_stalled_sqlite_writer_is_503_within_the_deadline_and_the_retry_gets_i
             _assert_late(late, took)
             assert took >= 0.9  # the deadline answered, not something before it
             _until("the writer held at its fault point", signal_file.exists)
+            queued, took = _dispatch(client, "op-queued", "key-2")  # behind the held one
+            _assert_late(queued, took)
             with open(release, "wb"):  # the writer's read of the pipe starts
                 os.replace(_regular(tmp_path), release)  # later passes go straight on
-            again, took = _dispatch(client, "op-stalled", "key-1")
+            again, _ = _dispatch(client, "op-stalled", "key-1")
             assert again.status_code == 200, again.text
             assert again.json()["decision"] == "go" and again.json()["attempt"] == 1
             # the first try was written once the writer went on; the retry gets its answer
             assert again.headers.get("idempotent-replayed") == "true"
+            # the queued call was past its deadline before the writer began it: left out,
+            # so its retry is the first to write it
+            retried, _ = _dispatch(client, "op-queued", "key-2")
+            assert retried.status_code == 200 and retried.json()["decision"] == "go"
+            assert "idempotent-replayed" not in retried.headers
     finally:
         stop(proc)
     assert _state(db, "op-stalled") == ("dispatching", 1)
+    assert _state(db, "op-queued") == ("dispatching", 1)
 
 
 def _regular(tmp_path: Path) -> Path:

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 from flowledger.receiver.api.calls import CallRequest
@@ -89,14 +90,14 @@ def serve_child(
     within ``deadline`` when there is one (PostgreSQL): a server that stopped answering fails
     the batch, its connections cut, rather than wedge the writer until it answers again."""
     bound = deadline.bound if deadline is not None else contextlib.nullcontext
-    waiting: list[tuple[int, CallRequest]] = []
+    waiting: list[tuple[int, CallRequest, float]] = []  # and each call's deadline
     ended = False
     counted = ledger.unit.round_trips
 
     def handle(messages: list[Any]) -> None:
-        for kind, payload in messages:
+        for kind, payload, *until in messages:
             if kind == "write":
-                waiting.extend(payload)
+                waiting.extend((seq, call, until[0]) for seq, call in payload)
             elif kind == "secrets":
                 ledger.add_secrets(payload)
 
@@ -120,7 +121,13 @@ def serve_child(
                 break
         if not waiting:
             continue
-        batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
+        taken, waiting[:] = waiting[:max_batch], waiting[max_batch:]
+        # A call past its deadline was answered 503 by the receiver: not begun now, it is not
+        # written at all (a writer that was stuck does not write a backlog nobody waits for).
+        began = time.monotonic()
+        batch = [(seq, call) for seq, call, until in taken if until > began]
+        if not batch:
+            continue
         with bound():
             replies, units = run_batch(ledger, batch)
         now = ledger.unit.round_trips  # summed as it goes: the registry's walk cost more

@@ -184,8 +184,12 @@ class WriterProcess:
         turn, self._turn = self._turn, None
         if not turn:
             return
+        loop = self._loop
+        assert loop is not None
+        # The turn's deadline, on the clock both processes share (the loop's is monotonic).
+        until = loop.time() + self.deadline
         try:
-            frame = pack(("write", turn))
+            frame = pack(("write", turn, until))
         except Exception:
             kept = []
             for seq, call in turn:
@@ -195,16 +199,16 @@ class WriterProcess:
                     self._answer(seq, Reply.error(as_api_error(exc)))
                 else:
                     kept.append((seq, call))
-            frame = pack(("write", kept))
+            frame = pack(("write", kept, until))
         self._send(frame)
-        assert self._loop is not None
         # One timer a turn, not one a call: a turn's calls were handed over together.
-        self._loop.call_later(self.deadline, self._expire, [seq for seq, _ in turn])
+        loop.call_at(until, self._expire, [seq for seq, _ in turn])
 
     def _expire(self, turn: list[int]) -> None:
         """What the child has not answered of ``turn`` by the deadline is answered 503: the
-        database did not answer in time. The child may still write it; the call's retry (with
-        its ``Idempotency-Key``) gets the answer it was written with."""
+        database did not answer in time. A call the child had begun may still be written (the
+        call's retry, with its ``Idempotency-Key``, gets the answer it was written with); one
+        it had not begun by then it leaves out."""
         late = [seq for seq in turn if seq in self._pending]
         if late:
             reply = Reply.error(late_write(self.deadline))
