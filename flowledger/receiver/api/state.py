@@ -51,12 +51,12 @@ class ReceiverState:
     body_limit: int
     idempotency_ttl: float  # seconds
     signature_window: float  # seconds
+    # Seconds a read this process needs before it answers waits for the database: the
+    # check of /readyz, the token list's refresh (``[receiver] read_deadline``).
+    read_deadline: float
     signer: Signer | None = None  # signs the checkpoints the proof routes serve
     # (token id, key) of the Idempotency-Key requests this process is running now.
     in_flight: set[tuple[int, str]] = field(default_factory=set)
-    # Seconds a read this process needs before it answers waits for the database: the
-    # check of /readyz, the token list's refresh (``[receiver] read_deadline``).
-    read_deadline: float = 2.0
     # One token-cache reload at a time, however many requests find it stale together, and
     # one readiness check (each request waits for it at most ``read_deadline``).
     token_reload: InFlight = field(init=False)

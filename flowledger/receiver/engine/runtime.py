@@ -34,7 +34,7 @@ class Engine:
         *,
         writer_process: bool = False,
         log_format: LogFormat = "plain",
-        deadline: float = 5.0,
+        deadline: float,
     ) -> None:
         self.ledger = ledger
         # Seconds a write waits for its commit before it is answered 503: the database

@@ -97,7 +97,7 @@ class WriterProcess:
         on_end: Callable[[], None],
         max_batch: int = 256,
         log_format: LogFormat = "plain",
-        deadline: float = 5.0,
+        deadline: float,
     ) -> None:
         self.ledger = ledger
         self.deadline = deadline  # seconds a call waits for its answer (then 503)
