@@ -16,6 +16,12 @@ ends are this program. One frame carries a whole turn of the event loop, and one
 whole batch. This module is the receiver's end; the child's is
 :mod:`~flowledger.receiver.engine.writer_child`.
 
+A call the child has not answered within the write deadline is answered 503 ``unavailable``
+here, as the database did not answer in time; the child leaves out a call whose deadline had
+passed before it began it, and on PostgreSQL cuts its connections when a batch overruns the
+same deadline (:mod:`flowledger.storage.deadline`), so that it is not left waiting on a server
+that stopped answering.
+
 If the child ends (killed, out of memory), every call it had not answered is answered 503
 ``unavailable``: its commit may or may not have happened, as after a failed commit, and the
 workflow's retry finds out. The receiver then stops serving and ``serve`` exits non-zero, for
