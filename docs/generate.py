@@ -289,7 +289,8 @@ MEANINGS: dict[str, str] = {
     ),
     "[receiver] read_deadline": (
         "How long `/readyz` waits for the database before it answers 503 `not_ready` (keep it "
-        "below the probe's own timeout), and a call for the refresh of the token list."
+        "below the probe's own timeout), a GET route for its read (then 503), and a call for "
+        "the refresh of the token list."
     ),
     "[receiver] signature_window": "How far a signed request's `t` may be from now.",
     "[receiver] tls_cert": (

@@ -212,8 +212,9 @@ class ReceiverConfig(_Section):
     # node's 10 s timeout, so that the node is told to retry rather than left to time out.
     write_deadline: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
     # How long a read the receiver needs before it can answer waits for the database: the
-    # check of /readyz (then 503 not_ready; keep it below a load balancer's probe timeout)
-    # and the refresh of the token list (then a known token goes on with the list it has).
+    # check of /readyz (then 503 not_ready; keep it below a load balancer's probe timeout),
+    # the GET routes' reads (then 503) and the refresh of the token list (then a known token
+    # goes on with the list it has).
     read_deadline: Duration = Field(default=timedelta(seconds=2), le=timedelta(minutes=10))
     signature_window: Duration = timedelta(minutes=5)
     # TLS served by uvicorn itself (PEM files: the certificate with its chain, and its

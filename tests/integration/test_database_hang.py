@@ -220,6 +220,7 @@ def test_a_frozen_postgresql_is_503_within_the_deadlines_and_recovers_without_a_
     db, signal_server = frozen_server
     store, _ = init_ledger(db)
     token = make_token(Ledger(store), "frozen")
+    reader = auth(make_token(Ledger(store), "frozen-reads", "read"))
     store.dispose()
     proc, url = _serve(db, tmp_path, {})
     times: dict[str, float] = {}
@@ -232,6 +233,8 @@ def test_a_frozen_postgresql_is_503_within_the_deadlines_and_recovers_without_a_
             try:
                 late, times["dispatch"] = _dispatch(client, "op-frozen", "key-1")
                 ready, times["readyz"] = _timed(lambda: client.get("/readyz"))
+                look = "/v1/operations/op-before"
+                read, times["read"] = _timed(lambda: client.get(look, headers=reader))
                 later, times["second dispatch"] = _dispatch(client, "op-frozen-2", "key-2")
             finally:
                 signal_server(signal.SIGCONT)
@@ -239,6 +242,7 @@ def test_a_frozen_postgresql_is_503_within_the_deadlines_and_recovers_without_a_
             _assert_late(late, times["dispatch"])
             _assert_late(ready, times["readyz"])
             assert ready.json()["error"]["code"] == "not_ready"
+            _assert_late(read, times["read"])
             _assert_late(later, times["second dispatch"])
 
             _until("/readyz ready again", lambda: client.get("/readyz").status_code == 200)

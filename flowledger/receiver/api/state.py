@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowledger.domain.checkpoints import Signer
-from flowledger.receiver.api.inflight import InFlight
+from flowledger.receiver.api.bounded import InFlight
 from flowledger.receiver.api.tokens import TokenCache
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, check_schema

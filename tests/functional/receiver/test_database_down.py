@@ -101,11 +101,11 @@ def test_a_connection_lost_inside_a_keyed_write_is_503_and_the_retry_replays_not
     assert (answer.status_code, answer.json()["decision"]) == (200, "go")
 
 
-def test_a_write_and_readiness_that_hang_are_503_within_their_deadlines_then_go(
+def test_a_write_a_read_and_readiness_that_hang_are_503_within_their_deadlines_then_go(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The database hangs rather than refuses: the call and ``/readyz`` are answered at their
-    deadlines (0.5 s; the bound asserted is for a loaded machine), not when it answers."""
+    """The database hangs rather than refuses: the call, a read and ``/readyz`` are answered
+    at their deadlines (0.5 s; the bound asserted is for a loaded machine), not when it answers."""
     tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
     config = ReceiverConfig(
         body_limit=BODY_LIMIT,
@@ -133,9 +133,12 @@ def test_a_write_and_readiness_that_hang_are_503_within_their_deadlines_then_go(
                 started = time.monotonic()
                 assert_unavailable(api.get("/readyz", token=None), "not_ready")
                 ready = time.monotonic() - started
+                started = time.monotonic()
+                assert_unavailable(api.get("/v1/operations/op-warm"))
+                looked = time.monotonic() - started
             finally:
                 answers.set()
-        assert wrote < 10 and ready < 10, (wrote, ready)
+        assert wrote < 10 and ready < 10 and looked < 10, (wrote, ready, looked)
         answer = api.post(DISPATCH, dispatch_body("exec-1"))
         assert (answer.status_code, answer.json()["decision"]) == (200, "go")
         assert api.get("/readyz", token=None).status_code == 200

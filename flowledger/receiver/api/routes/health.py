@@ -26,7 +26,7 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     """The process is up and serving."""
     return {"status": "ok"}
 
@@ -51,5 +51,7 @@ async def readyz(st: StateDep) -> JSONResponse:
 
 @router.get("/metrics", response_class=PlainTextResponse)
 def metrics() -> Response:
-    """Prometheus text format."""
+    """Prometheus text format. In a worker thread, with no deadline of the receiver's: under
+    ``run`` the ledger's gauges read the database, for as long as the scrape's own timeout
+    lets them."""
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
