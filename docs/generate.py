@@ -297,6 +297,16 @@ MEANINGS: dict[str, str] = {
         "How long an idle keep-alive connection is kept (uvicorn's `timeout_keep_alive`)."
     ),
     "[receiver] idempotency_ttl": "How long an `Idempotency-Key`'s answer is kept.",
+    "[receiver] write_deadline": (
+        "How long a call waits for its write: past it, 503 with `Retry-After` (the write may "
+        "still happen; its retry with the same `Idempotency-Key` finds out). Below the n8n "
+        "node's 10 s timeout (production.md, when the database hangs)."
+    ),
+    "[receiver] read_deadline": (
+        "How long `/readyz` waits for the database before it answers 503 `not_ready` (keep it "
+        "below the probe's own timeout), a GET route for its read (then 503), and a call for "
+        "the refresh of the token list."
+    ),
     "[receiver] signature_window": "How far a signed request's `t` may be from now.",
     "[receiver] tls_cert": (
         "Serve HTTPS with this PEM certificate (its chain after it) rather than behind a TLS "

@@ -214,6 +214,15 @@ class ReceiverConfig(_Section):
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
     keep_alive: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
     idempotency_ttl: Duration = timedelta(hours=24)
+    # How long a workflow call waits for its write: past it, the answer is 503 with
+    # Retry-After (the write may still happen; the call's retry finds out). Below the n8n
+    # node's 10 s timeout, so that the node is told to retry rather than left to time out.
+    write_deadline: Duration = Field(default=timedelta(seconds=5), le=timedelta(minutes=10))
+    # How long a read the receiver needs before it can answer waits for the database: the
+    # check of /readyz (then 503 not_ready; keep it below a load balancer's probe timeout),
+    # the GET routes' reads (then 503) and the refresh of the token list (then a known token
+    # goes on with the list it has).
+    read_deadline: Duration = Field(default=timedelta(seconds=2), le=timedelta(minutes=10))
     signature_window: Duration = timedelta(minutes=5)
     # TLS served by uvicorn itself (PEM files: the certificate with its chain, and its
     # unencrypted key), rather than by a proxy in front; both or neither.

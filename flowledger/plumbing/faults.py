@@ -3,7 +3,10 @@
 ``crashpoint("after_dispatch_commit")`` does nothing unless ``FLOWLEDGER_CRASH_AT`` names that
 point. Then it writes the point's name to the file ``FLOWLEDGER_CRASH_SIGNAL`` names and either
 exits at once without cleanup (``FLOWLEDGER_CRASH_MODE=exit``: ``os._exit``) or blocks until
-the test that watches the signal file kills it with SIGKILL (the default, ``wait``).
+the test that watches the signal file kills it with SIGKILL (the default, ``wait``), or
+blocks until the test releases it and then goes on (``block``: the point reads the named pipe
+``FLOWLEDGER_CRASH_RELEASE`` until the test has opened it and closed it again; a writer, or a
+disk, that stalls and then recovers).
 ``FLOWLEDGER_CRASH_SKIP=n`` lets the point pass ``n`` times first (to crash mid-stream, e.g.
 on the third group commit rather than the first).
 """
@@ -35,6 +38,11 @@ def crashpoint(name: str) -> None:
         os.fsync(fd)
         os.close(fd)
         os.replace(partial, signal_file)
-    if os.environ.get("FLOWLEDGER_CRASH_MODE", "wait") == "exit":
+    mode = os.environ.get("FLOWLEDGER_CRASH_MODE", "wait")
+    if mode == "exit":
         os._exit(70)
+    if mode == "block":
+        with open(os.environ["FLOWLEDGER_CRASH_RELEASE"], "rb") as release:
+            release.read()
+        return
     threading.Event().wait()  # until SIGKILL

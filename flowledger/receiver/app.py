@@ -63,7 +63,12 @@ def create_app(
     (:mod:`flowledger.receiver.engine.writer_process`), which needs the ledger's own clock and
     a database the child can open by its URL."""
     config = config or ReceiverConfig()
-    engine = Engine(ledger, writer_process=writer_process, log_format=config.log_format)
+    engine = Engine(
+        ledger,
+        writer_process=writer_process,
+        log_format=config.log_format,
+        deadline=config.write_deadline.total_seconds(),
+    )
     state = ReceiverState(
         store=ledger.store,
         ledger=ledger,
@@ -74,6 +79,7 @@ def create_app(
         idempotency_ttl=config.idempotency_ttl.total_seconds(),
         signature_window=config.signature_window.total_seconds(),
         signer=signer,
+        read_deadline=config.read_deadline.total_seconds(),
     )
     state.tokens.on_signing = _redacting(state)
 

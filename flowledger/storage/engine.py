@@ -27,6 +27,21 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
 PRIVATE_FILE = 0o600  # the database and its -wal and -shm: the owner only
 PRIVATE_DIR = 0o700  # a directory the ledger creates for its database
+# libpq's bounds on a PostgreSQL connection, each overridden by the same name in the URL's
+# query (``?connect_timeout=10``): how long a connection may take to open (seconds), how long
+# sent data may stay unacknowledged (ms), and TCP keepalives on an idle connection (a probe
+# after 30 s, every 10 s, 3 missed: dropped), so that a partition or a host gone ends a
+# connection rather than leave it waiting. A server that stops answering while its host's TCP
+# stack still acknowledges (a stalled disk, a stopped process) is the writer's deadline's to
+# bound: :mod:`flowledger.storage.deadline`.
+PG_TIMEOUTS = {
+    "connect_timeout": 5,
+    "tcp_user_timeout": 30_000,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 
 def sqlite_version_tuple(version: str = sqlite3.sqlite_version) -> tuple[int, ...]:
@@ -168,9 +183,9 @@ def make_store(url: URL, *, create: bool = False) -> Store:
             # None, which would refuse the writer's own few prepared statements too
             # (``Tx.execute(prepare=True)``).
             connect_args={
-                "connect_timeout": 5,
                 "application_name": "flowledger",
                 "prepare_threshold": 2**31 - 1,
+                **{k: v for k, v in PG_TIMEOUTS.items() if k not in url.query},
             },
         )
     reader = engine.execution_options(flowledger_read=True)

@@ -20,6 +20,7 @@ many requests' records still share one commit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import time
@@ -28,9 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
-
-from flowledger.receiver.api.errors import ApiError
+from flowledger.receiver.api.errors import ApiError, unavailable
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal, signing_key
 from flowledger.storage import signatures
@@ -118,14 +117,16 @@ async def admit(
     (401/403) without the receiver reading or holding its body."""
     token = bearer(authorization)
     if st.tokens.stale:
-        async with st.token_reload:
-            if st.tokens.stale:
-                await anyio.to_thread.run_sync(st.tokens.reload)
+        # A database that does not answer within the read deadline leaves the list as it
+        # was: a token known a moment ago goes on to its write (which has its own deadline).
+        with contextlib.suppress(TimeoutError):
+            await st.token_reload.within(st.read_deadline)
     principal = st.tokens.find(token)
     if principal is None and st.tokens.worth_a_reload:
-        async with st.token_reload:
-            if st.tokens.worth_a_reload:
-                await anyio.to_thread.run_sync(st.tokens.reload)
+        try:
+            await st.token_reload.within(st.read_deadline)
+        except TimeoutError:
+            raise unavailable("the ledger's database did not answer; retry later") from None
         principal = st.tokens.find(token)
     return _admitted(st, scope, principal, signature)
 

@@ -97,6 +97,15 @@ def unavailable(message: str, code: str = "unavailable") -> ApiError:
     return ApiError(503, code, message, headers={"Retry-After": RETRY_AFTER})
 
 
+def late_write(seconds: float) -> ApiError:
+    """503 for a write not answered within the write deadline: its outcome is unknown."""
+    _failures.failed("write deadline passed")
+    return unavailable(
+        f"the ledger's database did not answer within {seconds:g} s; the call may or may "
+        "not have been written: retry it (with the same Idempotency-Key)"
+    )
+
+
 # What each error status means on the routes that can answer it, with its ``code`` values.
 _MEANINGS = {
     400: "`invalid_json`: the body is not JSON; `duplicate_key`: an object in it has a key "
@@ -120,7 +129,8 @@ _MEANINGS = {
     "`idempotency_key_reused`; `field` names the culprit",
     429: "`too_many_connections`: this client address already holds "
     "`max_connections_per_client` connections or requests at once; the connection is closed",
-    503: "`unavailable`: the database could not complete the request; retry later",
+    503: "`unavailable`: the database could not complete the request, or did not answer "
+    "within the write deadline; retry later (with the same `Idempotency-Key`)",
 }
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowledger.domain.checkpoints import Signer
+from flowledger.receiver.api.bounded import InFlight
 from flowledger.receiver.api.tokens import TokenCache
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import Store
+from flowledger.storage.engine import Store, check_schema
 from flowledger.storage.unit_of_work import Guard, Work
 
 if TYPE_CHECKING:
@@ -51,8 +51,17 @@ class ReceiverState:
     body_limit: int
     idempotency_ttl: float  # seconds
     signature_window: float  # seconds
+    # Seconds a read this process needs before it answers waits for the database: the
+    # check of /readyz, the token list's refresh (``[receiver] read_deadline``).
+    read_deadline: float
     signer: Signer | None = None  # signs the checkpoints the proof routes serve
     # (token id, key) of the Idempotency-Key requests this process is running now.
     in_flight: set[tuple[int, str]] = field(default_factory=set)
-    # One token-cache reload at a time, however many requests find it stale together.
-    token_reload: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # One token-cache reload at a time, however many requests find it stale together, and
+    # one readiness check (each request waits for it at most ``read_deadline``).
+    token_reload: InFlight = field(init=False)
+    ready_check: InFlight = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.token_reload = InFlight(self.tokens.reload)
+        self.ready_check = InFlight(lambda: check_schema(self.store))

@@ -5,13 +5,14 @@ Started and closed with the app."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
 from flowledger.config import LogFormat
 from flowledger.receiver.api.calls import CallRequest
-from flowledger.receiver.api.errors import as_api_error
+from flowledger.receiver.api.errors import as_api_error, late_write
 from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.engine.committer import GroupCommitter
 from flowledger.receiver.engine.idempotency import keyed
@@ -28,9 +29,17 @@ class Engine:
     :attr:`committer`."""
 
     def __init__(
-        self, ledger: Ledger, *, writer_process: bool = False, log_format: LogFormat = "plain"
+        self,
+        ledger: Ledger,
+        *,
+        writer_process: bool = False,
+        log_format: LogFormat = "plain",
+        deadline: float,
     ) -> None:
         self.ledger = ledger
+        # Seconds a write waits for its commit before it is answered 503: the database
+        # stopped answering (``[receiver] write_deadline``).
+        self.deadline = deadline
         self.committer = GroupCommitter(ledger)
         self.writer_process = writer_process
         self.log_format = log_format  # the writer process's, as the receiver's
@@ -44,7 +53,10 @@ class Engine:
         self.committer.start()
         if self.writer_process:
             self.writer = WriterProcess(
-                self.ledger, on_end=self._writer_ended, log_format=self.log_format
+                self.ledger,
+                on_end=self._writer_ended,
+                log_format=self.log_format,
+                deadline=self.deadline,
             )
             try:
                 await self.writer.start()
@@ -71,14 +83,24 @@ class Engine:
         except Exception as exc:  # the services refused the call before any transaction
             return Reply.error(as_api_error(exc))
         try:
-            value = await self.committer.commit(call.actor, unit, call.guard, call.operation_id)
+            value = await self._within(
+                self.committer.commit(call.actor, unit, call.guard, call.operation_id)
+            )
         except Exception as exc:
             return reply_of(call, None, exc)
         return reply_of(call, value, None)
 
     async def commit(self, actor: str, work: Work[Any], guard: Guard | None = None) -> Any:
         """``work`` through the group commit (:meth:`GroupCommitter.commit`)."""
-        return await self.committer.commit(actor, work, guard)
+        return await self._within(self.committer.commit(actor, work, guard))
+
+    async def _within(self, commit: Awaitable[Any]) -> Any:
+        """``commit``'s value, or 503 once the deadline passed (the writer thread may still
+        commit it: its outcome is unknown)."""
+        try:
+            return await asyncio.wait_for(commit, self.deadline)
+        except TimeoutError:
+            raise late_write(self.deadline) from None
 
     async def commit_keyed(
         self, actor: str, work: Work[Any], *, token_id: int, key: str, fingerprint: str, ttl: float
@@ -95,7 +117,7 @@ class Engine:
             fingerprint=fingerprint,
             ttl=timedelta(seconds=ttl),
         )
-        reply = await self.committer.commit(actor, unit)
+        reply = await self._within(self.committer.commit(actor, unit))
         return reply.replayed
 
     def add_secrets(self, values: list[str]) -> None:

@@ -1,11 +1,13 @@
 """What crosses the socket between the receiver and its writer process, in length-prefixed
 pickles (both ends are this program).
 
-The receiver sends ``("write", [(seq, CallRequest), …])`` (a whole turn of its event loop in one
-frame) and ``("secrets", [text, …])`` (a new signing token's, to redact); the child sends
-``("ready",)`` or ``("failed", message)`` once it has opened the ledger, then
-``("done", [(seq, Reply), …], units, round_trips)`` for each batch it committed. The first
-frame of all is the receiver's: the arguments the child builds its ledger from.
+The receiver sends ``("write", [(seq, CallRequest), …], deadline)`` (a whole turn of its event
+loop in one frame, and the ``time.monotonic()`` past which the receiver has answered what the
+child has not: the child then leaves it out) and ``("secrets", [text, …])`` (a new signing
+token's, to redact); the child sends ``("ready",)`` or ``("failed", message)`` once it has
+opened the ledger, then ``("done", [(seq, Reply), …], units, round_trips)`` for each batch it
+committed. The first frame of all is the receiver's: the arguments the child builds its ledger
+from.
 """
 
 from __future__ import annotations

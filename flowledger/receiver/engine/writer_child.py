@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from typing import Any
 
 from flowledger.receiver.api.calls import CallRequest
@@ -25,6 +26,7 @@ from flowledger.receiver.engine.units import reply_of, unit_of, without_value
 from flowledger.receiver.engine.wire import READ_SIZE, Frames, pack
 from flowledger.receiver.logs import ledger_log_config
 from flowledger.services.ledger import Ledger
+from flowledger.storage.deadline import Deadline
 from flowledger.storage.engine import check_schema, make_store
 from flowledger.storage.unit_of_work import Guard, Work
 
@@ -75,19 +77,27 @@ def run_batch(
 
 
 def serve_child(
-    sock: socket.socket, frames: Frames, ledger: Ledger, max_batch: int, early: list[Any]
+    sock: socket.socket,
+    frames: Frames,
+    ledger: Ledger,
+    max_batch: int,
+    early: list[Any],
+    deadline: Deadline | None = None,
 ) -> None:
     """Take every call handed over so far, run up to ``max_batch`` of them in one commit,
     answer them, and again; until the socket ends and nothing is left. ``frames`` holds what
-    was read after the first message, ``early`` the messages that came with it."""
-    waiting: list[tuple[int, CallRequest]] = []
+    was read after the first message, ``early`` the messages that came with it. A batch runs
+    within ``deadline`` when there is one (PostgreSQL): a server that stopped answering fails
+    the batch, its connections cut, rather than wedge the writer until it answers again."""
+    bound = deadline.bound if deadline is not None else contextlib.nullcontext
+    waiting: list[tuple[int, CallRequest, float]] = []  # and each call's deadline
     ended = False
     counted = ledger.unit.round_trips
 
     def handle(messages: list[Any]) -> None:
-        for kind, payload in messages:
+        for kind, payload, *until in messages:
             if kind == "write":
-                waiting.extend(payload)
+                waiting.extend((seq, call, until[0]) for seq, call in payload)
             elif kind == "secrets":
                 ledger.add_secrets(payload)
 
@@ -111,8 +121,15 @@ def serve_child(
                 break
         if not waiting:
             continue
-        batch, waiting[:] = waiting[:max_batch], waiting[max_batch:]
-        replies, units = run_batch(ledger, batch)
+        taken, waiting[:] = waiting[:max_batch], waiting[max_batch:]
+        # A call past its deadline was answered 503 by the receiver: not begun now, it is not
+        # written at all (a writer that was stuck does not write a backlog nobody waits for).
+        began = time.monotonic()
+        batch = [(seq, call) for seq, call, until in taken if until > began]
+        if not batch:
+            continue
+        with bound():
+            replies, units = run_batch(ledger, batch)
         now = ledger.unit.round_trips  # summed as it goes: the registry's walk cost more
         try:
             frame = pack(("done", replies, units, now - counted))
@@ -144,9 +161,12 @@ def _child(fd: int) -> int:
     # First, and for every logger (the writer's own log through the root logger): redacted.
     logging.config.dictConfig(ledger_log_config(secrets=known, log_format=args.pop("log_format")))
     max_batch = args.pop("max_batch")
+    seconds = args.pop("write_deadline")
     targets = args.pop("alert_targets")
     try:
         store = make_store(args.pop("url"))
+        # Before its first connection: the deadline cuts the connections it saw opened.
+        deadline = Deadline(store.engine, seconds) if store.dialect == "postgresql" else None
         check_schema(store)  # a newer flowledger may have migrated it since the receiver looked
     except Exception as exc:
         sock.sendall(pack(("failed", f"the writer process cannot open the ledger: {exc}")))
@@ -156,7 +176,7 @@ def _child(fd: int) -> int:
     quiet_collector()  # as the receiver before it serves (bench/README.md, "Receiver engine")
     sock.sendall(pack(("ready",)))
     try:
-        serve_child(sock, frames, ledger, max_batch, messages)
+        serve_child(sock, frames, ledger, max_batch, messages, deadline)
     finally:
         store.dispose()
     return 0

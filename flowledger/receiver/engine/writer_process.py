@@ -16,6 +16,12 @@ ends are this program. One frame carries a whole turn of the event loop, and one
 whole batch. This module is the receiver's end; the child's is
 :mod:`~flowledger.receiver.engine.writer_child`.
 
+A call the child has not answered within the write deadline is answered 503 ``unavailable``
+here, as the database did not answer in time; the child leaves out a call whose deadline had
+passed before it began it, and on PostgreSQL cuts its connections when a batch overruns the
+same deadline (:mod:`flowledger.storage.deadline`), so that it is not left waiting on a server
+that stopped answering.
+
 If the child ends (killed, out of memory), every call it had not answered is answered 503
 ``unavailable``: its commit may or may not have happened, as after a failed commit, and the
 workflow's retry finds out. The receiver then stops serving and ``serve`` exits non-zero, for
@@ -47,7 +53,7 @@ from flowledger.config import LogFormat
 from flowledger.plumbing.clock import utcnow
 from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
 from flowledger.receiver.api.calls import CallRequest
-from flowledger.receiver.api.errors import as_api_error, unavailable
+from flowledger.receiver.api.errors import as_api_error, late_write, unavailable
 from flowledger.receiver.api.reply import Reply
 from flowledger.receiver.engine.wire import Frames, pack
 from flowledger.services.ledger import Ledger
@@ -97,8 +103,10 @@ class WriterProcess:
         on_end: Callable[[], None],
         max_batch: int = 256,
         log_format: LogFormat = "plain",
+        deadline: float,
     ) -> None:
         self.ledger = ledger
+        self.deadline = deadline  # seconds a call waits for its answer (then 503)
         self.on_end = on_end  # told when the child ended while serving: stop serving
         self.max_batch = max_batch
         self.log_format = log_format
@@ -117,6 +125,7 @@ class WriterProcess:
         args = {
             **_ledger_args(self.ledger),
             "max_batch": self.max_batch,
+            "write_deadline": self.deadline,
             "log_format": self.log_format,
             "parent": os.getpid(),
         }
@@ -181,8 +190,12 @@ class WriterProcess:
         turn, self._turn = self._turn, None
         if not turn:
             return
+        loop = self._loop
+        assert loop is not None
+        # The turn's deadline, on the clock both processes share (the loop's is monotonic).
+        until = loop.time() + self.deadline
         try:
-            frame = pack(("write", turn))
+            frame = pack(("write", turn, until))
         except Exception:
             kept = []
             for seq, call in turn:
@@ -192,8 +205,21 @@ class WriterProcess:
                     self._answer(seq, Reply.error(as_api_error(exc)))
                 else:
                     kept.append((seq, call))
-            frame = pack(("write", kept))
+            frame = pack(("write", kept, until))
         self._send(frame)
+        # One timer a turn, not one a call: a turn's calls were handed over together.
+        loop.call_at(until, self._expire, [seq for seq, _ in turn])
+
+    def _expire(self, turn: list[int]) -> None:
+        """What the child has not answered of ``turn`` by the deadline is answered 503: the
+        database did not answer in time. A call the child had begun may still be written (the
+        call's retry, with its ``Idempotency-Key``, gets the answer it was written with); one
+        it had not begun by then it leaves out."""
+        late = [seq for seq in turn if seq in self._pending]
+        if late:
+            reply = Reply.error(late_write(self.deadline))
+            for seq in late:
+                self._answer(seq, reply)
 
     def _answer(self, seq: int, reply: Reply) -> None:
         future = self._pending.pop(seq, None)

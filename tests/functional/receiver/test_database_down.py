@@ -7,16 +7,22 @@ real PostgreSQL server under a storm."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from flowledger.config import ReceiverConfig
 from flowledger.receiver.api import errors
+from flowledger.receiver.app import create_app
+from flowledger.services.ledger import Ledger
 from flowledger.storage.reads import records as queries
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
-from tests.support.receiver import Api
+from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
 
 DISPATCH = "/v1/operations/op-down/dispatch"
 
@@ -93,3 +99,46 @@ def test_a_connection_lost_inside_a_keyed_write_is_503_and_the_retry_replays_not
         assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1"), headers=keyed))
     answer = api.post(DISPATCH, dispatch_body("exec-1"), headers=keyed)
     assert (answer.status_code, answer.json()["decision"]) == (200, "go")
+
+
+def test_a_write_a_read_and_readiness_that_hang_are_503_within_their_deadlines_then_go(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database hangs rather than refuses: the call, a read and ``/readyz`` are answered
+    at their deadlines (0.5 s; the bound asserted is for a loaded machine), not when it answers."""
+    tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
+    config = ReceiverConfig(
+        body_limit=BODY_LIMIT,
+        write_deadline=timedelta(milliseconds=500),
+        read_deadline=timedelta(milliseconds=500),
+    )
+    app = create_app(ledger, config=config, secret=SECRET, token_ttl=3600.0)
+    answers = threading.Event()  # the database's, held back until the test has its own
+
+    def hang(*_: Any, **__: Any) -> Any:
+        answers.wait(60)
+        return refuse()
+
+    store = ledger.store
+    with running(app, ledger, tokens) as api:
+        warm = api.post("/v1/operations/op-warm/dispatch", dispatch_body("exec-0"))
+        assert warm.status_code == 200  # the token list is loaded
+        with monkeypatch.context() as down:
+            down.setattr(store.engine, "raw_connection", hang)
+            down.setattr(store.reader, "connect", hang)
+            try:
+                started = time.monotonic()
+                assert_unavailable(api.post(DISPATCH, dispatch_body("exec-1")))
+                wrote = time.monotonic() - started
+                started = time.monotonic()
+                assert_unavailable(api.get("/readyz", token=None), "not_ready")
+                ready = time.monotonic() - started
+                started = time.monotonic()
+                assert_unavailable(api.get("/v1/operations/op-warm"))
+                looked = time.monotonic() - started
+            finally:
+                answers.set()
+        assert wrote < 10 and ready < 10 and looked < 10, (wrote, ready, looked)
+        answer = api.post(DISPATCH, dispatch_body("exec-1"))
+        assert (answer.status_code, answer.json()["decision"]) == (200, "go")
+        assert api.get("/readyz", token=None).status_code == 200

@@ -13,29 +13,33 @@ from flowledger.receiver.api.deps import StateDep
 from flowledger.receiver.api.errors import RETRY_AFTER, documented
 from flowledger.receiver.api.handlers import error_response
 from flowledger.receiver.api.schemas.errors import ErrorPublic
-from flowledger.storage.engine import LedgerError, check_schema
+from flowledger.storage.engine import LedgerError
 
 router = APIRouter(tags=["health"], responses=documented(413, 429))
 NOT_READY: dict[int | str, dict[str, Any]] = {
     503: {
         "model": ErrorPublic,
-        "description": "`not_ready`: the database is unreachable or outdated",
+        "description": "`not_ready`: the database is unreachable, did not answer within "
+        "`read_deadline`, or is outdated",
     }
 }
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     """The process is up and serving."""
     return {"status": "ok"}
 
 
 @router.get("/readyz", responses=NOT_READY)
-def readyz(st: StateDep) -> JSONResponse:
-    """The database answers and its schema is the one this flowledger knows; else 503 with
-    ``Retry-After``, as the workflow calls answer while the database is down."""
+async def readyz(st: StateDep) -> JSONResponse:
+    """The database answers within ``read_deadline`` and its schema is the one this
+    flowledger knows; else 503 with ``Retry-After``, as the workflow calls answer while the
+    database is down. One check runs at a time: a probe while one is under way waits for it."""
     try:
-        check_schema(st.store)
+        await st.ready_check.within(st.read_deadline)
+    except TimeoutError:
+        message = f"the ledger database did not answer within {st.read_deadline:g} s"
     except LedgerError:
         message = "the ledger database is unreachable or outdated"
     except Exception:
@@ -47,5 +51,7 @@ def readyz(st: StateDep) -> JSONResponse:
 
 @router.get("/metrics", response_class=PlainTextResponse)
 def metrics() -> Response:
-    """Prometheus text format."""
+    """Prometheus text format. In a worker thread, with no deadline of the receiver's: under
+    ``run`` the ledger's gauges read the database, for as long as the scrape's own timeout
+    lets them."""
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

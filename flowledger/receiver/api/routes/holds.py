@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
 from flowledger.domain import IllegalTransition, Reason
+from flowledger.receiver.api.bounded import read
 from flowledger.receiver.api.deps import JsonBody, StrictJsonRoute, require, state_of
 from flowledger.receiver.api.errors import ApiError, as_api_error, documented
 from flowledger.receiver.api.idempotency import HEADER, key_of, request_hash, running_key
@@ -73,7 +74,7 @@ def _hold(st: ReceiverState, hold_id: int) -> dict[str, Any]:
 
 
 @router.get("", response_model=HoldPage, responses=documented(*READ_ERRORS, 404))
-def list_holds(
+async def list_holds(
     principal: Reader,
     st: St,
     reason: Reason | None = None,
@@ -85,19 +86,23 @@ def list_holds(
     """The open holds, soonest deadline first (the terminal UI's queue), ``limit`` at a
     time after the hold ``after``."""
     flt = queue.HoldFilter.of(reason=reason.value if reason else None, owner=owner, overdue=overdue)
-    last = queue.hold(st.store, after) if after is not None else None
-    if after is not None and (last is None or last["resolved_at"] is not None):
-        raise ApiError(404, "not_found", f"no open hold {after} to continue after")
-    now = st.ledger.clock()
-    rows = queue.hold_queue(st.store, now, flt=flt, limit=limit, after=last)
+
+    def page() -> list[dict[str, Any]]:
+        last = queue.hold(st.store, after) if after is not None else None
+        if after is not None and (last is None or last["resolved_at"] is not None):
+            raise ApiError(404, "not_found", f"no open hold {after} to continue after")
+        now = st.ledger.clock()
+        return queue.hold_queue(st.store, now, flt=flt, limit=limit, after=last)
+
+    rows = await read(st.read_deadline, page)
     more = len(rows) == limit
     return {"items": [_public(r) for r in rows], "next_after": rows[-1]["id"] if more else None}
 
 
 @router.get("/{hold_id}", response_model=HoldPublic, responses=documented(*READ_ERRORS, 404))
-def get_hold(hold_id: HoldId, principal: Reader, st: St) -> dict[str, Any]:
+async def get_hold(hold_id: HoldId, principal: Reader, st: St) -> dict[str, Any]:
     """One hold, open or resolved."""
-    return _hold(st, hold_id)
+    return await read(st.read_deadline, _hold, st, hold_id)
 
 
 def _endpoint(name: str) -> Any:
@@ -142,7 +147,7 @@ def _endpoint(name: str) -> Any:
             raise ApiError(409, "deadline_passed", str(exc), "deadline") from None
         except Exception as exc:
             raise as_api_error(exc) from None
-        return _hold(st, hold_id)
+        return await read(st.read_deadline, _hold, st, hold_id)
 
     kind = inspect.Parameter.KEYWORD_ONLY
     act.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Request
 
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import b64
+from flowledger.receiver.api.bounded import read
 from flowledger.receiver.api.deps import OperationId, require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
 from flowledger.receiver.api.paths import check_raw_path
@@ -39,9 +40,9 @@ def _signer(st: ReceiverState) -> Signer:
 
 
 @router.get("/checkpoint", response_model=CheckpointPublic, responses=documented(*ERRORS))
-def get_checkpoint(principal: Reader, st: St) -> dict[str, Any]:
+async def get_checkpoint(principal: Reader, st: St) -> dict[str, Any]:
     """The Merkle tree's head, signed now: a C2SP checkpoint in a signed note, and its fields."""
-    note = proofs.signed_checkpoint(st.store, _signer(st))
+    note = await read(st.read_deadline, proofs.signed_checkpoint, st.store, _signer(st))
     cp = unverified_checkpoint(note)
     return {"origin": cp.origin, "size": cp.size, "root": b64([cp.root])[0], "checkpoint": note}
 
@@ -51,13 +52,18 @@ def get_checkpoint(principal: Reader, st: St) -> dict[str, Any]:
     response_model=ProofPublic,
     responses=documented(*ERRORS),
 )
-def get_operation_proof(
+async def get_operation_proof(
     operation_id: OperationId, principal: Reader, st: St, request: Request
 ) -> dict[str, Any]:
     """The operation's events with their inclusion proofs against a checkpoint signed now."""
     check_raw_path(request.scope)
-    note = proofs.signed_checkpoint(st.store, _signer(st))
-    try:
-        return proofs.operation_proof(st.store, operation_id, note)
-    except LedgerError as exc:
-        raise ApiError(404, "not_found", str(exc)) from None
+    signer = _signer(st)
+
+    def proof() -> dict[str, Any]:
+        note = proofs.signed_checkpoint(st.store, signer)
+        try:
+            return proofs.operation_proof(st.store, operation_id, note)
+        except LedgerError as exc:
+            raise ApiError(404, "not_found", str(exc)) from None
+
+    return await read(st.read_deadline, proof)

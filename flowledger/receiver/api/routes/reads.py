@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 
 from flowledger.domain import Reason, State
+from flowledger.receiver.api.bounded import read
 from flowledger.receiver.api.deps import OperationId, require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
 from flowledger.receiver.api.paths import check_raw_path
@@ -41,7 +42,7 @@ READ_ERRORS = (401, 403, 408, 413, 422, 429, 503)
     response_model=OperationDetailPublic,
     responses=documented(*READ_ERRORS, 404, 405),
 )
-def get_operation(
+async def get_operation(
     operation_id: OperationId, principal: Reader, st: St, request: Request
 ) -> dict[str, Any]:
     """The operation with its attempts, receipts, holds, events (oldest first, up to 500)
@@ -49,7 +50,7 @@ def get_operation(
     An id ending in ``/dispatch``, ``/prepare``, ``/confirm`` or ``/fail`` cannot be read
     here: those paths are the workflow calls, and GET on them is 405."""
     check_raw_path(request.scope)  # ``a%ffb`` is refused, never read as ``a\ufffdb``
-    detail = records.operation_detail(st.store, operation_id)
+    detail = await read(st.read_deadline, records.operation_detail, st.store, operation_id)
     if detail is None:
         raise ApiError(404, "not_found", f"no operation {operation_id!r}")
     return {
@@ -63,7 +64,7 @@ def get_operation(
 
 
 @router.get("/operations", response_model=OperationPage, responses=documented(*READ_ERRORS))
-def list_operations(
+async def list_operations(
     principal: Reader,
     st: St,
     state: State | None = None,
@@ -75,7 +76,9 @@ def list_operations(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Operations by id, ``limit`` at a time after the id ``after``."""
-    rows = operations.by_id(
+    rows = await read(
+        st.read_deadline,
+        operations.by_id,
         st.store,
         state=state.value if state is not None else None,
         hold=str(hold) if hold is not None else None,
@@ -87,7 +90,7 @@ def list_operations(
 
 
 @router.get("/executions", response_model=ExecutionPage, responses=documented(*READ_ERRORS))
-def list_executions(
+async def list_executions(
     principal: Reader,
     st: St,
     source: Text200 | None = None,
@@ -97,8 +100,15 @@ def list_executions(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """The ledger's copies of execution records, pruned ones (``gone_at`` set) included."""
-    rows = executions.by_id(
-        st.store, source=source, status=status, gone=gone, after=after, limit=limit
+    rows = await read(
+        st.read_deadline,
+        executions.by_id,
+        st.store,
+        source=source,
+        status=status,
+        gone=gone,
+        after=after,
+        limit=limit,
     )
     more = len(rows) == limit
     return {"items": rows, "next_after": rows[-1]["id"] if more else None}
@@ -110,7 +120,7 @@ def list_executions(
     tags=["tokens"],
     responses=documented(401, 408, 413, 429, 503),
 )
-def calling_token(principal: Caller) -> dict[str, Any]:
+async def calling_token(principal: Caller) -> dict[str, Any]:
     """The token that sent this request: its name, scope and whether it signs. Any valid
     token may ask; a client's connection test calls it to tell a bad token (401) from one
     with the wrong scope."""
