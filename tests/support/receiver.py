@@ -9,6 +9,7 @@ import functools
 import hashlib
 import hmac
 import os
+import random
 import socket
 import ssl
 import subprocess
@@ -99,10 +100,23 @@ def running(app: FastAPI, ledger: Ledger, tokens: dict[str, str]) -> Iterator[Ap
             portal.call(client.aclose)
 
 
+# Ports for the receivers tests start, below the kernel's ephemeral range (32768-60999 on
+# Linux), from which every client socket of every test takes its own port: a port picked
+# from that range (bind to port 0) may be a client's by the time the receiver binds it
+# (always on 0.0.0.0, which shares a port with no address). A port is taken at random and
+# tried on every address first.
+TEST_PORTS = range(20000, 32000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    while True:
+        port = random.choice(TEST_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        return port
 
 
 def wait_until_serving(
