@@ -139,6 +139,20 @@ def refusal(response: httpx.Response, url: str) -> LedgerError:
     return LedgerError(f"{url} answered {status} without a flowledger error", status=status)
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A JSON answer, and whether it was the stored answer to an earlier request with the same
+    key that this call did not send (``Idempotent-Replayed`` on its first try)."""
+
+    answer: dict[str, Any]
+    replayed_earlier: bool
+
+
+def reply_of(response: httpx.Response, url: str, first_try: bool) -> Reply:
+    replayed = response.headers.get("Idempotent-Replayed", "").lower() == "true"
+    return Reply(answer_of(response, url), replayed and first_try)
+
+
 def answer_of(response: httpx.Response, url: str) -> dict[str, Any]:
     try:
         answer = response.json()

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from flowledger.client.calls import Settings
-from flowledger.client.errors import Held, InvalidCall, Rejected
+from flowledger.client.errors import Held, InvalidCall, LedgerError, Rejected
 from flowledger.client.rules import (
     MAX_ERROR_LENGTH,
     id_problem,
@@ -138,6 +138,24 @@ def release_body(d: Dispatch, reason: str | None) -> dict[str, Any]:
         "reason": (reason or "")[:MAX_ERROR_LENGTH] or None,
         "dispatch_key": d.key("dispatch"),
     }
+
+
+EARLIER_GO = (
+    "a guard of the same execution and run was told go for this operation before (the run "
+    "started again under the same id, or the operation came twice in one run): what that one "
+    "wrote is unknown, and this one wrote nothing"
+)
+
+
+def earlier_go_finished(operation_id: str, refusal: LedgerError) -> LedgerError:
+    """The error when an earlier guard of the same run had finished the operation (confirmed
+    or failed it): nothing is written again, and a new run (another execution id or run
+    index) finds out where it stands."""
+    return LedgerError(
+        f"{operation_id}: this execution and run were told go for it before and it was "
+        f"finished since; nothing written again ({refusal})",
+        code="earlier_go",
+    )
 
 
 def describe(error: BaseException) -> str:

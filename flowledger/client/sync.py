@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from flowledger.client import calls, guarded
-from flowledger.client.errors import LedgerError, ReceiptConflict, Unfinished
+from flowledger.client.errors import Held, LedgerError, ReceiptConflict, Unfinished
 from flowledger.client.guarded import Dispatch
 
 
@@ -69,6 +69,12 @@ class Ledger(guarded.Guards["Guard"]):
     def call(
         self, method: str, path: str, body: dict[str, Any] | None, key: str | None
     ) -> dict[str, Any]:
+        """:meth:`exchange`'s answer."""
+        return (self.exchange(method, path, body, key)).answer
+
+    def exchange(
+        self, method: str, path: str, body: dict[str, Any] | None, key: str | None
+    ) -> calls.Reply:
         """One call, retried (same key, a fresh signature) on no answer, 5xx, 429 and a 409
         for a key still running; any other error raises :class:`LedgerError` at once."""
         cfg = self.settings
@@ -89,7 +95,7 @@ class Ledger(guarded.Guards["Guard"]):
                 last = calls.unreachable(exc, cfg.url)
                 continue
             if response.is_success:
-                return calls.answer_of(response, cfg.url)
+                return calls.reply_of(response, cfg.url, first_try=attempt == 0)
             last = calls.refusal(response, cfg.url)
             if not calls.worth_retrying(response.status_code, last.code):
                 raise last
@@ -120,13 +126,32 @@ class Guard(guarded.GuardState):
         return self.ledger.call("POST", path, body, self.dispatch.key(call) if keyed else None)
 
     def __enter__(self) -> Guard:
-        self.answer = self._post("dispatch", self.dispatch.body)
+        path = calls.operation_path(self.operation_id, "dispatch")
+        key = self.dispatch.key("dispatch")
+        reply = self.ledger.exchange("POST", path, self.dispatch.body, key)
+        self.answer = reply.answer
+        if self.go and reply.replayed_earlier:
+            self._earlier_go()
         if self.decision == "hold":
             reason = str(self.answer.get("reason") or "hold")
             raise guarded.held(
                 self.operation_id, self.answer, self.ledger.hold_id(self.operation_id, reason)
             )
         return self
+
+    def _earlier_go(self) -> None:
+        """This execution and run were told ``go`` for the operation by an earlier guard (a
+        run started again under the same id, the same operation twice in one run): what that
+        one wrote is unknown here, so nothing is written, and the ledger is told the outcome
+        is unknown (it holds the operation for a person)."""
+        body = guarded.fail_body(self.dispatch, False, guarded.EARLIER_GO)
+        try:
+            self._post("fail", body)
+        except LedgerError as exc:
+            raise guarded.earlier_go_finished(self.operation_id, exc) from exc
+        finally:
+            self.finished = True
+        raise Held(self.operation_id, "unknown_outcome")
 
     def confirm(self, receipt: object, *, detail: str | None = None) -> dict[str, Any]:
         """Record the target's reference for the write. A confirm whose answer was lost is

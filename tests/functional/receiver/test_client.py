@@ -151,6 +151,35 @@ def test_a_go_given_back_unwritten_is_prepared_again(flow: Ledger, api: Api) -> 
         again.confirm("msg-2")
 
 
+def test_a_run_started_again_under_the_same_id_after_a_crash_mid_write_is_held(
+    flow: Ledger, api: Api
+) -> None:
+    crashed = flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1")
+    assert crashed.__enter__().go  # and the process died while writing
+    written = []
+    with (
+        pytest.raises(Held) as held,
+        flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1") as again,
+    ):
+        written.append(again.go)
+    assert held.value.reason == "unknown_outcome" and written == []
+    assert open_holds(api) == ["unknown_outcome"]
+
+
+def test_a_guard_of_the_same_run_after_the_write_was_confirmed_writes_nothing(
+    flow: Ledger, api: Api
+) -> None:
+    with flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1") as g:
+        g.confirm("msg-1")
+    with (
+        pytest.raises(LedgerError) as refused,
+        flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1"),
+    ):
+        pytest.fail("written twice")
+    assert refused.value.code == "earlier_go"
+    assert operation(api)["operation"]["state"] == "confirmed" and open_holds(api) == []
+
+
 @pytest.mark.parametrize("call", ["dispatch", "confirm"])
 def test_a_lost_answer_is_sent_again_with_the_same_key_and_replayed(api: Api, call: str) -> None:
     ledger, transport = client(api, transport=ToApi(api, lose=losing_first(call)))
