@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tui
 	$(BIN)/python -m bench.verify
 	$(BIN)/python -m bench.n8n_guard
+	$(BIN)/python -m bench.client_guard
 
 bench-%: $(STAMP)
 	$(BIN)/python -m bench.$*
