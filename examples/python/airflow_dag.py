@@ -10,8 +10,6 @@ person instead of being answered ``go`` again.
 
 from __future__ import annotations
 
-from typing import Any
-
 import invoices
 from airflow.sdk import dag, get_current_context, task
 
@@ -19,9 +17,11 @@ from flowledger.client import Ledger
 
 
 @task(retries=2)
-def send_invoice(invoice: dict[str, Any]) -> str:
+def send_invoice() -> str:
     context = get_current_context()
     ti = context["ti"]
+    params = context["params"]
+    invoice = {"invoice_id": params["invoice_id"], "amount": params["amount"]}
     with Ledger() as ledger:
         return invoices.send_invoice_guarded(
             ledger,
@@ -35,7 +35,7 @@ def send_invoice(invoice: dict[str, Any]) -> str:
 
 @dag(schedule=None, params={"invoice_id": "INV-42", "amount": 1200})
 def invoice_sender() -> None:
-    send_invoice({"invoice_id": "{{ params.invoice_id }}", "amount": "{{ params.amount }}"})
+    send_invoice()
 
 
 invoice_sender()

@@ -100,7 +100,10 @@ class TaskInstance:
     try_number: int
 
 
-def airflow_task(monkeypatch: pytest.MonkeyPatch, context: dict[str, Any]) -> Callable[..., Any]:
+def airflow_task(
+    monkeypatch: pytest.MonkeyPatch, context: dict[str, Any]
+) -> Callable[[dict[str, Any]], str]:
+    """The DAG's task as Airflow would run it with ``params`` (the invoice)."""
     stub(monkeypatch, "airflow")
     stub(
         monkeypatch,
@@ -110,13 +113,19 @@ def airflow_task(monkeypatch: pytest.MonkeyPatch, context: dict[str, Any]) -> Ca
         get_current_context=lambda: context,
     )
     sys.modules.pop("airflow_dag", None)
-    return importlib.import_module("airflow_dag").send_invoice.function
+    task = importlib.import_module("airflow_dag").send_invoice.function
+
+    def run(params: dict[str, Any]) -> str:
+        context["params"] = params
+        return str(task())
+
+    return run
 
 
 def test_the_airflow_task_sends_once_and_holds_a_retry_after_a_lost_write(
     provider: Provider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = {"run_id": "manual__2026-12-06T09:00:00+00:00"}
+    run: dict[str, Any] = {"run_id": "manual__2026-12-06T09:00:00+00:00"}
     send = airflow_task(monkeypatch, {**run, "ti": TaskInstance("invoices", "send_invoice", 1)})
     assert send({"invoice_id": "INV-7", "amount": 5}) == "msg-1"
     with pytest.raises(LedgerError) as again:  # the same try run again: not written twice

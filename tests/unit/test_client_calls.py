@@ -9,7 +9,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from flowledger.client import Ledger, LedgerError
+from flowledger.client import AsyncLedger, Ledger, LedgerError
 
 Handler = Callable[[httpx.Request], httpx.Response]
 GO = {"decision": "go", "attempt": 1, "state": "dispatching", "reason": None, "receipt": None}
@@ -142,3 +142,31 @@ def test_the_dispatch_body_is_the_ledgers_and_leaves_out_what_is_not_given() -> 
         "run_index": 0,
         "step": "send",
     }
+
+
+async def test_the_async_client_retries_the_same_way() -> None:
+    seen: list[httpx.Request] = []
+    waits: list[float] = []
+
+    async def wait(seconds: float) -> None:
+        waits.append(seconds)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if len(seen) == 1:
+            raise httpx.ReadTimeout("lost", request=request)
+        if request.url.path.endswith("/dispatch"):
+            return httpx.Response(200, json=GO)
+        return httpx.Response(200, json={**GO, "decision": None, "state": "confirmed"})
+
+    async with (
+        AsyncLedger(
+            "http://ledger.test", token="tok", transport=httpx.MockTransport(handler), sleep=wait
+        ) as client,
+        client.guard("op-1", input={"a": 1}, version="v1", execution_id="e1") as g,
+    ):
+        assert g.go
+        await g.confirm("msg-1")
+    assert [r.url.path.rsplit("/", 1)[1] for r in seen] == ["dispatch", "dispatch", "confirm"]
+    assert seen[0].headers["Idempotency-Key"] == seen[1].headers["Idempotency-Key"]
+    assert waits == [0.5]
