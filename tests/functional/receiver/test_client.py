@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+import httpx
 import pytest
 
 from flowledger.client import (
@@ -21,9 +23,12 @@ from flowledger.client import (
     Rejected,
     Unfinished,
 )
+from flowledger.config import ReceiverConfig
 from flowledger.domain.hashing import input_hash as ledger_input_hash
+from flowledger.receiver.app import create_app
+from flowledger.services.ledger import Ledger as LedgerService
 from tests.support.client import AsyncToApi, ToApi, losing_first
-from tests.support.receiver import Api, make_signing_token
+from tests.support.receiver import SECRET, Api, auth, make_signing_token, make_token, server_thread
 
 OP = "invoice:INV-42:send"
 PAYLOAD = {"invoice": "INV-42", "amount": 1200}
@@ -308,3 +313,39 @@ def test_the_async_client_records_an_exception_after_go(api: Api) -> None:
 
     api.portal.call(run)
     assert open_holds(api) == ["unknown_outcome"]
+
+
+def test_a_confirm_answered_after_the_timeout_is_sent_again_and_replayed(
+    ledger: LedgerService,
+) -> None:
+    """On a real socket: the receiver records the confirm and answers it too late; the
+    client's timeout sends it again with the same key, and the stored answer comes back."""
+    token = make_token(ledger, "slow")
+    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    delayed: list[str] = []
+
+    async def late_first_confirm(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/confirm") or delayed:
+            return await app(scope, receive, send)
+        delayed.append(scope["path"])
+
+        async def late(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                await anyio.sleep(1.0)
+            await send(message)
+
+        return await app(scope, receive, late)
+
+    reader = make_token(ledger, "reader", "read")
+    with server_thread(late_first_confirm) as url:  # type: ignore[arg-type]
+        with (
+            Ledger(url, token=token, timeout=0.3, first_wait=0.0) as flow,
+            flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1") as g,
+        ):
+            started = time.monotonic()
+            answer = g.confirm("msg-6017")
+            waited = time.monotonic() - started
+        record = httpx.get(f"{url}/v1/operations/{OP}", headers=auth(reader)).json()
+    assert delayed and answer["state"] == "confirmed" and 0.3 <= waited < 1.0
+    assert record["operation"]["state"] == "confirmed" and len(record["receipts"]) == 1
+    assert [e["kind"] for e in record["events"]].count("confirmed") == 1
