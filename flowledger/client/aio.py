@@ -137,6 +137,8 @@ class AsyncGuard(guarded.GuardState):
         if self.go and reply.replayed_earlier:
             await self._earlier_go()
         if self.decision == "hold":
+            if "hold_id" in self.answer:  # the ledger names it
+                raise guarded.held(self.operation_id, self.answer, self.answer["hold_id"])
             reason = str(self.answer.get("reason") or "hold")
             raise guarded.held(
                 self.operation_id, self.answer, await self.ledger.hold_id(self.operation_id, reason)

@@ -29,7 +29,9 @@ class InvalidCall(LedgerError, ValueError):
 class Held(LedgerError):
     """The ledger answered ``hold``: nothing may be written until a person decides.
     ``reason`` is the hold's reason (``input_mismatch``, ``unknown_outcome``, ``in_flight``…);
-    ``hold_id`` the open hold of that reason when the token may read it, else ``None``."""
+    ``hold_id`` the open hold the dispatch waits on, as the ledger's answer names it (``None``
+    when there is none, such as ``in_flight``; from a ledger whose answers do not name it, read
+    from the operation when the token may)."""
 
     def __init__(self, operation_id: str, reason: str, hold_id: int | None = None) -> None:
         where = f" (hold {hold_id})" if hold_id is not None else ""

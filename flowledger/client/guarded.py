@@ -169,8 +169,11 @@ def is_rejection(error: BaseException) -> bool:
     return isinstance(error, Rejected)
 
 
-def held(operation_id: str, answer: dict[str, Any], hold_id: int | None) -> Held:
-    return Held(operation_id, str(answer.get("reason") or "hold"), hold_id)
+def held(operation_id: str, answer: dict[str, Any], hold_id: object) -> Held:
+    """The hold a dispatch was answered: ``hold_id`` the ledger's answer names (a ledger
+    before ``hold_id`` was in its answers: read from the operation, when the token may)."""
+    named = hold_id if isinstance(hold_id, int) and not isinstance(hold_id, bool) else None
+    return Held(operation_id, str(answer.get("reason") or "hold"), named)
 
 
 def open_hold_id(operation: dict[str, Any], reason: str) -> int | None:

@@ -133,6 +133,8 @@ class Guard(guarded.GuardState):
         if self.go and reply.replayed_earlier:
             self._earlier_go()
         if self.decision == "hold":
+            if "hold_id" in self.answer:  # the ledger names it
+                raise guarded.held(self.operation_id, self.answer, self.answer["hold_id"])
             reason = str(self.answer.get("reason") or "hold")
             raise guarded.held(
                 self.operation_id, self.answer, self.ledger.hold_id(self.operation_id, reason)

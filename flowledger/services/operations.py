@@ -63,6 +63,19 @@ def open_rule_holds(
     return [i for i in rules.open_holds(tx, targets, locked=True) if i is not None]
 
 
+def held_by(
+    change: domain.Change, open_before: Sequence[OpenHold], opened: list[int]
+) -> int | None:
+    """The hold a dispatch answered ``hold`` is about: the operation's open hold of the
+    answer's reason (read with the operation), else the one this call opened."""
+    if change.decision is not domain.Decision.HOLD:
+        return None
+    for hold in open_before:
+        if hold.reason == change.reason:
+            return hold.hold_id
+    return opened[0] if opened else None
+
+
 def dispatch_work(
     rules: Rules,
     operation_id: str,
@@ -121,6 +134,7 @@ def dispatch_work(
             change.reason.value if change.reason else None,
             change.receipt,
             hold_ids,
+            held_by(change, holds, hold_ids),
         )
 
     return work

@@ -123,13 +123,14 @@ class Answer:
     attempt: int = 0
     reason: str | None = None
     receipt: str | None = None
-    hold_ids: list[int] = field(default_factory=list)
+    hold_ids: list[int] = field(default_factory=list)  # the holds this call opened
+    hold_id: int | None = None  # a dispatch answered hold: the open hold of its reason
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its values (the receiver's writer process sends answers back so).
         return Answer, (
             self.operation_id, self.state, self.decision, self.attempt, self.reason,
-            self.receipt, self.hold_ids,
+            self.receipt, self.hold_ids, self.hold_id,
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -140,4 +141,5 @@ class Answer:
             "attempt": self.attempt,
             "reason": self.reason,
             "receipt": self.receipt,
+            "hold_id": self.hold_id,
         }

@@ -36,12 +36,15 @@ def answer_json(answer: Answer) -> bytes:
     "Receiver engine"), and every call is answered so. Anything but the usual types goes the
     general way."""
     a = answer
-    if type(a.attempt) is not int or not all(
-        v is None or type(v) is str for v in (a.decision, a.reason, a.receipt)
+    if (
+        type(a.attempt) is not int
+        or not (a.hold_id is None or type(a.hold_id) is int)
+        or not all(v is None or type(v) is str for v in (a.decision, a.reason, a.receipt))
     ):
         return dumps(a.as_dict())
+    hold_id = "null" if a.hold_id is None else a.hold_id
     return (
-        f'{{"attempt":{a.attempt},"decision":{_text(a.decision)},'
+        f'{{"attempt":{a.attempt},"decision":{_text(a.decision)},"hold_id":{hold_id},'
         f'"operation_id":{encode_basestring_ascii(a.operation_id)},"reason":{_text(a.reason)},'
         f'"receipt":{_text(a.receipt)},"state":{encode_basestring_ascii(a.state)}}}'
     ).encode()

@@ -94,7 +94,7 @@ def test_another_input_raises_held_with_the_reason_and_the_hold_id(api: Api) -> 
     assert held.value.hold_id == hold["id"]
 
 
-def test_a_write_token_that_may_not_read_gets_the_reason_without_a_hold_id(
+def test_a_write_token_gets_the_hold_id_from_the_dispatch_answer_itself(
     flow: Ledger, api: Api
 ) -> None:
     with flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1") as g:
@@ -104,7 +104,8 @@ def test_a_write_token_that_may_not_read_gets_the_reason_without_a_hold_id(
         flow.guard(OP, input=PAYLOAD, version="v4", execution_id="r2"),
     ):
         pass
-    assert (held.value.reason, held.value.hold_id) == ("version_mismatch", None)
+    (hold,) = [h for h in operation(api)["holds"] if h["reason"] == "version_mismatch"]
+    assert (held.value.reason, held.value.hold_id) == ("version_mismatch", hold["id"])
 
 
 def test_an_exception_after_go_is_recorded_as_unknown_and_held_for_a_person(

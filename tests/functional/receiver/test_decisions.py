@@ -25,6 +25,7 @@ def test_first_dispatch_is_go_and_a_replay_of_it_is_go_again(api: Api) -> None:
         "attempt": 1,
         "reason": None,
         "receipt": None,
+        "hold_id": None,
     }
     again = api.post(f"{OP}/dispatch", dispatch_body())
     assert again.json()["decision"] == "go"
@@ -71,6 +72,16 @@ def test_dispatch_with_another_input_or_version_is_held(
     held = api.post(f"{OP}/dispatch", dispatch_body("exec-2", **change))
     assert held.json()["decision"] == "hold"
     assert held.json()["reason"] == reason
+    (hold,) = [h for h in api.get(f"{OP}").json()["holds"] if h["reason"] == reason]
+    assert held.json()["hold_id"] == hold["id"]  # the hold this call opened
+    again = api.post(f"{OP}/dispatch", dispatch_body("exec-3", **change))
+    assert again.json()["hold_id"] == hold["id"]  # the one already open
+
+
+def test_a_dispatch_answered_hold_without_a_hold_names_none(api: Api) -> None:
+    api.post(f"{OP}/dispatch", dispatch_body("exec-1"))
+    other = api.post(f"{OP}/dispatch", dispatch_body("exec-2"))
+    assert other.json()["reason"] == "in_flight" and other.json()["hold_id"] is None
 
 
 def test_expired_approval_is_held(api: Api, clock: FakeClock) -> None:

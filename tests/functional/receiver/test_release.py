@@ -31,6 +31,7 @@ def test_a_release_answers_the_operation_prepared(api: Api) -> None:
         "attempt": 1,
         "reason": None,
         "receipt": None,
+        "hold_id": None,
     }
 
 

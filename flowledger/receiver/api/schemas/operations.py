@@ -145,3 +145,7 @@ class AnswerPublic(BaseModel):
     attempt: int
     reason: str | None
     receipt: str | None
+    hold_id: int | None = Field(
+        description="A dispatch answered `hold`: the id of the open hold it waits on (the hold "
+        "API's `{id}`), so that a workflow's error or message can name it; else null.",
+    )
