@@ -43,8 +43,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 check: $(STAMP)
-	$(BIN)/ruff check flowledger tests bench e2e docs
-	$(BIN)/ruff format --check flowledger tests bench e2e docs
+	$(BIN)/ruff check flowledger tests bench e2e docs examples
+	$(BIN)/ruff format --check flowledger tests bench e2e docs examples
 	$(BIN)/mypy
 	$(BIN)/mypy docs/generate.py
 	$(BIN)/lint-imports --no-cache
@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tui
 	$(BIN)/python -m bench.verify
 	$(BIN)/python -m bench.n8n_guard
+	$(BIN)/python -m bench.client_guard
 
 bench-%: $(STAMP)
 	$(BIN)/python -m bench.$*

@@ -50,6 +50,13 @@ DB_ROUND_TRIPS = Counter(
     registry=REGISTRY,
 )
 
+WAL_CHECKPOINTS_SHORT = Counter(
+    "flowledger_wal_checkpoints_short",
+    "The ledger's WAL checkpoints (SQLite builds with the WAL-reset bug) that a reader on an"
+    " older snapshot, such as a backup, left short: the next one copies the rest.",
+    registry=REGISTRY,
+)
+
 
 # The labelled children the receiver observes on every request, each looked up once:
 # ``labels()`` checks and joins its values on every call (bench/README.md, "Receiver engine").

@@ -26,6 +26,7 @@ from flowledger.domain.records import direct_init
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
 from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.plumbing.faults import crashpoint
+from flowledger.plumbing.metrics import WAL_CHECKPOINTS_SHORT
 from flowledger.storage import chain, operations
 from flowledger.storage.engine import CHECKPOINT_EVERY, WAL_RESET_AFFECTED, Store
 from flowledger.storage.transaction import SqlTx
@@ -120,6 +121,7 @@ class UnitOfWork:
             else:
                 if not whole:  # a reader (a backup) still needs the rest
                     self.checkpoints_short += 1
+                    WAL_CHECKPOINTS_SHORT.inc()  # the writer process's: sent on with its answers
                     log.warning(
                         "WAL checkpoint left short: a reader on an older snapshot (a backup?) "
                         "still needs part of the WAL; the next checkpoint, %d commits on, "

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from flowledger.plumbing.metrics import REGISTRY
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import BUSY_TIMEOUT_MS, Store
 from flowledger.storage.migrate import init_ledger
@@ -82,6 +83,11 @@ def test_a_checkpoint_left_short_is_logged_and_counted(
 
     monkeypatch.setattr(unit_of_work, "WAL_RESET_AFFECTED", True)  # as on an affected build
     monkeypatch.setattr(unit_of_work, "CHECKPOINT_EVERY", 3)
+
+    def counted() -> float:
+        return REGISTRY.get_sample_value("flowledger_wal_checkpoints_short_total") or 0.0
+
+    before = counted()
     ledger = Ledger(sqlite_store)
     ledger.dispatch("invoice:0", req("e0")).run("token:n8n")
     reader = sqlite3.connect(sqlite_store.url.database, isolation_level=None)
@@ -94,6 +100,7 @@ def test_a_checkpoint_left_short_is_logged_and_counted(
         reader.execute("COMMIT")
         reader.close()
     assert ledger.unit.checkpoints_short == 2
+    assert counted() == before + 2
     short = [r for r in caplog.records if "checkpoint left short" in r.getMessage()]
     assert len(short) == 2 and short[-1].levelname == "WARNING"
     ledger.dispatch("invoice:6", req("e6")).run("token:n8n")

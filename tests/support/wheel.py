@@ -26,3 +26,15 @@ def build_wheel(workdir: Path) -> Path:
     )
     (wheel,) = workdir.glob("flowledger-*.whl")
     return wheel
+
+
+def build_client_wheel(workdir: Path) -> Path:
+    """The ``flowledger-client`` wheel (``clients/python``), built the same way; its link to
+    ``flowledger/client`` is copied as the files it points at, as an sdist would hold them."""
+    src = workdir / "client-src"
+    shutil.copytree(ROOT / "clients" / "python", src, ignore=_CACHES, symlinks=False)
+    subprocess.run(
+        [*PIP_WHEEL, "--wheel-dir", str(workdir), str(src)], check=True, capture_output=True
+    )
+    (wheel,) = workdir.glob("flowledger_client-*.whl")
+    return wheel

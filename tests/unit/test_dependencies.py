@@ -20,8 +20,12 @@ INTERNAL = ("uvicorn.protocols", "uvicorn.lifespan", "uvicorn.loops", "uvicorn.s
 
 
 def _requirements() -> list[Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(text) for text in project["dependencies"]]
+    """The server's, and the Python client's alone (``clients/python``)."""
+    found = []
+    for path in (ROOT / "pyproject.toml", ROOT / "clients" / "python" / "pyproject.toml"):
+        project = tomllib.loads(path.read_text())["project"]
+        found += [Requirement(text) for text in project["dependencies"]]
+    return found
 
 
 @pytest.mark.parametrize("requirement", _requirements(), ids=str)

@@ -5,9 +5,10 @@ The receiver sends ``("write", [(seq, CallRequest), …], deadline)`` (a whole t
 loop in one frame, and the ``time.monotonic()`` past which the receiver has answered what the
 child has not: the child then leaves it out) and ``("secrets", [text, …])`` (a new signing
 token's, to redact); the child sends ``("ready",)`` or ``("failed", message)`` once it has
-opened the ledger, then ``("done", [(seq, Reply), …], units, round_trips)`` for each batch it
-committed. The first frame of all is the receiver's: the arguments the child builds its ledger
-from.
+opened the ledger, then ``("done", [(seq, Reply), …], units, round_trips,
+checkpoints_short)`` for each batch it committed (the last two: its exchanges with the database
+and its WAL checkpoints left short since the batch before, for the receiver's metrics). The
+first frame of all is the receiver's: the arguments the child builds its ledger from.
 """
 
 from __future__ import annotations

@@ -93,6 +93,7 @@ def serve_child(
     waiting: list[tuple[int, CallRequest, float]] = []  # and each call's deadline
     ended = False
     counted = ledger.unit.round_trips
+    short = ledger.unit.checkpoints_short
 
     def handle(messages: list[Any]) -> None:
         for kind, payload, *until in messages:
@@ -131,14 +132,15 @@ def serve_child(
         with bound():
             replies, units = run_batch(ledger, batch)
         now = ledger.unit.round_trips  # summed as it goes: the registry's walk cost more
+        left_short = ledger.unit.checkpoints_short - short
         try:
-            frame = pack(("done", replies, units, now - counted))
+            frame = pack(("done", replies, units, now - counted, left_short))
         except Exception:  # a value that cannot be pickled: the answers without their values
             bare = [(seq, without_value(r)) for seq, r in replies]
-            frame = pack(("done", bare, units, now - counted))
+            frame = pack(("done", bare, units, now - counted, left_short))
         with contextlib.suppress(OSError):  # the receiver went away: nobody to answer
             sock.sendall(frame)
-        counted = now
+        counted, short = now, ledger.unit.checkpoints_short
 
 
 def _child(fd: int) -> int:

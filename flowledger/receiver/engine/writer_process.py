@@ -51,7 +51,7 @@ from typing import Any
 
 from flowledger.config import LogFormat
 from flowledger.plumbing.clock import utcnow
-from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS
+from flowledger.plumbing.metrics import COMMIT_BATCH_SIZE, DB_ROUND_TRIPS, WAL_CHECKPOINTS_SHORT
 from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.errors import as_api_error, late_write, unavailable
 from flowledger.receiver.api.reply import Reply
@@ -240,11 +240,13 @@ class WriterProcess:
     def received(self, message: Any) -> None:
         kind = message[0]
         if kind == "done":
-            _, replies, batch, round_trips = message
+            _, replies, batch, round_trips, checkpoints_short = message
             if batch:  # the units that shared a commit (calls refused before it are not)
                 COMMIT_BATCH_SIZE.observe(batch)
             if round_trips:
                 DB_ROUND_TRIPS.inc(round_trips)
+            if checkpoints_short:
+                WAL_CHECKPOINTS_SHORT.inc(checkpoints_short)
             for seq, reply in replies:
                 self._answer(seq, reply)
         elif kind == "ready" and self._ready is not None and not self._ready.done():

@@ -211,7 +211,7 @@ def test_a_ledger_with_its_own_clock_cannot_have_a_writer_process(store: Store) 
 
 
 def test_frames_split_anywhere_are_read_whole() -> None:
-    messages = [("write", [(1, "a" * 300)]), ("secrets", ["s"]), ("done", [], 0, 0.0)]
+    messages = [("write", [(1, "a" * 300)]), ("secrets", ["s"]), ("done", [], 0, 0.0, 0)]
     stream = b"".join(pack(m) for m in messages)
     for cut in range(1, len(stream)):
         frames = Frames()
