@@ -10,9 +10,10 @@ What it does, printing one line per check:
    free loopback port with ``PREFECT_SERVER_API_AUTH_STRING`` set;
 2. ``flowledger sources check``: the server with its credentials, with a wrong password
    (401), a closed port (unreachable) and the ledger's own address (not Prefect);
-3. runs real flows with Prefect's Python (``e2e/prefect/flows.py``): guarded writes, failing
+3. runs real flows with Prefect's Python (``e2e/prefect/flows.py``), guarded with the
+   ledger's client (``flowledger.client`` from ``clients/python``): guarded writes, failing
    flows, a flow retried after its write (written once, the retry skipped) and one retried
-   after a write it never confirmed (the retry held: ``Held``);
+   after a write whose answer was lost (the retry raises the client's ``Held``);
 4. ``flowledger sync --once`` and compares every kept copy field by field with the flow run
    as Prefect answers it; the operations link to their runs;
 5. walks 600 flow runs 20 at a time while runs are deleted and created between pages: none
@@ -33,7 +34,7 @@ from typing import Any
 import httpx
 
 from e2e.local_ledger import LocalLedger
-from e2e.local_n8n import free_port, workdir
+from e2e.local_n8n import ROOT, free_port, workdir
 from e2e.n8n.checks import Checks
 from e2e.prefect.server import PASSWORD, USER, PrefectServer, prefect_python
 from flowledger.connectors import registry
@@ -41,6 +42,7 @@ from flowledger.connectors.base import Settings
 from flowledger.connectors.prefect import STATUS
 
 FLOWS = Path(__file__).with_name("flows.py")
+CLIENT = ROOT / "clients" / "python"  # flowledger.client alone, for Prefect's venv
 SOURCE = "local-prefect"
 
 
@@ -222,10 +224,13 @@ def run(check: Checks, tmp: Path) -> None:
             "E2E_LEDGER_URL": ledger.url,
             "E2E_LEDGER_TOKEN": write,
             "E2E_TARGET": str(target),
+            "PYTHONPATH": str(CLIENT),
         }
-        subprocess.run(
-            [str(python), str(FLOWS), str(out)], env=env, check=True, capture_output=True
+        flows = subprocess.run(
+            [str(python), str(FLOWS), str(out)], env=env, capture_output=True, text=True
         )
+        if flows.returncode != 0:
+            raise RuntimeError(f"the flows did not run: {flows.stderr[-2000:]}")
         made = json.loads(out.read_text())
         writes = Counter(target.read_text().split())
         check(
@@ -258,8 +263,8 @@ def run(check: Checks, tmp: Path) -> None:
         state = (op.get("operation") or {}).get("state")
         reasons = [h.get("reason") for h in op.get("holds", [])]
         check(
-            "the unconfirmed write stays dispatching in the ledger, not written again",
-            state == "dispatching",
+            "the unconfirmed write stays dispatching in the ledger, held as unknown_outcome",
+            state == "dispatching" and "unknown_outcome" in reasons,
             f"state {state}, holds {reasons}",
         )
         linked = ledger.operation(read, "invoice:INV-9:send") or {}

@@ -1,9 +1,10 @@
-"""Flows run by Prefect's own Python (``python flows.py <out.json>``), not the ledger's.
+"""Flows run by Prefect's own Python (``python flows.py <out.json>``), not the ledger's, with
+the ledger's client (``flowledger.client``, from ``clients/python`` on ``PYTHONPATH``).
 
-Guarded writes call the ledger's webhook API with plain httpx (dispatch, then confirm): the
-execution id is the flow run's id and the run index its ``run_count``, so a flow retried by
-Prefect dispatches again as the same execution. A write appends one line to ``TARGET``, which
-the driver counts. ``Held`` is what a flow raises when the ledger answers ``hold``.
+Every guarded write goes through ``Ledger.guard``: the execution id is the flow run's id and
+the run index its ``run_count``, so a flow retried by Prefect dispatches again as the same
+execution, and a hold is raised as the client's ``Held``. A write appends one line to
+``TARGET``, which the driver counts.
 """
 
 from __future__ import annotations
@@ -14,42 +15,36 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 from prefect import flow, tags
 from prefect.runtime import flow_run
 
-LEDGER = os.environ["E2E_LEDGER_URL"]
-TOKEN = os.environ["E2E_LEDGER_TOKEN"]
+from flowledger.client import Ledger
+
+LEDGER = Ledger(os.environ["E2E_LEDGER_URL"], token=os.environ["E2E_LEDGER_TOKEN"])
 TARGET = Path(os.environ["E2E_TARGET"])
 TRIES: dict[str, int] = {}
 
 
-class Held(Exception):
-    """The ledger answered ``hold``: nothing was written."""
-
-
 def guarded_write(operation_id: str, payload: dict[str, object], *, confirm: bool = True) -> str:
-    """Dispatch, write once on ``go``, confirm; ``skip`` writes nothing, ``hold`` raises."""
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    url = f"{LEDGER}/v1/operations/{operation_id}"
-    body = {
-        "input": payload,
-        "processing_version": "e2e-1",
-        "execution_id": flow_run.id,
-        "run_index": flow_run.run_count,
-        "workflow_id": flow_run.flow_name,
-        "source": "local-prefect",
-    }
-    answer = httpx.post(url + "/dispatch", json=body, headers=headers, timeout=10).json()
-    if answer["decision"] == "hold":
-        raise Held(f"{operation_id}: {answer.get('reason')}")
-    if answer["decision"] == "skip":
-        return "skip"
-    with TARGET.open("a") as out:
-        out.write(operation_id + "\n")
-    if confirm:
-        receipt = {"receipt": f"rcpt-{operation_id}", "execution_id": flow_run.id}
-        httpx.post(url + "/confirm", json=receipt, headers=headers, timeout=10).raise_for_status()
+    """Write once on ``go`` and confirm; ``skip`` writes nothing; ``hold`` raises ``Held``.
+    Without ``confirm`` the write is followed by a failure inside the guard (recorded by the
+    client as an unknown outcome)."""
+    with LEDGER.guard(
+        operation_id,
+        input=payload,
+        version="e2e-1",
+        execution_id=str(flow_run.id),
+        run_index=flow_run.run_count,
+        workflow_id=flow_run.flow_name,
+        source="local-prefect",
+    ) as g:
+        if not g.go:
+            return "skip"
+        with TARGET.open("a") as out:
+            out.write(operation_id + "\n")
+        if not confirm:
+            raise RuntimeError("the answer of the write was lost")
+        g.confirm(f"rcpt-{operation_id}")
     return "go"
 
 
@@ -75,9 +70,8 @@ def retried_write(operation_id: str) -> str:
 
 @flow(name="lost-confirm", retries=1, retry_delay_seconds=0)
 def lost_confirm(operation_id: str) -> str:
-    """Writes and fails before its confirm: the retry is held, not written again."""
-    decision = guarded_write(operation_id, {"what": "lost"}, confirm=False)
-    raise RuntimeError(f"failed before the confirm ({decision})")
+    """Writes and fails before its confirm: the retry is held (``Held``), not written again."""
+    return guarded_write(operation_id, {"what": "lost"}, confirm=False)
 
 
 def main(out: Path) -> None:
