@@ -10,7 +10,7 @@ DB        ?= ./var/flowledger.db
 # PORT: unset, the port is the settings' (8787 unless flowledger.toml says otherwise)
 PORT      ?=
 
-.PHONY: install run test check docs bench clean mutate n8n-node e2e-n8n image-test
+.PHONY: install run test check docs bench clean mutate n8n-node e2e-n8n e2e-prefect image-test
 
 install: $(STAMP)
 
@@ -79,6 +79,11 @@ n8n-node:
 # how to install one, and without it this prints that and skips).
 e2e-n8n: $(STAMP)
 	$(BIN)/python -m e2e.n8n
+
+# The Prefect connector against a real Prefect 3.9 server on SQLite, installed into a venv of
+# its own (opt-in, never in CI; e2e/prefect/__main__.py says what it checks).
+e2e-prefect: $(STAMP)
+	$(BIN)/python -m e2e.prefect
 
 # The ledger's image (Containerfile) built with podman, or docker, and run on SQLite and on
 # PostgreSQL: first look, SIGTERM under load, restart, its user, its health (opt-in, never in

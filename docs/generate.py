@@ -211,30 +211,39 @@ MEANINGS: dict[str, str] = {
     ),
     "max_attempts": "Dispatches allowed an operation before a `max_attempts` hold.",
     "[[sources]] name": "The source's name, as commands, holds and dispatches (`source`) name it.",
-    "[[sources]] kind": "The workflow tool: `n8n`, or `airflow` (Airflow 3.x, `/api/v2`).",
+    "[[sources]] kind": (
+        "The workflow tool: `n8n`, `airflow` (Airflow 3.x, `/api/v2`), or `prefect` (a Prefect 3 "
+        "server or Prefect Cloud; `base_url` is its `PREFECT_API_URL`)."
+    ),
     "[[sources]] base_url": (
         "Where the tool's API answers, `http://` or `https://`, without a query."
     ),
     "[[sources]] api_key_env": (
         "The environment variable holding the API key (n8n: scopes `execution:list`, "
-        "`execution:read`, and `workflow:list` for workflow names); the key itself never goes in "
-        "the file."
+        "`execution:read`, and `workflow:list` for workflow names; Prefect Cloud: an API key, "
+        "sent as a Bearer token); the key itself never goes in the file."
     ),
     "[[sources]] username_env": (
         "Airflow: the environment variable holding the user for `POST /auth/token` (without it and "
-        "`password_env`, `GET /auth/token`)."
+        "`password_env`, `GET /auth/token`). Prefect: the user of a server's "
+        "`PREFECT_SERVER_API_AUTH_STRING` (Basic auth)."
     ),
-    "[[sources]] password_env": "Airflow: the environment variable holding that user's password.",
+    "[[sources]] password_env": (
+        "Airflow or Prefect: the environment variable holding that user's password."
+    ),
     "[[sources]] interval": "How often `flowledger run` syncs this source.",
     "[[sources]] page_size": (
         "Executions asked for a page (n8n allows at most 250, Airflow its `maximum_page_limit`, 100"
-        " by default)."
+        " by default, Prefect 200)."
     ),
     "[[sources]] custom_data_workflows": (
         "Workflow ids whose executions are read with their data, to link them to the operations "
         "named in their `customData`."
     ),
-    "[[sources]] custom_data_key": "The `customData` key that names an operation id.",
+    "[[sources]] custom_data_key": (
+        "The `customData` key that names an operation id (Prefect: the tag prefix, "
+        "`<key>:<operation id>`)."
+    ),
     "[[sources]] reconcile_interval": (
         "How often a sync walks the tool's whole list to notice pruned and deleted executions."
     ),

@@ -24,6 +24,8 @@ class LocalLedger:
     n8n: N8n | None = None
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    sources: str = ""  # more [[sources]] tables for flowledger.toml
+    env_extra: dict[str, str] = field(default_factory=dict)  # their secrets
 
     @property
     def url(self) -> str:
@@ -44,7 +46,7 @@ class LocalLedger:
         env.pop("FLOWLEDGER_CONFIG", None)
         if self.n8n is not None:
             env["E2E_N8N_API_KEY"] = self.n8n.api_key
-        return env
+        return {**env, **self.env_extra}
 
     def cli(self, *args: str, check: bool = True) -> str:
         done = subprocess.run(
@@ -66,7 +68,7 @@ class LocalLedger:
             else ""
         )
         (self.folder / "flowledger.toml").write_text(
-            f"{n8n_source}[receiver]\nport = {self.port}\n", encoding="utf-8"
+            f"{n8n_source}{self.sources}[receiver]\nport = {self.port}\n", encoding="utf-8"
         )
         self.cli("init")
         self.proc = subprocess.Popen(

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -41,7 +40,7 @@ from flowledger.connectors.base import (
     Page,
     Settings,
 )
-from flowledger.connectors.http import NotFound, public_url, request_json
+from flowledger.connectors.http import NotFound, public_url, request_json, server_time
 
 STATUS = {"queued": "new", "running": "running", "success": "success", "failed": "error"}
 MARGIN = timedelta(minutes=2)
@@ -291,13 +290,7 @@ def _runs(body: Any) -> tuple[list[Any], int]:
 
 def _server_time(headers: httpx.Headers) -> datetime:
     """When the server answered, by its own clock, less a margin for runs updated meanwhile."""
-    try:
-        when = parsedate_to_datetime(headers.get("date", ""))
-    except (TypeError, ValueError) as exc:
-        raise Malformed("Airflow answered without a valid Date header") from exc
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return (when - MARGIN).astimezone(UTC)
+    return server_time(headers, "Airflow") - MARGIN
 
 
 # Airflow logs in with a user and password, and only when it asks for them; no page of its own

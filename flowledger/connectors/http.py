@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import ssl
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -150,6 +152,17 @@ def request_json(
         raise Malformed(
             f"{where} answered JSON that does not parse ({exc.__class__.__name__})"
         ) from exc
+
+
+def server_time(headers: httpx.Headers, tool: str) -> datetime:
+    """When the server answered, by its own clock (its ``Date`` header), in UTC."""
+    try:
+        when = parsedate_to_datetime(headers.get("date", ""))
+    except (TypeError, ValueError) as exc:
+        raise Malformed(f"{tool} answered without a valid Date header") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC)
 
 
 def _reason(status: int) -> str:

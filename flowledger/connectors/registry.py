@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import httpx
 
-from flowledger.connectors import airflow, n8n
+from flowledger.connectors import airflow, n8n, prefect
 from flowledger.connectors.base import Connector, Kind, Settings
 
-KINDS: dict[str, Kind] = {kind.name: kind for kind in (n8n.KIND, airflow.KIND)}
+KINDS: dict[str, Kind] = {kind.name: kind for kind in (n8n.KIND, airflow.KIND, prefect.KIND)}
 
 
 def get(name: str) -> Kind:

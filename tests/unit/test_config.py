@@ -129,7 +129,7 @@ def test_a_bad_file_is_one_line_naming_the_file_and_the_key(
 
 
 def test_an_unknown_kind_names_the_known_ones(tmp_path: Path) -> None:
-    with pytest.raises(LedgerError, match=r"'zapier' \(known: airflow, n8n\)"):
+    with pytest.raises(LedgerError, match=r"'zapier' \(known: airflow, n8n, prefect\)"):
         load_config(write(tmp_path, SOURCE.replace('"n8n"', '"zapier"')))
 
 

@@ -22,6 +22,7 @@ JSON = {"content-type": "application/json"}
 ANSWERED_ANOTHER = {
     "n8n": "asked for execution {asked}, n8n answered {answered}",
     "airflow": "asked for DAG run {asked}, Airflow answered {answered}",
+    "prefect": "asked for flow run {asked}, Prefect answered {answered}",
 }
 
 
@@ -74,7 +75,7 @@ def test_a_body_declared_over_the_limit_is_refused_before_any_of_it_is_read(fake
     with pytest.raises(Malformed) as refused:
         drain(connector)
     assert str(refused.value) == (
-        f"{fake.base_url}{fake.list_path} answered 1,000,000,000 bytes, "
+        f"{httpx.URL(fake.base_url).copy_with(path=fake.list_path)} answered 1,000,000,000 bytes, "
         "over the 16,777,216-byte limit"
     )
     assert refused.value.stops_source and body.read == 0
@@ -87,7 +88,8 @@ def test_a_body_sent_without_its_length_is_read_no_further_than_the_limit(fake: 
     with pytest.raises(Malformed) as refused:
         drain(connector)
     assert str(refused.value) == (
-        f"{fake.base_url}{fake.list_path} answered more than the 16,777,216-byte limit"
+        f"{httpx.URL(fake.base_url).copy_with(path=fake.list_path)} answered more than the "
+        "16,777,216-byte limit"
     )
     assert refused.value.stops_source and body.read == 17  # 16 MiB, and the chunk past it
 

@@ -8,9 +8,10 @@ import pytest
 from flowledger.connectors import registry
 from tests.support.fakes.airflow import FakeAirflow
 from tests.support.fakes.n8n import FakeN8n
+from tests.support.fakes.prefect import FakePrefect
 from tests.support.fakes.tool import FakeTool
 
-FAKES: dict[str, type[FakeTool]] = {fake.kind: fake for fake in (FakeN8n, FakeAirflow)}
+FAKES: dict[str, type[FakeTool]] = {fake.kind: fake for fake in (FakeN8n, FakeAirflow, FakePrefect)}
 # One parameter per registered kind, named for it.
 EVERY_KIND = [pytest.param(kind, id=kind) for kind in registry.KINDS]
 
