@@ -16,6 +16,16 @@ import httpx
 from e2e.local_n8n import ROOT, N8n, free_port
 
 
+def end_process(proc: subprocess.Popen[Any] | None) -> None:
+    """SIGTERM ``proc`` if it still runs, and SIGKILL it after 20 s."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @dataclass
 class LocalLedger:
     """``flowledger serve`` on a fresh SQLite ledger, with a flowledger.toml naming the n8n."""
@@ -95,12 +105,7 @@ class LocalLedger:
         raise RuntimeError("flowledger serve did not become ready")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        end_process(self.proc)
         self.proc = None
 
     def token(self, name: str, scope: str) -> str:

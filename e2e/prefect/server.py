@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from e2e.local_ledger import end_process
 from e2e.local_n8n import free_port
 
 VERSION = "prefect==3.9.*"
@@ -85,9 +86,4 @@ class PrefectServer:
         return httpx.Client(base_url=self.api, auth=(USER, PASSWORD), timeout=30)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        end_process(self.proc)
