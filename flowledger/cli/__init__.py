@@ -13,6 +13,7 @@ from flowledger.cli import (  # noqa: F401  (register their commands)
     receiver,
     scheduling,
     sources,
+    witness,
 )
 from flowledger.cli.common import app
 

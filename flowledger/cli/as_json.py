@@ -36,6 +36,17 @@ def status(st: Status, now: datetime) -> dict[str, Any]:
         "head_hash": st.head_hash,
         # When the backup this ledger was restored from was taken, until acknowledged.
         "restored_from": st.restored_from,
+        # Each witness's refusal of a checkpoint that nobody has cleared: a blocking alarm.
+        "witness_alarms": [
+            {
+                "witness": w.witness.split("+", 1)[0],
+                "vkey": w.witness,
+                "refused_at": w.refused_at,
+                "size": w.refused_size,
+                "reason": w.refusal,
+            }
+            for w in st.witness_refusals
+        ],
     }
 
 

@@ -10,6 +10,7 @@ import typer
 
 from flowledger.cli.common import (
     BAD_INPUT,
+    FAILED,
     DbOption,
     app,
     die,
@@ -117,8 +118,9 @@ def _private_dir(path: Path) -> Path:
 @handles_broken_settings
 def doctor(db: DbOption = None) -> None:
     """Report the database, the settings file read and its verdict, whether FLOWLEDGER_SECRET
-    is set, the SQLite build and its known bugs, and the schema. A settings file every other
-    command refuses exits 2, after the report."""
+    is set, the SQLite build and its known bugs, the schema and the witnesses. A settings file
+    every other command refuses exits 2, a witness's refusal nobody has cleared 1, after the
+    report."""
     from flowledger.cli.common import settings as environment
     from flowledger.storage.reads.records import newest_input_hash
 
@@ -130,6 +132,8 @@ def doctor(db: DbOption = None) -> None:
     echo_table([found[0], ("settings:", settings), ("secret:", secret), *found[1:]])
     if not valid:
         raise typer.Exit(BAD_INPUT)
+    if any(label == "witnesses:" and value.startswith("WITNESS ALARM") for label, value in found):
+        raise typer.Exit(FAILED)
 
 
 def settings_finding() -> tuple[str, bool]:
@@ -237,6 +241,26 @@ def _restored(store: Store) -> str:
     )
 
 
+def _witnesses(store: Store) -> str:
+    """``doctor``'s line for the witnesses: each refusal nobody has cleared (an alarm), else
+    the size each last cosigned and its last error."""
+    from flowledger.services.witnessing import alarm, name_of
+    from flowledger.storage.reads import witnesses
+
+    with store.reader.connect() as conn:
+        known = list(witnesses.states(conn).values())
+    alarms = [alarm(w) for w in known if w.refused_at is not None]
+    if alarms:
+        return " | ".join(alarms)
+    if not known:
+        return "none has cosigned a checkpoint of this ledger"
+    return "; ".join(
+        f"{name_of(w.witness)} cosigned up to {w.seen_size}"
+        + (f" (last error: {w.last_error})" if w.last_error else "")
+        for w in known
+    )
+
+
 def _diagnosis(store: Store) -> list[tuple[str, str]]:
     """``doctor``'s findings, one (label, value) a line."""
     from flowledger.storage import migrate as migrations
@@ -254,6 +278,7 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         ("ledger:", _identity(store)),
         ("schema version:", f"{SCHEMA_VERSION} (current)"),
         ("restored:", _restored(store)),
+        ("witnesses:", _witnesses(store)),
         (
             "alembic:",
             f"{migrations.current_revision(store)} (head {migrations.head_revision()})",

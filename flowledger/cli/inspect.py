@@ -72,6 +72,11 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
         from flowledger.services.restores import warning
 
         typer.echo(warning(st.restored_from))
+    if st.witness_refusals:
+        from flowledger.services.witnessing import alarm
+
+        for refusal in st.witness_refusals:
+            typer.echo(alarm(refusal))
     typer.echo("operations:")
     states = ("prepared", "dispatching", "confirmed", "failed", "cancelled")
     echo_table([(state, st.by_state.get(state, 0)) for state in states], indent=2, right={1})

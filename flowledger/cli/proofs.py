@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flowledger.cli.common import (
+    FAILED,
     Command,
     DbOption,
     Group,
@@ -94,12 +95,27 @@ def _read(path: Path, what: str) -> str:
 @one_line_errors
 def checkpoint(db: DbOption = None, out: OutOption = None) -> None:
     """Sign the Merkle tree's head: a C2SP checkpoint (the ledger's identity, the number of
-    events, the root hash) in a signed note."""
+    events, the root hash) in a signed note. With [[witnesses]] configured, each gets it with
+    the proof from the size it last cosigned, and the note is printed with the cosignatures
+    they answered (each witness's answer on stderr); exit 1 when a witness refused it."""
+    from flowledger.scheduled.witnesses import Witnesses
     from flowledger.storage.reads import tree_proofs as proofs
 
+    cfg = file_settings()
     with opened(db) as store:
-        note = proofs.signed_checkpoint(store, _signer(store))
-    _emit(note, out)
+        if not cfg.witnesses:
+            _emit(proofs.signed_checkpoint(store, _signer(store)), out)
+            return
+        witnesses = Witnesses(store, _signer(store), cfg.witnesses, cfg.alerts.urls)
+        try:
+            done = witnesses.checkpoint()
+        finally:
+            witnesses.close()
+    _emit(done.note, out)
+    for answer in done.answers:
+        typer.echo(f"witness {answer.witness}: {answer.outcome} {answer.detail}", err=True)
+    if any(a.outcome == "refused" for a in done.answers):
+        raise typer.Exit(FAILED)
 
 
 @app.command(cls=Command)

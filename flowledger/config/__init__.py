@@ -28,6 +28,7 @@ from flowledger.config.sections import (
     SchedulerConfig,
     SourceConfig,
     SweepConfig,
+    WitnessConfig,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "Settings",
     "SourceConfig",
     "SweepConfig",
+    "WitnessConfig",
     "config_path",
     "configured_secrets",
     "in_our_words",

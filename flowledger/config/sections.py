@@ -180,11 +180,37 @@ class CheckpointsConfig(_Section):
     anchors job publishes signed checkpoints with the heads."""
 
     key: Path | None = None
+    # How often `flowledger run` signs a checkpoint and sends it to the [[witnesses]] (when
+    # the tree has grown since the last one they cosigned).
+    witness_interval: Duration = timedelta(minutes=5)
 
     @field_validator("key")
     @classmethod
     def _a_key_file(cls, value: Path | None) -> Path | None:
         return _file_path(value, "checkpoints key")
+
+
+class WitnessConfig(_Section):
+    """A witness (C2SP tlog-witness, e.g. `flowledger witness serve` run by another team) that
+    cosigns each new checkpoint: its submission URL prefix and its vkey (type 0x04)."""
+
+    url: str = Field(max_length=2000)
+    vkey: str = Field(max_length=400)
+    timeout: Duration = Field(default=timedelta(seconds=10), le=timedelta(minutes=5))
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("a witness url must be an http:// or https:// URL")
+        return value.rstrip("/")
+
+    @field_validator("vkey")
+    @classmethod
+    def _a_vkey(cls, value: str) -> str:
+        from flowledger.domain.checkpoints import COSIGNATURE_V1, parse_verifier_key
+
+        return parse_verifier_key(value, COSIGNATURE_V1).text()
 
 
 class SchedulerConfig(_Section):
@@ -255,6 +281,7 @@ class FileConfig(_Section):
     scheduler: SchedulerConfig = SchedulerConfig()
     anchors: AnchorsConfig = AnchorsConfig()
     checkpoints: CheckpointsConfig = CheckpointsConfig()
+    witnesses: list[WitnessConfig] = Field(default_factory=list)
     max_attempts: int = Field(default=domain.DEFAULT_MAX_ATTEMPTS, ge=1, le=1000)
 
     @field_validator("sources")
@@ -264,6 +291,14 @@ class FileConfig(_Section):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"source names must be unique: {', '.join(dupes)}")
+        return value
+
+    @field_validator("witnesses")
+    @classmethod
+    def _distinct_witnesses(cls, value: list[WitnessConfig]) -> list[WitnessConfig]:
+        keys = [w.vkey for w in value]
+        if len(set(keys)) != len(keys):
+            raise ValueError("each witness's vkey must be given once")
         return value
 
     def source(self, name: str) -> SourceConfig:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flowledger.domain import merkle
 from flowledger.domain.checkpoints import Checkpoint, CheckpointError, VerifierKey, open_checkpoint
+from flowledger.domain.cosignatures import cosignatures
 from flowledger.domain.display import counted
 from flowledger.domain.hashing import chain_hash
 
@@ -57,21 +59,37 @@ class Proven:
 
     checkpoint: Checkpoint
     what: str
+    cosigned_by: tuple[str, ...] = ()
 
 
-def check(doc: Any, key: VerifierKey) -> Proven:
-    """Check a proof file's content (parsed JSON) against ``key``; :class:`ProofFailure`
-    says what broke."""
+def check(
+    doc: Any, key: VerifierKey, witnesses: Sequence[VerifierKey] = (), quorum: int = 0
+) -> Proven:
+    """Check a proof file's content (parsed JSON) against ``key`` and, with ``quorum``, that
+    at least that many of ``witnesses`` cosigned the checkpoint it proves against (the newer
+    one of a consistency proof); :class:`ProofFailure` says what broke."""
     if not isinstance(doc, dict):
         raise ProofFailure("not a proof file: its JSON is not an object")
     kind = doc.get("format")
     if kind == INCLUSION:
-        return _check_inclusion(doc, key)
-    if kind == CONSISTENCY:
-        return _check_consistency(doc, key)
-    raise ProofFailure(
-        f"not a proof file: format {kind!r} is neither {INCLUSION} nor {CONSISTENCY}"
-    )
+        proven, note = _check_inclusion(doc, key), doc["checkpoint"]
+    elif kind == CONSISTENCY:
+        proven, note = _check_consistency(doc, key), doc["new"]
+    else:
+        raise ProofFailure(
+            f"not a proof file: format {kind!r} is neither {INCLUSION} nor {CONSISTENCY}"
+        )
+    try:
+        found = cosignatures(note, witnesses)
+    except CheckpointError as exc:
+        raise ProofFailure(f"a cosignature: {exc}") from None
+    if len(found) < quorum:
+        raise ProofFailure(
+            f"the checkpoint is cosigned by {len(found)} of the witnesses given, "
+            f"{quorum} required"
+            + (f" ({', '.join(c.witness.name for c in found)})" if found else "")
+        )
+    return replace(proven, cosigned_by=tuple(c.witness.name for c in found))
 
 
 def _checkpoint(doc: dict[str, Any], field: str, key: VerifierKey) -> Checkpoint:

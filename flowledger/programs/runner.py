@@ -26,9 +26,10 @@ from flowledger.scheduled.anchors import Publisher
 from flowledger.scheduled.lease import Lease
 from flowledger.scheduled.scheduler import Job, Scheduler
 from flowledger.scheduled.sweep import Sweep
+from flowledger.scheduled.witnesses import Witnesses
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import configured_signer
-from flowledger.storage.engine import Store
+from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.reads.tree_proofs import ledger_origin
 from flowledger.sync import sync_source
 
@@ -70,11 +71,21 @@ class Runner:
                 store, cfg.anchors, cfg.alerts.urls, clock=ledger.clock, signer=self.signer
             )
             jobs.append(Job("anchors", cfg.anchors.interval, self.anchors.publish))
+        self.witnesses: Witnesses | None = None
+        if cfg.witnesses and self.signer is None:
+            raise LedgerError("[[witnesses]] need a signing key: set [checkpoints] key")
+        if cfg.witnesses and self.signer is not None:
+            self.witnesses = Witnesses(
+                store, self.signer, cfg.witnesses, cfg.alerts.urls, clock=ledger.clock
+            )
+            jobs.append(Job("witnesses", cfg.checkpoints.witness_interval, self.witnesses.run))
         self.scheduler = Scheduler(jobs, lease=self.lease, metrics=self.metrics)
 
     def close(self) -> None:
         self.scheduler.shutdown()
         self.deliverer.close()
+        if self.witnesses is not None:
+            self.witnesses.close()
 
 
 def sync_jobs(ledger: Ledger, cfg: FileConfig) -> list[Job]:
@@ -137,5 +148,7 @@ def run(
             writer_ended(app)
         finally:
             runner.deliverer.close()
+            if runner.witnesses is not None:
+                runner.witnesses.close()
     finally:
         sock.close()

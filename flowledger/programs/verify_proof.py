@@ -1,10 +1,16 @@
-"""``python -m flowledger.programs.verify_proof FILE --key PUB``: check a proof file from
+"""``python -m flowledger.programs.verify_proof FILE --key VKEY [--witness VKEY … --quorum N]``:
+check a proof file from
 ``flowledger proof`` with no database. It imports the standard library, ``cryptography`` and the
 pure modules it names (``tests/unit/test_verify_proof_imports.py`` holds it to that), so an
 auditor can run it on a machine that has nothing of the ledger but this package.
 
+With ``--witness`` (a witness's vkey, type 0x04; repeated) the checkpoint must also carry
+``--quorum`` of their cosignatures (C2SP tlog-cosignature; every witness given when no quorum
+is said). Keys are vkeys (``name+id+base64``, as Go's ``golang.org/x/mod/sumdb/note`` reads
+them) or files holding one.
+
 Exit 0: the file proves what it says; 1: it does not (the line names what broke); 2: the file
-or the key cannot be read.
+or a key cannot be read.
 """
 
 from __future__ import annotations
@@ -14,20 +20,30 @@ import json
 import sys
 from pathlib import Path
 
-from flowledger.domain.checkpoints import CheckpointError, VerifierKey, parse_verifier_key
+from flowledger.domain.checkpoints import (
+    COSIGNATURE_V1,
+    ED25519,
+    CheckpointError,
+    VerifierKey,
+    parse_verifier_key,
+)
 from flowledger.domain.display import counted, visible
 from flowledger.domain.proofs import ProofFailure, check
 
 
-def _key(value: str) -> VerifierKey:
-    """The verifier key itself, or a file holding it (``flowledger key create`` writes one)."""
-    text = value
-    if "+" not in value or Path(value).is_file():
-        try:
-            text = Path(value).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CheckpointError(f"cannot read the key file {value}: {exc}") from None
-    return parse_verifier_key(text)
+def key_text(value: str) -> str:
+    """A vkey given as itself, or the text of a file holding it (``flowledger key create``
+    writes one)."""
+    if "+" in value and not Path(value).is_file():
+        return value
+    try:
+        return Path(value).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"cannot read the key file {value}: {exc}") from None
+
+
+def _key(value: str, kind: bytes = ED25519) -> VerifierKey:
+    return parse_verifier_key(key_text(value), kind)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,22 +53,50 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("file", type=Path, help="the proof file (from `flowledger proof`)")
     parser.add_argument(
-        "--key", required=True, help="the verifier key NAME+ID+BASE64, or a file holding it"
+        "--key", required=True, help="the log's verifier key NAME+ID+BASE64, or a file holding it"
+    )
+    parser.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="a witness's vkey (type 0x04), or a file holding it; repeat for each witness",
+    )
+    parser.add_argument(
+        "--quorum",
+        type=int,
+        metavar="N",
+        help="how many of the witnesses given must have cosigned [default: all of them]",
     )
     args = parser.parse_args(argv)
+    quorum = len(args.witness) if args.quorum is None else args.quorum
+    if not 0 <= quorum <= len(args.witness):
+        print(
+            f"verify_proof: --quorum {quorum} needs as many --witness keys "
+            f"({len(args.witness)} given)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         key = _key(args.key)
+        witnesses = [_key(w, COSIGNATURE_V1) for w in args.witness]
         doc = json.loads(args.file.read_text(encoding="utf-8"))
     except CheckpointError as exc:
         print(f"verify_proof: {visible(exc)}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"verify_proof: cannot read {args.file}: JSON nested too deep", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         print(visible(f"verify_proof: cannot read {args.file}: {exc}"), file=sys.stderr)
         return 2
     try:
-        proven = check(doc, key)
+        proven = check(doc, key, witnesses, quorum)
     except ProofFailure as exc:
         print(f"proof FAILED: {visible(exc)}")
+        return 1
+    except RecursionError:
+        print("proof FAILED: a value in the file is nested too deep to seal")
         return 1
     cp = proven.checkpoint
     # What the file and the key say, shown as the ledger shows outside text.
@@ -60,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         visible(
             f"proof ok: {proven.what}, in {cp.origin} at {counted(cp.size, 'event')}, "
             f"signed by {key.name}"
+            + (f", cosigned by {', '.join(proven.cosigned_by)}" if proven.cosigned_by else "")
         )
     )
     return 0

@@ -1,7 +1,8 @@
 """The checkpoint signing key as a file: made by ``flowledger key create``, read wherever a
-checkpoint is signed (the CLI, the API, the anchors job). A PKCS #8 PEM file, owner-only
-(0600), made with ``O_EXCL`` so an existing key is never overwritten; the verifier key goes
-beside it (``.pub``) for whoever checks the checkpoints.
+checkpoint is signed (the CLI, the API, the anchors and witnesses jobs). A PKCS #8 PEM file,
+owner-only (0600), made with ``O_EXCL`` so an existing key is never overwritten; the verifier
+key goes beside it (``.pub``) for whoever checks the checkpoints. A witness's cosigning key
+(``flowledger witness key create``) is the same kind of file, its vkey of type 0x04.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from flowledger.config import CheckpointsConfig
 from flowledger.domain.checkpoints import Signer
+from flowledger.domain.cosignatures import Cosigner
 from flowledger.storage.engine import LedgerError
 
 KEY_FILE_MODE = 0o600
@@ -25,6 +27,19 @@ def public_path(path: Path) -> Path:
 
 def create_key(path: Path, name: str) -> Signer:
     """A new Ed25519 key in ``path`` (which must not exist) and its verifier key beside it."""
+    signer = Signer(name, _new_key(path))
+    public_path(path).write_text(signer.verifier.text() + "\n", encoding="utf-8")
+    return signer
+
+
+def create_cosigner(path: Path, name: str) -> Cosigner:
+    """A witness's new key in ``path`` (which must not exist), its vkey beside it."""
+    cosigner = Cosigner(name, _new_key(path))
+    public_path(path).write_text(cosigner.verifier.text() + "\n", encoding="utf-8")
+    return cosigner
+
+
+def _new_key(path: Path) -> Ed25519PrivateKey:
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(
         serialization.Encoding.PEM,
@@ -43,13 +58,20 @@ def create_key(path: Path, name: str) -> Signer:
         os.fsync(fd)
     finally:
         os.close(fd)
-    signer = Signer(name, private)
-    public_path(path).write_text(signer.verifier.text() + "\n", encoding="utf-8")
-    return signer
+    return private
 
 
 def load_signer(path: Path, name: str) -> Signer:
     """The key in ``path``, signing as ``name``; a key file others may read is refused."""
+    return Signer(name, _load_key(path))
+
+
+def load_cosigner(path: Path, name: str) -> Cosigner:
+    """A witness's key in ``path``, cosigning as ``name``."""
+    return Cosigner(name, _load_key(path))
+
+
+def _load_key(path: Path) -> Ed25519PrivateKey:
     try:
         mode = path.stat().st_mode & 0o777
         pem = path.read_bytes()
@@ -65,7 +87,7 @@ def load_signer(path: Path, name: str) -> Signer:
         raise LedgerError(f"{path} is not an unencrypted PEM private key") from None
     if not isinstance(private, Ed25519PrivateKey):
         raise LedgerError(f"{path} is not an Ed25519 key (`flowledger key create` makes one)")
-    return Signer(name, private)
+    return private
 
 
 def configured_signer(cfg: CheckpointsConfig, name: str) -> Signer | None:

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from flowledger.domain import limits
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -375,3 +375,4 @@ class Lease(SQLModel, table=True):
 
 def table(model: type[SQLModel]) -> sa.Table:
     return model.__table__  # type: ignore[attr-defined]
+

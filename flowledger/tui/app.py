@@ -24,7 +24,9 @@ from flowledger.plumbing.clock import utcnow
 from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
 from flowledger.services.restores import warning
+from flowledger.services.witnessing import alarm
 from flowledger.storage.reads import records as queries
+from flowledger.storage.reads.witnesses import refusals
 from flowledger.tui import messages
 from flowledger.tui.context import Context
 from flowledger.tui.keys import GLOBAL_BINDINGS
@@ -71,6 +73,10 @@ class FlowledgerApp(App[None]):
         if self.ctx.restored_from is not None:
             marks.append("RESTORED")
             self.report(warning(self.ctx.restored_from), "warning", timeout=60)
+        if self.ctx.witness_alarms:
+            marks.append("WITNESS ALARM")
+            for line in self.ctx.witness_alarms:
+                self.report(line, "error", timeout=3600)
         self.sub_title = " · ".join(marks)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
@@ -197,6 +203,7 @@ def make_app(
         refresh_seconds=refresh_seconds,
         demo=queries.is_demo(ledger.store),
         restored_from=queries.restored_from(ledger.store),
+        witness_alarms=tuple(alarm(w) for w in refusals(ledger.store)),
         config_error=config_error,
     )
     return FlowledgerApp(ctx)

@@ -23,6 +23,8 @@ class Context:
     demo: bool = False
     # When the backup this ledger was restored from was taken, until that is acknowledged.
     restored_from: datetime | None = None
+    # A witness's refusal of a checkpoint per line (services.witnessing.alarm), until cleared.
+    witness_alarms: tuple[str, ...] = ()
     # Why flowledger.toml could not be read, when it could not: the UI runs on the defaults
     # and says so on the Sources tab.
     config_error: str | None = None

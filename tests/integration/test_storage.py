@@ -259,6 +259,8 @@ def test_the_migrations_build_exactly_the_models(store: Store) -> None:
     from alembic.migration import MigrationContext
     from sqlmodel import SQLModel
 
+    import flowledger.storage.witness_tables  # noqa: F401  (its tables on the metadata too)
+
     with store.engine.connect() as conn, warnings.catch_warnings():
         # SQLAlchemy cannot reflect an index on an expression; its name is checked below.
         warnings.filterwarnings("ignore", "Skipped unsupported reflection of expression-based")

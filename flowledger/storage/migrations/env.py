@@ -6,6 +6,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import flowledger.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import flowledger.storage.witness_tables  # noqa: F401  (and the witnesses')
 
 connection = context.config.attributes["connection"]
 context.configure(

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Hold, Operation, table
-from flowledger.storage.reads import Connection, attempts, meta, row_dict
+from flowledger.storage.reads import Connection, attempts, meta, row_dict, witnesses
 from flowledger.storage.reads import execution_copies as executions
 from flowledger.storage.reads import operation_pages as operations
 from flowledger.storage.reads import sources as source_rows
@@ -75,6 +75,8 @@ class Status:
     ledger_id: str = ""
     # When the backup this ledger was restored from was taken, until that is acknowledged.
     restored_from: datetime | None = None
+    # The witnesses' refusals nobody has cleared (each a blocking alarm).
+    witness_refusals: tuple[witnesses.Witnessed, ...] = ()
 
 
 def status(store: Store, now: datetime) -> Status:
@@ -84,7 +86,8 @@ def status(store: Store, now: datetime) -> Status:
         seq, digest = head(conn)
         ledger_id = meta.identity(conn)[0]
         restored = meta.restored_from(conn)
-    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored)
+        refused = tuple(w for w in witnesses.states(conn).values() if w.refused_at is not None)
+    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored, refused)
 
 
 def _open_counts(conn: Connection, now: datetime) -> tuple[dict[str, int], int, int]:

@@ -116,3 +116,12 @@ def consistency_proof(store: Store, old_note: str, new_note: str) -> dict[str, A
             )
         path = tree.proof(conn, merkle.consistency_ranges(old.size, new.size)) if old.size else []
     return consistency_document(old_note, new_note, path)
+
+
+def consistency_hashes(store: Store, old: int, new: int) -> list[bytes]:
+    """The RFC 9162 consistency proof from this ledger's tree at ``old`` leaves to ``new``
+    (empty from 0 or between equal sizes)."""
+    if old == 0 or old == new:
+        return []
+    with snapshot(store) as conn:
+        return tree.proof(conn, merkle.consistency_ranges(old, new))

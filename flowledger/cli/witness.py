@@ -1,0 +1,160 @@
+"""``flowledger witness``: run a witness for another team's ledger (``key create``, ``serve``),
+and clear a ledger's alarm once a person has looked at a witness's refusal (``clear``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from flowledger.cli.common import (
+    Command,
+    DbOption,
+    Group,
+    HostOption,
+    PortOption,
+    TlsCertOption,
+    TlsKeyOption,
+    app,
+    die,
+    one_line_errors,
+    opened,
+)
+from flowledger.storage.problems import LedgerError, Missing
+
+if TYPE_CHECKING:
+    from flowledger.domain.cosignatures import Cosigner
+
+witness_app = typer.Typer(
+    cls=Group,
+    help="A C2SP tlog-witness that cosigns a ledger's checkpoints, and the ledger's witnesses.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(witness_app, name="witness")
+key_app = typer.Typer(cls=Group, help="The witness's Ed25519 cosigning key.", no_args_is_help=True)
+witness_app.add_typer(key_app, name="key")
+
+KeyPath = Annotated[
+    Path, typer.Option("--key", metavar="PATH", help="The witness's key file (PATH.pub beside it)")
+]
+
+
+@key_app.command("create", cls=Command)
+@one_line_errors
+def witness_key_create(
+    path: Annotated[
+        Path, typer.Argument(metavar="PATH", help="The key file to create (owner-only, 0600)")
+    ],
+    name: Annotated[
+        str,
+        typer.Option(
+            "--name", metavar="NAME", help="The witness's name, e.g. witness.example.com/w1"
+        ),
+    ],
+) -> None:
+    """Make a witness's cosigning key, and its vkey (type 0x04) beside it (PATH.pub)."""
+    from flowledger.domain.checkpoints import valid_name
+    from flowledger.services.signing import create_cosigner, public_path
+
+    if not valid_name(name):
+        die(f"--name {name!r}: a key name is not empty and has no spaces and no '+'")
+    path = path.expanduser().absolute()
+    cosigner = create_cosigner(path, name)
+    typer.echo(f"created witness key {path} (owner only) for {name}")
+    typer.echo(f"its vkey (also in {public_path(path)}), for the ledger's [[witnesses]]:")
+    typer.echo(f"  {cosigner.verifier.text()}")
+
+
+@witness_app.command("serve", cls=Command)
+@one_line_errors
+def witness_serve(
+    key: KeyPath,
+    log: Annotated[
+        list[str],
+        typer.Option(
+            "--log",
+            metavar="VKEY",
+            help="A log's verifier key (`flowledger key create` prints it), or a file holding "
+            "it; repeat for each log witnessed",
+        ),
+    ],
+    state: Annotated[
+        Path,
+        typer.Option("--state", metavar="FILE", help="The witness's state (SQLite, made once)"),
+    ],
+    host: HostOption = None,
+    port: PortOption = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+) -> None:
+    """Serve POST /add-checkpoint (C2SP tlog-witness) for the logs given, until interrupted."""
+    from flowledger.config import ReceiverConfig
+    from flowledger.domain.checkpoints import CheckpointError, parse_verifier_key
+    from flowledger.programs.witness import create_witness_app
+    from flowledger.receiver.server import listen, serve_app, tls_files
+    from flowledger.storage.witness_state import WitnessState
+
+    cosigner = _cosigner(key)
+    try:
+        logs = [parse_verifier_key(_key_text(v)) for v in log]
+    except CheckpointError as exc:
+        raise LedgerError(f"--log: {exc}") from None
+    limits = ReceiverConfig()
+    tls = tls_files(tls_cert, tls_key)
+    sock = listen(host or limits.host, limits.port if port is None else port)
+    try:
+        application = create_witness_app(WitnessState(state.expanduser()), cosigner, logs)
+        typer.echo(f"witness {cosigner.verifier.text()}")
+        for k in logs:
+            typer.echo(f"  witnessing {k.name}")
+        serve_app(application, sock, limits=limits, tls=tls)
+    finally:
+        sock.close()
+
+
+def _cosigner(path: Path) -> Cosigner:
+    """The witness's key, named as its vkey beside it names it."""
+    from flowledger.domain.checkpoints import COSIGNATURE_V1, CheckpointError, parse_verifier_key
+    from flowledger.services.signing import load_cosigner, public_path
+
+    path = path.expanduser()
+    try:
+        vkey = parse_verifier_key(_key_text(str(public_path(path))), COSIGNATURE_V1)
+    except CheckpointError as exc:
+        raise LedgerError(f"{public_path(path)}: {exc}") from None
+    cosigner = load_cosigner(path, vkey.name)
+    if cosigner.verifier != vkey:
+        raise LedgerError(f"{public_path(path)} is not the vkey of the key in {path}")
+    return cosigner
+
+
+def _key_text(value: str) -> str:
+    from flowledger.domain.checkpoints import CheckpointError
+    from flowledger.programs.verify_proof import key_text
+
+    try:
+        return key_text(value)
+    except CheckpointError as exc:
+        raise LedgerError(str(exc)) from None
+
+
+@witness_app.command("clear", cls=Command)
+@one_line_errors
+def witness_clear(
+    witness: Annotated[str, typer.Argument(metavar="NAME", help="The witness's name, or its vkey")],
+    db: DbOption = None,
+) -> None:
+    """End the alarm of a witness's refusal, once a person has found out why it refused."""
+    from flowledger.plumbing.clock import utcnow
+    from flowledger.storage import witnesses as kept
+    from flowledger.storage.reads.witnesses import refusals
+
+    with opened(db) as store:
+        matching = [w for w in refusals(store) if witness in (w.witness, w.witness.split("+")[0])]
+        if not matching:
+            raise Missing(f"no refusal of a witness {witness!r} to clear")
+        for w in matching:
+            kept.clear_refusal(store, w.witness, utcnow())
+            typer.echo(f"cleared the refusal by {w.witness.split('+')[0]} (size {w.refused_size})")

@@ -1,0 +1,96 @@
+"""A witness's own state (``flowledger witness serve``): for each log it witnesses, the latest
+checkpoint it cosigned. A small SQLite file of its own, on the witness's machine, never the
+ledger's database.
+
+An update is a compare-and-swap inside one ``BEGIN IMMEDIATE`` transaction: the latest
+checkpoint is read, the new one checked against it, and written only where the row still
+holds the size it was checked against, so two requests at once can never roll the witness
+back (the race tlog-witness describes). The cosignature is made inside the transaction and
+stored with the checkpoint, so the witness has persisted what it answers before it answers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+
+from flowledger.domain.checkpoints import Checkpoint, unverified_checkpoint
+from flowledger.storage.problems import LedgerError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS witnessed (
+    origin TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    root BLOB NOT NULL,
+    note TEXT NOT NULL,       -- the checkpoint with the log's signatures and this cosignature
+    updated_at TEXT NOT NULL
+)
+"""
+BUSY_MS = 10_000
+
+# Given the latest checkpoint cosigned (or None), the checkpoint to store and its note.
+Decide = Callable[[Checkpoint | None], tuple[Checkpoint, str]]
+
+
+class WitnessState:
+    """The state file at ``path``; made on first use (owner-only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.touch(mode=0o600, exist_ok=True)
+            with closing(self._connect()) as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"cannot open the witness state {path}: {exc}") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None)
+        conn.execute("PRAGMA synchronous=FULL")
+        return conn
+
+    def advance(self, origin: str, decide: Decide) -> str:
+        """Run ``decide`` on the latest checkpoint of ``origin`` and store what it returns,
+        in one transaction; its exception rolls back and propagates. The stored note."""
+        with closing(self._connect()) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(
+                    "SELECT size, root FROM witnessed WHERE origin = ?", (origin,)
+                ).fetchone()
+                latest = Checkpoint(origin, row[0], bytes(row[1])) if row else None
+                cp, note = decide(latest)
+                now = datetime.now(UTC).isoformat()
+                if latest is None:
+                    conn.execute(
+                        "INSERT INTO witnessed (origin, size, root, note, updated_at) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (origin, cp.size, cp.root, note, now),
+                    )
+                else:
+                    cur = conn.execute(
+                        "UPDATE witnessed SET size = ?, root = ?, note = ?, updated_at = ? "
+                        "WHERE origin = ? AND size = ? AND root = ?",
+                        (cp.size, cp.root, note, now, origin, latest.size, latest.root),
+                    )
+                    assert cur.rowcount == 1, "the witnessed row changed under its lock"
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return note
+
+    def latest(self, origin: str) -> str | None:
+        """The note last cosigned for ``origin``: the log's signatures and this witness's."""
+        with closing(self._connect()) as conn:
+            row = conn.execute("SELECT note FROM witnessed WHERE origin = ?", (origin,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def origins(self) -> dict[str, Checkpoint]:
+        with closing(self._connect()) as conn:
+            rows = conn.execute("SELECT origin, note FROM witnessed").fetchall()
+        return {str(o): unverified_checkpoint(str(n)) for o, n in rows}
