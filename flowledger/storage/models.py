@@ -375,4 +375,3 @@ class Lease(SQLModel, table=True):
 
 def table(model: type[SQLModel]) -> sa.Table:
     return model.__table__  # type: ignore[attr-defined]
-

@@ -5,8 +5,9 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import flowledger.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-import flowledger.storage.witness_tables  # noqa: F401  (and the witnesses')
+# Each registers its tables on SQLModel.metadata.
+import flowledger.storage.models
+import flowledger.storage.witness_tables  # noqa: F401
 
 connection = context.config.attributes["connection"]
 context.configure(
