@@ -91,6 +91,26 @@ def _read(path: Path, what: str) -> str:
         raise LedgerError(f"cannot read {what} {path}: {exc}") from None
 
 
+def _new_checkpoint(store: Store) -> tuple[str, bool]:
+    """A checkpoint of the tree as it stands, signed; with [[witnesses]] configured, sent to
+    them and returned with the cosignatures they answered (each answer said on stderr).
+    Whether a witness refused it."""
+    from flowledger.scheduled.witnesses import Witnesses
+    from flowledger.storage.reads import tree_proofs as proofs
+
+    cfg = file_settings()
+    if not cfg.witnesses:
+        return proofs.signed_checkpoint(store, _signer(store)), False
+    witnesses = Witnesses(store, _signer(store), cfg.witnesses, cfg.alerts.urls)
+    try:
+        done = witnesses.checkpoint()
+    finally:
+        witnesses.close()
+    for answer in done.answers:
+        typer.echo(f"witness {answer.witness}: {answer.outcome} {answer.detail}", err=True)
+    return done.note, any(a.outcome == "refused" for a in done.answers)
+
+
 @app.command()
 @one_line_errors
 def checkpoint(db: DbOption = None, out: OutOption = None) -> None:
@@ -98,23 +118,10 @@ def checkpoint(db: DbOption = None, out: OutOption = None) -> None:
     events, the root hash) in a signed note. With [[witnesses]] configured, each gets it with
     the proof from the size it last cosigned, and the note is printed with the cosignatures
     they answered (each witness's answer on stderr); exit 1 when a witness refused it."""
-    from flowledger.scheduled.witnesses import Witnesses
-    from flowledger.storage.reads import tree_proofs as proofs
-
-    cfg = file_settings()
     with opened(db) as store:
-        if not cfg.witnesses:
-            _emit(proofs.signed_checkpoint(store, _signer(store)), out)
-            return
-        witnesses = Witnesses(store, _signer(store), cfg.witnesses, cfg.alerts.urls)
-        try:
-            done = witnesses.checkpoint()
-        finally:
-            witnesses.close()
-    _emit(done.note, out)
-    for answer in done.answers:
-        typer.echo(f"witness {answer.witness}: {answer.outcome} {answer.detail}", err=True)
-    if any(a.outcome == "refused" for a in done.answers):
+        note, refused = _new_checkpoint(store)
+    _emit(note, out)
+    if refused:
         raise typer.Exit(FAILED)
 
 
@@ -131,7 +138,8 @@ def proof(
         typer.Option(
             "--checkpoint",
             metavar="FILE",
-            help="Prove against this checkpoint [default: a new one, signed now]",
+            help="Prove against this checkpoint [default: a new one, signed now, and "
+            "cosigned by the [[witnesses]] when there are]",
         ),
     ] = None,
     consistency: Annotated[
@@ -158,7 +166,7 @@ def proof(
             note = (
                 _read(against, "the checkpoint")
                 if against is not None
-                else proofs.signed_checkpoint(store, _signer(store))
+                else _new_checkpoint(store)[0]
             )
             doc = proofs.operation_proof(store, operation_id, note)
     # ASCII, as every JSON the ledger prints: a stored value's control, bidi or invisible

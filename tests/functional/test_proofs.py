@@ -4,6 +4,7 @@ signed with another key each fail it, with a line naming what broke."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 import subprocess
@@ -343,3 +344,25 @@ def test_a_proof_of_one_event_says_so_in_the_singular(
     code, said = check(doc, signer, capsys)
     assert code == 0, said
     assert said.startswith("proof ok: 1 event of operation 'invoice:4', in flowledger/"), said
+
+
+@pytest.mark.parametrize("size", ["\u00b2", "\u0663"])
+def test_a_checkpoint_whose_size_is_not_ascii_digits_is_refused_in_one_line(
+    db: str, signer: Signer, tmp_path: Path, size: str
+) -> None:
+    """An unsigned checkpoint handed to `proof --checkpoint`: `²` was a traceback (isdigit
+    took it, int() did not), `٣` was read as 3."""
+    root = unverified_checkpoint(checkpoint(db, signer)).root
+    line = base64.b64encode(bytes(68)).decode()
+    note = f"{signer.name}\n{size}\n{base64.b64encode(root).decode()}\n\n\u2014 x {line}\n"
+    code, _, err = cli("proof", "invoice:1", "--checkpoint", _file(tmp_path, note), "--db", db)
+    assert code == 2 and "is not a whole number" in err and "Traceback" not in err
+
+
+def test_json_nested_too_deep_is_one_line_not_a_traceback(
+    signer: Signer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 200_000 + "]" * 200_000)
+    code = verify_main([str(path), "--key", signer.verifier.text()])
+    assert code == 2 and "nested too deep" in capsys.readouterr().err

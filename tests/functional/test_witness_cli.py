@@ -1,0 +1,147 @@
+"""The witness as another team runs it: `flowledger witness key create` and `flowledger
+witness serve` in a process of its own on a real socket, the ledger's `flowledger checkpoint`
+sending to it from `[[witnesses]]` and printing the cosigned checkpoint, `flowledger proof`
+against that checkpoint, and the standalone verifier requiring a quorum of cosignatures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flowledger.cli import app
+from flowledger.domain.checkpoints import COSIGNATURE_V1, parse_verifier_key
+from flowledger.programs.verify_proof import main as verify_main
+from flowledger.services.ledger import Ledger
+from flowledger.storage.migrate import init_ledger
+from tests.support.builders import FakeClock, req
+from tests.support.receiver import free_port, stop, wait_until_serving
+
+runner = CliRunner()
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    ledger = Ledger(store, clock=FakeClock())
+    for n in (1, 2, 3):
+        ledger.dispatch(f"invoice:{n}", req(f"exec-{n}")).run("token:n8n")
+    store.dispose()
+    return str(tmp_path / "ledger.db")
+
+
+@pytest.fixture
+def witness_url(tmp_path: Path, db: str) -> Iterator[str]:
+    code, out, err = cli(
+        "witness", "key", "create", str(tmp_path / "w.key"), "--name", "witness.example/w1"
+    )
+    assert code == 0, err
+    assert (tmp_path / "w.key.pub").read_text().strip() in out
+    code, _, err = cli("key", "create", str(tmp_path / "log.key"), "--db", db)
+    assert code == 0, err
+    port = free_port()
+    command = [sys.executable, "-m", "flowledger.cli", "witness", "serve"]
+    command += ["--key", str(tmp_path / "w.key"), "--log", str(tmp_path / "log.key.pub")]
+    command += ["--state", str(tmp_path / "witness-state.db"), "--port", str(port)]
+    log = (tmp_path / "witness.log").open("wb")
+    proc = subprocess.Popen(command, stdout=log, stderr=log)
+    try:
+        wait_until_serving(f"http://127.0.0.1:{port}", proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+        log.close()
+
+
+def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
+    db: str,
+    tmp_path: Path,
+    witness_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    vkey = (tmp_path / "w.key.pub").read_text().strip()
+    config = tmp_path / "flowledger.toml"
+    config.write_text(
+        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
+        f'[[witnesses]]\nurl = "{witness_url}"\nvkey = "{vkey}"\n'
+    )
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    code, note, err = cli("checkpoint", "--db", db)
+    assert code == 0, err
+    assert "witness witness.example/w1: cosigned" in err
+    assert note.count("\u2014 ") == 2 and "\u2014 witness.example/w1 " in note
+    (tmp_path / "cp.txt").write_text(note)
+    proof = tmp_path / "proof.json"
+    code, _, err = cli(
+        "proof",
+        "invoice:2",
+        "--checkpoint",
+        str(tmp_path / "cp.txt"),
+        "--db",
+        db,
+        "--out",
+        str(proof),
+    )
+    assert code == 0, err
+    log_key, w_key = str(tmp_path / "log.key.pub"), str(tmp_path / "w.key.pub")
+    capsys.readouterr()
+    assert verify_main([str(proof), "--key", log_key, "--witness", w_key, "--quorum", "1"]) == 0
+    assert "cosigned by witness.example/w1" in capsys.readouterr().out
+    # A second witness that did not cosign: a quorum of two is not met.
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from flowledger.domain.cosignatures import Cosigner
+
+    other = Cosigner("witness.example/w2", Ed25519PrivateKey.generate()).verifier.text()
+    args = [str(proof), "--key", log_key, "--witness", w_key, "--witness", other]
+    assert verify_main(args) == 1
+    assert "cosigned by 1 of the witnesses given, 2 required" in capsys.readouterr().out
+    assert verify_main([*args, "--quorum", "1"]) == 0
+    assert verify_main([*args, "--quorum", "3"]) == 2
+    # The ledger's own key given as a witness's is refused as the wrong type.
+    assert verify_main([str(proof), "--key", log_key, "--witness", log_key]) == 2
+    assert "not a witness's key (type 0x04)" in capsys.readouterr().err
+    assert parse_verifier_key(vkey, COSIGNATURE_V1).name == "witness.example/w1"
+    # `proof` with no --checkpoint sends a new one to the witness and proves against it.
+    code, out, err = cli("proof", "invoice:3", "--db", db)
+    assert code == 0 and "witness witness.example/w1: cosigned" in err
+    assert "\\u2014 witness.example/w1 " in out  # the note, inside the JSON
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--log", "not-a-key"], "cannot read the key file not-a-key"),
+        (["--log", "PeterNeumann+c74f20a3"], "NAME+KEYID+BASE64"),
+    ],
+)
+def test_witness_serve_refuses_a_bad_log_key_in_one_line(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    cli("witness", "key", "create", str(tmp_path / "w.key"), "--name", "w.example/1")
+    code, _, err = cli(
+        "witness",
+        "serve",
+        "--key",
+        str(tmp_path / "w.key"),
+        "--state",
+        str(tmp_path / "s.db"),
+        *args,
+    )
+    assert code == 2 and says in err and "Traceback" not in err
+
+
+def test_a_witness_key_name_with_a_space_is_refused(tmp_path: Path) -> None:
+    code, _, err = cli("witness", "key", "create", str(tmp_path / "w.key"), "--name", "a b")
+    assert code == 2 and "has no spaces" in err
+    assert not (tmp_path / "w.key").exists()
