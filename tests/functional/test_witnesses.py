@@ -437,3 +437,25 @@ def test_a_ledger_and_a_witness_on_real_sockets(db: str, signer: Signer, witness
             store.dispose()
     assert [a.outcome for a in done.answers] == ["cosigned"]
     assert cosignatures(done.note, [witness.cosigner.verifier])
+
+
+async def test_the_terminal_ui_raises_a_witness_refusal(
+    db: str, signer: Signer, witness: Witness
+) -> None:
+    from flowledger.tui import make_app
+    from tests.support.tui import settle
+
+    before = unverified_checkpoint(send(db, signer, witness).note).size
+    truncate_chain(db, before - 1)
+    assert send(db, signer, witness).answers[0].outcome == "refused"
+    store = open_store(db)
+    try:
+        tui = make_app(Ledger(store), operator="dana", refresh_seconds=None)
+        async with tui.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert "WITNESS ALARM" in tui.sub_title
+            assert tui.last_message.startswith(
+                f"WITNESS ALARM: witness.example/w1 refused the checkpoint of {before - 1} events"
+            )
+    finally:
+        store.dispose()
