@@ -349,6 +349,19 @@ MEANINGS: dict[str, str] = {
         "The Ed25519 signing key file (`flowledger key create`); one that others may read is "
         "refused. Unset, nothing is signed."
     ),
+    "[checkpoints] witness_interval": (
+        "How often the `witnesses` job of `run` signs a checkpoint and sends it to the "
+        "`[[witnesses]]` (when the tree has grown past what one of them cosigned, or one "
+        "failed last time)."
+    ),
+    "[[witnesses]] url": (
+        "The witness's submission prefix: `POST {url}/add-checkpoint` (C2SP tlog-witness)."
+    ),
+    "[[witnesses]] vkey": (
+        "The witness's verifier key, `name+id+base64` of type 0x04 (`flowledger witness key "
+        "create` prints it); its cosignatures are verified with it before they are kept."
+    ),
+    "[[witnesses]] timeout": "How long one request to the witness may take.",
 }
 
 

@@ -12,10 +12,6 @@ from flowledger.cli.common import (
     Command,
     DbOption,
     Group,
-    HostOption,
-    PortOption,
-    TlsCertOption,
-    TlsKeyOption,
     app,
     die,
     one_line_errors,
@@ -84,10 +80,20 @@ def witness_serve(
         Path,
         typer.Option("--state", metavar="FILE", help="The witness's state (SQLite, made once)"),
     ],
-    host: HostOption = None,
-    port: PortOption = None,
-    tls_cert: TlsCertOption = None,
-    tls_key: TlsKeyOption = None,
+    host: Annotated[str, typer.Option(metavar="HOST", help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, metavar="PORT", help="Port to listen on")
+    ] = 8788,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Serve HTTPS with this PEM certificate (its chain after it)"
+        ),
+    ] = None,
+    tls_key: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="The certificate's PEM private key, unencrypted"),
+    ] = None,
 ) -> None:
     """Serve POST /add-checkpoint (C2SP tlog-witness) for the logs given, until interrupted."""
     from flowledger.config import ReceiverConfig
@@ -103,7 +109,7 @@ def witness_serve(
         raise LedgerError(f"--log: {exc}") from None
     limits = ReceiverConfig()
     tls = tls_files(tls_cert, tls_key)
-    sock = listen(host or limits.host, limits.port if port is None else port)
+    sock = listen(host, port)
     try:
         application = create_witness_app(WitnessState(state.expanduser()), cosigner, logs)
         typer.echo(f"witness {cosigner.verifier.text()}")
