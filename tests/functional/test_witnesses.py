@@ -459,3 +459,26 @@ async def test_the_terminal_ui_raises_a_witness_refusal(
             )
     finally:
         store.dispose()
+
+
+def test_a_cosignature_whose_answer_was_lost_is_got_again(
+    db: str, signer: Signer, witness: Witness
+) -> None:
+    """The witness stored the checkpoint, its answer never reached the ledger (a crash, a
+    timeout): the next request is told the size the witness holds, sent again from there, and
+    cosigned."""
+    first = send(db, signer, witness)
+    store = open_store(db)
+    try:
+        work(store, "invoice:7")
+        size = unverified_checkpoint(first.note).size
+        with store.reader.connect() as conn:
+            cp = proofs.tree_head(conn)
+        note = signer.sign(cp.text())
+        proof = proofs.consistency_hashes(store, size, cp.size)
+    finally:
+        store.dispose()
+    lost = witness.client.post("/add-checkpoint", content=Submission(size, proof, note).body())
+    assert lost.status_code == 200 and witness.holds(signer.name) == cp.size
+    done = send(db, signer, witness)
+    assert done.cosigned == 1 and cosignatures(done.note, [witness.cosigner.verifier])
