@@ -26,7 +26,7 @@ from flowledger.domain.anchors import Anchor, AnchorError, parse_line
 from flowledger.domain.checkpoints import Signer
 from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.plumbing.faults import crashpoint
-from flowledger.services.outbox import targets_of
+from flowledger.services.outbox import outbox_row, targets_of
 from flowledger.storage.anchors import queue_new
 from flowledger.storage.engine import LedgerError, Store, sqlite_path
 from flowledger.storage.reads import chain
@@ -125,16 +125,7 @@ class Publisher:
                 "kind": KIND,
                 "head": json.loads(anchor.line()),
             }
-            rows.append(
-                {
-                    "delivery_id": delivery,
-                    "kind": KIND,
-                    "payload": json.dumps({"target": target, "body": body}, sort_keys=True),
-                    "created_at": now,
-                    "attempts": 0,
-                    "next_attempt_at": now,
-                }
-            )
+            rows.append(outbox_row(delivery, KIND, target, body, now))
         with self.store.engine.begin() as conn:
             queue_new(conn, rows)
 

@@ -15,11 +15,11 @@ answer) is its last error, shown, but not an alarm.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import httpx
@@ -37,7 +37,7 @@ from flowledger.domain.cosignatures import cosignatures
 from flowledger.domain.display import visible
 from flowledger.domain.witnessing import Submission
 from flowledger.plumbing.clock import Clock, utcnow
-from flowledger.services.outbox import targets_of
+from flowledger.services.outbox import outbox_row, targets_of
 from flowledger.storage import witnesses as kept
 from flowledger.storage.engine import Store
 from flowledger.storage.reads import chain
@@ -219,7 +219,7 @@ class Witnesses:
         return Answer(key.name, "refused", why)
 
     def _alert(
-        self, target: str, key: VerifierKey, cp: Checkpoint, why: str, now: Any
+        self, target: str, key: VerifierKey, cp: Checkpoint, why: str, now: datetime
     ) -> dict[str, Any]:
         delivery = f"witness:{key.id.hex()}:{cp.size}:{target}"
         body = {
@@ -229,14 +229,7 @@ class Witnesses:
             "size": cp.size,
             "reason": why,
         }
-        return {
-            "delivery_id": delivery,
-            "kind": KIND,
-            "payload": json.dumps({"target": target, "body": body}, sort_keys=True),
-            "created_at": now,
-            "attempts": 0,
-            "next_attempt_at": now,
-        }
+        return outbox_row(delivery, KIND, target, body, now)
 
 
 def _held_size(text: str) -> int | None:

@@ -77,14 +77,19 @@ def rows_for(alert: HoldAlert, targets: Sequence[str], now: datetime) -> list[di
     rows = []
     for target in targets:
         did = delivery_id(alert.hold_id, target)
-        rows.append(
-            {
-                "delivery_id": did,
-                "kind": alert.kind,
-                "payload": json.dumps({"target": target, "body": alert.body(did)}, sort_keys=True),
-                "created_at": now,
-                "attempts": 0,
-                "next_attempt_at": now,
-            }
-        )
+        rows.append(outbox_row(did, alert.kind, target, alert.body(did), now))
     return rows
+
+
+def outbox_row(
+    delivery: str, kind: str, target: str, body: dict[str, Any], now: datetime
+) -> dict[str, Any]:
+    """One outbox row: ``body`` for the URL ``target`` names, due at once."""
+    return {
+        "delivery_id": delivery,
+        "kind": kind,
+        "payload": json.dumps({"target": target, "body": body}, sort_keys=True),
+        "created_at": now,
+        "attempts": 0,
+        "next_attempt_at": now,
+    }

@@ -11,22 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from flowledger.cli import app
 from flowledger.domain.checkpoints import COSIGNATURE_V1, parse_verifier_key
 from flowledger.programs.verify_proof import main as verify_main
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 from tests.support.builders import FakeClock, req
+from tests.support.cli import cli
 from tests.support.receiver import free_port, stop, wait_until_serving
-
-runner = CliRunner()
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
