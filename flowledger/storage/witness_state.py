@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from flowledger.domain.checkpoints import Checkpoint, unverified_checkpoint
+from flowledger.plumbing.faults import crashpoint
 from flowledger.storage.problems import LedgerError
 
 _SCHEMA = """
@@ -78,10 +79,12 @@ class WitnessState:
                         (cp.size, cp.root, note, now, origin, latest.size, latest.root),
                     )
                     assert cur.rowcount == 1, "the witnessed row changed under its lock"
+                crashpoint("witness_before_commit")
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+        crashpoint("witness_after_commit")  # stored, not yet answered
         return note
 
     def latest(self, origin: str) -> str | None:
