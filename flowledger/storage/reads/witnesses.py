@@ -9,6 +9,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
+from flowledger.domain.checkpoints import unverified_checkpoint
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import Store
 from flowledger.storage.models import table
@@ -66,18 +67,13 @@ def cosigned_note(store: Store, size: int) -> str | None:
         return cosigned_in(conn, size)
 
 
-def latest_cosigned(store: Store) -> tuple[int, str] | None:
-    """The largest size with a checkpoint the ledger signed of its tree, and its cosigned
-    note."""
+def with_cosignatures(store: Store, note: str) -> str:
+    """``note`` (a checkpoint the ledger signed now) with the cosignatures kept for the same
+    signed checkpoint, when the witnesses have cosigned it."""
     with snapshot(store) as conn:
-        sizes = conn.execute(
-            sa.select(CHECKPOINTS.c.size).distinct().order_by(CHECKPOINTS.c.size.desc()).limit(8)
-        ).scalars()
-        for size in sizes:
-            note = cosigned_in(conn, int(size))
-            if note is not None:
-                return int(size), note
-    return None
+        size = unverified_checkpoint(note).size
+        kept = cosigned_in(conn, size)
+    return kept if kept is not None and kept.startswith(note) else note
 
 
 def states(conn: Connection) -> dict[str, Witnessed]:

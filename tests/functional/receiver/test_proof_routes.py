@@ -66,3 +66,32 @@ def test_without_a_signing_key_the_routes_say_so(api: Api) -> None:
     for path in ("/v1/checkpoint", "/v1/operations/op-1/proof"):
         answer = api.get(path)
         assert answer.status_code == 404 and answer.json()["error"]["code"] == "no_signing_key"
+
+
+def test_the_checkpoint_comes_with_the_cosignatures_its_witnesses_gave(
+    signing_api: Api, ledger: Ledger, signer: Signer, tmp_path: Path
+) -> None:
+    from flowledger.domain.cosignatures import Cosigner
+    from flowledger.storage import witnesses as kept
+    from flowledger.storage.reads.chain import snapshot
+    from flowledger.storage.reads.tree_proofs import tree_head
+    from tests.support.builders import T0
+
+    signing_api.post("/v1/operations/op/1/dispatch", dispatch_body())
+    with snapshot(ledger.store) as conn:
+        cp = tree_head(conn)
+    witness = Cosigner("witness.example/w1", Ed25519PrivateKey.generate())
+    line = witness.cosign(cp.text(), 1_800_000_000)
+    checkpoint_id = kept.record_checkpoint(ledger.store, cp, signer.sign(cp.text()), T0)
+    vkey = witness.verifier.text()
+    kept.cosigned(ledger.store, checkpoint_id, vkey, "http://w", cp.size, (line, 1), T0)
+    note = signing_api.get("/v1/checkpoint").json()["checkpoint"]
+    assert note.endswith(line)
+    proof = signing_api.get("/v1/operations/op/1/proof").json()
+    assert proof["checkpoint"] == note
+    path = tmp_path / "proof.json"
+    path.write_text(json.dumps(proof))
+    args = [str(path), "--key", signer.verifier.text(), "--witness", vkey]
+    assert verify_main(args) == 0
+    signing_api.post("/v1/operations/op/2/dispatch", dispatch_body())
+    assert signing_api.get("/v1/checkpoint").json()["checkpoint"].count("\u2014") == 1

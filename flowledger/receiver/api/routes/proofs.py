@@ -22,8 +22,9 @@ from flowledger.receiver.api.paths import check_raw_path
 from flowledger.receiver.api.schemas.proofs import CheckpointPublic, ProofPublic
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
-from flowledger.storage.engine import LedgerError
+from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.reads import tree_proofs as proofs
+from flowledger.storage.reads.witnesses import with_cosignatures
 
 router = APIRouter(prefix="/v1", tags=["proofs"])
 Reader = Annotated[Principal, Depends(require("read"))]
@@ -39,10 +40,15 @@ def _signer(st: ReceiverState) -> Signer:
     return st.signer
 
 
+def _signed(store: Store, signer: Signer) -> str:
+    return with_cosignatures(store, proofs.signed_checkpoint(store, signer))
+
+
 @router.get("/checkpoint", response_model=CheckpointPublic, responses=documented(*ERRORS))
 async def get_checkpoint(principal: Reader, st: St) -> dict[str, Any]:
-    """The Merkle tree's head, signed now: a C2SP checkpoint in a signed note, and its fields."""
-    note = await read(st.read_deadline, proofs.signed_checkpoint, st.store, _signer(st))
+    """The Merkle tree's head, signed now: a C2SP checkpoint in a signed note (with the
+    cosignatures its witnesses gave the same checkpoint, when they have), and its fields."""
+    note = await read(st.read_deadline, _signed, st.store, _signer(st))
     cp = unverified_checkpoint(note)
     return {"origin": cp.origin, "size": cp.size, "root": b64([cp.root])[0], "checkpoint": note}
 
@@ -60,7 +66,7 @@ async def get_operation_proof(
     signer = _signer(st)
 
     def proof() -> dict[str, Any]:
-        note = proofs.signed_checkpoint(st.store, signer)
+        note = _signed(st.store, signer)
         try:
             return proofs.operation_proof(st.store, operation_id, note)
         except LedgerError as exc:
