@@ -6,7 +6,9 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 
 from flowledger.config import FileConfig
@@ -64,5 +66,33 @@ def test_the_runner_schedules_one_sync_job_per_source(ledger: Ledger) -> None:
     try:
         assert runner.scheduler.jobs["sync:prod-n8n"].interval == timedelta(seconds=30)
         assert "sync:etl" in runner.scheduler.jobs
+    finally:
+        runner.close()
+
+
+def test_witnesses_get_a_job_of_their_own_and_need_a_signing_key(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from flowledger.domain.cosignatures import Cosigner
+    from flowledger.services.signing import create_key
+    from flowledger.storage.engine import LedgerError
+    from flowledger.storage.reads.tree_proofs import ledger_origin
+
+    vkey = Cosigner("witness.example/w1", Ed25519PrivateKey.generate()).verifier.text()
+    witnesses = [{"url": "http://witness.test", "vkey": vkey}]
+    with pytest.raises(LedgerError, match=r"\[\[witnesses\]\] need a signing key"):
+        Runner(ledger.store, ledger, FileConfig.model_validate({"witnesses": witnesses}))
+    create_key(tmp_path / "log.key", ledger_origin(ledger.store))
+    cfg = FileConfig.model_validate(
+        {
+            "witnesses": witnesses,
+            "checkpoints": {"key": str(tmp_path / "log.key"), "witness_interval": "1m"},
+        }
+    )
+    runner = Runner(ledger.store, ledger, cfg)
+    try:
+        assert runner.scheduler.jobs["witnesses"].interval == timedelta(minutes=1)
     finally:
         runner.close()
