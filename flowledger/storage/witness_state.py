@@ -17,7 +17,7 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
-from flowledger.domain.checkpoints import Checkpoint, unverified_checkpoint
+from flowledger.domain.checkpoints import Checkpoint
 from flowledger.plumbing.faults import crashpoint
 from flowledger.storage.problems import LedgerError
 
@@ -92,8 +92,3 @@ class WitnessState:
         with closing(self._connect()) as conn:
             row = conn.execute("SELECT note FROM witnessed WHERE origin = ?", (origin,)).fetchone()
         return None if row is None else str(row[0])
-
-    def origins(self) -> dict[str, Checkpoint]:
-        with closing(self._connect()) as conn:
-            rows = conn.execute("SELECT origin, note FROM witnessed").fetchall()
-        return {str(o): unverified_checkpoint(str(n)) for o, n in rows}
