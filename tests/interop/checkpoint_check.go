@@ -3,8 +3,9 @@
 // golang.org/x/mod/sumdb/tlog. The cosignature verifier is written here from C2SP
 // tlog-cosignature (x/mod reads Ed25519 signatures, type 0x01, only).
 //
-// Usage: checkpoint_check LOG_VKEY WITNESS_VKEY NOTE_FILE INDEX EVENT_HASH_HEX PROOF_B64,...
-//        OLD_SIZE OLD_ROOT_B64 CONSISTENCY_B64,...
+// Usage: checkpoint_check LOG_VKEY WITNESS_VKEY NOTE_FILE INDEX LEAF_HASH_B64 PROOF_B64,...
+//
+//	OLD_SIZE OLD_ROOT_B64 CONSISTENCY_B64,...
 package main
 
 import (
@@ -13,7 +14,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strconv"
@@ -95,9 +95,9 @@ func main() {
 	must(err)
 	index, err := strconv.ParseInt(a[3], 10, 64)
 	must(err)
-	event, err := hex.DecodeString(a[4])
+	leaf, err := tlog.ParseHash(a[4])
 	must(err)
-	must(tlog.CheckRecord(hashes(a[5]), size, root, index, tlog.RecordHash(event)))
+	must(tlog.CheckRecord(hashes(a[5]), size, root, index, leaf))
 	old, err := strconv.ParseInt(a[6], 10, 64)
 	must(err)
 	oldRoot, err := tlog.ParseHash(a[7])
