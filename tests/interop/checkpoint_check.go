@@ -3,9 +3,9 @@
 // golang.org/x/mod/sumdb/tlog. The cosignature verifier is written here from C2SP
 // tlog-cosignature (x/mod reads Ed25519 signatures, type 0x01, only).
 //
-// Usage: checkpoint_check LOG_VKEY WITNESS_VKEY NOTE_FILE INDEX LEAF_HASH_B64 PROOF_B64,...
-//
-//	OLD_SIZE OLD_ROOT_B64 CONSISTENCY_B64,...
+// Arguments: the log's vkey, the witness's vkey, the note's file, a leaf's index and hash,
+// its inclusion proof (comma-separated base64), an older size, its root and the consistency
+// proof from it.
 package main
 
 import (
