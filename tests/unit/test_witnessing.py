@@ -139,3 +139,14 @@ def test_a_malformed_checkpoint_is_400(note: str) -> None:
     with pytest.raises(Refused) as caught:
         check_submission(Submission(0, [], note), {ORIGIN: [LOG.verifier]}, None)
     assert caught.value.status == 400
+
+
+def test_sixteen_signatures_are_taken_and_more_than_sixty_four_refused() -> None:
+    others = [Signer(f"o.example/{n}", Ed25519PrivateKey.generate()) for n in range(64)]
+    text = tree(5).text()
+    lines = [o.sign(text).split("\n\n", 1)[1] for o in others]
+    note = LOG.sign(text)
+    assert submit(0, 5, None, note=note + "".join(lines[:15])) == tree(5)
+    with pytest.raises(Refused, match="more than 64 signatures") as caught:
+        submit(0, 5, None, note=note + "".join(lines))
+    assert caught.value.status == 400
