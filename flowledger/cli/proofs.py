@@ -118,6 +118,14 @@ def proof(
             help="Prove against this checkpoint [default: a new one, signed now]",
         ),
     ] = None,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events",
+            metavar="N|FIRST-LAST",
+            help="Prove events by their number in the log (a token's creation, event 1…)",
+        ),
+    ] = None,
     consistency: Annotated[
         tuple[Path, Path] | None,
         typer.Option(
@@ -126,25 +134,50 @@ def proof(
     ] = None,
     out: OutOption = None,
 ) -> None:
-    """An operation's events with their inclusion proofs against a checkpoint, or (with
-    --consistency) the proof that one checkpoint extends another, as a JSON file that
+    """An operation's events (or, with --events, events by their number) with their
+    inclusion proofs against a checkpoint, or (with --consistency) the proof that one
+    checkpoint extends another, as a JSON file that
     `python -m flowledger.programs.verify_proof FILE --key PUB` checks without the database."""
     from flowledger.storage.reads import tree_proofs as proofs
 
-    if (operation_id is None) == (consistency is None):
-        die("give an OPERATION_ID or --consistency OLD NEW (one of the two)")
+    if [operation_id, events, consistency].count(None) != 2:
+        die("give one of OPERATION_ID, --events N|FIRST-LAST or --consistency OLD NEW")
+    span = proofs.event_range(events) if events is not None else None
     with opened(db) as store:
         if consistency is not None:
             old, new = (_read(p, "the checkpoint") for p in consistency)
             doc = proofs.consistency_proof(store, old, new)
         else:
-            assert operation_id is not None
             note = (
                 _read(against, "the checkpoint")
                 if against is not None
                 else proofs.signed_checkpoint(store, _signer(store))
             )
-            doc = proofs.operation_proof(store, operation_id, note)
+            if span is not None:
+                doc = proofs.range_proof(store, *span, note)
+            else:
+                assert operation_id is not None
+                doc = proofs.operation_proof(store, operation_id, note)
     # ASCII, as every JSON the ledger prints: a stored value's control, bidi or invisible
     # characters as JSON escapes, the same values for the verifier.
     _emit(json.dumps(doc, indent=2) + "\n", out)
+
+
+@app.command(cls=Command)
+@one_line_errors
+def tiles(
+    folder: Annotated[
+        Path,
+        typer.Argument(metavar="DIR", help="The tiles directory to write or bring up to date"),
+    ],
+    db: DbOption = None,
+) -> None:
+    """The log as a C2SP tlog-tiles directory (checkpoint, tile/L/N, tile/entries/N) that any
+    web server can publish; run again, it writes only what the log gained since."""
+    from flowledger.reports.tiles import write_tiles
+
+    with opened(db) as store:
+        done = write_tiles(store, _signer(store), folder.expanduser())
+    typer.echo(
+        f"{folder}: {done.size} events (was {done.old_size}), {done.tiles} tile files written"
+    )
