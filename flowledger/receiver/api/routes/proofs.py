@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BeforeValidator
 
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import b64
@@ -75,17 +76,28 @@ async def get_operation_proof(
     return await read(st.read_deadline, proof)
 
 
-# A tree size as a query gives it: from 0, below 2**63 (what the database's integers hold).
-Size = Annotated[int, Query(ge=0, le=2**63 - 1)]
+def _digits(value: Any) -> Any:
+    """Only ASCII digits make a number here: ``int`` would read ``2.0``, ``+2`` and other
+    scripts' digits as well."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number written in the digits 0-9")
+    return value
+
+
+# A tree size or an event number as a request gives it: below 2**63 (the database's integers).
+Digits = BeforeValidator(_digits)
+Size = Annotated[int, Digits, Query(ge=0, le=2**63 - 1)]
 
 
 @router.get("/events/{first}/proof", response_model=RangeProofPublic, responses=documented(*ERRORS))
 async def get_events_proof(
     principal: Reader,
     st: St,
-    first: Annotated[int, Path(ge=1, le=2**63 - 1, description="The first event's number")],
+    first: Annotated[int, Digits, Path(ge=1, le=2**63 - 1, description="The first event's number")],
     last: Annotated[
-        int | None, Query(ge=1, le=2**63 - 1, description="The last event's [default: first]")
+        int | None,
+        Digits,
+        Query(ge=1, le=2**63 - 1, description="The last event's [default: first]"),
     ] = None,
 ) -> dict[str, Any]:
     """Events by their number in the log (whatever they concern: a token's creation, event 1)
