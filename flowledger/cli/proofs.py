@@ -18,6 +18,7 @@ from flowledger.cli.common import (
     one_line_errors,
     opened,
 )
+from flowledger.domain.display import counted
 from flowledger.storage.problems import LedgerError
 
 if TYPE_CHECKING:
@@ -180,4 +181,42 @@ def tiles(
         done = write_tiles(store, _signer(store), folder.expanduser())
     typer.echo(
         f"{folder}: {done.size} events (was {done.old_size}), {done.tiles} tile files written"
+    )
+
+
+@app.command(cls=Command)
+@one_line_errors
+def bundle(
+    operation_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="OPERATION_ID...", help="The operations whose events to bundle"),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="The folder to write (new or empty)"),
+    ] = None,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events", metavar="N|FIRST-LAST", help="Bundle events by their number instead"
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """An auditor's bundle: the operations' events (or events by number) as exact bytes, each
+    with a C2SP tlog-proof, the signed checkpoint, the log's key, a single-file verifier and a
+    README, checkable with Python and `cryptography` alone."""
+    from flowledger.reports.bundle import write_bundle
+    from flowledger.storage.reads import tree_proofs as proofs
+
+    if out is None:
+        die("give --out DIR: the folder the bundle goes into")
+    if bool(operation_ids) == (events is not None):
+        die("give OPERATION_ID... or --events N|FIRST-LAST (one of the two)")
+    span = proofs.event_range(events) if events is not None else None
+    with opened(db) as store:
+        done = write_bundle(store, _signer(store), out.expanduser(), operation_ids or [], span)
+    typer.echo(
+        f"wrote {out}: {counted(done.events, 'event')} against a checkpoint of {done.size}; "
+        f"check it with: python3 {out / 'verify_bundle.py'} {out}"
     )
