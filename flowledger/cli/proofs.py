@@ -211,6 +211,7 @@ def bundle(
 
     if out is None:
         die("give --out DIR: the folder the bundle goes into")
+        return
     if bool(operation_ids) == (events is not None):
         die("give OPERATION_ID... or --events N|FIRST-LAST (one of the two)")
     span = proofs.event_range(events) if events is not None else None

@@ -94,6 +94,7 @@ def test_a_range_proof_with_an_event_left_out_or_moved_fails(
 ) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1", "invoice:2")
     code, out = cli("proof", "--events", "1-3", "--db", db_url)
+    assert code == 0, out
     doc = json.loads(out)
     short = {**doc, "events": doc["events"][:2]}
     assert verified(short, signer, tmp_path) == 1

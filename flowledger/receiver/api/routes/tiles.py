@@ -7,7 +7,7 @@ receiver has a signing key (``[checkpoints] key``), as the other proof routes.""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Response
 
@@ -26,8 +26,12 @@ St = Annotated[ReceiverState, Depends(state_of)]
 ERRORS = (401, 403, 404, 408, 429, 503)
 # A full tile is the same bytes forever (C2SP tlog-tiles); a cache may keep it a year.
 FOREVER = "max-age=31536000, immutable"
-TEXT = {"200": {"content": {"text/plain": {}}, "description": "The signed note"}}
-BYTES = {"200": {"content": {"application/octet-stream": {}}, "description": "The tile"}}
+TEXT: dict[int | str, dict[str, Any]] = {
+    "200": {"content": {"text/plain": {}}, "description": "The signed note"}
+}
+BYTES: dict[int | str, dict[str, Any]] = {
+    "200": {"content": {"application/octet-stream": {}}, "description": "The tile"}
+}
 
 
 @router.get("/checkpoint", response_class=Response, responses={**TEXT, **documented(*ERRORS)})
