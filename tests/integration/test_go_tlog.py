@@ -1,9 +1,9 @@
-"""Opt-in (``FLOWLEDGER_TEST_GO=1``): a tiles directory read by Go's own transparency-log code, ``golang.org/x/mod/sumdb/note`` and
-``sumdb/tlog`` (Debian's ``golang-go`` and ``golang-golang-x-mod-dev``), none of flowledger's:
-the checkpoint's signature by the vkey ``key create`` prints, the root from the tiles (every
-tile checked against the signed root), records proven included and an older tree proven a
-prefix (``tests/fixtures/tlog_go/main.go``), on SQLite and PostgreSQL; a tile altered is
-refused."""
+"""Opt-in (``FLOWLEDGER_TEST_GO=1``): a tiles directory read by Go's own transparency-log
+code, ``golang.org/x/mod/sumdb/note`` and ``sumdb/tlog`` (Debian's ``golang-go`` and
+``golang-golang-x-mod-dev``), none of flowledger's: the checkpoint's signature by the vkey
+``key create`` prints, the root from the tiles (every tile checked against the signed root),
+records proven included and an older tree proven a prefix (``tests/fixtures/tlog_go/main.go``),
+on SQLite and PostgreSQL; a tile altered is refused."""
 
 from __future__ import annotations
 
