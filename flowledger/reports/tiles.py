@@ -17,6 +17,7 @@ from pathlib import Path
 from flowledger.domain.checkpoints import CheckpointError, Signer, unverified_checkpoint
 from flowledger.domain.display import counted
 from flowledger.domain.tiles import Tile, tiles_between
+from flowledger.plumbing.faults import crashpoint
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.reads import Connection
@@ -53,7 +54,13 @@ def write_tiles(store: Store, signer: Signer, folder: Path) -> TilesWritten:
         for tile in tiles_between(old, head.size):
             _write(folder / tile.path(), _bytes(conn, tile, inputs))
             written += 1
-    _write(folder / CHECKPOINT, signer.sign(head.text()).encode())
+            crashpoint("tiles_tile_written")
+    # Every tile on disk before the checkpoint that needs them: one sync of the file systems
+    # costs what a few files' fsyncs do, thousands of which were most of an export's time
+    # (bench/README.md, "Tiles").
+    os.sync()
+    crashpoint("tiles_before_checkpoint")
+    _write(folder / CHECKPOINT, signer.sign(head.text()).encode(), durable=True)
     return TilesWritten(old, head.size, written)
 
 
@@ -96,15 +103,23 @@ def _published_size(conn: Connection, folder: Path) -> int:
     return cp.size
 
 
-def _write(path: Path, data: bytes) -> None:
-    """``data`` in ``path`` whole or not at all (a temporary file, synced, renamed)."""
+def _write(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """``data`` in ``path`` whole or not at all (a temporary file renamed), synced to disk
+    before the rename when ``durable``."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
+        if durable:
+            fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
     except OSError as exc:
         raise LedgerError(f"cannot write {path}: {exc.strerror}") from None
