@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,10 +20,9 @@ from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api.tokens import create_token
 from flowledger.reports.bundle import write_bundle
 from flowledger.services.ledger import Ledger
-from flowledger.services.signing import create_key
 from flowledger.storage.engine import LedgerError, Store
-from flowledger.storage.reads.tree_proofs import ledger_origin
 from tests.support.builders import FakeClock, req
+from tests.support.distributions import dependency_closure
 
 runner = CliRunner()
 WF = "token:n8n"
@@ -33,15 +31,6 @@ WF = "token:n8n"
 def cli(*args: str) -> tuple[int, str]:
     result = runner.invoke(app, list(args))
     return result.exit_code, result.stdout + result.stderr
-
-
-@pytest.fixture
-def signer(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Signer:
-    key = tmp_path / "checkpoint.key"
-    made = create_key(key, ledger_origin(store))
-    (tmp_path / "flowledger.toml").write_text(f'[checkpoints]\nkey = "{key}"\n')
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(tmp_path / "flowledger.toml"))
-    return made
 
 
 @pytest.fixture
@@ -54,24 +43,6 @@ def charged(store: Store) -> Ledger:
         ledger.confirm(name, f"R-{name}", execution_id=f"exec-{name}").run(WF)
     ledger.confirm("charge:INV-42", "R-other", execution_id="exec-2").run(WF)
     return ledger
-
-
-def dependency_closure(name: str) -> set[str]:
-    from packaging.requirements import Requirement
-
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        dist = todo.pop()
-        key = re.sub(r"[-_.]+", "-", dist).lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        for text in importlib.metadata.requires(dist) or []:
-            requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return seen
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +81,7 @@ def run_alone(bare_site: Path, folder: Path, *args: str) -> tuple[int, str]:
 
 
 def test_a_bundle_checks_out_on_a_python_without_flowledger(
-    charged: Ledger, db_url: str, signer: Signer, tmp_path: Path, bare_site: Path
+    charged: Ledger, db_url: str, configured_signer: Signer, tmp_path: Path, bare_site: Path
 ) -> None:
     out = tmp_path / "bundle"
     code, said = cli("bundle", "charge:INV-42", "charge:INV-41", "--out", str(out), "--db", db_url)
@@ -127,12 +98,12 @@ def test_a_bundle_checks_out_on_a_python_without_flowledger(
     assert said.strip().splitlines()[-1].startswith(f"bundle ok: {len(claims['events'])} events")
     assert "receipt_conflict" in (out / f"events/{claims['events'][-1]}.json").read_text()
     # The key given by another route than the folder, as the README asks.
-    code, said = run_alone(bare_site, out, str(out), "--key", signer.verifier.text())
+    code, said = run_alone(bare_site, out, str(out), "--key", configured_signer.verifier.text())
     assert code == 0, said
 
 
 def test_events_of_no_operation_bundle_by_number(
-    charged: Ledger, db_url: str, signer: Signer, tmp_path: Path, bare_site: Path
+    charged: Ledger, db_url: str, configured_signer: Signer, tmp_path: Path, bare_site: Path
 ) -> None:
     out = tmp_path / "first"
     code, said = cli("bundle", "--events", "1-3", "--out", str(out), "--db", db_url)
@@ -141,7 +112,7 @@ def test_events_of_no_operation_bundle_by_number(
     assert code == 0 and "event 1 ok:" in said and "token_created (no operation)" in said, said
 
 
-def tampered(out: Path, how: str, signer: Signer) -> None:
+def tampered(out: Path, how: str, configured_signer: Signer) -> None:
     claims = json.loads((out / "bundle.json").read_text())
     first = claims["events"][0]
     event = out / f"events/{first}.json"
@@ -153,11 +124,13 @@ def tampered(out: Path, how: str, signer: Signer) -> None:
         proof = out / f"events/{first}.tlog-proof"
         proof.write_text(proof.read_text().replace(f"index {first - 1}\n", f"index {first}\n"))
     elif how == "another key":
-        other = Signer(signer.name, Ed25519PrivateKey.generate())
+        other = Signer(configured_signer.name, Ed25519PrivateKey.generate())
         (out / "log.vkey").write_text(other.verifier.text())
     elif how == "another origin":
         note = (out / "checkpoint").read_text()
-        (out / "checkpoint").write_text(note.replace(signer.name, "flowledger/elsewhere", 1))
+        (out / "checkpoint").write_text(
+            note.replace(configured_signer.name, "flowledger/elsewhere", 1)
+        )
     elif how == "claims another operation":
         claims["operations"] = ["charge:INV-99"]
         (out / "bundle.json").write_text(json.dumps(claims))
@@ -188,15 +161,15 @@ def tampered(out: Path, how: str, signer: Signer) -> None:
 def test_a_tampered_bundle_fails_its_verifier_in_one_line(
     charged: Ledger,
     store: Store,
-    signer: Signer,
+    configured_signer: Signer,
     tmp_path: Path,
     bare_site: Path,
     how: str,
     says: str,
 ) -> None:
     out = tmp_path / "bundle"
-    write_bundle(store, signer, out, ["charge:INV-42"])
-    tampered(out, how, signer)
+    write_bundle(store, configured_signer, out, ["charge:INV-42"])
+    tampered(out, how, configured_signer)
     code, said = run_alone(bare_site, out, str(out))
     assert code in (1, 2) and says in said and len(said.strip().splitlines()) == 1, said
 
@@ -213,20 +186,25 @@ def test_a_tampered_bundle_fails_its_verifier_in_one_line(
     ],
 )
 def test_bundle_refuses_what_it_cannot_prove_in_one_line(
-    charged: Ledger, db_url: str, signer: Signer, tmp_path: Path, args: list[str], says: str
+    charged: Ledger,
+    db_url: str,
+    configured_signer: Signer,
+    tmp_path: Path,
+    args: list[str],
+    says: str,
 ) -> None:
     code, said = cli("bundle", *args, "--out", str(tmp_path / "b"), "--db", db_url)
     assert code != 0 and says in said and len(said.strip().splitlines()) == 1, said
 
 
 def test_bundle_never_writes_into_a_folder_that_holds_something(
-    charged: Ledger, store: Store, signer: Signer, tmp_path: Path
+    charged: Ledger, store: Store, configured_signer: Signer, tmp_path: Path
 ) -> None:
     out = tmp_path / "bundle"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     with pytest.raises(LedgerError, match="is not empty"):
-        write_bundle(store, signer, out, ["charge:INV-41"])
+        write_bundle(store, configured_signer, out, ["charge:INV-41"])
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     code, said = cli("bundle", "charge:INV-41", "--db", str(store.engine.url))
     assert code != 0 and "--out" in said

@@ -23,9 +23,7 @@ from flowledger.domain.tiles import Tile, bundle_entries, root_from_tiles, tile_
 from flowledger.programs.verify_proof import main as verify_main
 from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
-from flowledger.services.signing import create_key
 from flowledger.storage.engine import Store
-from flowledger.storage.reads.tree_proofs import ledger_origin
 from tests.support.builders import FakeClock, req
 from tests.support.database import engine_for, truncate_chain
 
@@ -44,20 +42,10 @@ def work(ledger: Ledger, *names: str) -> None:
         ledger.confirm(name, f"R-{name}", execution_id=f"exec-{name}").run(WF)
 
 
-@pytest.fixture
-def signer(store: Store, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Signer:
-    """A signing key configured for the CLI."""
-    key = tmp_path / "checkpoint.key"
-    made = create_key(key, ledger_origin(store))
-    (tmp_path / "flowledger.toml").write_text(f'[checkpoints]\nkey = "{key}"\n')
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(tmp_path / "flowledger.toml"))
-    return made
-
-
-def verified(doc: dict[str, object], signer: Signer, tmp_path: Path) -> int:
+def verified(doc: dict[str, object], configured_signer: Signer, tmp_path: Path) -> int:
     path = tmp_path / "proof.json"
     path.write_text(json.dumps(doc))
-    return verify_main([str(path), "--key", signer.verifier.text()])
+    return verify_main([str(path), "--key", configured_signer.verifier.text()])
 
 
 def test_every_exported_event_re_hashes_even_at_a_whole_second(store: Store, db_url: str) -> None:
@@ -72,7 +60,7 @@ def test_every_exported_event_re_hashes_even_at_a_whole_second(store: Store, db_
 
 
 def test_events_of_no_operation_are_proven_by_their_number(
-    store: Store, db_url: str, signer: Signer, tmp_path: Path
+    store: Store, db_url: str, configured_signer: Signer, tmp_path: Path
 ) -> None:
     create_token(Ledger(store), "auditor", "read", signing=False, server_secret=None)
     work(Ledger(store, clock=FakeClock()), "invoice:1")
@@ -83,24 +71,28 @@ def test_events_of_no_operation_are_proven_by_their_number(
     assert code == 0, out
     doc = json.loads(out)
     assert [e["kind"] for e in doc["events"]] == ["token_created"]
-    assert verified(doc, signer, tmp_path) == 0
+    assert verified(doc, configured_signer, tmp_path) == 0
     code, out = cli("proof", "--events", f"1-{len(kinds)}", "--db", db_url)
     assert code == 0, out
-    assert verified(json.loads(out), signer, tmp_path) == 0
+    assert verified(json.loads(out), configured_signer, tmp_path) == 0
 
 
 def test_a_range_proof_with_an_event_left_out_or_moved_fails(
-    store: Store, db_url: str, signer: Signer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: Store,
+    db_url: str,
+    configured_signer: Signer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1", "invoice:2")
     code, out = cli("proof", "--events", "1-3", "--db", db_url)
     assert code == 0, out
     doc = json.loads(out)
     short = {**doc, "events": doc["events"][:2]}
-    assert verified(short, signer, tmp_path) == 1
+    assert verified(short, configured_signer, tmp_path) == 1
     assert "claims events 1-3 but holds 2 events" in capsys.readouterr().out
     moved = {**doc, "range": [2, 4]}
-    assert verified(moved, signer, tmp_path) == 1
+    assert verified(moved, configured_signer, tmp_path) == 1
     assert "event 1 is not event 2 of the range" in capsys.readouterr().out
 
 
@@ -109,7 +101,7 @@ def test_a_range_proof_with_an_event_left_out_or_moved_fails(
     ["0", "-1", "1-", "-", "3-2", "1-100001", "\u0663", "\u00b2", "1.5", "", "9" * 20, "1 2"],
 )
 def test_proof_events_refuses_what_is_no_event_number(
-    store: Store, db_url: str, signer: Signer, given: str
+    store: Store, db_url: str, configured_signer: Signer, given: str
 ) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1")
     code, out = cli("proof", "--events", given, "--db", db_url)
@@ -117,7 +109,9 @@ def test_proof_events_refuses_what_is_no_event_number(
     assert "Traceback" not in out
 
 
-def test_proof_of_events_past_the_log_is_refused(store: Store, db_url: str, signer: Signer) -> None:
+def test_proof_of_events_past_the_log_is_refused(
+    store: Store, db_url: str, configured_signer: Signer
+) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1")
     code, out = cli("proof", "--events", "2-9", "--db", db_url)
     assert code != 0 and "not all in the checkpoint's 2 events" in out, out
@@ -181,14 +175,14 @@ def root_of_folder(folder: Path, size: int) -> bytes:
 
 
 def test_tiles_written_then_extended_give_the_checkpoints_root_from_the_files_alone(
-    store: Store, db_url: str, signer: Signer, tmp_path: Path
+    store: Store, db_url: str, configured_signer: Signer, tmp_path: Path
 ) -> None:
     ledger = Ledger(store, clock=FakeClock())
     ledger.run_many([(WF, ledger.dispatch(f"op-{i}", req(f"e-{i}")).work) for i in range(300)])
     folder = tmp_path / "tiles"
     code, out = cli("tiles", str(folder), "--db", db_url)
     assert code == 0 and "300 events (was 0)" in out, out
-    cp = open_checkpoint((folder / "checkpoint").read_text(), signer.verifier)
+    cp = open_checkpoint((folder / "checkpoint").read_text(), configured_signer.verifier)
     assert cp.size == 300 and root_of_folder(folder, 300) == cp.root
     assert {"tile/0/000", "tile/0/001.p/44", "tile/1/000.p/1", "tile/entries/001.p/44"} <= set(
         files_of(folder)
@@ -206,7 +200,7 @@ def test_tiles_written_then_extended_give_the_checkpoints_root_from_the_files_al
     code, out = cli("tiles", str(folder), "--db", db_url)
     assert code == 0 and "530 events (was 300)" in out, out
     assert full.stat().st_mtime_ns == stamp  # a full tile is never written again
-    cp = open_checkpoint((folder / "checkpoint").read_text(), signer.verifier)
+    cp = open_checkpoint((folder / "checkpoint").read_text(), configured_signer.verifier)
     assert cp.size == 530 and root_of_folder(folder, 530) == cp.root
     fresh = tmp_path / "fresh"
     assert cli("tiles", str(fresh), "--db", db_url)[0] == 0
@@ -216,7 +210,7 @@ def test_tiles_written_then_extended_give_the_checkpoints_root_from_the_files_al
 
 
 def test_tiles_refuse_a_folder_of_another_log_or_of_a_rewritten_one(
-    store: Store, db_url: str, signer: Signer, tmp_path: Path
+    store: Store, db_url: str, configured_signer: Signer, tmp_path: Path
 ) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1", "invoice:2")
     folder = tmp_path / "tiles"
@@ -240,7 +234,7 @@ def test_tiles_refuse_a_folder_of_another_log_or_of_a_rewritten_one(
 
 
 def test_tiles_into_a_path_that_is_a_file_is_one_line(
-    store: Store, db_url: str, signer: Signer, tmp_path: Path
+    store: Store, db_url: str, configured_signer: Signer, tmp_path: Path
 ) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1")
     blocker = tmp_path / "afile"
