@@ -183,6 +183,8 @@ def test_a_tampered_bundle_fails_its_verifier_in_one_line(
         (["--events", "\u00b2"], "is not an event number"),
         (["--events", "1", "charge:INV-41"], "one of the two"),
         ([], "one of the two"),
+        (["\x1b[31mcharge\u202e:1\n"], "no events of operation"),
+        (["x" * 5000], "no events of operation"),
     ],
 )
 def test_bundle_refuses_what_it_cannot_prove_in_one_line(
@@ -198,7 +200,7 @@ def test_bundle_refuses_what_it_cannot_prove_in_one_line(
 
 
 def test_bundle_never_writes_into_a_folder_that_holds_something(
-    charged: Ledger, store: Store, configured_signer: Signer, tmp_path: Path
+    charged: Ledger, store: Store, db_url: str, configured_signer: Signer, tmp_path: Path
 ) -> None:
     out = tmp_path / "bundle"
     out.mkdir()
@@ -208,3 +210,5 @@ def test_bundle_never_writes_into_a_folder_that_holds_something(
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     code, said = cli("bundle", "charge:INV-41", "--db", str(store.engine.url))
     assert code != 0 and "--out" in said
+    code, said = cli("bundle", "charge:INV-41", "--out", str(out / "notes.txt"), "--db", db_url)
+    assert code != 0 and "cannot use" in said and len(said.strip().splitlines()) == 1, said
