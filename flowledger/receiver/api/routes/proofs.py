@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 
 from flowledger.domain.checkpoints import Signer, unverified_checkpoint
 from flowledger.domain.proofs import b64
@@ -84,31 +84,31 @@ def _digits(value: Any) -> Any:
     return value
 
 
-# A tree size or an event number as a request gives it: below 2**63 (the database's integers).
+# A tree size, and an event's number, as a request gives them: below 2**63 (the database's
+# integers), in ASCII digits (the constraints inside the type, where the schema shows them).
 Digits = BeforeValidator(_digits)
-Size = Annotated[int, Digits, Query(ge=0, le=2**63 - 1)]
+Size = Annotated[int, Field(ge=0, le=2**63 - 1), Digits]
+Seq = Annotated[int, Field(ge=1, le=2**63 - 1), Digits]
 
 
 @router.get("/events/{first}/proof", response_model=RangeProofPublic, responses=documented(*ERRORS))
 async def get_events_proof(
     principal: Reader,
     st: St,
-    first: Annotated[int, Digits, Path(ge=1, le=2**63 - 1, description="The first event's number")],
-    last: Annotated[
-        int | None,
-        Digits,
-        Query(ge=1, le=2**63 - 1, description="The last event's [default: first]"),
-    ] = None,
+    first: Annotated[Seq, Path(description="The first event's number")],
+    last: Annotated[Seq | None, Query(description="The last event's [default: first]")] = None,
 ) -> dict[str, Any]:
     """Events by their number in the log (whatever they concern: a token's creation, event 1)
     with their inclusion proofs against a checkpoint signed now; at most 100,000."""
     signer = signer_of(st)
     end = first if last is None else last
     if end < first or end - first >= proofs.MAX_EVENTS:
+        # No such proof, as for events past the log: each number alone is well formed.
         raise ApiError(
-            422,
-            "invalid_range",
-            f"last must be first to first + {proofs.MAX_EVENTS - 1}",
+            404,
+            "not_found",
+            f"no proof of events {first}-{end}: last must be first to first + "
+            f"{proofs.MAX_EVENTS - 1}",
             "last",
         )
 
@@ -123,7 +123,9 @@ async def get_events_proof(
 
 
 @router.get("/consistency", response_model=ConsistencyPublic, responses=documented(*ERRORS))
-async def get_consistency(principal: Reader, st: St, old: Size, new: Size) -> dict[str, Any]:
+async def get_consistency(
+    principal: Reader, st: St, old: Annotated[Size, Query()], new: Annotated[Size, Query()]
+) -> dict[str, Any]:
     """The RFC 9162 proof that the tree of ``old`` events is a prefix of the tree of ``new``
     (two sizes the log has had), with both roots, for a reader holding checkpoints of both."""
 
