@@ -177,11 +177,9 @@ def size_consistency(store: Store, old: int, new: int) -> dict[str, Any]:
     }
 
 
-def tile(store: Store, which: Tile) -> tuple[bytes, int] | None:
-    """The bytes of tile ``which`` and the tree's size it was read at, or ``None`` while the
-    tree has not all of it."""
+def tile(store: Store, which: Tile) -> bytes | None:
+    """The bytes of tile ``which``, or ``None`` while the tree has not all of it."""
     with snapshot(store) as conn:
-        size = head(conn)[0]
-        if not tiles.has(size, which):
+        if not tiles.has(head(conn)[0], which):
             return None
-        return tiles.tile_bytes(conn, which), size
+        return tiles.tile_bytes(conn, which)
