@@ -3,7 +3,8 @@ code, ``golang.org/x/mod/sumdb/note`` and ``sumdb/tlog`` (Debian's ``golang-go``
 ``golang-golang-x-mod-dev``), none of flowledger's: the checkpoint's signature by the vkey
 ``key create`` prints, the root from the tiles (every tile checked against the signed root),
 records proven included and an older tree proven a prefix (``tests/fixtures/tlog_go/main.go``),
-on SQLite and PostgreSQL; a tile altered is refused."""
+on SQLite and PostgreSQL; a tile altered is refused; the same read from the receiver's
+``/v1/tlog/`` with a read token."""
 
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from flowledger.domain.checkpoints import Signer
+from flowledger.receiver.app import create_app
 from flowledger.reports.tiles import write_tiles
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key
 from flowledger.storage.engine import Store
 from flowledger.storage.reads.tree_proofs import ledger_origin
 from tests.support.builders import FakeClock, req
+from tests.support.receiver import SECRET, make_token, server_thread
 
 GOPATH = Path("/usr/share/gocode")  # where Debian's golang-golang-x-mod-dev puts the module
 SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "tlog_go" / "main.go"
@@ -71,3 +76,28 @@ def test_gos_tlog_reads_the_tiles_and_agrees(store: Store, checker: Path, tmp_pa
         timeout=60,
     )
     assert result.returncode == 1 and result.stdout.startswith("FAILED"), result.stdout
+
+
+def test_gos_tlog_reads_the_receivers_tiles_and_agrees(store: Store, checker: Path) -> None:
+    ledger = Ledger(store, clock=FakeClock())
+    token = make_token(ledger, "auditor", "read")
+    ledger.run_many([("t", ledger.dispatch(f"op-{i}", req(f"e{i}")).work) for i in range(600)])
+    signer = Signer(ledger_origin(store), Ed25519PrivateKey.generate())
+    with server_thread(create_app(ledger, secret=SECRET, signer=signer)) as url:
+        result = subprocess.run(
+            [str(checker), f"{url}/v1/tlog/", signer.verifier.text(), "300"],
+            env={**os.environ, "FLOWLEDGER_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        refused = subprocess.run(
+            [str(checker), f"{url}/v1/tlog/", signer.verifier.text(), "300"],
+            env={**os.environ, "FLOWLEDGER_TOKEN": "wrong"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"go ok: {signer.name} at 601, root from tiles")
+    assert refused.returncode == 1 and "401" in refused.stdout, refused.stdout
