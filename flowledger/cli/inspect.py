@@ -28,7 +28,7 @@ from flowledger.cli.common import (
     parse_since,
 )
 from flowledger.cli.tables import echo_table, printable, when
-from flowledger.domain.chain import head_prefix
+from flowledger.domain.chain import event_time, head_prefix
 from flowledger.domain.display import counted
 from flowledger.domain.times import for_machines
 from flowledger.plumbing.clock import utcnow
@@ -334,7 +334,8 @@ def _report_deep(found: DeepResult) -> None:
         typer.echo(f"... and {counted(found.more, 'more difference')}")
     summary = (
         f"{counted(found.events, 'event')} replayed against "
-        f"{counted(found.operations, 'operation')} and {counted(found.holds, 'hold')}"
+        f"{counted(found.operations, 'operation')}, {counted(found.holds, 'hold')} and "
+        f"{counted(found.tokens, 'token')}"
     )
     if found.ok:
         typer.echo(f"tables ok: {summary}")
@@ -366,4 +367,7 @@ def export(
     with opened(db) as store:
         out = sys.stdout
         for event in records.iter_events(store, since=start):
+            # Its time as the chain hash covers it (to the microsecond, a whole second too),
+            # so each line's sealed fields re-hash to its ``hash`` (docs/log-format.md).
+            event["at"] = event_time(event["at"])
             out.write(json.dumps(event, default=json_default, sort_keys=True) + "\n")

@@ -19,6 +19,7 @@ from flowledger.cli.common import (
     one_line_errors,
     opened,
 )
+from flowledger.domain.display import counted
 from flowledger.storage.problems import LedgerError
 
 if TYPE_CHECKING:
@@ -142,6 +143,14 @@ def proof(
             "cosigned by the [[witnesses]] when there are]",
         ),
     ] = None,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events",
+            metavar="N|FIRST-LAST",
+            help="Prove events by their number in the log (a token's creation, event 1…)",
+        ),
+    ] = None,
     consistency: Annotated[
         tuple[Path, Path] | None,
         typer.Option(
@@ -150,25 +159,96 @@ def proof(
     ] = None,
     out: OutOption = None,
 ) -> None:
-    """An operation's events with their inclusion proofs against a checkpoint, or (with
-    --consistency) the proof that one checkpoint extends another, as a JSON file that
+    """An operation's events (or, with --events, events by their number) with their
+    inclusion proofs against a checkpoint, or (with --consistency) the proof that one
+    checkpoint extends another, as a JSON file that
     `python -m flowledger.programs.verify_proof FILE --key PUB` checks without the database."""
     from flowledger.storage.reads import tree_proofs as proofs
 
-    if (operation_id is None) == (consistency is None):
-        die("give an OPERATION_ID or --consistency OLD NEW (one of the two)")
+    if [operation_id, events, consistency].count(None) != 2:
+        die("give one of OPERATION_ID, --events N|FIRST-LAST or --consistency OLD NEW")
+    span = proofs.event_range(events) if events is not None else None
     with opened(db) as store:
         if consistency is not None:
             old, new = (_read(p, "the checkpoint") for p in consistency)
             doc = proofs.consistency_proof(store, old, new)
         else:
-            assert operation_id is not None
             note = (
                 _read(against, "the checkpoint")
                 if against is not None
                 else _new_checkpoint(store)[0]
             )
-            doc = proofs.operation_proof(store, operation_id, note)
+            if span is not None:
+                doc = proofs.range_proof(store, *span, note)
+            else:
+                assert operation_id is not None
+                doc = proofs.operation_proof(store, operation_id, note)
     # ASCII, as every JSON the ledger prints: a stored value's control, bidi or invisible
     # characters as JSON escapes, the same values for the verifier.
     _emit(json.dumps(doc, indent=2) + "\n", out)
+
+
+@app.command(cls=Command)
+@one_line_errors
+def tiles(
+    folder: Annotated[
+        Path,
+        typer.Argument(metavar="DIR", help="The tiles directory to write or bring up to date"),
+    ],
+    db: DbOption = None,
+) -> None:
+    """The log as a C2SP tlog-tiles directory (checkpoint, tile/L/N, tile/entries/N) that any
+    web server can publish; run again, it writes only what the log gained since."""
+    from flowledger.reports.tiles import write_tiles
+
+    with opened(db) as store:
+        done = write_tiles(store, _signer(store), folder.expanduser())
+    typer.echo(
+        f"{folder}: {done.size} events (was {done.old_size}), {done.tiles} tile files written"
+    )
+
+
+@app.command(cls=Command)
+@one_line_errors
+def bundle(
+    operation_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="OPERATION_ID...", help="The operations whose events to bundle"),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="The folder to write (new or empty)"),
+    ] = None,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events", metavar="N|FIRST-LAST", help="Bundle events by their number instead"
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """An auditor's bundle: the operations' events (or events by number) as exact bytes, each
+    with a C2SP tlog-proof, the signed checkpoint (sent to the [[witnesses]] first, and kept
+    with their cosignatures and vkeys), the log's key, a single-file verifier and a README,
+    checkable with Python and `cryptography` alone; exit 1 when a witness refused it."""
+    from flowledger.reports.bundle import write_bundle
+    from flowledger.storage.reads import tree_proofs as proofs
+
+    if out is None:
+        die("give --out DIR: the folder the bundle goes into")
+        return
+    if bool(operation_ids) == (events is not None):
+        die("give OPERATION_ID... or --events N|FIRST-LAST (one of the two)")
+    span = proofs.event_range(events) if events is not None else None
+    witnesses = [w.vkey for w in file_settings().witnesses]
+    with opened(db) as store:
+        note, refused = _new_checkpoint(store)
+        done = write_bundle(
+            store, _signer(store), out.expanduser(), operation_ids or [], span, note, witnesses
+        )
+    typer.echo(
+        f"wrote {out}: {counted(done.events, 'event')} against a checkpoint of {done.size}; "
+        f"check it with: python3 {out / 'verify_bundle.py'} {out}"
+    )
+    if refused:
+        raise typer.Exit(FAILED)

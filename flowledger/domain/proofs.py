@@ -49,6 +49,19 @@ def inclusion_document(
     }
 
 
+def range_document(
+    checkpoint_note: str, first: int, last: int, events: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The proof file of events ``first..last`` by their place in the log, whatever they
+    concern (a token's creation, a source's hold, the first event of all)."""
+    return {
+        "format": INCLUSION,
+        "checkpoint": checkpoint_note,
+        "range": [first, last],
+        "events": events,
+    }
+
+
 def consistency_document(old_note: str, new_note: str, proof: list[bytes]) -> dict[str, Any]:
     return {"format": CONSISTENCY, "old": old_note, "new": new_note, "consistency": b64(proof)}
 
@@ -114,18 +127,41 @@ def _hashes(values: Any, what: str) -> list[bytes]:
     return out
 
 
+def _range(doc: dict[str, Any]) -> tuple[int, int] | None:
+    """The events ``first..last`` a proof by place claims, or ``None`` for an operation's."""
+    if "range" not in doc:
+        return None
+    bounds = doc["range"]
+    if (
+        not isinstance(bounds, list)
+        or len(bounds) != 2
+        or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+        or not 1 <= bounds[0] <= bounds[1]
+    ):
+        raise ProofFailure("the proof file's range is not two event numbers FIRST <= LAST")
+    return bounds[0], bounds[1]
+
+
 def _check_inclusion(doc: dict[str, Any], key: VerifierKey) -> Proven:
     cp = _checkpoint(doc, "checkpoint", key)
     operation_id, events = doc.get("operation_id"), doc.get("events")
+    span = _range(doc)
     if not isinstance(events, list) or not events:
         raise ProofFailure("the proof file holds no events")
-    for ev in events:
+    if span is not None and len(events) != span[1] - span[0] + 1:
+        raise ProofFailure(
+            f"the proof file claims events {span[0]}-{span[1]} but holds "
+            f"{counted(len(events), 'event')}"
+        )
+    for place, ev in enumerate(events):
         if not isinstance(ev, dict) or not all(f in ev for f in (*SEALED, "prev_hash", "hash")):
             raise ProofFailure(f"an event lacks one of {', '.join(SEALED)}, prev_hash, hash")
         seq = ev["seq"]
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
             raise ProofFailure(f"an event's seq {seq!r} is not a sequence number")
-        if ev["operation_id"] != operation_id:
+        if span is not None and seq != span[0] + place:
+            raise ProofFailure(f"event {seq} is not event {span[0] + place} of the range")
+        if span is None and ev["operation_id"] != operation_id:
             raise ProofFailure(f"event {seq} is of operation {ev['operation_id']!r}, not this one")
         if not isinstance(ev["prev_hash"], str) or not isinstance(ev["hash"], str):
             raise ProofFailure(f"event {seq}: prev_hash and hash must be hex text")
@@ -153,6 +189,8 @@ def _check_inclusion(doc: dict[str, Any], key: VerifierKey) -> Proven:
                 f"event {seq} is not in the log the checkpoint signs ({exc}): the event, or "
                 "the log before it, was changed or removed since"
             ) from None
+    if span is not None:
+        return Proven(cp, f"events {span[0]}-{span[1]} of the log")
     return Proven(cp, f"{counted(len(events), 'event')} of operation {operation_id!r}")
 
 

@@ -16,7 +16,7 @@ from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.api import handlers
 from flowledger.receiver.api.clients import Clients
 from flowledger.receiver.api.guard import BodyGuard
-from flowledger.receiver.api.routes import calls, health, holds, proofs, reads
+from flowledger.receiver.api.routes import calls, health, holds, proofs, reads, tiles
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import TokenCache, record_use, signing_key
 from flowledger.receiver.engine.runtime import Engine
@@ -117,6 +117,7 @@ def create_app(
     )
     calls.add_routes(app)  # first: ".../x/dispatch" is the call, not a read of x
     app.include_router(proofs.router)  # before the reads: /operations/{id}/proof is no {id}
+    app.include_router(tiles.router)
     app.include_router(reads.router)
     app.include_router(holds.router)
     app.include_router(health.router)

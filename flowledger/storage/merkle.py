@@ -136,3 +136,20 @@ def root(conn: Connection, size: int) -> bytes:
 def proof(conn: Connection, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
     """The hashes of the subtrees ``ranges`` (an inclusion or consistency proof's)."""
     return merkle.hashes_of(ranges, lambda wanted: nodes(conn, wanted))
+
+
+def beyond(conn: Connection, size: int) -> merkle.Node | None:
+    """A stored subtree that reaches past leaf ``size`` (one of a longer chain, whose events
+    are gone), or ``None``: subtree ``(level, idx)`` ends within ``size`` leaves exactly when
+    ``idx < size >> level``. One indexed read a level."""
+    top = conn.execute(sa.select(sa.func.max(NODES.c.level))).scalar()
+    for level in range(1, int(top or 0) + 1):
+        idx = conn.execute(
+            sa.select(NODES.c.idx)
+            .where(NODES.c.level == level, NODES.c.idx >= size >> level)
+            .order_by(NODES.c.idx)
+            .limit(1)
+        ).scalar()
+        if idx is not None:
+            return level, int(idx)
+    return None

@@ -1,6 +1,7 @@
 """Fixtures for the terminal UI and operator commands: a demo ledger at a fixed time, and an
 app over it with a fixed clock and no refresh timer (so that screens are reproducible); and a
-port that is taken, for ``run`` and ``serve``."""
+port that is taken, for ``run`` and ``serve``; a checkpoint signing key the CLI is configured
+with."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from flowledger.domain.checkpoints import Signer
 from flowledger.programs import demo
 from flowledger.services.ledger import Ledger
+from flowledger.services.signing import create_key
 from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
+from flowledger.storage.reads.tree_proofs import ledger_origin
 from flowledger.tui import FlowledgerApp, make_app
 from tests.support.builders import SHIFT_END, FakeClock
 
@@ -79,3 +83,13 @@ def app_factory(demo_ledger: Ledger, shift_clock: FakeClock, tmp_path: Path):  #
         return make_app(demo_ledger, **options)  # type: ignore[arg-type]
 
     return build
+
+
+@pytest.fixture
+def configured_signer(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Signer:
+    """A signing key for ``store``, set as ``[checkpoints] key`` of the CLI's configuration."""
+    key = tmp_path / "checkpoint.key"
+    made = create_key(key, ledger_origin(store))
+    (tmp_path / "flowledger.toml").write_text(f'[checkpoints]\nkey = "{key}"\n')
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(tmp_path / "flowledger.toml"))
+    return made

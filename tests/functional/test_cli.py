@@ -20,7 +20,7 @@ from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import SCHEMA_VERSION
 from flowledger.storage.reads.meta import identity
 from tests.support.builders import req
-from tests.support.database import engine_for
+from tests.support.database import engine_for, rebuild_tree
 
 runner = CliRunner()
 
@@ -263,6 +263,11 @@ def test_verify_catches_a_deleted_last_event_with_the_expected_head(busy_ledger:
     engine = engine_for(busy_ledger)
     with engine.begin() as conn:
         conn.exec_driver_sql(tamper_head)
+    code, out, _ = cli("verify", "--db", busy_ledger)
+    # The tree's subtree over events 5 and 6 outlived event 6.
+    assert code == 1 and "over events 5-6, past the chain's end at 5" in out, out
+    with engine.begin() as conn:
+        rebuild_tree(conn)  # a forger who knows the tree
     engine.dispose()
     assert cli("verify", "--db", busy_ledger)[0] == 0  # the chain itself is consistent
     code, out, _ = cli("verify", "--db", busy_ledger, "--expect-head", head)

@@ -297,7 +297,7 @@ def test_the_cli_makes_a_key_signs_and_proves(
     assert code == 0, err
     assert verify_main([str(proof_file), "--key", str(public_path(key))]) == 0
     code, _, err = cli("proof", "--db", db)
-    assert code == 2 and "give an OPERATION_ID or --consistency" in err
+    assert code == 2 and "give one of OPERATION_ID, --events" in err
     key.chmod(0o644)
     code, _, err = cli("checkpoint", "--db", db)
     assert code == 2 and "readable by others (0644): chmod 600 it" in err

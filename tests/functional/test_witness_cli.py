@@ -5,6 +5,7 @@ against that checkpoint, and the standalone verifier requiring a quorum of cosig
 
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -108,6 +109,14 @@ def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     code, out, err = cli("proof", "invoice:3", "--db", db)
     assert code == 0 and "witness witness.example/w1: cosigned" in err
     assert "\\u2014 witness.example/w1 " in out  # the note, inside the JSON
+    # `bundle` does the same, and its verifier counts the witness's cosignature.
+    code, out, err = cli("bundle", "invoice:2", "--out", str(tmp_path / "bundle"), "--db", db)
+    assert code == 0 and "witness witness.example/w1: cosigned" in err, err
+    assert (tmp_path / "bundle" / "witnesses.vkeys").read_text() == vkey + "\n"
+    verifier = runpy.run_path(str(tmp_path / "bundle" / "verify_bundle.py"))
+    capsys.readouterr()
+    assert verifier["main"]([str(tmp_path / "bundle")]) == 0
+    assert "cosigned by 1 of 1 witnesses: witness.example/w1" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

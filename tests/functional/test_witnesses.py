@@ -7,8 +7,12 @@ Starlette's TestClient (an httpx.Client), or on a real socket under uvicorn."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
+import io
 import json
+import runpy
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -27,6 +31,7 @@ from flowledger.domain.checkpoints import Signer, open_checkpoint, unverified_ch
 from flowledger.domain.cosignatures import Cosigner, cosignatures
 from flowledger.domain.witnessing import SIZE_TYPE, Submission
 from flowledger.programs.witness import create_witness_app
+from flowledger.reports.bundle import write_bundle
 from flowledger.scheduled.witnesses import Witnesses
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key
@@ -482,3 +487,56 @@ def test_a_cosignature_whose_answer_was_lost_is_got_again(
     assert lost.status_code == 200 and witness.holds(signer.name) == cp.size
     done = send(db, signer, witness)
     assert done.cosigned == 1 and cosignatures(done.note, [witness.cosigner.verifier])
+
+
+def test_a_bundle_carries_the_cosigned_checkpoint_its_verifier_counts(
+    db: str, signer: Signer, witness: Witness, tmp_path: Path
+) -> None:
+    done = send(db, signer, witness)
+    vkey = witness.config.vkey
+    store = open_store(db)
+    try:
+        # Without a note given, the bundle's checkpoint is the one the witness cosigned.
+        write_bundle(store, signer, tmp_path / "plain", ["invoice:2"], witnesses=[vkey])
+        assert (tmp_path / "plain" / "checkpoint").read_text() == done.note
+        write_bundle(store, signer, tmp_path / "b", ["invoice:2"], note=done.note)
+    finally:
+        store.dispose()
+    out = tmp_path / "plain"
+    assert (out / "witnesses.vkeys").read_text() == vkey + "\n"
+    assert not (tmp_path / "b" / "witnesses.vkeys").exists()
+    verifier = runpy.run_path(str(out / "verify_bundle.py"))
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert verifier["main"]([str(out)]) == 0
+    assert f"cosigned by 1 of 1 witnesses: {witness.cosigner.name}" in said.getvalue()
+    # Two asked of one witness's cosignature: not enough; a witness given that did not cosign.
+    other = Cosigner("witness.example/w2", Ed25519PrivateKey.generate()).verifier.text()
+    with contextlib.redirect_stdout(said):
+        assert (
+            verifier["main"]([str(out), "--witness", vkey, "--witness", other, "--quorum", "2"])
+            == 1
+        )
+    assert (
+        "cosigned by 1 of the witnesses given (witness.example/w1), 2 required" in said.getvalue()
+    )
+    with contextlib.redirect_stdout(said):
+        assert (
+            verifier["main"]([str(out), "--witness", vkey, "--witness", other, "--quorum", "1"])
+            == 0
+        )
+    # A log key where a witness key is expected is refused before anything is checked.
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert verifier["main"]([str(out), "--witness", signer.verifier.text()]) == 2
+    assert "is not a witness's key" in err.getvalue()
+    # A cosignature altered by one byte fails the bundle, naming whose.
+    note = done.note.splitlines(keepends=True)
+    line = note[-1]
+    name, sig = line[2:].split(" ")
+    raw = bytearray(base64.b64decode(sig))
+    raw[-1] ^= 1
+    note[-1] = f"\u2014 {name} {base64.b64encode(bytes(raw)).decode()}\n"
+    (out / "checkpoint").write_text("".join(note))
+    with contextlib.redirect_stdout(said):
+        assert verifier["main"]([str(out)]) == 1
+    assert f"the cosignature by {witness.cosigner.name} does not verify" in said.getvalue()

@@ -123,8 +123,9 @@ def rewrite_chain(db: str, seq: int, data: dict[str, Any]) -> None:
     engine.dispose()
 
 
-def truncate_chain(db: str, keep: int) -> None:
-    """Delete every event after ``keep`` and roll the head back to it."""
+def truncate_chain(db: str, keep: int, *, rebuild: bool = True) -> None:
+    """Delete every event after ``keep`` and roll the head back to it; the tree rebuilt over
+    what is left unless ``rebuild`` is false (a careless forger leaves its nodes behind)."""
     engine = engine_for(db)
     with engine.begin() as conn:
         _without_event_guards(conn)
@@ -136,5 +137,6 @@ def truncate_chain(db: str, keep: int) -> None:
             ),
             {"k": keep},
         )
-        rebuild_tree(conn)
+        if rebuild:
+            rebuild_tree(conn)
     engine.dispose()

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from packaging.requirements import Requirement
+from tests.support.distributions import dependency_closure
 
 ROOT = Path(__file__).resolve().parents[2]
 # httpx's extras, which it imports when they happen to be installed: brotli, zstd, http2,
@@ -20,23 +20,6 @@ HTTPX_OPTIONAL = {
     "brotli", "brotlicffi", "zstandard", "h2", "hpack", "hyperframe", "socksio",
     "click", "rich", "pygments",
 }  # fmt: skip
-
-
-def dependency_closure(name: str) -> set[str]:
-    """``name`` and every distribution it requires, at any depth (extras left out)."""
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        dist = todo.pop()
-        key = re.sub(r"[-_.]+", "-", dist).lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        for text in importlib.metadata.requires(dist) or []:
-            requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(requirement.name)
-    return seen
 
 
 def modules_after(code: str) -> list[str]:

@@ -122,7 +122,7 @@ def verify(conn: Connection, *, expect_head: str | None = None, batch: int = 500
             last_seq + 1 if head_seq > last_seq else head_seq,
             f"recorded head is {head_seq} but the chain ends at {last_seq}",
         )
-    problem = _tree_problem(conn, checked, merkle.fold(edge))
+    problem = _tree_problem(conn, checked, merkle.fold(edge)) or _past_the_end(conn, checked)
     if problem is not None:
         return VerifyResult(False, checked, last_seq, prev, problem=problem, tree_ok=False)
     if prefix is None:
@@ -171,6 +171,20 @@ def _tree_problem(conn: Connection, size: int, rebuilt: bytes) -> str | None:
             f"the events give {rebuilt.hex()}"
         )
     return None
+
+
+def _past_the_end(conn: Connection, size: int) -> str | None:
+    """A stored subtree over leaves the chain does not have: the tree grew past the chain's
+    end, so events after it were deleted and the head rolled back (a truncation)."""
+    found = tree.beyond(conn, size)
+    if found is None:
+        return None
+    level, idx = found
+    return (
+        f"the Merkle tree holds a subtree over events {(idx << level) + 1}-"
+        f"{(idx + 1) << level}, past the chain's end at {size}: events after it were "
+        "removed and the head rolled back"
+    )
 
 
 def _bad(checked: int, head_seq: int, head_hash: str, seq: int, problem: str) -> VerifyResult:

@@ -49,6 +49,12 @@ def batch_after(conn: Connection, after: int, *, since: datetime | None, batch: 
     return list(conn.execute(stmt).all())
 
 
+def between(conn: Connection, first: int, last: int) -> list[Any]:
+    """The events ``first..last`` by sequence number, in order."""
+    stmt = sa.select(EVENTS).where(EVENTS.c.seq.between(first, last)).order_by(EVENTS.c.seq)
+    return list(conn.execute(stmt).all())
+
+
 def of_kind(conn: Connection, operation_id: str, kind: str, *, limit: int) -> list[Any]:
     """The operation's events of one kind, newest first."""
     stmt = (

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from flowledger.domain.projection import EventRow, Projected, Projection
 from flowledger.storage.models import Attempt, Event, Hold, Operation, Receipt, table
 from flowledger.storage.reads import Connection
+from flowledger.storage.reads.token_check import token_findings
 
 EVENTS = table(Event)
 OPS = table(Operation)
@@ -115,6 +116,7 @@ class DeepResult:
     operations: int = 0
     holds: int = 0
     events: int = 0
+    tokens: int = 0
     findings: list[Finding] = field(default_factory=list)
     more: int = 0  # findings past the limit, counted but not kept
 
@@ -149,6 +151,12 @@ def deep_verify(conn: Connection, *, batch: int = 500, limit: int = 1000) -> Dee
     projection = Projection()
     result.events += _replay(projection, events_of_unowned_holds(conn), out)
     result.holds += _compare_holds(conn, projection, holds_of_no_operation(conn), out)
+    result.tokens = token_findings(
+        conn,
+        lambda what, column, stored, expected, note: out.add(
+            Finding(what, column, stored, expected, note)
+        ),
+    )
     return result
 
 

@@ -17,11 +17,17 @@ from flowledger.domain.checkpoints import (
     unverified_checkpoint,
 )
 from flowledger.domain.display import counted
-from flowledger.domain.proofs import b64, consistency_document, inclusion_document
+from flowledger.domain.proofs import (
+    b64,
+    consistency_document,
+    inclusion_document,
+    range_document,
+)
+from flowledger.domain.tiles import Tile
 from flowledger.storage import merkle as tree
 from flowledger.storage.engine import LedgerError, Store
 from flowledger.storage.problems import Missing
-from flowledger.storage.reads import Connection
+from flowledger.storage.reads import Connection, tiles
 from flowledger.storage.reads import event_log as event_rows
 from flowledger.storage.reads.chain import head, snapshot
 from flowledger.storage.reads.meta import identity
@@ -88,6 +94,37 @@ def operation_proof(store: Store, operation_id: str, note: str) -> dict[str, Any
     return inclusion_document(note, operation_id, events)
 
 
+def event_range(text: str) -> tuple[int, int]:
+    """``N`` or ``FIRST-LAST`` (event numbers, from 1) as a person gives them; a
+    :class:`LedgerError` says what is wrong. At most :data:`MAX_EVENTS` events."""
+    first, sep, last = text.strip().partition("-")
+    bounds = (first, last if sep else first)
+    # ASCII digits only: ``int`` reads other scripts' digits too.
+    if not all(b.isascii() and b.isdigit() and len(b) <= 19 for b in bounds):
+        raise LedgerError(f"{text!r} is not an event number N or a range FIRST-LAST (from 1)")
+    low, high = int(bounds[0]), int(bounds[1])
+    if not 1 <= low <= high:
+        raise LedgerError(f"{text!r}: events are numbered from 1, and FIRST must not pass LAST")
+    if high - low >= MAX_EVENTS:
+        raise LedgerError(f"{text!r}: at most {MAX_EVENTS} events in one proof")
+    return low, high
+
+
+def range_proof(store: Store, first: int, last: int, note: str) -> dict[str, Any]:
+    """The proof file of events ``first..last`` (whatever they concern) against the
+    checkpoint ``note``, each with its inclusion proof."""
+    with snapshot(store) as conn:
+        cp = _ours(conn, note, "the checkpoint")
+        if last > cp.size:
+            raise Missing(
+                f"events {first}-{last} are not all in the checkpoint's {counted(cp.size, 'event')}"
+            )
+        events = [_event(conn, row, cp.size) for row in event_rows.between(conn, first, last)]
+    if len(events) != last - first + 1:  # a hole in the chain: verify names it
+        raise LedgerError(f"events {first}-{last} are not all stored: run `flowledger verify`")
+    return range_document(note, first, last, events)
+
+
 def _event(conn: Connection, row: Any, size: int) -> dict[str, Any]:
     path = tree.proof(conn, merkle.inclusion_ranges(row.seq - 1, size))
     return {
@@ -125,3 +162,33 @@ def consistency_hashes(store: Store, old: int, new: int) -> list[bytes]:
         return []
     with snapshot(store) as conn:
         return tree.proof(conn, merkle.consistency_ranges(old, new))
+
+
+def size_consistency(store: Store, old: int, new: int) -> dict[str, Any]:
+    """The RFC 9162 proof that the tree of ``old`` leaves is a prefix of the tree of ``new``,
+    both sizes the tree has had, with the two roots (unsigned: a reader compares them with
+    checkpoints it holds)."""
+    with snapshot(store) as conn:
+        size = head(conn)[0]
+        if not 0 <= old <= new <= size:
+            raise Missing(
+                f"no consistency proof from {old} to {new} events: sizes run from 0 to the "
+                f"log's {size}, the old first"
+            )
+        path = tree.proof(conn, merkle.consistency_ranges(old, new)) if 0 < old < new else []
+        roots = [tree.root(conn, old), tree.root(conn, new)]
+    return {
+        "old_size": old,
+        "new_size": new,
+        "old_root": b64(roots[:1])[0],
+        "new_root": b64(roots[1:])[0],
+        "consistency": b64(path),
+    }
+
+
+def tile(store: Store, which: Tile) -> bytes | None:
+    """The bytes of tile ``which``, or ``None`` while the tree has not all of it."""
+    with snapshot(store) as conn:
+        if not tiles.has(head(conn)[0], which):
+            return None
+        return tiles.tile_bytes(conn, which)

@@ -4,39 +4,15 @@ which the standalone verifier accepts; without a signing key both say so."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from flowledger.config import ReceiverConfig
 from flowledger.domain.checkpoints import Signer, open_checkpoint
 from flowledger.programs.verify_proof import main as verify_main
-from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
-from flowledger.storage.reads.tree_proofs import ledger_origin
 from tests.support.builders import dispatch_body
-from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
-
-
-@pytest.fixture
-def signer(ledger: Ledger) -> Signer:
-    return Signer(ledger_origin(ledger.store), Ed25519PrivateKey.generate())
-
-
-@pytest.fixture
-def signing_api(ledger: Ledger, signer: Signer) -> Iterator[Api]:
-    tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
-    app = create_app(
-        ledger,
-        config=ReceiverConfig(body_limit=BODY_LIMIT),
-        secret=SECRET,
-        token_ttl=0.0,
-        signer=signer,
-    )
-    with running(app, ledger, tokens) as client:
-        yield client
+from tests.support.receiver import Api
 
 
 def test_a_read_token_gets_a_checkpoint_and_a_proof_that_verifies(

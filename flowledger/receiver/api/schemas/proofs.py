@@ -32,3 +32,18 @@ class ProofPublic(BaseModel):
     checkpoint: str
     operation_id: str
     events: list[ProvenEventPublic]
+
+
+class RangeProofPublic(BaseModel):
+    format: str
+    checkpoint: str
+    range: list[int] = Field(description="The first and last event's numbers")
+    events: list[ProvenEventPublic]
+
+
+class ConsistencyPublic(BaseModel):
+    old_size: int
+    new_size: int
+    old_root: str = Field(description="The root of the older tree, base64")
+    new_root: str = Field(description="The root of the newer tree, base64")
+    consistency: list[str] = Field(description="The RFC 9162 consistency proof, base64 hashes")
