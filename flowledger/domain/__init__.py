@@ -16,6 +16,7 @@ from flowledger.domain.limits import MAX_ID_LENGTH
 from flowledger.domain.model import (
     APPROVAL_REASONS,
     BLOCKING_REASONS,
+    PINNED_REASONS,
     DEFAULT_BLOCKING_HOLD_DEADLINE,
     DEFAULT_DISPATCH_DEADLINE,
     DEFAULT_HOLD_DEADLINE,
@@ -62,6 +63,7 @@ from flowledger.domain.rules import (
 __all__ = [
     "APPROVAL_REASONS",
     "BLOCKING_REASONS",
+    "PINNED_REASONS",
     "DECISIONS",
     "DEFAULT_BLOCKING_HOLD_DEADLINE",
     "DEFAULT_DISPATCH_DEADLINE",

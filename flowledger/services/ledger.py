@@ -102,6 +102,7 @@ class Ledger:
         clock: Clock = utcnow,
         retries: int = 20,
         alert_urls: Sequence[str] = (),
+        pin_sources: Sequence[str] = (),
         secrets: Secrets = NO_SECRETS,
         unit: UnitOfWork | None = None,
     ) -> None:
@@ -114,6 +115,8 @@ class Ledger:
         self.dispatch_deadline = dispatch_deadline
         self.hold_deadlines = hold_deadlines
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
+        # The sources whose executions are pinned while a hold is about them.
+        self.pin_sources = sorted(pin_sources)
 
     # ------------------------------------------------------------------ the unit of work
 
@@ -326,7 +329,13 @@ class Ledger:
         ledger's deadlines and alert targets (:func:`flowledger.services.holds.open_holds`;
         ``locked``: the caller holds the operations' row locks already)."""
         return open_hold_rows(
-            tx, targets, self.hold_deadlines, self.alert_targets, self.unit.secrets, locked=locked
+            tx,
+            targets,
+            self.hold_deadlines,
+            self.alert_targets,
+            self.unit.secrets,
+            locked=locked,
+            pin_sources=self.pin_sources,
         )
 
     def add_evidence(
@@ -351,10 +360,12 @@ class Ledger:
         receipt: str | None = None,
         version: str | None = None,
         expires_at: datetime | None = None,
+        retry: bool = False,
     ) -> Call[Answer | None]:
-        """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
-        ``cancel``, ``dismiss``, ``reapprove`` (for ``version``, by default the operation's,
-        until ``expires_at`` or for good) or ``allow-attempt``. Every one needs a note and is
+        """A person's decision on a hold: ``confirm`` (with a receipt), ``release`` (with
+        ``retry``, asking the workflow tool to run the hold's execution again), ``cancel``,
+        ``dismiss``, ``reapprove`` (for ``version``, by default the operation's, until
+        ``expires_at`` or for good) or ``allow-attempt``. Every one needs a note and is
         recorded with the operator."""
         if receipt is not None:
             check_receipt(receipt)
@@ -362,8 +373,11 @@ class Ledger:
         if version is not None:
             check_id(version, "version")
         note = self.unit.redact(check_note(note))[:MAX_NOTE_LENGTH]
-        work = resolution_work(hold_id, action, note, receipt, (version, expires_at))
-        return Call(self.unit, work, operator_actor(operator))
+        actor = operator_actor(operator)
+        work = resolution_work(
+            hold_id, action, note, receipt, (version, expires_at), actor if retry else None
+        )
+        return Call(self.unit, work, actor)
 
     def update_hold(
         self,

@@ -26,6 +26,17 @@ class DecisionCreate(Accepts):
     note: Note
 
 
+class ReleaseCreate(DecisionCreate):
+    """Release for retry; with ``retry``, the ledger then asks the workflow tool (n8n) to run
+    the hold's failed or crashed execution again, once."""
+
+    retry: bool = Field(
+        default=False,
+        description="Also ask n8n to retry the hold's execution (only for one known to have "
+        "failed or crashed); the scheduler makes the call after the release is recorded",
+    )
+
+
 class ConfirmHoldCreate(DecisionCreate):
     """Confirm with evidence: the receipt seen in the target system."""
 
