@@ -46,7 +46,9 @@ class SourceConfig(_Section):
     # n8n: keep the execution a hold is about from n8n's pruning while the hold is open.
     pin_evidence: bool = True
     # n8n: the id of an annotation tag (made in n8n's UI) the pin carries; none by default.
-    pin_tag_id: str | None = Field(default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    pin_tag_id: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
+    )
 
     @field_validator("connect_timeout", "timeout")
     @classmethod

@@ -29,8 +29,15 @@ from urllib.parse import quote
 
 import httpx
 
-from flowledger.connectors.base import AuthFailed, ConnectorError, NotReady, Unreachable
+from flowledger.connectors.base import (
+    AuthFailed,
+    ConnectorError,
+    NotReady,
+    Settings,
+    Unreachable,
+)
 from flowledger.connectors.http import NotFound, public_url, request_json
+from flowledger.connectors.n8n_actions import SCOPE_USES, N8nActions
 
 NODE_CREDENTIAL_TYPE = "flowledgerApi"
 HEADER_CREDENTIAL_TYPE = "httpHeaderAuth"
@@ -82,6 +89,9 @@ class SetupReport:
     node_installed: bool
     steps: list[Step] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    # What the API key lacks for the ledger to act in n8n (pins, retries, deletions), each
+    # said as a line; setup makes nothing that needs them.
+    scope_notes: list[str] = field(default_factory=list)
 
 
 # Given a token name to start from, create a write token under a free name; return
@@ -216,7 +226,22 @@ def setup(
     for workflow_id in req.workflows:
         _link_error_workflow(n8n, report, workflow_id, error_id)
     report.links.append(f"{n8n.base_url}/home/workflows")
+    report.scope_notes = _scope_notes(client, req)
     return report
+
+
+def _scope_notes(client: httpx.Client, req: SetupRequest) -> list[str]:
+    """One line for each scope the key lacks for pinning, retrying and deleting executions."""
+    actions = N8nActions(client, Settings(base_url=req.n8n_url, api_key=req.api_key))
+    try:
+        missing = actions.missing_scopes()
+    except ConnectorError as exc:
+        return [f"the key's scopes for pins and retries were not checked: {exc}"]
+    return [
+        f"the API key lacks the {scope} scope, needed for {SCOPE_USES[scope]}: add it to the "
+        "key in n8n (Settings → n8n API)"
+        for scope in missing
+    ]
 
 
 def credential_name(source: str, installed: bool) -> str:

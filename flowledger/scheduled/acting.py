@@ -259,8 +259,7 @@ def _said_done(row: Any) -> RetryOutcome:
     if row.outcome == "retried":
         return RetryOutcome(
             "retried",
-            f"execution {row.execution_id} was retried already as execution "
-            f"{row.new_execution_id}",
+            f"execution {row.execution_id} was retried already as execution {row.new_execution_id}",
             row.new_execution_id,
         )
     return RetryOutcome("refused", row.last_error or "n8n refused the retry")

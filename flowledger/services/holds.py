@@ -43,9 +43,10 @@ def open_holds(
     hold's detail (a tool's or a target's words) is stored redacted of ``secrets``. Each
     opening is an event and, when alert URLs are configured, one outbox row per URL in the
     same transaction; a hold about an execution of one of ``pin_sources`` queues that
-    execution's pin (:func:`pin_row`) there too. The operations the holds concern are locked until the commit first,
-    unless the caller says it holds them already (``locked``), so that a writer reading one
-    meanwhile waits and then sees the hold (:func:`operations.lock_operations`). Returns the
+    execution's pin (:func:`pin_row`) there too. The operations the holds concern are locked
+    until the commit first, unless the caller says it holds them already (``locked``), so
+    that a writer reading one meanwhile waits and then sees the hold
+    (:func:`operations.lock_operations`). Returns the
     new ids (``None`` where the cause already had a hold). Works a batch at a time so the
     sweep stays cheap."""
     if not targets:

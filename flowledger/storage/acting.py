@@ -73,9 +73,7 @@ def mark_pinned(conn: sa.Connection, pin_id: int, source: str, at: datetime) -> 
     return done.rowcount == 1
 
 
-def pin_later(
-    conn: sa.Connection, pin_id: int, *, attempts: int, at: datetime, error: str
-) -> None:
+def pin_later(conn: sa.Connection, pin_id: int, *, attempts: int, at: datetime, error: str) -> None:
     conn.execute(
         PINS.update()
         .where(PINS.c.id == pin_id, PINS.c.pinned_at.is_(None))
@@ -226,9 +224,7 @@ def retry_later(
 
 def retries_of(conn: sa.Connection, operation_id: str) -> list[dict[str, Any]]:
     """The retries asked for an operation's holds, oldest first."""
-    stmt = (
-        sa.select(RETRIES).where(RETRIES.c.operation_id == operation_id).order_by(RETRIES.c.id)
-    )
+    stmt = sa.select(RETRIES).where(RETRIES.c.operation_id == operation_id).order_by(RETRIES.c.id)
     return [dict(r._mapping) for r in conn.execute(stmt)]
 
 

@@ -106,7 +106,14 @@ def test_second_run_creates_nothing_twice() -> None:
     report = run_setup(fake, tokens, with_example=True)
     assert (len(fake.credentials), len(fake.workflows), tokens.made) == before
     assert {s.action for s in report.steps} == {"exists"}
-    assert [m for m, _ in fake.requests[first_run:]] == ["GET"] * 4
+    # Four reads, then the scope probes, each of an execution that cannot exist.
+    again = fake.requests[first_run:]
+    assert [m for m, _ in again[:4]] == ["GET"] * 4
+    assert [(m, p) for m, p in again[4:]] == [
+        ("PUT", "/api/v1/executions/0/tags"),
+        ("POST", "/api/v1/executions/0/retry"),
+        ("DELETE", "/api/v1/executions/0"),
+    ]
 
 
 def test_with_example_imports_the_node_template_linked_to_the_error_workflow() -> None:

@@ -18,9 +18,9 @@ from flowledger.services import actions
 from flowledger.services.ledger import Ledger
 from flowledger.storage import acting
 from flowledger.storage.engine import Store
-from flowledger.storage.models import EvidencePin, Event, Execution, RetryRequest, table
+from flowledger.storage.models import Event, EvidencePin, Execution, RetryRequest, table
 from tests.support.builders import FakeClock, execution_row, req
-from tests.support.fake_n8n import KEY, FakeN8n
+from tests.support.fakes.n8n_actions import KEY, FakeN8n
 
 PINS, RETRIES, EVENTS, EXECUTIONS = (
     table(EvidencePin), table(RetryRequest), table(Event), table(Execution)
@@ -45,7 +45,7 @@ def source(**kw: Any) -> SourceConfig:
 
 def acting_on(ledger: Ledger, n8n: FakeN8n, **kw: Any) -> Acting:
     def client(_src: SourceConfig) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(n8n.handler))
+        return httpx.Client(transport=httpx.MockTransport(n8n.handle))
 
     return Acting(ledger, [source(**kw)], client_for=client)
 
@@ -190,7 +190,7 @@ def test_a_pin_of_a_hold_naming_no_source_finds_its_source_by_the_kept_copy(
 ) -> None:
     failed_hold(pinning)
     other = source().model_copy(update={"name": "other-n8n"})
-    client = httpx.Client(transport=httpx.MockTransport(n8n.handler))
+    client = httpx.Client(transport=httpx.MockTransport(n8n.handle))
     two = Acting(pinning, [source(), other], client_for=lambda _s: client)
     assert two.run().pins_waiting == 1  # no copy yet: which n8n is unknown
     (pin,) = rows(store, PINS)
@@ -364,7 +364,7 @@ def test_pinned_executions_of_resolved_holds_are_listed_and_deleted_only_when_as
         (listed,) = acting.pinned_after_holds(conn)
     assert (listed["source"], listed["execution_id"], listed["holds"]) == (SOURCE, "11", 1)
     assert "11" in n8n.executions  # never deleted on its own
-    client = httpx.Client(transport=httpx.MockTransport(n8n.handler))
+    client = httpx.Client(transport=httpx.MockTransport(n8n.handle))
     said = delete_pinned(pinning, source(), ["11"], "ana", client)
     assert said == [("11", "deleted")] and "11" not in n8n.executions
     assert events(store, "execution_deleted") == [
@@ -379,15 +379,13 @@ def test_missing_scopes_are_named_and_nothing_changes(n8n: FakeN8n) -> None:
     from flowledger.sync.connect import connector_settings
 
     n8n.scopes = {"execution:retry"}
-    client = httpx.Client(transport=httpx.MockTransport(n8n.handler))
+    client = httpx.Client(transport=httpx.MockTransport(n8n.handle))
     missing = N8nActions(client, connector_settings(source())).missing_scopes()
     assert missing == ["executionTags:update", "execution:delete"]
     assert n8n.pinned == {} and set(n8n.executions) == {"11"}
 
 
-def test_the_operation_stays_prepared_after_a_refused_retry(
-    pinning: Ledger, n8n: FakeN8n
-) -> None:
+def test_the_operation_stays_prepared_after_a_refused_retry(pinning: Ledger, n8n: FakeN8n) -> None:
     hold_id = failed_hold(pinning)
     pinning.resolve(hold_id, "release", note="n", operator="ana", retry=True).run()
     n8n.answers["POST /executions/11/retry"].append((409, {"message": "queued"}))

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -127,9 +127,14 @@ ROUTES: dict[tuple[str, str, str | None], Any] = {
 }
 
 
+class Handles(Protocol):
+    def handle(self, request: httpx.Request) -> httpx.Response: ...
+
+
 @contextmanager
-def serving(fake: FakeN8n) -> Iterator[str]:
-    """``fake`` answering HTTP on 127.0.0.1 (a free port) while in the block; yields its URL."""
+def serving(fake: Handles) -> Iterator[str]:
+    """``fake`` (any fake with a ``handle`` for ``httpx.MockTransport``) answering HTTP on
+    127.0.0.1 (a free port) while in the block; yields its URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:

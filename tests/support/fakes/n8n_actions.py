@@ -1,15 +1,14 @@
 """n8n's execution actions as the ledger uses them (pin, retry, delete, list), kept in memory:
-a ``handler`` for ``httpx.MockTransport``, or served on loopback for a child process
-(:class:`ServedN8n`). ``answers`` overrides the next answers to a route, in order, with a
-status and body, or an exception to raise (a timeout, a refused connection)."""
+``handle`` for ``httpx.MockTransport``, or served on loopback for a child process
+(:func:`tests.support.fakes.n8n_setup.serving`). ``answers`` overrides the next answers to a
+route, in order, with a status and body, or an exception to raise (a timeout, a refused
+connection)."""
 
 from __future__ import annotations
 
 import json
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -27,7 +26,6 @@ class FakeN8n:
     scopes: set[str] = field(
         default_factory=lambda: {"executionTags:update", "execution:retry", "execution:delete"}
     )
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, execution_id: str, status: str = "error", **kw: Any) -> None:
         self.executions[execution_id] = {"id": execution_id, "status": status,
@@ -36,11 +34,7 @@ class FakeN8n:
     def posts(self, path_end: str) -> int:
         return sum(1 for m, p in self.calls if m == "POST" and p.endswith(path_end))
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        with self.lock:
-            return self._handle(request)
-
-    def _handle(self, request: httpx.Request) -> httpx.Response:
+    def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path.removeprefix("/api/v1")
         route = f"{request.method} {path}"
         self.calls.append((request.method, path))
@@ -112,47 +106,3 @@ class FakeN8n:
 
 def _json(status: int, body: Any) -> httpx.Response:
     return httpx.Response(status, json=body)
-
-
-class ServedN8n:
-    """A :class:`FakeN8n` served on 127.0.0.1 for a child process."""
-
-    def __init__(self, fake: FakeN8n) -> None:
-        self.fake = fake
-        served = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _any(self) -> None:
-                length = int(self.headers.get("Content-Length", "0") or 0)
-                body = self.rfile.read(length) if length else b""
-                request = httpx.Request(
-                    self.command,
-                    f"http://127.0.0.1{self.path}",
-                    headers=dict(self.headers.items()),
-                    content=body,
-                )
-                response = served.fake.handler(request)
-                payload = response.content
-                self.send_response(response.status_code)
-                self.send_header("Content-Type", response.headers.get("content-type", ""))
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _any
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join()
