@@ -41,6 +41,10 @@ CALL_MARGIN = timedelta(minutes=1)  # past a call's timeouts, before another may
 ACTING_KINDS = ("n8n",)
 
 
+class NotActing(ConnectorError):
+    """The execution is not one the ledger can act on (not an n8n source's): for good."""
+
+
 @dataclass(frozen=True)
 class Done:
     pinned: int = 0
@@ -74,6 +78,7 @@ class Acting:
     ) -> None:
         self.ledger = ledger
         self.sources = {s.name: s for s in sources if s.kind in ACTING_KINDS}
+        self.kinds = {s.name: s.kind for s in sources}
         self.client_for = client_for
         self.batch = batch
         self.max_backoff = max_backoff
@@ -96,9 +101,16 @@ class Acting:
         one, else the one whose kept copies have it."""
         if named is not None:
             found = self.sources.get(named)
+            if found is None and named in self.kinds:
+                raise NotActing(
+                    f"source {named} is of kind {self.kinds[named]}: the ledger retries and pins "
+                    "n8n executions only"
+                )
             if found is None:
                 raise ConnectorError(f"source {named!r} is not a configured n8n source")
             return found
+        if not self.sources:
+            raise NotActing("no n8n source is configured")
         if len(self.sources) == 1:
             return next(iter(self.sources.values()))
         with self.ledger.store.reader.connect() as conn:
@@ -193,6 +205,8 @@ class Acting:
         try:
             src = self.source_for(row.source, row.execution_id)
             actions, client = self._actions(src)
+        except NotActing as exc:
+            return self._refused(row, row.source, str(exc))
         except ConnectorError as exc:
             return self._later(row, clean_text(exc, 300), called=called)
         try:
@@ -210,7 +224,7 @@ class Acting:
             try:
                 new = actions.retry(row.execution_id)
             except Refused as exc:
-                return self._refused(row, src, scrub(str(exc), src))
+                return self._refused(row, src.name, scrub(str(exc), src))
             except NoConnection as exc:  # never reached n8n: nothing to look for next time
                 return self._later(row, scrub(clean_text(exc, 300), src), called=False)
             crashpoint("after_retry_called")
@@ -238,12 +252,12 @@ class Acting:
             new_id,
         )
 
-    def _refused(self, row: Any, src: SourceConfig, reason: str) -> RetryOutcome:
+    def _refused(self, row: Any, source: str | None, reason: str) -> RetryOutcome:
         with self.ledger.transaction(ACTOR) as tx:
             if acting.finish_retry(
                 tx.conn, row.id, at=tx.now, outcome="refused", new_execution_id=None, error=reason
             ):
-                data = {"source": src.name, "execution_id": row.execution_id, "reason": reason}
+                data = {"source": source, "execution_id": row.execution_id, "reason": reason}
                 tx.event("retry_refused", row.operation_id, data, hold_id=row.hold_id)
         return RetryOutcome("refused", reason)
 

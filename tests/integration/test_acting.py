@@ -317,6 +317,26 @@ def test_a_retry_being_made_elsewhere_is_not_made_again(
     assert n8n.posts("/retry") == 0
 
 
+def test_a_retry_asked_for_another_tool_is_refused_not_left_waiting(
+    store: Store, pinning: Ledger, n8n: FakeN8n
+) -> None:
+    pinning.dispatch(OP, req("run-1")).run("wf")
+    failed = NewHold.of(Reason.EXECUTION_FAILED, "failed:run-1", "the DAG run failed")
+    hold_id = pinning.open_hold(
+        failed, operation_id=OP, execution_id="run-1", source="prod-airflow"
+    ).run("sweep")
+    assert hold_id is not None
+    pinning.resolve(hold_id, "release", note="n", operator="ana", retry=True).run()
+    airflow = SourceConfig(name="prod-airflow", kind="airflow", base_url="http://af.test")
+    client = httpx.Client(transport=httpx.MockTransport(n8n.handle))
+    outcome = Acting(pinning, [source(), airflow], client_for=lambda _s: client).retry_hold(hold_id)
+    assert outcome is not None and outcome.outcome == "refused"
+    assert outcome.line == (
+        "source prod-airflow is of kind airflow: the ledger retries and pins n8n executions only"
+    )
+    assert n8n.calls == []
+
+
 def test_retry_is_refused_for_a_hold_with_no_execution_and_goes_with_release_only(
     pinning: Ledger,
 ) -> None:
