@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,6 +26,7 @@ from flowledger.cli.common import (
     opened,
     parse_since,
 )
+from flowledger.cli.pins import check_scopes, delete_pinned, echo_pinned
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.connectors.base import STATUSES
 from flowledger.domain.display import counted
@@ -162,95 +163,10 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
         ),
     )
     if kept:
-        _echo_pinned(kept)
+        echo_pinned(kept)
 
 
-def _echo_pinned(kept: list[dict[str, Any]]) -> None:
-    typer.echo(
-        f"\n{counted(len(kept), 'execution')} pinned in n8n for holds now resolved: n8n keeps "
-        "them until they are deleted (flowledger sources delete-pinned NAME):"
-    )
-    echo_table(
-        [
-            (
-                p["source"],
-                p["execution_id"],
-                when(p["pinned_at"]),
-                when(p["resolved_at"]),
-                p["copy_status"] or "no copy",
-            )
-            for p in kept
-        ],
-        header=("SOURCE", "EXECUTION", "PINNED", "HOLDS RESOLVED", "LEDGER COPY"),
-        indent=2,
-    )
-
-
-@sources_app.command("delete-pinned", cls=Command)
-@one_line_errors
-def delete_pinned(
-    name: Annotated[
-        str, typer.Argument(metavar="NAME", help="The source's name in flowledger.toml")
-    ],
-    execution: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--execution", metavar="ID", help="Only this execution (repeat for more) [default: all]"
-        ),
-    ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do not ask before deleting (as in a script)")
-    ] = False,
-    operator: Annotated[
-        str | None,
-        typer.Option("--operator", metavar="NAME", help="Name recorded [default: your login name]"),
-    ] = None,
-    db: DbOption = None,
-) -> None:
-    """Delete in n8n the executions pinned for holds that are all resolved now (as `sources`
-    lists them), once the ledger has its copy: n8n keeps a pinned execution until it is
-    deleted. Asks first; each deletion is an event. Needs the execution:delete scope."""
-    import getpass
-    import sys
-
-    from flowledger.scheduled.acting import delete_pinned as delete_them
-    from flowledger.storage import acting
-
-    cfg = file_settings().source(name)
-    if cfg.kind != "n8n":
-        die(f"source {name} is a {cfg.kind} source: only n8n executions are pinned")
-    with opened(db) as store:
-        with store.reader.connect() as conn:
-            kept = acting.pinned_after_holds(conn, name)
-        chosen = [p for p in kept if execution is None or p["execution_id"] in execution]
-        unknown = sorted(set(execution or ()) - {p["execution_id"] for p in kept})
-        if unknown:
-            die(
-                f"not pinned for resolved holds of {name}: {', '.join(unknown)} (`flowledger "
-                "sources` lists those that are)",
-                NOT_FOUND,
-            )
-        if not chosen:
-            typer.echo(f"nothing to delete: no execution of {name} is pinned for resolved holds")
-            return
-        _echo_pinned(chosen)
-        if not yes:
-            if not sys.stdin.isatty():
-                die("nothing deleted: stdin is not a terminal to ask at; pass --yes")
-            typer.echo(
-                f"Delete these {len(chosen)} executions in n8n, for good? [y/N] ",
-                err=True,
-                nl=False,
-            )
-            if sys.stdin.readline().strip().lower() not in ("y", "yes"):
-                typer.echo("Nothing deleted.", err=True)
-                raise typer.Exit(FAILED)
-        ids = [p["execution_id"] for p in chosen]
-        said = delete_them(ledger_for(store), cfg, ids, operator or getpass.getuser())
-    for execution_id, what in said:
-        typer.echo(printable(f"execution {execution_id}: {what}"))
-    if any(what.startswith("not deleted") for _, what in said):
-        raise typer.Exit(FAILED)
+sources_app.command("delete-pinned", cls=Command)(delete_pinned)
 
 
 @sources_app.command("check", cls=Command)
@@ -272,30 +188,7 @@ def check(
         raise typer.Exit(FAILED) from None
     typer.echo(printable(f"{name}: ok: {answer}"))
     if cfg.kind == "n8n":
-        _check_scopes(cfg)
-
-
-def _check_scopes(cfg: SourceConfig) -> None:
-    """Name each scope the n8n API key lacks for what the ledger does in n8n."""
-    from flowledger.connectors.base import ConnectorError
-    from flowledger.connectors.n8n_actions import SCOPE_USES, N8nActions
-    from flowledger.sync.connect import connector_settings, make_client, scrub
-
-    with make_client(cfg) as client:
-        try:
-            missing = N8nActions(client, connector_settings(cfg)).missing_scopes()
-        except ConnectorError as exc:
-            typer.echo(printable(f"{cfg.name}: scopes not checked: {scrub(str(exc), cfg)}"))
-            return
-    for scope in missing:
-        if scope == "executionTags:update" and not cfg.pin_evidence:
-            continue
-        typer.echo(
-            printable(
-                f"{cfg.name}: the API key lacks the {scope} scope, needed for "
-                f"{SCOPE_USES[scope]}: add it to the key in n8n (Settings → n8n API)"
-            )
-        )
+        check_scopes(cfg)
 
 
 @app.command()

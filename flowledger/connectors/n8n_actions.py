@@ -158,6 +158,21 @@ class N8nActions:
         return missing
 
 
+def scope_lines(actions: N8nActions, *, pins: bool = True) -> list[str]:
+    """One line for each scope the key lacks for pins (unless ``pins`` is off), retries and
+    deletions; one line saying they were not checked when n8n could not be asked."""
+    try:
+        missing = actions.missing_scopes()
+    except ConnectorError as exc:
+        return [f"the key's scopes for pins and retries were not checked: {exc}"]
+    return [
+        f"the API key lacks the {scope} scope, needed for {SCOPE_USES[scope]}: add it to the "
+        "key in n8n (Settings → n8n API)"
+        for scope in missing
+        if pins or scope != "executionTags:update"
+    ]
+
+
 def _quote(execution_id: str) -> str:
     return quote(execution_id, safe="")
 

@@ -29,15 +29,9 @@ from urllib.parse import quote
 
 import httpx
 
-from flowledger.connectors.base import (
-    AuthFailed,
-    ConnectorError,
-    NotReady,
-    Settings,
-    Unreachable,
-)
+from flowledger.connectors.base import AuthFailed, ConnectorError, NotReady, Settings, Unreachable
 from flowledger.connectors.http import NotFound, public_url, request_json
-from flowledger.connectors.n8n_actions import SCOPE_USES, N8nActions
+from flowledger.connectors.n8n_actions import N8nActions, scope_lines
 
 NODE_CREDENTIAL_TYPE = "flowledgerApi"
 HEADER_CREDENTIAL_TYPE = "httpHeaderAuth"
@@ -226,22 +220,9 @@ def setup(
     for workflow_id in req.workflows:
         _link_error_workflow(n8n, report, workflow_id, error_id)
     report.links.append(f"{n8n.base_url}/home/workflows")
-    report.scope_notes = _scope_notes(client, req)
+    settings = Settings(base_url=req.n8n_url, api_key=req.api_key)
+    report.scope_notes = scope_lines(N8nActions(client, settings))
     return report
-
-
-def _scope_notes(client: httpx.Client, req: SetupRequest) -> list[str]:
-    """One line for each scope the key lacks for pinning, retrying and deleting executions."""
-    actions = N8nActions(client, Settings(base_url=req.n8n_url, api_key=req.api_key))
-    try:
-        missing = actions.missing_scopes()
-    except ConnectorError as exc:
-        return [f"the key's scopes for pins and retries were not checked: {exc}"]
-    return [
-        f"the API key lacks the {scope} scope, needed for {SCOPE_USES[scope]}: add it to the "
-        "key in n8n (Settings → n8n API)"
-        for scope in missing
-    ]
 
 
 def credential_name(source: str, installed: bool) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from flowledger.connectors import registry
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
-from flowledger.storage import acting
+from flowledger.reports.acting import in_n8n
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
 from flowledger.storage.reads import records
 from flowledger.storage.reads import shift as activity
@@ -233,7 +233,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         out.append("")
     out += _in_flight(done.in_flight, now)
     out += _alerts(done)
-    out += _in_n8n(store, shift)
+    out += in_n8n(store, shift.since, _cell, when)
 
     out += ["## Sources in trouble", ""]
     if not trouble:
@@ -251,53 +251,6 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         "",
     ]
     return "\n".join(out)
-
-
-def _in_n8n(store: Store, shift: Shift) -> list[str]:
-    """The retries asked in n8n during the shift (or still waiting), each with the new
-    execution or n8n's refusal; and the executions pinned for holds now resolved, which n8n
-    keeps until a person deletes them. Nothing when there is neither."""
-    with store.reader.connect() as conn:
-        retries = acting.retries_since(conn, shift.since)
-        kept = acting.pinned_after_holds(conn)
-    out: list[str] = []
-    if retries:
-        out += [
-            "## Retries asked in n8n",
-            "",
-            "| asked at | hold | operation | execution | by | new execution |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in retries:
-            if r["outcome"] == "retried":
-                new = _cell(r["new_execution_id"])
-            elif r["outcome"] == "refused":
-                new = f"refused: {_cell(r['last_error'])}"
-            else:
-                new = "**waiting**" + (f": {_cell(r['last_error'])}" if r["last_error"] else "")
-            out.append(
-                f"| {when(r['asked_at'])} | {r['hold_id']} | {_cell(r['operation_id'])} "
-                f"| {_cell(r['execution_id'])} | {_cell(r['asked_by'])} | {new} |"
-            )
-        out.append("")
-    if kept:
-        out += [
-            "## Pinned in n8n for resolved holds",
-            "",
-            f"{len(kept)} executions are kept from n8n's pruning for holds that are all "
-            "resolved now; n8n keeps them until they are deleted "
-            "(`flowledger sources delete-pinned SOURCE`, asked first).",
-            "",
-            "| source | execution | pinned | holds resolved | ledger copy |",
-            "|---|---|---|---|---|",
-        ]
-        for p in kept:
-            out.append(
-                f"| {_cell(p['source'])} | {_cell(p['execution_id'])} | {when(p['pinned_at'])} "
-                f"| {when(p['resolved_at'])} | {_cell(p['copy_status'] or 'no copy')} |"
-            )
-        out.append("")
-    return out
 
 
 def _execution(h: dict[str, Any], links: dict[str, str]) -> str:

@@ -15,7 +15,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from flowledger.storage.models import EvidencePin, Execution, Hold, RetryRequest, table
+from flowledger.storage.acting_models import EvidencePin, RetryRequest
+from flowledger.storage.models import Execution, Hold, table
 from flowledger.storage.tx import Tx
 
 PINS = table(EvidencePin)

@@ -11,8 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.services.ledger import Ledger
+from flowledger.storage.acting_models import RetryRequest
 from flowledger.storage.engine import Store
-from flowledger.storage.models import RetryRequest, table
+from flowledger.storage.models import table
 from tests.support.builders import req
 from tests.support.fakes.n8n_actions import KEY, FakeN8n
 from tests.support.fakes.n8n_setup import serving

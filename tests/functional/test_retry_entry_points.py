@@ -16,8 +16,9 @@ import sqlalchemy as sa
 from flowledger.domain import FailOutcome
 from flowledger.scheduled.acting import Acting
 from flowledger.services.ledger import Ledger
+from flowledger.storage.acting_models import RetryRequest
 from flowledger.storage.engine import Store, open_store
-from flowledger.storage.models import RetryRequest, table
+from flowledger.storage.models import table
 from tests.support.builders import req
 from tests.support.cli import cli, cli_workdir
 from tests.support.fakes.n8n_actions import KEY, FakeN8n

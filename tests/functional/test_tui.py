@@ -13,8 +13,9 @@ from textual.widgets import Input, Static
 
 from flowledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
 from flowledger.services.ledger import Ledger
+from flowledger.storage.acting_models import RetryRequest
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Event, Hold, RetryRequest, table
+from flowledger.storage.models import Event, Hold, table
 from flowledger.storage.reads import chain
 from flowledger.storage.reads import hold_queue as holds
 from flowledger.storage.reads import records as queries

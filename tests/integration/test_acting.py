@@ -17,8 +17,9 @@ from flowledger.scheduled.acting import Acting, delete_pinned
 from flowledger.services import actions
 from flowledger.services.ledger import Ledger
 from flowledger.storage import acting
+from flowledger.storage.acting_models import EvidencePin, RetryRequest
 from flowledger.storage.engine import Store
-from flowledger.storage.models import Event, EvidencePin, Execution, RetryRequest, table
+from flowledger.storage.models import Event, Execution, table
 from tests.support.builders import FakeClock, execution_row, req
 from tests.support.fakes.n8n_actions import KEY, FakeN8n
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlmodel import SQLModel
 
-import flowledger.storage.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import flowledger.storage.acting_models
+import flowledger.storage.models  # noqa: F401
 
 connection = context.config.attributes["connection"]
 context.configure(
