@@ -6,11 +6,9 @@ made once it is back; the pinned executions of resolved holds deleted when asked
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 import time
-from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ import httpx
 
 from e2e.local_ledger import LocalLedger
 from e2e.local_n8n import API_SCOPES, N8n
-from e2e.loopback import JsonHandler, Loopback
+from e2e.loopback import Target
 from e2e.n8n.checks import Checks, wait_for
 from e2e.n8n.flows import op_id, open_holds, post, scenario_copy
 from e2e.n8n.setup_runs import SETUP
@@ -38,49 +36,14 @@ SCOPES = [*API_SCOPES, "executionTags:update", "executionTags:list", "execution:
 PATH = "e2e-acting"
 
 
-class HangingTarget(Loopback):
-    """The system written to. The first request for an invoice starting with ``hang`` is
-    held until n8n is killed and never carried out (the write did not happen: the evidence a
-    person releases on); every other request is written and answered ``{"id": "T-<n>"}``;
-    ``busy`` invoices get 503 (outcome unknown). ``writes`` counts the writes carried out."""
-
-    def __init__(self) -> None:
-        self.writes: Counter[str] = Counter()
-        self.requests: Counter[str] = Counter()
-        self.lock = threading.Lock()
-        self.let_go = threading.Event()
-        target = self
-
-        class Handler(JsonHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.read_body() or b"{}")
-                invoice = str(body.get("invoice_id", "?"))
-                with target.lock:
-                    target.requests[invoice] += 1
-                    first = target.requests[invoice] == 1
-                if invoice.startswith("hang") and first:
-                    target.let_go.wait(300)
-                    with contextlib.suppress(OSError):  # the caller is gone by now
-                        self.send_json(503, {"error": "never written"})
-                    return
-                if invoice.startswith("busy"):
-                    return self.send_json(503, {"error": "try later"})
-                with target.lock:
-                    target.writes[invoice] += 1
-                    n = sum(target.writes.values())
-                return self.send_json(200, {"id": f"T-{n}", "invoice_id": invoice})
-
-        super().__init__(Handler)
-
-
 def acting(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
     """Start an n8n that prunes hard, a ledger beside it, the HTTP Request template writing
-    to a :class:`HangingTarget`; then the three checks."""
+    to a :class:`Target` (whose ``hang`` invoices are never written); then the checks."""
     n8n = N8n(home, node_dir, tmp / "n8n-acting", env_extra=PRUNING)
     n8n.user_folder.mkdir()
     ledger = LocalLedger(tmp / "ledger-acting", n8n)
     ledger.folder.mkdir()
-    target = HangingTarget()
+    target = Target()
     try:
         n8n.start()
         n8n.make_owner_and_key()
@@ -105,7 +68,7 @@ def acting(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         target.close()
 
 
-def _guarded_workflow(n8n: N8n, target: HangingTarget) -> str:
+def _guarded_workflow(n8n: N8n, target: Target) -> str:
     """The no-install template setup imported, writing to ``target``, active."""
     workflows = {w["name"]: w for w in n8n.api("GET", "/workflows", params={"limit": 250})["data"]}
     example_name, _ = load_template(TEMPLATES, False, "example")
@@ -118,7 +81,7 @@ def _guarded_workflow(n8n: N8n, target: HangingTarget) -> str:
 
 
 def _retry_after_crash(
-    check: Checks, n8n: N8n, ledger: LocalLedger, target: HangingTarget, read: str, wf: str
+    check: Checks, n8n: N8n, ledger: LocalLedger, target: Target, read: str, wf: str
 ) -> None:
     """n8n killed while its write is at the target (which never carries it out); the hold
     the crash leaves is released with ``--retry``: n8n runs the execution again, which writes

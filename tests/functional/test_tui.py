@@ -605,17 +605,23 @@ def retries(store: Store) -> list[Any]:
         return list(conn.execute(sa.select(RETRIES)).all())
 
 
+async def release_form(pilot: Any, hold_id: int) -> FormDialog:
+    """The release dialog of one hold, from the queue."""
+    await settle(pilot)
+    await select_hold(pilot, hold_id)
+    await pilot.press("r")
+    assert isinstance(pilot.app.screen, FormDialog)
+    return pilot.app.screen
+
+
 async def test_release_of_a_failed_execution_offers_the_retry_and_records_it(
     app_factory, demo_store
 ) -> None:
     app = app_factory()
     hold_id = open_hold_id(demo_store, "execution_failed")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select_hold(pilot, hold_id)
-        await pilot.press("r")
-        assert isinstance(app.screen, FormDialog)
-        app.screen.query_one("#field-retry", Input)  # offered
+        form = await release_form(pilot, hold_id)
+        form.query_one("#field-retry", Input)  # offered
         await fill(pilot, retry="maybe", note="no trace at the target")
         assert isinstance(app.screen, FormDialog)  # yes or no, nothing else
         await fill(pilot, retry="yes")
@@ -638,11 +644,7 @@ async def test_release_offers_no_retry_for_an_execution_not_known_to_have_failed
     hold_id = demo_ledger.fail("op:no-copy", FailOutcome.UNKNOWN, "timeout").run("wf").hold_ids[0]
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select_hold(pilot, hold_id)
-        await pilot.press("r")
-        assert isinstance(app.screen, FormDialog)
-        assert not app.screen.query("#field-retry")
+        assert not (await release_form(pilot, hold_id)).query("#field-retry")
         await fill(pilot, note="nothing at the target")
         await pilot.press("y")
         await settle(pilot)
