@@ -414,3 +414,21 @@ def test_the_operation_stays_prepared_after_a_refused_retry(pinning: Ledger, n8n
     with pinning.store.reader.connect() as conn:
         state = conn.execute(sa.text("SELECT state FROM operations")).scalar_one()
     assert state == State.PREPARED.value
+
+
+def test_the_handover_shows_the_retries_and_the_executions_pinned_for_resolved_holds(
+    pinning: Ledger, n8n: FakeN8n, clock: FakeClock
+) -> None:
+    from flowledger.reports import handover
+
+    since = clock()
+    hold_id = failed_hold(pinning)
+    acting_on(pinning, n8n).run()  # pinned
+    pinning.resolve(hold_id, "release", note="n", operator="ana", retry=True).run()
+    acting_on(pinning, n8n).run()  # retried as 12
+    report = handover.build(pinning.store, handover.Shift(since, clock() + timedelta(hours=1)))
+    assert "## Retries asked in n8n" in report
+    assert f"| {hold_id} | {OP} | 11 | operator:ana | 12 |" in report
+    assert "## Pinned in n8n for resolved holds" in report
+    assert "| prod-n8n | 11 |" in report
+    assert "flowledger sources delete-pinned SOURCE" in report
