@@ -195,6 +195,7 @@ def _pins(check: Checks, n8n: N8n, ledger: LocalLedger, read: str) -> None:
     # Once resolved, listed; deleted in n8n only when asked.
     for hold in open_holds(busy):
         ledger.cli("hold", str(hold["id"]), "cancel", "--yes", "--note", "e2e: done")
+    ledger.cli("sync", "--once")  # the ledger's copy first: only then is one deleted
     listed = ledger.cli("sources")
     deleted = ledger.cli("sources", "delete-pinned", "local-n8n", "--yes")
     check(

@@ -99,9 +99,22 @@ def delete_pinned(
                 "sources` lists those that are)",
                 NOT_FOUND,
             )
+        # Only once the ledger has its copy: what n8n deletes is gone for good.
+        uncopied = [p["execution_id"] for p in chosen if p["copy_status"] is None]
+        chosen = [p for p in chosen if p["copy_status"] is not None]
+        for execution_id in uncopied:
+            typer.echo(
+                printable(
+                    f"execution {execution_id}: not deleted: the ledger has no copy of it yet "
+                    "(flowledger sync --once copies it)"
+                )
+            )
         if not chosen:
-            typer.echo(f"nothing to delete: no execution of {name} is pinned for resolved holds")
-            return
+            if not uncopied:
+                typer.echo(
+                    f"nothing to delete: no execution of {name} is pinned for resolved holds"
+                )
+            raise typer.Exit(FAILED if uncopied else 0)
         echo_pinned(chosen)
         if not yes:
             if not sys.stdin.isatty():
@@ -118,5 +131,5 @@ def delete_pinned(
         said = delete_them(ledger_for(store), cfg, ids, operator or getpass.getuser())
     for execution_id, what in said:
         typer.echo(printable(f"execution {execution_id}: {what}"))
-    if any(what.startswith("not deleted") for _, what in said):
+    if uncopied or any(what.startswith("not deleted") for _, what in said):
         raise typer.Exit(FAILED)

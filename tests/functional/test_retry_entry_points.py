@@ -18,8 +18,8 @@ from flowledger.scheduled.acting import Acting
 from flowledger.services.ledger import Ledger
 from flowledger.storage.acting_models import RetryRequest
 from flowledger.storage.engine import Store, open_store
-from flowledger.storage.models import table
-from tests.support.builders import req
+from flowledger.storage.models import Execution, table
+from tests.support.builders import execution_row, req
 from tests.support.cli import cli, cli_workdir
 from tests.support.fakes.n8n_actions import KEY, FakeN8n
 from tests.support.fakes.n8n_setup import serving
@@ -145,6 +145,13 @@ def test_sources_lists_pinned_executions_of_resolved_holds_and_delete_asks_first
     assert "1 execution pinned in n8n for holds now resolved" in listed
     code, as_json, _ = cli("sources", "--json")
     assert json.loads(as_json)[0]["pinned_after_holds"][0]["execution_id"] == "21"
+    code, out, err = cli("sources", "delete-pinned", "prod-n8n", "--yes")
+    assert code != 0 and out.splitlines() == [
+        "execution 21: not deleted: the ledger has no copy of it yet (flowledger sync --once "
+        "copies it)"
+    ]
+    with ledger_db.engine.begin() as conn:  # as the sync copies it
+        conn.execute(table(Execution).insert(), [execution_row("21", "crashed")])
     code, out, err = cli("sources", "delete-pinned", "prod-n8n")  # no terminal, no --yes
     assert code != 0 and "nothing deleted" in out + err and "21" in n8n[0].executions
     code, out, err = cli("sources", "delete-pinned", "prod-n8n", "--execution", "99", "--yes")

@@ -144,6 +144,7 @@ def test_the_pin_carries_the_configured_tag_or_is_made_without_an_unknown_one(
         ((200, "<html>a proxy page</html>"), "not JSON"),
         (httpx.ReadTimeout("slow"), "did not answer in time"),
         (httpx.ConnectError("refused"), "cannot reach n8n"),
+        ((200, {"pad": "x" * 2_000_000}), "over the 1,048,576-byte limit"),
     ],
 )
 def test_a_pin_n8n_does_not_make_is_tried_again_later_and_never_touches_the_hold(
@@ -432,3 +433,11 @@ def test_the_handover_shows_the_retries_and_the_executions_pinned_for_resolved_h
     assert "## Pinned in n8n for resolved holds" in report
     assert "| prod-n8n | 11 |" in report
     assert "flowledger sources delete-pinned SOURCE" in report
+
+
+@pytest.mark.parametrize("tag", ["", "has space", "x" * 65, "tag/../.."])
+def test_a_pin_tag_id_n8n_could_not_take_is_refused_with_the_setting_named(tag: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="pin_tag_id"):
+        source(pin_tag_id=tag)
