@@ -170,18 +170,19 @@ def show(
             for e in detail.executions
         ],
     )
-    _section(
-        "retries",
-        [
-            (
-                f"hold [{r['hold_id']}]",
-                f"execution {r['execution_id']}",
-                f"asked by {r['asked_by']}",
-                _retried(r),
-            )
-            for r in detail.retries
-        ],
-    )
+    if detail.retries:  # asked in the workflow tool with a release: shown when there are any
+        _section(
+            "retries",
+            [
+                (
+                    f"hold [{r['hold_id']}]",
+                    f"execution {r['execution_id']}",
+                    f"asked by {r['asked_by']}",
+                    _retried(r),
+                )
+                for r in detail.retries
+            ],
+        )
     _section(
         "events",
         [

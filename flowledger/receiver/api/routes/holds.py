@@ -31,9 +31,9 @@ from flowledger.receiver.api.schemas.holds import (
     ExtendCreate,
     HoldPage,
     HoldPublic,
+    HoldReleaseCreate,
     NoteCreate,
     ReapproveCreate,
-    ReleaseCreate,
 )
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
@@ -52,7 +52,7 @@ READ_ERRORS = (401, 403, 408, 413, 422, 429, 503)
 # The body each action takes (a note always; the rest as the action needs).
 BODIES: dict[str, type[DecisionCreate]] = {
     "confirm": ConfirmHoldCreate,
-    "release": ReleaseCreate,
+    "release": HoldReleaseCreate,
     "cancel": DecisionCreate,
     "dismiss": DecisionCreate,
     "reapprove": ReapproveCreate,

@@ -26,7 +26,7 @@ class DecisionCreate(Accepts):
     note: Note
 
 
-class ReleaseCreate(DecisionCreate):
+class HoldReleaseCreate(DecisionCreate):
     """Release for retry; with ``retry``, the ledger then asks the workflow tool (n8n) to run
     the hold's failed or crashed execution again, once."""
 
