@@ -251,6 +251,14 @@ MEANINGS: dict[str, str] = {
         "How long to wait for the tool to accept a connection (at most 10m)."
     ),
     "[[sources]] timeout": "How long to wait for each answer once connected (at most 10m).",
+    "[[sources]] pin_evidence": (
+        "n8n: keep the execution an open hold is about from n8n's pruning (an execution "
+        "annotation; scope `executionTags:update`). See docs/acting.md."
+    ),
+    "[[sources]] pin_tag_id": (
+        "n8n: the id of an annotation tag (made in n8n's UI) the pin carries, so pinned "
+        "executions show there; none by default. See docs/acting.md."
+    ),
     "[sweep] interval": "How often `flowledger run` sweeps.",
     "[sweep] dispatch_deadline": (
         "How long a `dispatching` operation without a deadline of its own waits for its confirm or "
@@ -335,6 +343,10 @@ MEANINGS: dict[str, str] = {
         "expires."
     ),
     "[scheduler] alerts_interval": "How often the `alerts` job delivers the outbox.",
+    "[scheduler] acting_interval": (
+        "How often the `acting` job pins executions and makes the retries asked in n8n "
+        "(`flowledger act --once`)."
+    ),
     "[scheduler] housekeeping_interval": (
         "How often expired idempotency keys, signatures past their window and old delivered alerts "
         "are deleted."

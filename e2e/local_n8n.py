@@ -146,6 +146,7 @@ class N8n:
     broker_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     api_key: str = ""
+    env_extra: dict[str, str] = field(default_factory=dict)  # e.g. pruning for a check
 
     @property
     def url(self) -> str:
@@ -169,6 +170,7 @@ class N8n:
             "N8N_TEMPLATES_ENABLED": "false",
             "N8N_LOG_LEVEL": "warn",
             "EXECUTIONS_DATA_PRUNE": "false",
+            **self.env_extra,
         }
         if self.node_dir is not None:
             env["PATH"] = f"{self.node_dir}{os.pathsep}{env.get('PATH', '')}"

@@ -3,6 +3,7 @@ stand-ins."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -50,7 +51,8 @@ class Target(Loopback):
     ``{"id": "T-<n>"}``. An ``invoice_id`` starting with ``reject`` gets 422, ``busy`` 503 (the
     write may or may not have happened: the target is not counted as having written it),
     ``noid`` a 200 without ``id``, ``slow`` is recorded and then answered only after
-    ``slow_seconds``.
+    ``slow_seconds``; the first request for a ``hang`` invoice waits for ``let_go`` and is
+    never carried out (n8n killed meanwhile: the write did not happen).
     ``requests`` counts every request by invoice, ``writes`` those the target carried out."""
 
     def __init__(self, slow_seconds: float = 120.0) -> None:
@@ -58,6 +60,7 @@ class Target(Loopback):
         self.requests: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.slow_seconds = slow_seconds
+        self.let_go = threading.Event()
         target = self
 
         class Handler(JsonHandler):
@@ -66,6 +69,12 @@ class Target(Loopback):
                 invoice = str(body.get("invoice_id", "?"))
                 with target.lock:
                     target.requests[invoice] += 1
+                    first = target.requests[invoice] == 1
+                if invoice.startswith("hang") and first:
+                    target.let_go.wait(300)
+                    with contextlib.suppress(OSError):  # the caller is gone by now
+                        self.send_json(503, {"error": "never written"})
+                    return None
                 if invoice.startswith("reject"):
                     return self.send_json(422, {"error": "no such customer"})
                 if invoice.startswith("busy"):

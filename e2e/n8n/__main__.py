@@ -30,6 +30,11 @@ What it does, printing one line per check:
    skips a repeat, and an execution of it that fails reaches the ledger through that error
    workflow, which holds the operation; ``--workflow ID`` sets an existing workflow's error
    workflow, once.
+6. starts a third n8n that prunes to 15 executions every 6 s (``e2e/n8n/acting.py``): n8n
+   killed mid-write, the ``execution_failed`` hold released with ``--retry``, the new
+   execution writes once and is confirmed and linked; a held execution pinned, n8n down while
+   another hold opens (at once; the pin made once n8n is back), both kept through a prune that
+   removes their neighbours; a resolved hold's pinned execution deleted when asked.
 
 Without n8n installed it prints how to install it and exits 0 (skipped).
 """
@@ -51,6 +56,7 @@ from e2e.local_n8n import (
     workdir,
 )
 from e2e.loopback import Target
+from e2e.n8n.acting import acting
 from e2e.n8n.batches import batches
 from e2e.n8n.checks import Checks
 from e2e.n8n.credentials import credential_tests, signing
@@ -139,6 +145,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         signing(check, n8n, ledger, target, read_token, node_example)
         n8n.stop()  # one n8n at a time on a shared machine
         without_package(check, tmp, home, node_dir, target)
+        acting(check, tmp, home, node_dir)
     finally:
         n8n.stop()
         ledger.stop()

@@ -374,5 +374,6 @@ def ledger_for(
         dispatch_deadline=deadline,
         hold_deadlines=file.sweep.hold_deadlines,
         alert_urls=file.alerts.urls,
+        pin_sources=[s.name for s in file.sources if s.kind == "n8n" and s.pin_evidence],
         secrets=configured_secrets(env, file, *more_secrets, *url_secrets(store.url)),
     )

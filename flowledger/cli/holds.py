@@ -7,6 +7,7 @@ The ledger's modules load inside the commands, so that ``--help`` does not wait 
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import sys
 from datetime import datetime
@@ -33,6 +34,7 @@ from flowledger.domain.display import visible
 
 if TYPE_CHECKING:
     from flowledger.services.actions import Values
+    from flowledger.storage.engine import Store
 
 PAGE = 500  # open holds read at a time
 # What the queue's rows say besides the hold's own columns and its operation's state.
@@ -168,6 +170,13 @@ def hold_action(
             help="reapprove: until when, as --deadline [default: never]",
         ),
     ] = None,
+    retry: Annotated[
+        bool,
+        typer.Option(
+            "--retry",
+            help="release: then ask n8n to run the hold's failed or crashed execution again",
+        ),
+    ] = False,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Do not ask before acting (as in a script)")
     ] = False,
@@ -205,7 +214,9 @@ def hold_action(
     for name, value in given.items():
         if value is not None and name not in spec.needs + spec.takes:
             die(f"{_OPTIONS[name]} is not an option of {action}")
-    values = _values(given, note or "", utcnow())
+    if retry and action != "release":
+        die(f"--retry is not an option of {action}")
+    values = dataclasses.replace(_values(given, note or "", utcnow()), retry=retry)
     lacking = actions.missing(action, values)
     if lacking is not None:
         option = next((o for n, o in _OPTIONS.items() if n.replace("_", " ") in lacking), "--note")
@@ -224,6 +235,8 @@ def hold_action(
         said = actions.refused(action, hold)
         if said is not None:
             die(said)
+        if retry:
+            _can_retry(store, hold)
         _can_ask(yes)  # a refusal is one line, said before what the action would do
         typer.echo(visible(actions.consequence(action, hold, values)), err=True)
         typer.echo(visible(f"It will be recorded under operator {who}."), err=True)
@@ -233,10 +246,47 @@ def hold_action(
         except actions.REFUSALS as exc:
             die(actions.failure(exc), _exit_code(exc))
         after = read_hold(store, hold_id)
+        if not as_json:
+            typer.echo(visible(f"Hold {hold_id} {actions.done(action, values, who)}."))
+        if retry:
+            _retry_now(store, hold_id, as_json)
     if as_json:
         echo_json(_as_listed(after or {}))
+
+
+def _can_retry(store: Store, hold: dict[str, Any]) -> None:
+    """Refuse ``--retry`` before anything changes unless the hold's execution is one n8n
+    can retry (:func:`flowledger.services.actions.why_no_retry`)."""
+    from flowledger.services.actions import why_no_retry
+    from flowledger.storage.acting import execution_status
+
+    execution_id = hold.get("execution_id")
+    status = None
+    if execution_id is not None:
+        with store.reader.connect() as conn:
+            status = execution_status(conn, hold.get("source"), execution_id)
+    why = why_no_retry(hold, status)
+    if why is not None:
+        die(f"--retry is not possible for hold {hold['id']}: {why}. Nothing changed.")
+
+
+def _retry_now(store: Store, hold_id: int, quiet: bool) -> None:
+    """Make the retry the release recorded at once and say what n8n did, in one line; the
+    release stands whatever n8n answers (a retry it could not make yet, the scheduler makes
+    later)."""
+    from flowledger.cli.common import file_settings, ledger_for
+    from flowledger.scheduled.acting import Acting
+
+    cfg = file_settings()
+    outcome = Acting(ledger_for(store, file=cfg), cfg.sources).retry_hold(hold_id)
+    if outcome is None or quiet:
+        return
+    if outcome.outcome == "refused":
+        typer.echo(visible(f"The release stands; n8n refused the retry: {outcome.line}"))
+    elif outcome.outcome == "waiting":
+        typer.echo(visible(f"The release stands; {outcome.line}"))
     else:
-        typer.echo(visible(f"Hold {hold_id} {actions.done(action, values, who)}."))
+        typer.echo(visible(f"Retry asked: {outcome.line}."))
 
 
 def _exit_code(refusal: Exception) -> int:
@@ -277,8 +327,6 @@ def _values(given: dict[str, str | None], note: str, now: datetime) -> Values:
 def _extended(values: Values, typed: str, current: datetime, now: datetime) -> Values:
     """The new deadline as the UI reads it against the hold's: ``+2h`` counted from the
     current deadline (by the services, as they find it), never earlier than it."""
-    import dataclasses
-
     from flowledger.tui.format import new_deadline
 
     try:

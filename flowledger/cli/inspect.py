@@ -175,6 +175,19 @@ def show(
             for e in detail.executions
         ],
     )
+    if detail.retries:  # asked in the workflow tool with a release: shown when there are any
+        _section(
+            "retries",
+            [
+                (
+                    f"hold [{r['hold_id']}]",
+                    f"execution {r['execution_id']}",
+                    f"asked by {r['asked_by']}",
+                    _retried(r),
+                )
+                for r in detail.retries
+            ],
+        )
     _section(
         "events",
         [
@@ -189,6 +202,14 @@ def show(
         ],
         right={0},
     )
+
+
+def _retried(r: dict[str, Any]) -> str:
+    if r["outcome"] == "retried":
+        return f"-> execution {r['new_execution_id']} ({when(r['done_at'])})"
+    if r["outcome"] == "refused":
+        return f"refused: {r['last_error']}"
+    return "waiting" + (f": {r['last_error']}" if r["last_error"] else "")
 
 
 def _section(title: str, rows: list[tuple[object, ...]], right: Collection[int] = ()) -> None:

@@ -133,6 +133,8 @@ def n8n_setup(
     )
     for link in report.links:
         typer.echo(printable(f"open {link}"))
+    for line in report.scope_notes:
+        typer.echo(printable(ledger.redact(f"note: {line}")))
 
 
 def _names(base: str) -> list[str]:

@@ -138,6 +138,24 @@ def _deliver(store: Store, cfg: FileConfig) -> None:
     )
 
 
+@app.command()
+@one_line_errors
+def act(db: DbOption = None, once: OnceOption = False) -> None:
+    """Pin the executions open holds are about, and make the retries asked with
+    `hold ID release --retry`, in n8n (what `run` does every [scheduler] acting_interval)."""
+    from flowledger.scheduled.acting import Acting
+
+    _need_once(once, "act")
+    cfg = file_settings()
+    with opened(db) as store:
+        done = Acting(ledger_for(store, file=cfg), cfg.sources).run()
+    typer.echo(
+        f"pinned {counted(done.pinned, 'execution')} ({done.pins_waiting} to try again), "
+        f"retried {counted(done.retried, 'execution')}, {done.refused} refused "
+        f"({done.retries_waiting} to try again)"
+    )
+
+
 @app.command(name="housekeeping")
 @one_line_errors
 def housekeeping_(db: DbOption = None, once: OnceOption = False) -> None:

@@ -26,6 +26,7 @@ from flowledger.cli.common import (
     opened,
     parse_since,
 )
+from flowledger.cli.pins import check_scopes, delete_pinned, echo_pinned
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.connectors.base import STATUSES
 from flowledger.domain.display import counted
@@ -98,11 +99,14 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
     and whether flowledger.toml configures it."""
     if ctx.invoked_subcommand is not None:
         return
+    from flowledger.storage import acting
     from flowledger.storage.reads import records
 
     file = file_settings()
     with opened(db) as store:
         stored = {s["name"]: s for s in records.list_sources(store)}
+        with store.reader.connect() as conn:
+            kept = acting.pinned_after_holds(conn)
     now = utcnow()
     names = [s.name for s in file.sources] + sorted(set(stored) - {s.name for s in file.sources})
     configured = {s.name: s for s in file.sources}
@@ -120,6 +124,13 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
                 "last_success_at": success,
                 "lag_seconds": None if success is None else _lag(success, now),
                 "last_error": row.get("last_error"),
+                # Executions pinned in the tool for holds all resolved now: a person may
+                # delete them there (`sources delete-pinned`); the ledger never does on its own.
+                "pinned_after_holds": [
+                    {k: p[k] for k in ("execution_id", "pinned_at", "resolved_at", "copy_status")}
+                    for p in kept
+                    if p["source"] == name
+                ],
             }
         )
     if as_json:
@@ -151,6 +162,11 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
             "LAST ERROR",
         ),
     )
+    if kept:
+        echo_pinned(kept)
+
+
+sources_app.command("delete-pinned", cls=Command)(delete_pinned)
 
 
 @sources_app.command("check", cls=Command)
@@ -171,6 +187,8 @@ def check(
         typer.echo(printable(f"{name}: FAILED: {exc}"), err=True)
         raise typer.Exit(FAILED) from None
     typer.echo(printable(f"{name}: ok: {answer}"))
+    if cfg.kind == "n8n":
+        check_scopes(cfg)
 
 
 @app.command()

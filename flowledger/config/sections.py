@@ -43,6 +43,12 @@ class SourceConfig(_Section):
     # How long to wait for the tool to accept a connection, and for each answer once connected.
     connect_timeout: Duration = timedelta(seconds=5)
     timeout: Duration = timedelta(seconds=30)
+    # n8n: keep the execution a hold is about from n8n's pruning while the hold is open.
+    pin_evidence: bool = True
+    # n8n: the id of an annotation tag (made in n8n's UI) the pin carries; none by default.
+    pin_tag_id: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"
+    )
 
     @field_validator("connect_timeout", "timeout")
     @classmethod
@@ -218,6 +224,8 @@ class SchedulerConfig(_Section):
 
     lease: Duration = timedelta(seconds=30)
     alerts_interval: Duration = timedelta(seconds=10)
+    # How often the pins and retries queued for n8n are tried (flowledger act --once).
+    acting_interval: Duration = timedelta(seconds=10)
     housekeeping_interval: Duration = timedelta(hours=1)
 
 

@@ -35,7 +35,14 @@ MAX_BODY = 16 * 1024 * 1024
 
 
 class NotFound(ConnectorError):
-    """404 for one record: the caller decides what that means."""
+    """404 for one record: the caller decides what that means (``said``: the tool's words)."""
+
+    said = ""
+
+
+class Conflict(ConnectorError):
+    """409: the tool refused what was asked in the state the record is in (n8n: an execution
+    that is queued, aborted or succeeded cannot be retried); the message carries its words."""
 
 
 class BadRequest(Malformed):
@@ -114,7 +121,9 @@ def request_json(
             f"this needs ({_said(body)})"
         )
     if status == 404:
-        raise NotFound(f"{where} not found (404)")
+        missing = NotFound(f"{where} not found (404)")
+        missing.said = _said(body)
+        raise missing
     if status == 429:
         raise RateLimited(
             f"{tool} at {where} is rate limiting (429)",
@@ -133,6 +142,8 @@ def request_json(
             f"{where} {what} ({status} {_reason(status)}): not the {tool} API there; check "
             f"the path in base_url (the address {tool} is served at, without its API path)"
         )
+    if status == 409:
+        raise Conflict(f"{tool} at {where} refused (409): {_said(body)}")
     if status == 400:
         raise BadRequest(f"{tool} at {where} rejected the request (400): {_said(body)}")
     if 300 <= status < 400:

@@ -50,6 +50,18 @@ class Reason(enum.StrEnum):
 # Every reason a hold can have, in the order above (the last two are answers only).
 HOLD_REASONS = tuple(r for r in Reason if r not in (Reason.IN_FLIGHT, Reason.CANCELLED))
 
+# Holds about what one execution did: while one is open, that execution is kept from its
+# tool's pruning (pinned), so its record and node data stay there to be read.
+PINNED_REASONS = frozenset(
+    {
+        Reason.UNKNOWN_OUTCOME,
+        Reason.EXECUTION_FAILED,
+        Reason.RECEIPT_CONFLICT,
+        Reason.INPUT_MISMATCH,
+        Reason.EXECUTION_STUCK,
+    }
+)
+
 BLOCKING_REASONS = frozenset(
     {Reason.UNKNOWN_OUTCOME, Reason.EXECUTION_FAILED, Reason.RECEIPT_CONFLICT}
 )

@@ -29,8 +29,9 @@ from urllib.parse import quote
 
 import httpx
 
-from flowledger.connectors.base import AuthFailed, ConnectorError, NotReady, Unreachable
+from flowledger.connectors.base import AuthFailed, ConnectorError, NotReady, Settings, Unreachable
 from flowledger.connectors.http import NotFound, public_url, request_json
+from flowledger.connectors.n8n_actions import N8nActions, scope_lines
 
 NODE_CREDENTIAL_TYPE = "flowledgerApi"
 HEADER_CREDENTIAL_TYPE = "httpHeaderAuth"
@@ -82,6 +83,9 @@ class SetupReport:
     node_installed: bool
     steps: list[Step] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    # What the API key lacks for the ledger to act in n8n (pins, retries, deletions), each
+    # said as a line; setup makes nothing that needs them.
+    scope_notes: list[str] = field(default_factory=list)
 
 
 # Given a token name to start from, create a write token under a free name; return
@@ -216,6 +220,8 @@ def setup(
     for workflow_id in req.workflows:
         _link_error_workflow(n8n, report, workflow_id, error_id)
     report.links.append(f"{n8n.base_url}/home/workflows")
+    settings = Settings(base_url=req.n8n_url, api_key=req.api_key)
+    report.scope_notes = scope_lines(N8nActions(client, settings))
     return report
 
 

@@ -21,6 +21,7 @@ from flowledger.receiver.app import create_app
 from flowledger.receiver.server import Tls, listen, serve_app, url, writer_ended
 from flowledger.reports import observability
 from flowledger.scheduled import housekeeping
+from flowledger.scheduled.acting import Acting
 from flowledger.scheduled.alerts import Deliverer
 from flowledger.scheduled.anchors import Publisher
 from flowledger.scheduled.lease import Lease
@@ -54,9 +55,11 @@ class Runner:
         self.lease = Lease(store, cfg.scheduler.lease, clock=ledger.clock)
         self.sweep = Sweep(ledger, cfg.sweep, cfg.sources, actor=f"scheduler:{self.lease.holder}")
         self.deliverer = Deliverer(store, cfg.alerts, clock=ledger.clock)
+        self.acting = Acting(ledger, cfg.sources)
         jobs = [
             Job("sweep", cfg.sweep.interval, self.sweep.run),
             Job("alerts", cfg.scheduler.alerts_interval, self.deliverer.deliver_due),
+            Job("acting", cfg.scheduler.acting_interval, self.acting.run),
             Job(
                 "housekeeping",
                 cfg.scheduler.housekeeping_interval,

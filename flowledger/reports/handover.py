@@ -20,6 +20,7 @@ from typing import Any
 from flowledger.connectors import registry
 from flowledger.domain import is_overdue
 from flowledger.domain.display import visible
+from flowledger.reports.acting import in_n8n
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
 from flowledger.storage.reads import records
 from flowledger.storage.reads import shift as activity
@@ -232,6 +233,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
         out.append("")
     out += _in_flight(done.in_flight, now)
     out += _alerts(done)
+    out += in_n8n(store, shift.since, _cell, when)
 
     out += ["## Sources in trouble", ""]
     if not trouble:

@@ -65,6 +65,29 @@ class Values:
     next_action: str | None = None
     version: str | None = None
     expires_at: datetime | None = None
+    # release: ask the workflow tool to run the hold's execution again (:func:`why_no_retry`).
+    retry: bool = False
+
+
+# The statuses of an execution n8n can run again (its retry answers 409 to the others).
+RETRYABLE_STATUSES = frozenset({"error", "crashed"})
+
+
+def why_no_retry(hold: dict[str, Any], execution_status: str | None) -> str | None:
+    """Why releasing ``hold`` cannot also retry its execution, or ``None`` when it can: the
+    hold must name an execution the ledger knows failed or crashed (an ``execution_failed``
+    hold, or a kept copy whose status says so; ``execution_status`` is that copy's)."""
+    if hold.get("execution_id") is None or hold.get("operation_id") is None:
+        return f"hold {hold['id']} names no execution to retry"
+    if hold["reason"] == Reason.EXECUTION_FAILED.value:
+        return None
+    if execution_status in RETRYABLE_STATUSES:
+        return None
+    known = f"its status is {execution_status}" if execution_status else "the ledger has no copy"
+    return (
+        f"execution {hold['execution_id']} is not known to have failed or crashed ({known}); "
+        "n8n retries only those"
+    )
 
 
 def subject(hold: dict[str, Any]) -> tuple[OpenHold, str | None, State | None, bool]:
@@ -145,10 +168,16 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
             + overdue
         )
     if name == "release":
+        again = (
+            f" Then n8n is asked to run execution {hold.get('execution_id')} again (a retry): "
+            "that new execution will dispatch and WRITE."
+            if v.retry
+            else ""
+        )
         return (
             f"Operation {op} goes back to PREPARED and its unknown_outcome holds close: the "
             "workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
-            "write did happen, the write will happen TWICE (a duplicate effect)." + overdue
+            "write did happen, the write will happen TWICE (a duplicate effect)." + again + overdue
         )
     if name == "cancel":
         return _cancelling(hold, op, state) + overdue
@@ -236,6 +265,7 @@ def call(ledger: Ledger, name: str, hold_id: int, operator: str, v: Values) -> C
             receipt=v.receipt,
             version=v.version,
             expires_at=v.expires_at,
+            retry=v.retry and name == "release",
         )
     if name == "assign":
         return ledger.update_hold(hold_id, operator=operator, note=v.note, owner=v.owner)

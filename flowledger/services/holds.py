@@ -37,13 +37,16 @@ def open_holds(
     secrets: Secrets,
     *,
     locked: bool = False,
+    pin_sources: Sequence[str] = (),
 ) -> list[int | None]:
     """Open each hold whose cause key has none yet: the one place holds are opened. A
     hold's detail (a tool's or a target's words) is stored redacted of ``secrets``. Each
     opening is an event and, when alert URLs are configured, one outbox row per URL in the
-    same transaction. The operations the holds concern are locked until the commit first,
-    unless the caller says it holds them already (``locked``), so that a writer reading one
-    meanwhile waits and then sees the hold (:func:`operations.lock_operations`). Returns the
+    same transaction; a hold about an execution of one of ``pin_sources`` queues that
+    execution's pin (:func:`pin_row`) there too. The operations the holds concern are locked
+    until the commit first, unless the caller says it holds them already (``locked``), so
+    that a writer reading one meanwhile waits and then sees the hold
+    (:func:`operations.lock_operations`). Returns the
     new ids (``None`` where the cause already had a hold). Works a batch at a time so the
     sweep stays cheap."""
     if not targets:
@@ -84,6 +87,7 @@ def open_holds(
         fresh = {k: t for k, t in unique.items() if k in ids}
         rows = [r for r in rows if r["cause_key"] in ids]
     alerts: list[dict[str, Any]] = []
+    pins: list[dict[str, Any]] = []
     for t, row in zip(fresh.values(), rows, strict=True):
         hold_id = ids[t.hold.cause_key]
         data = {
@@ -104,10 +108,36 @@ def open_holds(
                 t.source, row["detail"], tx.now, row["deadline"], t.refers_to,
             )  # fmt: skip
             alerts.extend(outbox.rows_for(alert, alert_targets, tx.now))
+        pin = pin_row(hold_id, t, pin_sources, tx.now)
+        if pin is not None:
+            pins.append(pin)
     if alerts:
         tx.insert_alerts(alerts)
+    if pins:
+        tx.insert_pins(pins)
     first: dict[str, int | None] = {k: ids[k] for k in fresh}
     return [first.pop(t.hold.cause_key, None) for t in targets]
+
+
+def pin_row(
+    hold_id: int, t: HoldTarget, pin_sources: Sequence[str], now: datetime
+) -> dict[str, Any] | None:
+    """The pin a new hold queues, or ``None``: only a hold of a reason that is about an
+    execution (:data:`flowledger.domain.PINNED_REASONS`), naming one, of a source that pins
+    (``pin_sources``). A hold that names no source is queued when some source pins; the
+    scheduler finds which one has the execution."""
+    if t.execution_id is None or t.hold.reason not in domain.PINNED_REASONS or not pin_sources:
+        return None
+    if t.source is not None and t.source not in pin_sources:
+        return None
+    return {
+        "hold_id": hold_id,
+        "source": t.source,
+        "execution_id": t.execution_id,
+        "created_at": now,
+        "attempts": 0,
+        "next_attempt_at": now,
+    }
 
 
 def add_evidence(
@@ -200,11 +230,17 @@ def resolution_work(
     note: str,
     receipt: str | None,
     approval: tuple[str | None, datetime | None] = (None, None),
+    retry_by: str | None = None,
 ) -> Callable[[Tx], Answer | None]:
     """A person's decision on a hold (one of :data:`ACTIONS`) as a unit of work; ``approval``
-    is the version and expiry ``reapprove`` records (the operation's version by default)."""
+    is the version and expiry ``reapprove`` records (the operation's version by default).
+    ``retry_by``: a release that also asks the workflow tool to run the hold's execution
+    again, asked by that actor: recorded once a hold (:func:`ask_retry`), in the release's
+    transaction; the scheduler makes the call."""
     if action not in ACTIONS:
         raise InvalidInput(f"unknown action {action!r}", "action")
+    if retry_by is not None and action != "release":
+        raise InvalidInput("only a release can ask for a retry", "retry")
 
     def work(tx: Tx) -> Answer | None:
         row = _open_hold_row(tx, hold_id)
@@ -239,12 +275,36 @@ def resolution_work(
                 op.operation_id, op.attempt, receipt or "", kind="evidence", detail=note.strip()
             )
         close_holds(tx, change, op.operation_id, note.strip())
+        if retry_by is not None:
+            ask_retry(tx, row, retry_by)
         final = change.operation or op
         return Answer(
             op.operation_id, final.state.value, attempt=final.attempt, receipt=final.receipt
         )
 
     return work
+
+
+def ask_retry(tx: Tx, hold: Row, asked_by: str) -> None:
+    """Record, once a hold, that its execution is to be run again in its tool, with a
+    ``retry_asked`` event; a hold that names no execution cannot ask."""
+    if hold.execution_id is None or hold.operation_id is None:
+        raise IllegalTransition(
+            f"hold {hold.id} names no execution to retry", code="nothing_to_retry"
+        )
+    row = {
+        "hold_id": hold.id,
+        "operation_id": hold.operation_id,
+        "source": hold.source,
+        "execution_id": hold.execution_id,
+        "asked_at": tx.now,
+        "asked_by": asked_by,
+        "attempts": 0,
+        "next_attempt_at": tx.now,
+    }
+    if tx.ask_retry(row):
+        data = {"execution_id": hold.execution_id, "source": hold.source}
+        tx.event("retry_asked", hold.operation_id, data, hold_id=hold.id)
 
 
 def update_work(

@@ -102,6 +102,7 @@ class Ledger:
         clock: Clock = utcnow,
         retries: int = 20,
         alert_urls: Sequence[str] = (),
+        pin_sources: Sequence[str] = (),
         secrets: Secrets = NO_SECRETS,
         unit: UnitOfWork | None = None,
     ) -> None:
@@ -114,6 +115,7 @@ class Ledger:
         self.dispatch_deadline = dispatch_deadline
         self.hold_deadlines = hold_deadlines
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
+        self.pin_sources = sorted(pin_sources)  # whose executions a hold about one pins
 
     # ------------------------------------------------------------------ the unit of work
 
@@ -326,8 +328,9 @@ class Ledger:
         ledger's deadlines and alert targets (:func:`flowledger.services.holds.open_holds`;
         ``locked``: the caller holds the operations' row locks already)."""
         return open_hold_rows(
-            tx, targets, self.hold_deadlines, self.alert_targets, self.unit.secrets, locked=locked
-        )
+            tx, targets, self.hold_deadlines, self.alert_targets, self.unit.secrets,
+            locked=locked, pin_sources=self.pin_sources,
+        )  # fmt: skip
 
     def add_evidence(
         self,
@@ -351,18 +354,19 @@ class Ledger:
         receipt: str | None = None,
         version: str | None = None,
         expires_at: datetime | None = None,
+        retry: bool = False,
     ) -> Call[Answer | None]:
-        """A person's decision on a hold: ``confirm`` (with a receipt), ``release``,
-        ``cancel``, ``dismiss``, ``reapprove`` (for ``version``, by default the operation's,
-        until ``expires_at`` or for good) or ``allow-attempt``. Every one needs a note and is
-        recorded with the operator."""
+        """A person's decision on a hold, with a note, under the operator's name: ``confirm``
+        (a receipt), ``release`` (``retry``: run its execution again), ``cancel``, ``dismiss``,
+        ``reapprove`` (``version``, by default the operation's; ``expires_at``), allow-attempt."""
         if receipt is not None:
             check_receipt(receipt)
             receipt = self._redact_receipt(receipt)
         if version is not None:
             check_id(version, "version")
         note = self.unit.redact(check_note(note))[:MAX_NOTE_LENGTH]
-        work = resolution_work(hold_id, action, note, receipt, (version, expires_at))
+        retry_by = operator_actor(operator) if retry else None
+        work = resolution_work(hold_id, action, note, receipt, (version, expires_at), retry_by)
         return Call(self.unit, work, operator_actor(operator))
 
     def update_hold(

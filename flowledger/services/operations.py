@@ -250,7 +250,9 @@ def fail_work(
         tx.save_operation(row, change.operation or op)
         if change.operation is not None:
             tx.end_attempt(operation_id, op.attempt, "rejected", error)
-        hold_ids = open_rule_holds(rules, tx, operation_id, change, execution_id=execution_id)
+        # The hold is about the attempt's execution when the call names none.
+        about = execution_id or op.execution_id
+        hold_ids = open_rule_holds(rules, tx, operation_id, change, execution_id=about)
         close_holds(tx, change, operation_id, note=f"rejected by the target: {reported}")
         tx.event(
             change.event or "failed",

@@ -96,6 +96,12 @@ class Holds(Protocol):
 
     def insert_alerts(self, rows: list[dict[str, Any]]) -> None: ...
 
+    def insert_pins(self, rows: list[dict[str, Any]]) -> None:
+        """Queue executions to pin, with the holds about them."""
+
+    def ask_retry(self, row: dict[str, Any]) -> bool:
+        """Record a retry asked for a hold, once a hold (``False``: asked before)."""
+
 
 class Tx(Operations, Holds, Protocol):
     """One write transaction as a work sees it: the time it runs at, its repositories, its

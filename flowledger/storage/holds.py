@@ -96,7 +96,7 @@ def add_hold_evidence(tx: Tx, hold_id: int, evidence: str) -> str | None:
 def load_hold(tx: Tx, hold_id: int) -> Row | None:
     return tx.one(
         "SELECT id, cause_key, reason, blocking, operation_id, resolved_at, resolved_by,"
-        " resolution, deadline, version FROM holds WHERE id = :id",
+        " resolution, deadline, version, execution_id, source FROM holds WHERE id = :id",
         {"id": hold_id},
     )
 

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from flowledger.domain import limits
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class UTCDateTime(TypeDecorator[datetime]):

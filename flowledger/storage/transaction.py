@@ -8,7 +8,7 @@ functions take the transaction first and are the methods themselves, not wrapper
 
 from __future__ import annotations
 
-from flowledger.storage import holds, idempotency, operations
+from flowledger.storage import acting, holds, idempotency, operations
 from flowledger.storage.tx import Tx
 
 
@@ -36,3 +36,6 @@ class SqlTx(Tx):
     change_hold = holds.change_hold
     add_hold_evidence = holds.add_hold_evidence
     insert_alerts = holds.insert_alerts
+    # what the ledger does in the workflow tool
+    insert_pins = acting.insert_pins
+    ask_retry = acting.ask_retry

@@ -1,4 +1,4 @@
-"""The witnesses' tables (migration 0010): the checkpoints the ledger signed for its witnesses,
+"""The witnesses' tables (migration 0008): the checkpoints the ledger signed for its witnesses,
 the cosignatures they answered, and what the ledger knows of each witness."""
 
 from __future__ import annotations

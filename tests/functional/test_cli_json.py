@@ -131,6 +131,7 @@ def test_sources_json_holds_each_source_as_stored(
         "last_success_at": None,
         "lag_seconds": None,
         "last_error": None,
+        "pinned_after_holds": [],
     }
     with sqlite3.connect(db) as conn:
         stored = conn.execute(

@@ -106,7 +106,26 @@ def test_second_run_creates_nothing_twice() -> None:
     report = run_setup(fake, tokens, with_example=True)
     assert (len(fake.credentials), len(fake.workflows), tokens.made) == before
     assert {s.action for s in report.steps} == {"exists"}
-    assert [m for m, _ in fake.requests[first_run:]] == ["GET"] * 4
+    # Four reads, then the scope probes, each of an execution that cannot exist.
+    again = fake.requests[first_run:]
+    assert [m for m, _ in again[:4]] == ["GET"] * 4
+    assert [(m, p) for m, p in again[4:]] == [
+        ("PUT", "/api/v1/executions/0/tags"),
+        ("POST", "/api/v1/executions/0/retry"),
+        ("DELETE", "/api/v1/executions/0"),
+    ]
+
+
+def test_setup_names_the_scopes_the_key_lacks_for_pins_retries_and_deletions() -> None:
+    fake, tokens = FakeN8n(), Tokens()
+    assert run_setup(fake, tokens).scope_notes == []
+    fake.scopes -= {"executionTags:update", "execution:delete"}
+    assert run_setup(fake, tokens).scope_notes == [
+        "the API key lacks the executionTags:update scope, needed for pinning a hold's "
+        "execution against pruning: add it to the key in n8n (Settings → n8n API)",
+        "the API key lacks the execution:delete scope, needed for sources delete-pinned: add "
+        "it to the key in n8n (Settings → n8n API)",
+    ]
 
 
 def test_with_example_imports_the_node_template_linked_to_the_error_workflow() -> None:

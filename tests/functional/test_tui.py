@@ -13,6 +13,7 @@ from textual.widgets import Input, Static
 
 from flowledger.domain import DECISIONS, OpenHold, Reason, State, allowed, refusal
 from flowledger.services.ledger import Ledger
+from flowledger.storage.acting_models import RetryRequest
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Hold, table
 from flowledger.storage.reads import chain
@@ -37,6 +38,7 @@ from tests.support.tui import (
 )
 
 HOLDS = table(Hold)
+RETRIES = table(RetryRequest)
 EVENTS = table(Event)
 SIZE = (120, 40)
 
@@ -593,3 +595,57 @@ async def test_a_failure_of_the_ledger_is_said_and_the_ui_stays_open(
         assert "look at the hold before trying again" in app.last_message
         await select_hold(pilot, hold_id)  # the queue still answers
     assert hold_row(demo_store, hold_id).resolved_at is None
+
+
+# ---------------------------------------------------------------- release with a retry
+
+
+def retries(store: Store) -> list[Any]:
+    with store.reader.connect() as conn:
+        return list(conn.execute(sa.select(RETRIES)).all())
+
+
+async def release_form(pilot: Any, hold_id: int) -> FormDialog:
+    """The release dialog of one hold, from the queue."""
+    await settle(pilot)
+    await select_hold(pilot, hold_id)
+    await pilot.press("r")
+    assert isinstance(pilot.app.screen, FormDialog)
+    return pilot.app.screen
+
+
+async def test_release_of_a_failed_execution_offers_the_retry_and_records_it(
+    app_factory, demo_store
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "execution_failed")
+    async with app.run_test(size=SIZE) as pilot:
+        form = await release_form(pilot, hold_id)
+        form.query_one("#field-retry", Input)  # offered
+        await fill(pilot, retry="maybe", note="no trace at the target")
+        assert isinstance(app.screen, FormDialog)  # yes or no, nothing else
+        await fill(pilot, retry="yes")
+        assert isinstance(app.screen, ConfirmDialog)
+        assert "Then n8n is asked to run execution" in app.screen.message
+        await pilot.press("y")
+        await settle(pilot)
+        (row,) = retries(demo_store)
+        assert row.hold_id == hold_id and row.asked_by == "operator:dave"
+        assert "The retry of execution" in app.last_message
+
+
+async def test_release_offers_no_retry_for_an_execution_not_known_to_have_failed(
+    app_factory, demo_store, demo_ledger
+) -> None:
+    from flowledger.domain import FailOutcome
+    from tests.support.builders import req
+
+    demo_ledger.dispatch("op:no-copy", req("9999")).run("wf")  # the ledger has no copy of it
+    hold_id = demo_ledger.fail("op:no-copy", FailOutcome.UNKNOWN, "timeout").run("wf").hold_ids[0]
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        assert not (await release_form(pilot, hold_id)).query("#field-retry")
+        await fill(pilot, note="nothing at the target")
+        await pilot.press("y")
+        await settle(pilot)
+    assert retries(demo_store) == []

@@ -151,6 +151,8 @@ def test_every_registered_kind_is_accepted(tmp_path: Path, kind: str) -> None:
             "reconcile_interval": timedelta(hours=1),
             "connect_timeout": timedelta(seconds=5),
             "timeout": timedelta(seconds=30),
+            "pin_evidence": True,
+            "pin_tag_id": None,
         }
     ]
 

@@ -89,6 +89,7 @@ def _ledger_args(ledger: Ledger) -> dict[str, Any]:
         "hold_deadlines": ledger.hold_deadlines,
         "retries": ledger.retries,
         "alert_targets": ledger.alert_targets,
+        "pin_sources": ledger.pin_sources,
         "secrets": ledger.secrets,
     }
 

@@ -6,6 +6,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 # Each registers its tables on SQLModel.metadata.
+import flowledger.storage.acting_models
 import flowledger.storage.models
 import flowledger.storage.witness_tables  # noqa: F401
 

@@ -6,12 +6,13 @@ Paged from the database (nothing loads a whole table); the kept executions are
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
+from flowledger.storage import acting
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Hold, Operation, table
 from flowledger.storage.reads import Connection, attempts, meta, row_dict, witnesses
@@ -35,6 +36,9 @@ class OperationDetail:
     # The copies of its linked executions, each once, with ``linked_via``: ``attempt``,
     # ``retry_of`` or ``custom_data`` (``flowledger.storage.reads.execution_copies.LINKED_VIA``).
     executions: list[dict[str, Any]]
+    # The retries asked in the workflow tool for its holds (``hold ID release --retry``): the
+    # execution retried, who asked, and the new execution n8n made, or why not (yet).
+    retries: list[dict[str, Any]] = field(default_factory=list)
 
 
 def operation_detail(
@@ -54,6 +58,7 @@ def operation_detail(
         # its source matches only that source's copy: two tools can both have an execution
         # "42"), or by the sync's links (a retry of such an execution, or declared).
         copies = executions.linked_to(conn, operation_id)
+        retried = acting.retries_of(conn, operation_id)
     return OperationDetail(
         operation=row_dict(op),
         attempts=[row_dict(r) for r in tried],
@@ -61,7 +66,15 @@ def operation_detail(
         holds=[row_dict(r) for r in held],
         events=[event_dict(r) for r in logged],
         executions=copies,
+        retries=[_retry_shown(r) for r in retried],
     )
+
+
+def _retry_shown(row: dict[str, Any]) -> dict[str, Any]:
+    """A retry as ``show``, the API and the TUI give it."""
+    keep = ("hold_id", "source", "execution_id", "asked_at", "asked_by", "done_at", "outcome",
+            "new_execution_id", "last_error")  # fmt: skip
+    return {k: row[k] for k in keep}
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,8 @@ class HoldActions(Screen[None]):
         spec = ACTIONS[name]
         ctx = self.ctx
         fields = [_checked(f, hold, ctx.now) for f in spec.fields]
+        if name == "release" and shared.why_no_retry(hold, hold.get("execution_status")) is None:
+            fields.insert(-1, _retry_field(hold))
         typed = await self.app.push_screen_wait(FormDialog(spec.title, describe(hold), fields))
         if typed is None:
             return
@@ -190,10 +192,31 @@ class HoldActions(Screen[None]):
                 "error",
             )
         else:
-            said = Report(f"Hold {hold['id']} {shared.done(name, values, ctx.operator)}.")
+            asked = (
+                f" The retry of execution {hold.get('execution_id')} is asked: the scheduler"
+                " asks n8n (or run flowledger act --once)."
+                if values.retry
+                else ""
+            )
+            said = Report(f"Hold {hold['id']} {shared.done(name, values, ctx.operator)}.{asked}")
         self.post_message(said)
         self.after_action()
         self.post_message(HoldActedOn(hold["id"]))
+
+
+def _retry_field(hold: dict[str, Any]) -> Field:
+    """Release's offer to retry the hold's failed execution in n8n too (yes or no)."""
+
+    def check(typed: str) -> str:
+        answer = typed.strip().lower()
+        if answer in ("", "n", "no"):
+            return "→ no retry: the next execution of the workflow writes"
+        if answer in ("y", "yes"):
+            return f"→ n8n runs execution {hold.get('execution_id')} again after the release"
+        raise ValueError("yes or no")
+
+    label = f"Also retry execution {hold.get('execution_id')} in n8n? (yes or no)"
+    return Field("retry", label, required=False, placeholder="no", check=check)
 
 
 def _checked(f: Field, hold: dict[str, Any], now: Callable[[], datetime]) -> Field:
@@ -234,4 +257,5 @@ def _values(typed: dict[str, str], hold: dict[str, Any], now: datetime) -> Value
         next_action=typed.get("next_action") or None,
         version=typed.get("version") or None,
         expires_at=future_deadline(expires, now) if expires else None,
+        retry=typed.get("retry", "").strip().lower() in ("y", "yes"),
     )

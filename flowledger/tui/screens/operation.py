@@ -45,7 +45,9 @@ class OperationScreen(Screen[None]):
         yield Header()
         with VerticalScroll(id="detail"):
             yield Static("loading…", id="op-summary")
-            for part in ("holds", "turned", "attempts", "executions", "receipts", "operation"):
+            for part in (
+                "holds", "turned", "attempts", "executions", "retries", "receipts", "operation"
+            ):  # fmt: skip
                 yield Static("", id=f"op-{part}")
             yield Static("", id="op-events")
         yield KeysFooter()
@@ -94,11 +96,13 @@ class OperationScreen(Screen[None]):
             "turned": sections.turned_away(turned),
             "attempts": sections.attempts(detail.attempts),
             "executions": sections.executions(detail.executions, links),
+            "retries": sections.retries(detail.retries),
             "receipts": sections.receipts(detail.receipts),
             "events": sections.timeline(detail.events),
         }
         for part, renderable in parts.items():
             self.query_one(f"#op-{part}", Static).update(renderable)
+        self.query_one("#op-retries", Static).display = bool(detail.retries)
 
 
 def _summary(op: dict[str, Any], now: datetime) -> Text:

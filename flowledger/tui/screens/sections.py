@@ -116,6 +116,26 @@ def receipts(rows: list[dict[str, Any]]) -> Table:
     return t
 
 
+def retries(rows: list[dict[str, Any]]) -> Table | str:
+    """The retries asked in n8n with a release (nothing when none was): the execution
+    retried and the new one, or why not (yet)."""
+    if not rows:
+        return ""
+    t = table("Retries in n8n", ["hold", "execution", "asked by", "asked", "new execution"])
+    for r in rows:
+        if r["outcome"] == "retried":
+            new = text(r["new_execution_id"])
+        elif r["outcome"] == "refused":
+            new = Text(f"refused: {r['last_error']}", style="yellow")
+        else:
+            new = text("waiting" + (f": {r['last_error']}" if r["last_error"] else ""))
+        t.add_row(
+            str(r["hold_id"]), text(r["execution_id"]), text(r["asked_by"]), when(r["asked_at"]),
+            new,
+        )  # fmt: skip
+    return t
+
+
 def executions(rows: list[dict[str, Any]], links: Links) -> Table:
     """Executions, with how each is linked to the operation (``linked_via``) when they are an
     operation's (a hold about an execution alone shows that execution without it)."""

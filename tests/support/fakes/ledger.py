@@ -37,6 +37,8 @@ class Tables:
     receipts: list[dict[str, Any]] = field(default_factory=list)
     holds: dict[int, dict[str, Any]] = field(default_factory=dict)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    pins: list[dict[str, Any]] = field(default_factory=list)
+    retries: list[dict[str, Any]] = field(default_factory=list)
     answers: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
 
 
@@ -293,6 +295,16 @@ class FakeTx:
     def insert_alerts(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             self._append(self.tables.alerts, row)
+
+    def insert_pins(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            self._append(self.tables.pins, row)
+
+    def ask_retry(self, row: dict[str, Any]) -> bool:
+        if any(r["hold_id"] == row["hold_id"] for r in self.tables.retries):
+            return False
+        self._append(self.tables.retries, row)
+        return True
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -24,6 +24,9 @@ SCOPES = {
     "workflow:read",
     "workflow:update",
     "workflow:activate",
+    "executionTags:update",
+    "execution:retry",
+    "execution:delete",
 }
 NODE_TYPE = "n8n-nodes-flowledger.flowledger"
 
@@ -110,6 +113,9 @@ class FakeN8n:
         self.workflows[wf].update(body)
         return httpx.Response(200, json=self.workflows[wf])
 
+    def no_execution(self, request: httpx.Request, body: Any, execution_id: str) -> httpx.Response:
+        return httpx.Response(404, json={"message": "Not Found"})
+
     def by_name(self, name: str) -> dict[str, Any]:
         return next(w for w in self.workflows.values() if w["name"] == name)
 
@@ -124,12 +130,21 @@ ROUTES: dict[tuple[str, str, str | None], Any] = {
     ("POST", "/api/v1/workflows/([^/]+)/activate", "workflow:activate"): FakeN8n.activate,
     ("GET", "/api/v1/workflows/([^/]+)", "workflow:read"): FakeN8n.get_workflow,
     ("PUT", "/api/v1/workflows/([^/]+)", "workflow:update"): FakeN8n.put_workflow,
+    # What the ledger does in n8n besides setup: the probes ask these of an id that is none.
+    ("PUT", "/api/v1/executions/([^/]+)/tags", "executionTags:update"): FakeN8n.no_execution,
+    ("POST", "/api/v1/executions/([^/]+)/retry", "execution:retry"): FakeN8n.no_execution,
+    ("DELETE", "/api/v1/executions/([^/]+)", "execution:delete"): FakeN8n.no_execution,
 }
 
 
+class Handles(Protocol):
+    def handle(self, request: httpx.Request) -> httpx.Response: ...
+
+
 @contextmanager
-def serving(fake: FakeN8n) -> Iterator[str]:
-    """``fake`` answering HTTP on 127.0.0.1 (a free port) while in the block; yields its URL."""
+def serving(fake: Handles) -> Iterator[str]:
+    """``fake`` (any fake with a ``handle`` for ``httpx.MockTransport``) answering HTTP on
+    127.0.0.1 (a free port) while in the block; yields its URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self) -> None:

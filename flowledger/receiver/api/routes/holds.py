@@ -31,6 +31,7 @@ from flowledger.receiver.api.schemas.holds import (
     ExtendCreate,
     HoldPage,
     HoldPublic,
+    HoldReleaseCreate,
     NoteCreate,
     ReapproveCreate,
 )
@@ -39,6 +40,7 @@ from flowledger.receiver.api.tokens import Principal
 from flowledger.services import actions
 from flowledger.services.actions import Values
 from flowledger.services.values import InvalidInput
+from flowledger.storage import acting
 from flowledger.storage.reads import hold_queue as queue
 
 router = APIRouter(prefix="/v1/holds", tags=["holds"], route_class=StrictJsonRoute)
@@ -50,7 +52,7 @@ READ_ERRORS = (401, 403, 408, 413, 422, 429, 503)
 # The body each action takes (a note always; the rest as the action needs).
 BODIES: dict[str, type[DecisionCreate]] = {
     "confirm": ConfirmHoldCreate,
-    "release": DecisionCreate,
+    "release": HoldReleaseCreate,
     "cancel": DecisionCreate,
     "dismiss": DecisionCreate,
     "reapprove": ReapproveCreate,
@@ -105,6 +107,21 @@ async def get_hold(hold_id: HoldId, principal: Reader, st: St) -> dict[str, Any]
     return await read(st.read_deadline, _hold, st, hold_id)
 
 
+def _can_retry(st: ReceiverState, hold_id: int) -> None:
+    """409 ``retry_not_possible`` unless the hold's execution is one n8n can retry."""
+    found = queue.hold(st.store, hold_id)
+    if found is None or found["resolved_at"] is not None:
+        return  # the action's own refusal says it
+    execution_id = found.get("execution_id")
+    status = None
+    if execution_id is not None:
+        with st.store.reader.connect() as conn:
+            status = acting.execution_status(conn, found.get("source"), execution_id)
+    why = actions.why_no_retry(found, status)
+    if why is not None:
+        raise ApiError(409, "retry_not_possible", why, "retry")
+
+
 def _endpoint(name: str) -> Any:
     """The route of action ``name``: its body as the action's values, one service call
     through the receiver's writer, the hold as it is afterwards."""
@@ -121,6 +138,8 @@ def _endpoint(name: str) -> Any:
         # Read as the workflow calls read it, and like theirs not in the OpenAPI: a schema
         # cannot say that a key used once is refused with another request.
         key = key_of(request.headers.get(HEADER))
+        if getattr(body, "retry", False):
+            await read(st.read_deadline, _can_retry, st, hold_id)
         try:
             call = actions.call(st.ledger, name, hold_id, principal.name, Values(**dict(body)))
             with running_key(st, principal, key):

@@ -60,6 +60,7 @@ async def get_operation(
         "holds": detail.holds,
         "events": detail.events,
         "executions": detail.executions,
+        "retries": detail.retries,
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from flowledger.domain import limits
 from flowledger.receiver.api.schemas.fields import Accepts, Id, Receipt, Text, Time, When
@@ -24,6 +24,17 @@ class DecisionCreate(Accepts):
     """An action that needs a note alone: release, cancel, dismiss, allow-attempt."""
 
     note: Note
+
+
+class HoldReleaseCreate(DecisionCreate):
+    """Release for retry; with ``retry``, the ledger then asks the workflow tool (n8n) to run
+    the hold's failed or crashed execution again, once."""
+
+    retry: StrictBool = Field(
+        default=False,
+        description="Also ask n8n to retry the hold's execution (only for one known to have "
+        "failed or crashed); the scheduler makes the call after the release is recorded",
+    )
 
 
 class ConfirmHoldCreate(DecisionCreate):

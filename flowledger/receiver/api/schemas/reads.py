@@ -83,6 +83,12 @@ class OperationDetailPublic(BaseModel):
     executions: list[LinkedExecutionPublic] = Field(
         description="The kept executions linked to the operation, each once"
     )
+    retries: list[dict[str, RowValue]] = Field(
+        default_factory=list,
+        description="The retries asked in the workflow tool when its holds were released "
+        "(`hold ID release --retry`): the execution retried, who asked, the new execution "
+        "(new_execution_id) once made, or the tool's refusal (outcome refused, last_error)",
+    )
 
 
 class ExecutionPage(BaseModel):

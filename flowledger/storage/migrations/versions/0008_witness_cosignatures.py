@@ -2,8 +2,8 @@
 answered (C2SP tlog-cosignature), and what the ledger knows of each witness: the size it last
 cosigned and a refusal that is evidence of a rewrite, a fork or a restore.
 
-Revision ID: 0010
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-06 12:00:00
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0006"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
@@ -48,7 +48,7 @@ def upgrade() -> None:
         sa.Column("refusal", sa.String(length=2000), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
     )
-    op.execute("UPDATE ledger_meta SET value = '7' WHERE key = 'schema_version'")
+    op.execute("UPDATE ledger_meta SET value = '8' WHERE key = 'schema_version'")
 
 
 def downgrade() -> None:
@@ -56,4 +56,4 @@ def downgrade() -> None:
     op.drop_table("cosignatures")
     op.drop_index("ix_checkpoints_size", table_name="checkpoints")
     op.drop_table("checkpoints")
-    op.execute("UPDATE ledger_meta SET value = '6' WHERE key = 'schema_version'")
+    op.execute("UPDATE ledger_meta SET value = '7' WHERE key = 'schema_version'")
