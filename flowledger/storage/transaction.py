@@ -22,6 +22,7 @@ class SqlTx(Tx):
     read_again = operations.read_again
     dispatching_for_execution = operations.dispatching_for_execution
     save_operation = operations.save_operation
+    mark_dispatch = operations.mark_dispatch
     insert_attempt = operations.insert_attempt
     end_attempt = operations.end_attempt
     unsent_attempts = operations.unsent_attempts
@@ -35,4 +36,5 @@ class SqlTx(Tx):
     close_hold = holds.close_hold
     change_hold = holds.change_hold
     add_hold_evidence = holds.add_hold_evidence
+    count_cause = holds.count_cause
     insert_alerts = holds.insert_alerts

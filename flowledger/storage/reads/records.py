@@ -6,12 +6,13 @@ Paged from the database (nothing loads a whole table); the kept executions are
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
+from flowledger.domain import Reason
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Hold, Operation, table
 from flowledger.storage.reads import Connection, attempts, meta, row_dict
@@ -75,6 +76,9 @@ class Status:
     ledger_id: str = ""
     # When the backup this ledger was restored from was taken, until that is acknowledged.
     restored_from: datetime | None = None
+    # Twin triggers counted on ``duplicate_trigger`` holds, open or resolved, by source
+    # ("" for dispatches that named none).
+    twin_triggers: dict[str, int] = field(default_factory=dict)
 
 
 def status(store: Store, now: datetime) -> Status:
@@ -84,7 +88,21 @@ def status(store: Store, now: datetime) -> Status:
         seq, digest = head(conn)
         ledger_id = meta.identity(conn)[0]
         restored = meta.restored_from(conn)
-    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored)
+        twins = twin_triggers(conn)
+    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored, twins)
+
+
+def twin_triggers(conn: Connection) -> dict[str, int]:
+    """Twin triggers counted so far, by source: the counts of every ``duplicate_trigger``
+    hold (their own partial index), resolved ones too."""
+    # Written out, not bound: a partial index serves only a condition it can read.
+    twins = sa.text(f"reason = '{Reason.DUPLICATE_TRIGGER.value}'")
+    rows = conn.execute(
+        sa.select(HOLDS.c.source, sa.func.sum(HOLDS.c.occurrences))
+        .where(twins)
+        .group_by(HOLDS.c.source)
+    ).all()
+    return {source or "": int(n) for source, n in rows}
 
 
 def _open_counts(conn: Connection, now: datetime) -> tuple[dict[str, int], int, int]:
