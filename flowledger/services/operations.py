@@ -122,8 +122,6 @@ def dispatch_work(
         hold_ids = open_rule_holds(
             rules, tx, operation_id, change, execution_id=request.execution_id
         )
-        if twin is not None:
-            record_twin(rules, tx, twin, names["source"])
         if change.event is not None:
             data = {
                 "decision": change.decision.value if change.decision else None,
@@ -138,6 +136,8 @@ def dispatch_work(
             if change.operation is not None:
                 data.update(records.written_with(change.operation, names["input_ref"], row is None))
             tx.event(change.event, operation_id, data)
+        if twin is not None:
+            record_twin(rules, tx, twin, names["source"])
         final = change.operation or op
         assert final is not None and change.decision is not None
         return Answer(

@@ -5,7 +5,6 @@ the metrics, ``show`` and the handover."""
 
 from __future__ import annotations
 
-import multiprocessing
 from datetime import timedelta
 from typing import Any
 
@@ -21,6 +20,7 @@ from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.reads import chain, records
 from flowledger.storage.reads.replay import deep_verify
+from tests.integration.racer import two_racers
 from tests.integration.twin_racer import twins_race
 from tests.support.builders import T0, FakeClock, req
 
@@ -278,18 +278,7 @@ def test_two_processes_recording_twins_at_once_share_one_hold(db_url: str) -> No
     came second, so both processes open or count the day's hold at the same moments."""
     rounds = 30
     init_ledger(db_url)[0].dispose()
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(2, timeout=120), ctx.Queue()
-    procs = [
-        ctx.Process(target=twins_race, args=(db_url, name, rounds, barrier, results))
-        for name in ("left", "right")
-    ]
-    for p in procs:
-        p.start()
-    outcomes = dict(results.get(timeout=300) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    outcomes = two_racers(twins_race, db_url, rounds)
 
     for i in range(rounds):
         for op in (f"a-{i}", f"b-{i}"):
