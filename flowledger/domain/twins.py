@@ -7,7 +7,8 @@ writes nothing), the ledger is the one place that sees both: it records the pair
 observation, and keeps one non-blocking ``duplicate_trigger`` hold per workflow and day whose
 count grows with every further pair.
 
-Each operation keeps a :class:`Mark` of the last execution that dispatched it (the time it was
+Only dispatches that carry the operation's recorded input and version count (another input is
+another call, held as ``input_mismatch``). Each operation keeps a :class:`Mark` of the last execution that dispatched it (the time it was
 first seen, its workflow) and of the execution already recorded as its twin, so that a
 dispatch sent again by either of the pair (n8n's Retry On Fail) records nothing new.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowledger.domain.causes import new_hold
 from flowledger.domain.model import NewHold, Reason
@@ -25,10 +26,11 @@ from flowledger.domain.model import NewHold, Reason
 DEFAULT_TWIN_WINDOW = timedelta(seconds=5)
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
     """The last execution that dispatched an operation: its id, its workflow, when the ledger
-    first saw it dispatch, and the execution recorded as its twin (``None`` when none)."""
+    first saw it dispatch, and the execution recorded as its twin (``None`` when none). A
+    named tuple: every dispatch from a new execution makes one, and it is the cheapest to
+    make."""
 
     execution_id: str
     workflow_id: str | None

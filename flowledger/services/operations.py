@@ -89,7 +89,7 @@ def dispatch_work(
     ``input_ref`` redacted), ``extra`` what the operation row takes of them."""
 
     def work(tx: Tx) -> Answer:
-        row, holds = tx.load_with_holds(operation_id)
+        row, holds = tx.load_with_holds(operation_id, mark=True)
         op = records.to_domain(row) if row is not None else None
         at_limit = op is not None and op.attempt + 1 > op.max_attempts
         change = domain.dispatch(
@@ -103,13 +103,20 @@ def dispatch_work(
             unsent=tx.unsent_attempts(operation_id) if at_limit else 0,
         )
         # Who dispatched it last, whatever the answer: a second execution of the workflow
-        # within the window is a twin trigger (rare: the usual dispatch only compares).
-        mark = records.mark_of(row) if row is not None else None
-        workflow_id = names["workflow_id"]
-        execution_id = request.execution_id
-        window = rules.twin_window
-        twin = twins.twin_of(mark, operation_id, execution_id, workflow_id, tx.now, window)
-        moved = twins.next_mark(mark, execution_id, workflow_id, tx.now, twin)
+        # within the window is a twin trigger (rare: the usual dispatch only compares). A
+        # dispatch of another input or version is another call, held as such: neither.
+        twin: twins.Twin | None = None
+        moved: twins.Mark | None = None
+        if op is None or (op.input_hash, op.processing_version) == (
+            request.input_hash,
+            request.processing_version,
+        ):
+            mark = records.mark_of(row) if row is not None else None
+            workflow_id = names["workflow_id"]
+            execution_id = request.execution_id
+            window = rules.twin_window
+            twin = twins.twin_of(mark, operation_id, execution_id, workflow_id, tx.now, window)
+            moved = twins.next_mark(mark, execution_id, workflow_id, tx.now, twin)
         crashpoint("before_dispatch_write")
         with tx.together():  # one statement on PostgreSQL
             if change.operation is not None:

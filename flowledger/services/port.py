@@ -29,8 +29,11 @@ class Operations(Protocol):
     def load_operation(self, operation_id: str) -> Row | None:
         """The operation, locked until the commit."""
 
-    def load_with_holds(self, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
-        """The operation (locked until the commit) and its open holds."""
+    def load_with_holds(
+        self, operation_id: str, mark: bool = False
+    ) -> tuple[Row | None, list[OpenHold]]:
+        """The operation (locked until the commit) and its open holds; ``mark``: with who
+        dispatched it last (:func:`flowledger.storage.operations.mark_of`)."""
 
     def lock_operations(self, operation_ids: Sequence[str]) -> None:
         """Lock the operations until the commit, so that a writer reading one waits."""

@@ -19,9 +19,11 @@ from flowledger.storage.tx import Conflict, Tx
 
 _OP_COLUMNS = (
     "operation_id, state, input_hash, processing_version, attempt, max_attempts, "
-    "execution_id, run_index, receipt, deadline, version, reapproved_version, reapproved_until,"
-    " last_execution_id, last_workflow_id, last_dispatched_at, twin_execution_id"
+    "execution_id, run_index, receipt, deadline, version, reapproved_version, reapproved_until"
 )
+# Who dispatched the operation last (:func:`mark_of`): read by a dispatch only, since every
+# column a statement returns costs the writer a little.
+_MARK_COLUMNS = "last_execution_id, last_workflow_id, last_dispatched_at, twin_execution_id"
 
 
 # Every writer that reads an operation it may change, or opens a hold about it, holds the
@@ -58,23 +60,30 @@ def lock_operations(tx: Tx, operation_ids: Sequence[str]) -> None:
         )
 
 
-_WITH_HOLDS = (
-    f"SELECT {', '.join('o.' + c.strip() for c in _OP_COLUMNS.split(','))},"
-    " h.id AS hold_id, h.reason AS hold_reason, h.blocking AS hold_blocking,"
-    " h.cause_key AS hold_cause_key FROM operations o LEFT JOIN holds h"
-    " ON h.operation_id = o.operation_id AND h.resolved_at IS NULL"
-)
+def _with_holds(columns: str) -> str:
+    return (
+        f"SELECT {', '.join('o.' + c.strip() for c in columns.split(','))},"
+        " h.id AS hold_id, h.reason AS hold_reason, h.blocking AS hold_blocking,"
+        " h.cause_key AS hold_cause_key FROM operations o LEFT JOIN holds h"
+        " ON h.operation_id = o.operation_id AND h.resolved_at IS NULL"
+    )
 
 
-def load_with_holds(tx: Tx, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
+_WITH_HOLDS = _with_holds(_OP_COLUMNS)
+_WITH_HOLDS_AND_MARK = _with_holds(f"{_OP_COLUMNS}, {_MARK_COLUMNS}")
+
+
+def load_with_holds(
+    tx: Tx, operation_id: str, mark: bool = False
+) -> tuple[Row | None, list[OpenHold]]:
     """The operation and its open holds in one round trip (the hot path reads both), or as
-    :func:`read_ahead` read them for this unit."""
+    :func:`read_ahead` read them for this unit; ``mark``: with the columns :func:`mark_of`
+    reads."""
     rows = tx.read_ahead.pop(operation_id, None)
     if rows is None:
         lock_operations(tx, [operation_id])  # the holds are read after the lock is held
-        rows = tx.all(
-            f"{_WITH_HOLDS} WHERE o.operation_id = :id ORDER BY h.id", {"id": operation_id}
-        )
+        select = _WITH_HOLDS_AND_MARK if mark else _WITH_HOLDS
+        rows = tx.all(f"{select} WHERE o.operation_id = :id ORDER BY h.id", {"id": operation_id})
     if not rows:
         return None, []
     holds = [
@@ -107,7 +116,8 @@ def read_ahead(tx: Tx, operation_ids: Sequence[str]) -> None:
     # before the lock was waited for, and miss a hold committed meanwhile.
     lock_operations(tx, ids)
     rows = tx.all(
-        f"{_WITH_HOLDS} WHERE o.operation_id = ANY(:ids::text[]) ORDER BY o.operation_id, h.id",
+        f"{_WITH_HOLDS_AND_MARK} WHERE o.operation_id = ANY(:ids::text[])"
+        " ORDER BY o.operation_id, h.id",
         {"ids": ids},
         binary=True,
         prepare=True,
@@ -233,7 +243,7 @@ def save_operation(
             " :receipt, :deadline, 1, :now, :now, :workflow_id, :step, :source, :input_ref,"
             " :approval_version, :approval_expires_at, :last_execution_id, :last_workflow_id,"
             " :last_dispatched_at, :twin_execution_id)",
-            {**values, **_mark_values(tx, mark)},
+            values | _mark_values(tx, mark),
         )
         return
     sets = [f"{k} = :{k}" for k in _SETTABLE if k in extra]

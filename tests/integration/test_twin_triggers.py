@@ -203,6 +203,8 @@ def test_a_twin_after_the_hold_was_dismissed_is_counted_and_opens_nothing(
         (req("312"), timedelta(seconds=5.001)),  # outside the window
         (req("312"), timedelta(days=400)),
         (req("311", run_index=1), timedelta(seconds=0.05)),  # the same execution, next run
+        (req("312", input={"invoice": "INV-42", "amount": 9}), timedelta(seconds=0.05)),
+        (req("312", version="v2"), timedelta(seconds=0.05)),  # another call: held as such
     ],
 )
 def test_dispatches_that_are_not_twins_record_nothing(
@@ -214,6 +216,20 @@ def test_dispatches_that_are_not_twins_record_nothing(
     ledger.dispatch(OP, second).run("workflow")
 
     assert _twin_holds(store) == [] and _observations(store) == []
+
+
+def test_a_dispatch_of_another_input_leaves_the_mark_to_the_last_matching_one(
+    store: Store, ledger: Ledger, clock: FakeClock
+) -> None:
+    _wrote(ledger, "311")
+    clock.advance(seconds=1)
+    _wrote(ledger, "312", input={"changed": True})  # input_mismatch, not a twin
+    clock.advance(seconds=1)
+
+    _wrote(ledger, "313")
+
+    (seen,) = _observations(store)
+    assert (seen["executions"], seen["gap_ms"]) == (["311", "313"], 2000)
 
 
 def test_a_receiver_whose_clock_runs_behind_still_sees_the_twin(store: Store) -> None:

@@ -91,7 +91,9 @@ class FakeTx:
         self._read()
         return None if found is None else Row(found)
 
-    def load_with_holds(self, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
+    def load_with_holds(
+        self, operation_id: str, mark: bool = False
+    ) -> tuple[Row | None, list[OpenHold]]:
         row = self.load_operation(operation_id)
         return (None, []) if row is None else (row, self.holds_of(operation_id))
 
