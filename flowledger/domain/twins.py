@@ -8,9 +8,10 @@ observation, and keeps one non-blocking ``duplicate_trigger`` hold per workflow 
 count grows with every further pair.
 
 Only dispatches that carry the operation's recorded input and version count (another input is
-another call, held as ``input_mismatch``). Each operation keeps a :class:`Mark` of the last execution that dispatched it (the time it was
-first seen, its workflow) and of the execution already recorded as its twin, so that a
-dispatch sent again by either of the pair (n8n's Retry On Fail) records nothing new.
+another call, held as ``input_mismatch``). Each operation keeps a :class:`Mark` of the last
+execution that dispatched it (the time it was first seen, its workflow) and of the execution
+already recorded as its twin, so that a dispatch sent again by either of the pair (n8n's Retry
+On Fail) records nothing new.
 """
 
 from __future__ import annotations

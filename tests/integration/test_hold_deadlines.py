@@ -36,8 +36,6 @@ def test_a_blocking_and_a_non_blocking_hold_get_their_own_configured_deadlines(
     assert deadlines == {
         "unknown_outcome": clock.now + timedelta(minutes=10),
         "input_mismatch": clock.now + timedelta(days=2),
-        # exec-3 and exec-4 of one workflow dispatched op-2 at once: a twin trigger
-        "duplicate_trigger": clock.now + timedelta(days=2),
     }
 
 

@@ -474,7 +474,6 @@ def test_dismissing_a_hold_closes_the_overdue_hold_about_it_and_no_other(
 ) -> None:
     ledger.dispatch(OP, req()).run("wf")
     ledger.confirm(OP, "R-1", execution_id="exec-1").run("wf")
-    clock.advance(minutes=1)  # not a twin trigger of exec-1's
     ledger.dispatch(OP, req("exec-2", input={"invoice": "INV-42", "amount": 1})).run("wf")
     [mismatch] = holds(ledger, "input_mismatch")
     other = _held(ledger, "invoice:INV-43:send")

@@ -5,6 +5,7 @@ the metrics, ``show`` and the handover."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +24,7 @@ from flowledger.storage.reads.replay import deep_verify
 from tests.integration.racer import two_racers
 from tests.integration.twin_racer import twins_race
 from tests.support.builders import T0, FakeClock, req
+from tests.support.cli import cli
 
 OP = "invoice:INV-42:send"
 WINDOW = timedelta(seconds=5)
@@ -314,3 +316,21 @@ def test_two_processes_recording_twins_at_once_share_one_hold(db_url: str) -> No
         _clean(store)
     finally:
         store.dispose()
+
+
+def test_the_cli_says_it_in_status_show_and_the_holds(
+    store: Store, ledger: Ledger, clock: FakeClock
+) -> None:
+    ledger.dispatch(OP, req("311", source="prod-n8n")).run("workflow")
+    clock.advance(seconds=0.042)
+    ledger.dispatch(OP, req("312", source="prod-n8n")).run("workflow")
+    db = ["--db", str(store.url) if store.url.drivername != "sqlite" else str(store.url.database)]
+
+    code, out, _ = cli("status", *db)
+    assert code == 0 and "twin triggers counted: 1" in out
+    code, out, _ = cli("show", OP, *db)
+    assert code == 0 and "twin triggers" in out
+    assert "twice for one call, 42 ms apart: executions 311 and 312" in out
+    code, out, _ = cli("holds", "--reason", "duplicate_trigger", "--json", *db)
+    (listed,) = json.loads(out)
+    assert (listed["occurrences"], listed["blocking"]) == (1, False)
