@@ -12,7 +12,7 @@ from e2e.local_ledger import LocalLedger
 from e2e.local_n8n import N8n
 from e2e.loopback import Target
 from e2e.n8n.checks import Checks, wait_for
-from e2e.n8n.flows import op_id, post
+from e2e.n8n.flows import Flow, op_id, post
 
 GAP = 0.05  # seconds between the two posts, as n8n's users see their webhooks fire twice
 
@@ -27,27 +27,19 @@ def twin_webhook(
 ) -> None:
     """Per template: the same body posted twice, 50 ms apart."""
     for label, (workflow_id, path) in flows.items():
-        _posted_twice(check, label, n8n, ledger, target, read_token, workflow_id, path)
+        _posted_twice(check, label, Flow(n8n, ledger, target, read_token, path), workflow_id)
 
 
 def _new_executions(n8n: N8n, workflow_id: str, before: set[str]) -> list[str]:
     return [str(e["id"]) for e in n8n.executions(workflow_id) if str(e["id"]) not in before]
 
 
-def _posted_twice(
-    check: Checks,
-    label: str,
-    n8n: N8n,
-    ledger: LocalLedger,
-    target: Target,
-    read_token: str,
-    workflow_id: str,
-    path: str,
-) -> None:
+def _posted_twice(check: Checks, label: str, flow: Flow, workflow_id: str) -> None:
+    n8n, ledger, target = flow.n8n, flow.ledger, flow.target
     invoice = f"twin-{label}"
     body = {"invoice_id": invoice, "amount": 7}
     before = set(_new_executions(n8n, workflow_id, set()))
-    posts = [threading.Thread(target=post, args=(n8n, path, body)) for _ in range(2)]
+    posts = [threading.Thread(target=post, args=(n8n, flow.path, body)) for _ in range(2)]
     posts[0].start()
     time.sleep(GAP)
     posts[1].start()
@@ -57,7 +49,7 @@ def _posted_twice(
         wait_for(lambda: len(new := _new_executions(n8n, workflow_id, before)) == 2 and new, 30)
         or []
     )
-    op = ledger.operation(read_token, op_id(invoice))
+    op = ledger.operation(flow.read_token, op_id(invoice))
     state = op["operation"]["state"] if op else None
     holds = [
         h

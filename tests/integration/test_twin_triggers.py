@@ -262,12 +262,16 @@ def test_twins_in_one_group_commit_are_seen(store: Store, ledger: Ledger) -> Non
     _clean(store)
 
 
+def _twins_42_ms_apart(ledger: Ledger, clock: FakeClock) -> None:
+    _wrote(ledger, "311")
+    clock.advance(seconds=0.042)
+    _wrote(ledger, "312")
+
+
 def test_status_metrics_show_and_handover_say_it(
     store: Store, ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req("311", source="prod-n8n")).run("workflow")
-    clock.advance(seconds=0.042)
-    ledger.dispatch(OP, req("312", source="prod-n8n")).run("workflow")
+    _twins_42_ms_apart(ledger, clock)
     ledger.dispatch("b", req("5", source="prod-n8n")).run("workflow")
     ledger.dispatch("b", req("6", source="prod-n8n")).run("workflow")
 
@@ -321,9 +325,7 @@ def test_two_processes_recording_twins_at_once_share_one_hold(db_url: str) -> No
 def test_the_cli_says_it_in_status_show_and_the_holds(
     store: Store, ledger: Ledger, clock: FakeClock
 ) -> None:
-    ledger.dispatch(OP, req("311", source="prod-n8n")).run("workflow")
-    clock.advance(seconds=0.042)
-    ledger.dispatch(OP, req("312", source="prod-n8n")).run("workflow")
+    _twins_42_ms_apart(ledger, clock)
     db = ["--db", str(store.url) if store.url.drivername != "sqlite" else str(store.url.database)]
 
     code, out, _ = cli("status", *db)
