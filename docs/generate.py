@@ -325,6 +325,9 @@ MEANINGS: dict[str, str] = {
         "the refresh of the token list."
     ),
     "[receiver] signature_window": "How far a signed request's `t` may be from now.",
+    "[receiver] twin_window": "Two executions of one workflow dispatching the same operation"
+    " this close together are a twin trigger (a `duplicate_trigger` hold); `0s` turns it off"
+    " ([twin triggers](operations.md#twin-triggers-duplicate_trigger)).",
     "[receiver] tls_cert": (
         "Serve HTTPS with this PEM certificate (its chain after it) rather than behind a TLS "
         "proxy; with `tls_key` (`--tls-cert` wins over it). Read at start."

@@ -19,7 +19,8 @@ What it does, printing one line per check:
    restarted, the crashed execution retried through the API: no second write, and a hold;
    batches through the node's Guard (a Split Out of three invoices, one of them held), with
    *On Hold* set to stop (the others released: ``prepared``, not written, not held) and to
-   continue (the others written once each);
+   continue (the others written once each); one webhook posted twice 50 ms apart (one
+   write, one ``duplicate_trigger`` hold naming both executions);
 4. tests the Flowledger API credential through n8n (*Test connection*): a read token is the
    wrong scope, an unknown token is refused (401), a closed port is unreachable; runs the node
    template with a token that must sign its requests (v2) against the ledger's
@@ -63,6 +64,7 @@ from e2e.n8n.credentials import credential_tests, signing
 from e2e.n8n.flows import NODE_TYPE, scenario_copy
 from e2e.n8n.scenarios import crash_and_retry, scenarios
 from e2e.n8n.setup_runs import setup_refused, setup_twice
+from e2e.n8n.twins import twin_webhook
 from e2e.n8n.without_package import without_package
 from flowledger.n8n.setup import TEMPLATES, fill_template, load_template
 
@@ -140,6 +142,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
         for label, (workflow_id, path) in flows.items():
             scenarios(check, label, n8n, ledger, target, read_token, workflow_id, path)
         batches(check, n8n, ledger, target, read_token, node_copy)
+        twin_webhook(check, n8n, ledger, target, read_token, flows)
         crash_and_retry(check, n8n, ledger, target, read_token, flows)
         credential_tests(check, n8n, ledger)
         signing(check, n8n, ledger, target, read_token, node_example)

@@ -32,6 +32,8 @@ def status(st: Status, now: datetime) -> dict[str, Any]:
             "overdue": st.overdue,
             "by_reason": dict(sorted(st.open_holds.items())),
         },
+        # Twin triggers counted so far (open and resolved duplicate_trigger holds), by source.
+        "twin_triggers": dict(sorted(st.twin_triggers.items())),
         "events": st.events,
         "head_hash": st.head_hash,
         # When the backup this ledger was restored from was taken, until acknowledged.

@@ -373,6 +373,7 @@ def ledger_for(
         max_attempts=env.max_attempts or file.max_attempts,
         dispatch_deadline=deadline,
         hold_deadlines=file.sweep.hold_deadlines,
+        twin_window=file.receiver.twin_window,
         alert_urls=file.alerts.urls,
         pin_sources=[s.name for s in file.sources if s.kind == "n8n" and s.pin_evidence],
         secrets=configured_secrets(env, file, *more_secrets, *url_secrets(store.url)),

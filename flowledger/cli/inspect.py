@@ -31,6 +31,7 @@ from flowledger.cli.tables import echo_table, printable, when
 from flowledger.domain.chain import event_time, head_prefix
 from flowledger.domain.display import counted
 from flowledger.domain.times import for_machines
+from flowledger.domain.twins import observed as twin_said
 from flowledger.plumbing.clock import utcnow
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ def status(db: DbOption = None, as_json: JsonOption = False) -> None:
         f"(blocking {st.blocking_open}, overdue {st.overdue})"
     )
     echo_table(sorted(st.open_holds.items()), indent=2, right={1})
+    if st.twin_triggers:
+        # A workflow tool starting a workflow twice for one call: the duplicate_trigger holds.
+        typer.echo(f"twin triggers counted: {sum(st.twin_triggers.values())}")
     typer.echo(f"events: {st.events}  head: {st.head_hash}")
     typer.echo(f"ledger: {st.ledger_id}")
 
@@ -161,6 +165,18 @@ def show(
                 h["detail"],
             )
             for h in detail.holds
+        ],
+    )
+    _section(
+        "twin triggers",
+        [
+            (
+                when(ev["at"]),
+                twin_said(ev["data"]),
+                f"hold [{ev['hold_id']}]" if ev["hold_id"] is not None else "",
+            )
+            for ev in detail.events
+            if ev["kind"] == "twin_trigger"
         ],
     )
     _section(

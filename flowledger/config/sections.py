@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from flowledger import domain
 from flowledger.config.durations import Duration
+from flowledger.domain.twins import DEFAULT_TWIN_WINDOW
 from flowledger.storage.problems import Missing
 
 # How ``serve`` and ``run`` write a log record: one line of text, or one JSON object a line.
@@ -258,6 +259,9 @@ class ReceiverConfig(_Section):
     # goes on with the list it has).
     read_deadline: Duration = Field(default=timedelta(seconds=2), le=timedelta(minutes=10))
     signature_window: Duration = timedelta(minutes=5)
+    # Two executions of one workflow dispatching the same operation this close together are
+    # a twin trigger (a ``duplicate_trigger`` hold); zero turns the check off.
+    twin_window: Duration = Field(default=DEFAULT_TWIN_WINDOW, le=timedelta(hours=1))
     # TLS served by uvicorn itself (PEM files: the certificate with its chain, and its
     # unencrypted key), rather than by a proxy in front; both or neither.
     tls_cert: Path | None = None

@@ -43,6 +43,8 @@ PARTS: dict[Reason, tuple[str, tuple[str, ...]]] = {
     Reason.OVERDUE: ("overdue", ("hold_id", "deadline")),
     # One per spell without a successful sync (``since`` is the last success, or "never").
     Reason.SOURCE_STALE: ("source_stale", ("source", "since")),
+    # One per workflow and day: a further twin that day counts on it.
+    Reason.DUPLICATE_TRIGGER: ("duplicate_trigger", ("source", "workflow_id", "day")),
 }
 
 

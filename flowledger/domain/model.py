@@ -42,6 +42,7 @@ class Reason(enum.StrEnum):
     EXECUTION_STUCK = "execution_stuck"
     OVERDUE = "overdue"
     SOURCE_STALE = "source_stale"
+    DUPLICATE_TRIGGER = "duplicate_trigger"
     # Answers only: no hold is opened for these.
     IN_FLIGHT = "in_flight"
     CANCELLED = "cancelled"

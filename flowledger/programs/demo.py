@@ -256,6 +256,7 @@ class _Script:
             self.dispatch(op, ext, "wf-payouts", {"p": 2230}, ledger=self.tight)
             self.tight.fail(op, FailOutcome.REJECTED, "503 bank offline").run(WORKFLOW)
             self.execution(ext, "wf-payouts", "error", self.clock.now)
+        self.ago(hours=2, minutes=2)
         self.dispatch(op, "7452", "wf-payouts", {"p": 2230}, ledger=self.tight)
         self.execution("7452", "wf-payouts", "success", self.clock.now)
 
@@ -278,7 +279,9 @@ class _Script:
         self.dispatch(op, "7420", "wf-crm", {"contact": 377})
         self.execution("7420", "wf-crm", "crashed", start)
         # The contact was triggered twice: the second execution asks while 7420 is writing
-        # and is turned away (in_flight), which opens no hold; the operation's screen lists it.
+        # and is turned away (in_flight), which opens no hold about the operation; the
+        # operation's screen lists it, and the twin trigger is a duplicate_trigger hold
+        # about wf-crm.
         answer = self.dispatch(op, "7421", "wf-crm", {"contact": 377})
         assert answer == "hold", answer
         self.execution("7421", "wf-crm", "error", start)  # a hold stops it with an error

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from flowledger.domain import HOLD_REASONS, State
@@ -53,7 +54,7 @@ class LedgerCollector(Collector):
         self.store = store
         self.clock = clock
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         now = self.clock()
         st = records.status(self.store, now)
         by_state, by_reason, overdue = st.by_state, st.open_holds, st.overdue
@@ -73,6 +74,15 @@ class LedgerCollector(Collector):
         yield GaugeMetricFamily(
             "flowledger_holds_overdue", "Open holds past their deadline", value=overdue
         )
+        twins = CounterMetricFamily(
+            "flowledger_duplicate_triggers",
+            "Twin triggers: one operation dispatched by two executions of the same workflow"
+            " within the twin window, counted on the duplicate_trigger holds, by source",
+            labels=["source"],
+        )
+        for source, count in sorted(st.twin_triggers.items()):
+            twins.add_metric([source], count)
+        yield twins
         yield GaugeMetricFamily(
             "flowledger_alerts_pending", "Alerts not yet delivered", value=pending
         )

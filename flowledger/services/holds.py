@@ -267,6 +267,10 @@ def resolution_work(
             change = domain.cancel(op, holds, note)
         if change.operation is not None:
             tx.save_operation(op_row, change.operation)
+        if action == "release":
+            # A person let the operation go again: the next execution to dispatch it (the
+            # retry asked here, or one started in the tool) is a new round, not a twin trigger.
+            tx.mark_dispatch(op.operation_id, None)
         if action in ("confirm", "release") and op.state is State.DISPATCHING:
             outcome = "confirmed" if action == "confirm" else "released"
             tx.end_attempt(op.operation_id, op.attempt, outcome)

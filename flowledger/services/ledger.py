@@ -34,6 +34,7 @@ from flowledger.domain.limits import (
     MAX_RECEIPT_LENGTH,
 )
 from flowledger.domain.redact import NO_SECRETS, Secrets
+from flowledger.domain.twins import DEFAULT_TWIN_WINDOW
 from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.services import operations, outbox
 from flowledger.services.call import Call
@@ -99,6 +100,7 @@ class Ledger:
         max_attempts: int = domain.DEFAULT_MAX_ATTEMPTS,
         dispatch_deadline: timedelta = domain.DEFAULT_DISPATCH_DEADLINE,
         hold_deadlines: domain.HoldDeadlines = domain.HoldDeadlines(),
+        twin_window: timedelta = DEFAULT_TWIN_WINDOW,
         clock: Clock = utcnow,
         retries: int = 20,
         alert_urls: Sequence[str] = (),
@@ -114,6 +116,7 @@ class Ledger:
         self.max_attempts = max_attempts
         self.dispatch_deadline = dispatch_deadline
         self.hold_deadlines = hold_deadlines
+        self.twin_window = twin_window
         self.alert_targets = sorted(outbox.targets_of(alert_urls))
         self.pin_sources = sorted(pin_sources)  # whose executions a hold about one pins
 

@@ -15,10 +15,11 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from flowledger import domain
-from flowledger.domain import FailOutcome, NewHold, OpenHold, Reason
+from flowledger.domain import FailOutcome, NewHold, OpenHold, Reason, twins
 from flowledger.plumbing.faults import crashpoint
 from flowledger.services.holds import close_holds
 from flowledger.services.port import Tx
+from flowledger.services.twins import record_twin
 from flowledger.services.values import Answer, HoldTarget, NotFound
 from flowledger.storage import operations as records
 from flowledger.storage.sql import Row
@@ -29,6 +30,7 @@ class Rules(Protocol):
 
     max_attempts: int
     dispatch_deadline: timedelta
+    twin_window: timedelta
 
     def open_holds(
         self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
@@ -87,7 +89,7 @@ def dispatch_work(
     ``input_ref`` redacted), ``extra`` what the operation row takes of them."""
 
     def work(tx: Tx) -> Answer:
-        row, holds = tx.load_with_holds(operation_id)
+        row, holds = tx.load_with_holds(operation_id, mark=True)
         op = records.to_domain(row) if row is not None else None
         at_limit = op is not None and op.attempt + 1 > op.max_attempts
         change = domain.dispatch(
@@ -100,10 +102,27 @@ def dispatch_work(
             default_deadline=rules.dispatch_deadline,
             unsent=tx.unsent_attempts(operation_id) if at_limit else 0,
         )
+        # Who dispatched it last, whatever the answer: a second execution of the workflow
+        # within the window is a twin trigger (rare: the usual dispatch only compares). A
+        # dispatch of another input or version is another call, held as such: neither.
+        twin: twins.Twin | None = None
+        moved: twins.Mark | None = None
+        if op is None or (op.input_hash, op.processing_version) == (
+            request.input_hash,
+            request.processing_version,
+        ):
+            mark = records.mark_of(row) if row is not None else None
+            workflow_id = names["workflow_id"]
+            execution_id = request.execution_id
+            window = rules.twin_window
+            twin = twins.twin_of(mark, operation_id, execution_id, workflow_id, tx.now, window)
+            moved = twins.next_mark(mark, execution_id, workflow_id, tx.now, twin)
         crashpoint("before_dispatch_write")
         with tx.together():  # one statement on PostgreSQL
             if change.operation is not None:
-                tx.save_operation(row, change.operation, extra)
+                tx.save_operation(row, change.operation, extra, moved)
+            elif moved is not None:
+                tx.mark_dispatch(operation_id, moved)
             if change.new_attempt:
                 assert change.operation is not None
                 tx.insert_attempt(change.operation, extra)
@@ -124,6 +143,8 @@ def dispatch_work(
             if change.operation is not None:
                 data.update(records.written_with(change.operation, names["input_ref"], row is None))
             tx.event(change.event, operation_id, data)
+        if twin is not None:
+            record_twin(rules, tx, twin, names["source"])
         final = change.operation or op
         assert final is not None and change.decision is not None
         return Answer(

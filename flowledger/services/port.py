@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from flowledger import domain
 from flowledger.domain import OpenHold
+from flowledger.domain.twins import Mark
 from flowledger.storage.sql import Row
 
 
@@ -28,8 +29,11 @@ class Operations(Protocol):
     def load_operation(self, operation_id: str) -> Row | None:
         """The operation, locked until the commit."""
 
-    def load_with_holds(self, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
-        """The operation (locked until the commit) and its open holds."""
+    def load_with_holds(
+        self, operation_id: str, mark: bool = False
+    ) -> tuple[Row | None, list[OpenHold]]:
+        """The operation (locked until the commit) and its open holds; ``mark``: with who
+        dispatched it last (:func:`flowledger.storage.operations.mark_of`)."""
 
     def lock_operations(self, operation_ids: Sequence[str]) -> None:
         """Lock the operations until the commit, so that a writer reading one waits."""
@@ -41,11 +45,18 @@ class Operations(Protocol):
         """The operations in flight whose current attempt this execution made, locked."""
 
     def save_operation(
-        self, row: Row | None, op: domain.Operation, extra: dict[str, Any] | None = None
+        self,
+        row: Row | None,
+        op: domain.Operation,
+        extra: dict[str, Any] | None = None,
+        mark: Mark | None = None,
     ) -> None:
         """Insert ``op`` (``row`` None) or compare-and-set it over ``row``: a row changed
         since it was read raises :class:`flowledger.storage.tx.Conflict`, and the work runs
-        again."""
+        again. ``mark``: the last execution that dispatched it, when that changed."""
+
+    def mark_dispatch(self, operation_id: str, mark: Mark | None) -> None:
+        """Record the last execution that dispatched the operation, without changing it."""
 
     def insert_attempt(self, op: domain.Operation, extra: dict[str, Any]) -> None: ...
 
@@ -93,6 +104,10 @@ class Holds(Protocol):
 
     def add_hold_evidence(self, hold_id: int, evidence: str) -> str | None:
         """Add evidence to an open hold's detail; the detail, or None if it is closed."""
+
+    def count_cause(self, cause_key: str, evidence: str) -> tuple[int, bool] | None:
+        """One more cause for the hold of ``cause_key`` (its evidence added while open): the
+        hold's id and whether it is open, or None when the cause has no hold."""
 
     def insert_alerts(self, rows: list[dict[str, Any]]) -> None: ...
 

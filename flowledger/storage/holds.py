@@ -93,6 +93,29 @@ def add_hold_evidence(tx: Tx, hold_id: int, evidence: str) -> str | None:
     return detail
 
 
+def count_cause(tx: Tx, cause_key: str, evidence: str) -> tuple[int, bool] | None:
+    """One more cause for the hold of ``cause_key``: its count grows, and while it is open
+    ``evidence`` is added to its detail (:func:`causes.with_evidence`). The hold's id and
+    whether it is open, or ``None`` when the cause has no hold. Its row is locked first on
+    PostgreSQL, so two writers counting at once both count."""
+    lock = "" if tx.dialect == "sqlite" else " FOR UPDATE"
+    row = tx.one(
+        f"SELECT id, detail, resolved_at FROM holds WHERE cause_key = :key{lock}",
+        {"key": cause_key},
+    )
+    if row is None:
+        return None
+    if row.resolved_at is not None:  # decided: counted, its detail and version stay
+        tx.update("UPDATE holds SET occurrences = occurrences + 1 WHERE id = :id", {"id": row.id})
+        return int(row.id), False
+    tx.update(
+        "UPDATE holds SET occurrences = occurrences + 1, detail = :detail,"
+        " version = version + 1 WHERE id = :id",
+        {"detail": causes.with_evidence(row.detail, evidence), "id": row.id},
+    )
+    return int(row.id), True
+
+
 def load_hold(tx: Tx, hold_id: int) -> Row | None:
     return tx.one(
         "SELECT id, cause_key, reason, blocking, operation_id, resolved_at, resolved_by,"

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from flowledger.domain import limits
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -153,6 +153,14 @@ class Operation(SQLModel, table=True):
     version: int = 0
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
+    # The last execution that dispatched the operation, whatever it was answered, its workflow
+    # and when it was first seen; and the execution recorded as its twin
+    # (:mod:`flowledger.domain.twins`). Not versioned: a dispatch answered skip or hold
+    # updates them without changing the operation.
+    last_execution_id: str | None = Field(default=None, max_length=ID)
+    last_workflow_id: str | None = Field(default=None, max_length=ID)
+    last_dispatched_at: datetime | None = _ts(default=None)
+    twin_execution_id: str | None = Field(default=None, max_length=ID)
 
 
 class Attempt(SQLModel, table=True):
@@ -195,7 +203,16 @@ class Hold(SQLModel, table=True):
     ``cause_key`` is unique so that each cause opens at most one hold."""
 
     __tablename__ = "holds"
-    __table_args__ = (sa.Index("ix_holds_open_deadline", "resolved_at", "deadline"),)
+    __table_args__ = (
+        sa.Index("ix_holds_open_deadline", "resolved_at", "deadline"),
+        # The metric of twin triggers sums these holds' counts at each scrape.
+        sa.Index(
+            "ix_holds_duplicate_trigger",
+            "source",
+            sqlite_where=sa.text("reason = 'duplicate_trigger'"),
+            postgresql_where=sa.text("reason = 'duplicate_trigger'"),
+        ),
+    )
     id: int | None = Field(default=None, primary_key=True)
     cause_key: str = Field(max_length=600, unique=True)
     reason: str = Field(max_length=40)
@@ -215,6 +232,9 @@ class Hold(SQLModel, table=True):
     resolution: str | None = Field(default=None, max_length=40)
     resolution_note: str | None = Field(default=None, max_length=limits.MAX_NOTE_LENGTH)
     version: int = 0
+    # How many causes it counts: a ``duplicate_trigger`` hold counts every twin of its
+    # workflow that day (after it was resolved too); every other hold one.
+    occurrences: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
 
 
 class Event(SQLModel, table=True):

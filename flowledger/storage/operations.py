@@ -12,6 +12,7 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import OpenHold, Reason, State
 from flowledger.domain.chain import data_time
+from flowledger.domain.twins import Mark
 from flowledger.storage.models import from_db_time
 from flowledger.storage.sql import Row
 from flowledger.storage.tx import Conflict, Tx
@@ -20,6 +21,9 @@ _OP_COLUMNS = (
     "operation_id, state, input_hash, processing_version, attempt, max_attempts, "
     "execution_id, run_index, receipt, deadline, version, reapproved_version, reapproved_until"
 )
+# Who dispatched the operation last (:func:`mark_of`): read by a dispatch only, since every
+# column a statement returns costs the writer a little.
+_MARK_COLUMNS = "last_execution_id, last_workflow_id, last_dispatched_at, twin_execution_id"
 
 
 # Every writer that reads an operation it may change, or opens a hold about it, holds the
@@ -56,23 +60,30 @@ def lock_operations(tx: Tx, operation_ids: Sequence[str]) -> None:
         )
 
 
-_WITH_HOLDS = (
-    f"SELECT {', '.join('o.' + c.strip() for c in _OP_COLUMNS.split(','))},"
-    " h.id AS hold_id, h.reason AS hold_reason, h.blocking AS hold_blocking,"
-    " h.cause_key AS hold_cause_key FROM operations o LEFT JOIN holds h"
-    " ON h.operation_id = o.operation_id AND h.resolved_at IS NULL"
-)
+def _with_holds(columns: str) -> str:
+    return (
+        f"SELECT {', '.join('o.' + c.strip() for c in columns.split(','))},"
+        " h.id AS hold_id, h.reason AS hold_reason, h.blocking AS hold_blocking,"
+        " h.cause_key AS hold_cause_key FROM operations o LEFT JOIN holds h"
+        " ON h.operation_id = o.operation_id AND h.resolved_at IS NULL"
+    )
 
 
-def load_with_holds(tx: Tx, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
+_WITH_HOLDS = _with_holds(_OP_COLUMNS)
+_WITH_HOLDS_AND_MARK = _with_holds(f"{_OP_COLUMNS}, {_MARK_COLUMNS}")
+
+
+def load_with_holds(
+    tx: Tx, operation_id: str, mark: bool = False
+) -> tuple[Row | None, list[OpenHold]]:
     """The operation and its open holds in one round trip (the hot path reads both), or as
-    :func:`read_ahead` read them for this unit."""
+    :func:`read_ahead` read them for this unit; ``mark``: with the columns :func:`mark_of`
+    reads."""
     rows = tx.read_ahead.pop(operation_id, None)
     if rows is None:
         lock_operations(tx, [operation_id])  # the holds are read after the lock is held
-        rows = tx.all(
-            f"{_WITH_HOLDS} WHERE o.operation_id = :id ORDER BY h.id", {"id": operation_id}
-        )
+        select = _WITH_HOLDS_AND_MARK if mark else _WITH_HOLDS
+        rows = tx.all(f"{select} WHERE o.operation_id = :id ORDER BY h.id", {"id": operation_id})
     if not rows:
         return None, []
     holds = [
@@ -105,7 +116,8 @@ def read_ahead(tx: Tx, operation_ids: Sequence[str]) -> None:
     # before the lock was waited for, and miss a hold committed meanwhile.
     lock_operations(tx, ids)
     rows = tx.all(
-        f"{_WITH_HOLDS} WHERE o.operation_id = ANY(:ids::text[]) ORDER BY o.operation_id, h.id",
+        f"{_WITH_HOLDS_AND_MARK} WHERE o.operation_id = ANY(:ids::text[])"
+        " ORDER BY o.operation_id, h.id",
         {"ids": ids},
         binary=True,
         prepare=True,
@@ -154,15 +166,54 @@ def to_domain(row: Any) -> domain.Operation:
     )
 
 
+def mark_of(row: Any) -> Mark | None:
+    """The last execution that dispatched the operation (:mod:`flowledger.domain.twins`)."""
+    at = from_db_time(row.last_dispatched_at)
+    if row.last_execution_id is None or at is None:
+        return None
+    return Mark(row.last_execution_id, row.last_workflow_id, at, row.twin_execution_id)
+
+
+def _mark_values(tx: Tx, mark: Mark | None) -> dict[str, Any]:
+    return {
+        "last_execution_id": mark.execution_id if mark else None,
+        "last_workflow_id": mark.workflow_id if mark else None,
+        "last_dispatched_at": tx.time(mark.at) if mark else None,
+        "twin_execution_id": mark.twin_of if mark else None,
+    }
+
+
+_MARK_SETS = (
+    "last_execution_id = :last_execution_id, last_workflow_id = :last_workflow_id,"
+    " last_dispatched_at = :last_dispatched_at, twin_execution_id = :twin_execution_id"
+)
+
+
+def mark_dispatch(tx: Tx, operation_id: str, mark: Mark | None) -> None:
+    """Record the last execution that dispatched the operation, for a dispatch that changed
+    nothing else (answered skip or hold): neither its ``version`` nor ``updated_at`` moves,
+    since the operation itself did not; the row lock the dispatch's read took orders it.
+    ``None`` forgets it (a person released the operation: the next dispatch is a new round)."""
+    tx.execute(
+        f"UPDATE operations SET {_MARK_SETS} WHERE operation_id = :operation_id",
+        {"operation_id": operation_id, **_mark_values(tx, mark)},
+    )
+
+
 _SETTABLE = ("workflow_id", "step", "source", "input_ref", "approval_version")
 
 
 def save_operation(
-    tx: Tx, row: Row | None, op: domain.Operation, extra: dict[str, Any] | None = None
+    tx: Tx,
+    row: Row | None,
+    op: domain.Operation,
+    extra: dict[str, Any] | None = None,
+    mark: Mark | None = None,
 ) -> None:
     """Insert a new operation, or compare-and-set an existing one on its ``version``
     (and state): zero rows changed means another writer got there first (:class:`Conflict`,
-    raised at once or, in the receiver's pipeline, when the unit settles)."""
+    raised at once or, in the receiver's pipeline, when the unit settles). ``mark``: the
+    dispatch's new :class:`Mark`, written in the same statement (``None`` leaves it)."""
     extra = {k: v for k, v in (extra or {}).items() if v is not None}
     values: dict[str, Any] = {
         "operation_id": op.operation_id,
@@ -187,11 +238,13 @@ def save_operation(
             "INSERT INTO operations (operation_id, state, input_hash, processing_version,"
             " attempt, max_attempts, execution_id, run_index, receipt, deadline, version,"
             " created_at, updated_at, workflow_id, step, source, input_ref, approval_version,"
-            " approval_expires_at) VALUES (:operation_id, :state, :input_hash,"
+            " approval_expires_at, last_execution_id, last_workflow_id, last_dispatched_at,"
+            " twin_execution_id) VALUES (:operation_id, :state, :input_hash,"
             " :processing_version, :attempt, :max_attempts, :execution_id, :run_index,"
             " :receipt, :deadline, 1, :now, :now, :workflow_id, :step, :source, :input_ref,"
-            " :approval_version, :approval_expires_at)",
-            values,
+            " :approval_version, :approval_expires_at, :last_execution_id, :last_workflow_id,"
+            " :last_dispatched_at, :twin_execution_id)",
+            values | _mark_values(tx, mark),
         )
         return
     sets = [f"{k} = :{k}" for k in _SETTABLE if k in extra]
@@ -210,6 +263,9 @@ def save_operation(
             reapproved_version=approval.version if approval else None,
             reapproved_until=tx.time(approval.expires_at) if approval else None,
         )
+    if mark is not None:
+        sets.append(_MARK_SETS)
+        values.update(_mark_values(tx, mark))
     values.update(old_version=row.version, old_state=row.state)
     tx.expect_one(
         "UPDATE operations SET state = :state, attempt = :attempt,"

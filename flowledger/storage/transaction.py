@@ -22,6 +22,7 @@ class SqlTx(Tx):
     read_again = operations.read_again
     dispatching_for_execution = operations.dispatching_for_execution
     save_operation = operations.save_operation
+    mark_dispatch = operations.mark_dispatch
     insert_attempt = operations.insert_attempt
     end_attempt = operations.end_attempt
     unsent_attempts = operations.unsent_attempts
@@ -35,6 +36,7 @@ class SqlTx(Tx):
     close_hold = holds.close_hold
     change_hold = holds.change_hold
     add_hold_evidence = holds.add_hold_evidence
+    count_cause = holds.count_cause
     insert_alerts = holds.insert_alerts
     # what the ledger does in the workflow tool
     insert_pins = acting.insert_pins

@@ -65,7 +65,7 @@ def test_conflicts_on_one_operation_open_one_hold_and_one_alert_per_reason(
     else:
         ledger.release(OP, execution_id="exec-1", run_index=0).run("workflow")
     for n in range(SENT):
-        clock.advance(seconds=1)
+        clock.advance(seconds=10)  # past the twin window: each execution alone
         conflict(ledger, n)
     holds = _rows(store, f"SELECT id, detail, version FROM holds WHERE reason = '{reason}'")
     assert len(holds) == 1, holds

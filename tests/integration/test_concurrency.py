@@ -3,7 +3,6 @@ dispatch in a transaction of its own or in a group commit among others (the rece
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.reads import chain
-from tests.integration.racer import race
+from tests.integration.racer import race, two_racers
 
 ROUNDS = 100
 
@@ -19,18 +18,7 @@ ROUNDS = 100
 @pytest.mark.parametrize("batched", [False, True], ids=["alone", "group-commit"])
 def test_two_processes_racing_get_exactly_one_go_per_round(db_url: str, batched: bool) -> None:
     init_ledger(db_url)[0].dispose()
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(2, timeout=120), ctx.Queue()
-    procs = [
-        ctx.Process(target=race, args=(db_url, name, ROUNDS, barrier, results, batched))
-        for name in ("left", "right")
-    ]
-    for p in procs:
-        p.start()
-    outcomes = dict(results.get(timeout=300) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    outcomes = two_racers(race, db_url, ROUNDS, batched)
 
     for i in range(ROUNDS):
         decisions = Counter(outcomes[name][i][1] for name in ("left", "right"))

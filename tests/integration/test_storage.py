@@ -235,8 +235,10 @@ def test_a_writer_that_wants_an_operation_another_has_read_waits_for_its_commit(
 
     other = threading.Thread(target=claim)
 
-    def load_then_race(tx: Tx, operation_id: str) -> tuple[Row | None, list[Any]]:
-        row, holds = original(tx, operation_id)
+    def load_then_race(
+        tx: Tx, operation_id: str, mark: bool = False
+    ) -> tuple[Row | None, list[Any]]:
+        row, holds = original(tx, operation_id, mark)
         assert row is not None
         loads.append(row.version)
         if len(loads) == 1:  # another receiver claims it after our read, before our write

@@ -32,6 +32,7 @@ def req(
     input: Any = None,
     version: str = "v1",
     run_index: int | None = 0,
+    workflow_id: str | None = "wf-1",
     **kw: Any,
 ) -> DispatchInput:
     return DispatchInput(
@@ -40,7 +41,7 @@ def req(
         input={"invoice": "INV-42", "amount": 1200} if input is None else input,
         has_input=True,
         run_index=run_index,
-        workflow_id="wf-1",
+        workflow_id=workflow_id,
         step="send invoice",
         **kw,
     )

@@ -76,8 +76,12 @@ def test_a_dispatch_from_another_execution_is_held_while_one_is_in_flight(
     op = unit.tables.operations["invoice:1:send"]
     assert (op["execution_id"], op["attempt"], op["version"]) == ("e1", 1, 1)
     assert list(unit.tables.attempts) == [("invoice:1:send", 1)]
-    assert unit.tables.holds == {}  # an answer only: nothing for a person to resolve
-    assert kinds(unit) == ["dispatched", "dispatch_held"]
+    # An answer only: nothing about the operation for a person to resolve. Two executions of
+    # one workflow at once are a twin trigger, noted on a hold about the workflow.
+    assert [(h["reason"], h["operation_id"]) for h in unit.tables.holds.values()] == [
+        ("duplicate_trigger", None)
+    ]
+    assert kinds(unit) == ["dispatched", "dispatch_held", "hold_opened", "twin_trigger"]
     assert unit.events[1].data["in_flight"] == "e1"
 
 
@@ -159,7 +163,11 @@ def test_a_dispatch_that_lost_the_race_runs_again_and_is_held(
     assert (answer.decision, answer.reason) == ("hold", Reason.IN_FLIGHT.value)
     op = unit.tables.operations["invoice:1:send"]
     assert (op["execution_id"], op["attempt"]) == ("e3", 2)
-    assert kinds(unit) == ["dispatched", "failed", "dispatched", "dispatch_held"]
+    assert kinds(unit) == [
+        "dispatched", "failed",
+        "dispatched", "hold_opened", "twin_trigger",  # e3, a twin of e1
+        "dispatch_held", "hold_evidence", "twin_trigger",  # e2, a twin of e3
+    ]  # fmt: skip
     assert unit.runs == unit.commits + 1  # e2's first run rolled back
 
 

@@ -87,6 +87,7 @@ def _ledger_args(ledger: Ledger) -> dict[str, Any]:
         "max_attempts": ledger.max_attempts,
         "dispatch_deadline": ledger.dispatch_deadline,
         "hold_deadlines": ledger.hold_deadlines,
+        "twin_window": ledger.twin_window,
         "retries": ledger.retries,
         "alert_targets": ledger.alert_targets,
         "pin_sources": ledger.pin_sources,

@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flowledger.domain import Reason
 from flowledger.storage import acting
 from flowledger.storage.engine import Store
 from flowledger.storage.models import Event, Hold, Operation, table
@@ -90,6 +91,9 @@ class Status:
     restored_from: datetime | None = None
     # The witnesses' refusals nobody has cleared (each a blocking alarm).
     witness_refusals: tuple[witnesses.Witnessed, ...] = ()
+    # Twin triggers counted on ``duplicate_trigger`` holds, open or resolved, by source
+    # ("" for dispatches that named none).
+    twin_triggers: dict[str, int] = field(default_factory=dict)
 
 
 def status(store: Store, now: datetime) -> Status:
@@ -100,7 +104,23 @@ def status(store: Store, now: datetime) -> Status:
         ledger_id = meta.identity(conn)[0]
         restored = meta.restored_from(conn)
         refused = tuple(w for w in witnesses.states(conn).values() if w.refused_at is not None)
-    return Status(by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored, refused)
+        twins = twin_triggers(conn)
+    return Status(
+        by_state, by_reason, blocking, overdue, seq, digest, ledger_id, restored, refused, twins
+    )
+
+
+def twin_triggers(conn: Connection) -> dict[str, int]:
+    """Twin triggers counted so far, by source: the counts of every ``duplicate_trigger``
+    hold (their own partial index), resolved ones too."""
+    # Written out, not bound: a partial index serves only a condition it can read.
+    twins = sa.text(f"reason = '{Reason.DUPLICATE_TRIGGER.value}'")
+    rows = conn.execute(
+        sa.select(HOLDS.c.source, sa.func.sum(HOLDS.c.occurrences))
+        .where(twins)
+        .group_by(HOLDS.c.source)
+    ).all()
+    return {source or "": int(n) for source, n in rows}
 
 
 def _open_counts(conn: Connection, now: datetime) -> tuple[dict[str, int], int, int]:

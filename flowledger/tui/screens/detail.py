@@ -16,7 +16,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
-from flowledger.domain import is_overdue
+from flowledger.domain import Reason, is_overdue
+from flowledger.domain.display import counted
 from flowledger.storage.reads import event_log as events
 from flowledger.storage.reads import execution_copies as copies
 from flowledger.storage.reads import hold_queue as holds
@@ -129,6 +130,8 @@ class DetailScreen(HoldActions):
         table.add_row("status", status)
         table.add_row("reason", h["reason"] + (" (blocking)" if h["blocking"] else ""))
         table.add_row("detail", text(h["detail"]))
+        if h["reason"] == Reason.DUPLICATE_TRIGGER.value:
+            table.add_row("count", f"{counted(h['occurrences'], 'twin')} of this workflow that day")
         table.add_row("opened", f"{when(h['opened_at'])} UTC ({age(h['opened_at'], now)} ago)")
         table.add_row("deadline", f"{when(h['deadline'])} UTC")
         table.add_row("owner", text(h["owner"]))

@@ -45,9 +45,11 @@ class OperationScreen(Screen[None]):
         yield Header()
         with VerticalScroll(id="detail"):
             yield Static("loading…", id="op-summary")
-            for part in (
-                "holds", "turned", "attempts", "executions", "retries", "receipts", "operation"
-            ):  # fmt: skip
+            parts = (
+                "holds", "twins", "turned", "attempts", "executions", "retries", "receipts",
+                "operation",
+            )  # fmt: skip
+            for part in parts:
                 yield Static("", id=f"op-{part}")
             yield Static("", id="op-events")
         yield KeysFooter()
@@ -93,6 +95,7 @@ class OperationScreen(Screen[None]):
             "summary": _summary(detail.operation, self.ctx.now()),
             "operation": sections.operation_fields(detail.operation),
             "holds": sections.holds(detail.holds),
+            "twins": sections.twins(detail.events),
             "turned": sections.turned_away(turned),
             "attempts": sections.attempts(detail.attempts),
             "executions": sections.executions(detail.executions, links),
@@ -103,6 +106,10 @@ class OperationScreen(Screen[None]):
         for part, renderable in parts.items():
             self.query_one(f"#op-{part}", Static).update(renderable)
         self.query_one("#op-retries", Static).display = bool(detail.retries)
+        # Only an operation a workflow was started twice for has them.
+        self.query_one("#op-twins", Static).display = any(
+            ev["kind"] == "twin_trigger" for ev in detail.events
+        )
 
 
 def _summary(op: dict[str, Any], now: datetime) -> Text:

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flowledger.domain.display import visible
+from flowledger.domain.twins import observed
 from flowledger.tui.format import execution_url, middle, short_hash, text, when
 
 OPERATION_FIELDS = [
@@ -307,6 +308,16 @@ def _why(reason: str | None) -> str:
     if reason is None:
         return "-"
     return f"{visible(reason)}: {TURNED_AWAY.get(reason, 'a blocking hold is open')}"
+
+
+def twins(events: list[dict[str, Any]]) -> Table:
+    """The twin triggers seen on the operation (its ``twin_trigger`` events): two executions
+    of one workflow that dispatched it within seconds, and the hold that counts them."""
+    t = table("Twin triggers", ["at", "what the ledger saw", "hold"])
+    for ev in events:
+        if ev["kind"] == "twin_trigger":
+            t.add_row(when(ev["at"]), text(observed(ev["data"])), text(ev["hold_id"]))
+    return t
 
 
 def timeline(rows: list[dict[str, Any]]) -> Table:

@@ -20,6 +20,7 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import OpenHold, Reason, causes
 from flowledger.domain.redact import NO_SECRETS, Secrets, redact, secrets_of
+from flowledger.domain.twins import Mark
 from flowledger.plumbing.clock import Clock
 from flowledger.storage.sql import Row
 from flowledger.storage.tx import Conflict, PendingEvent
@@ -92,7 +93,9 @@ class FakeTx:
         self._read()
         return None if found is None else Row(found)
 
-    def load_with_holds(self, operation_id: str) -> tuple[Row | None, list[OpenHold]]:
+    def load_with_holds(
+        self, operation_id: str, mark: bool = False
+    ) -> tuple[Row | None, list[OpenHold]]:
         row = self.load_operation(operation_id)
         return (None, []) if row is None else (row, self.holds_of(operation_id))
 
@@ -111,7 +114,11 @@ class FakeTx:
         ]
 
     def save_operation(
-        self, row: Row | None, op: domain.Operation, extra: dict[str, Any] | None = None
+        self,
+        row: Row | None,
+        op: domain.Operation,
+        extra: dict[str, Any] | None = None,
+        mark: Mark | None = None,
     ) -> None:
         extra = {k: v for k, v in (extra or {}).items() if v is not None}
         approval = op.reapproval
@@ -128,6 +135,8 @@ class FakeTx:
             "updated_at": self.now,
             **{k: extra[k] for k in (*_SETTABLE, "approval_expires_at") if k in extra},
         }
+        if mark is not None or row is None:
+            values.update(_mark_values(mark))
         current = self.tables.operations.get(op.operation_id)
         if row is None:
             if current is not None:  # the database's unique key: another writer was first
@@ -147,6 +156,10 @@ class FakeTx:
             raise Conflict()
         changed = {**current, **values, "version": current["version"] + 1}
         self._put(self.tables.operations, op.operation_id, changed)
+
+    def mark_dispatch(self, operation_id: str, mark: Mark | None) -> None:
+        current = self.tables.operations[operation_id]
+        self._put(self.tables.operations, operation_id, {**current, **_mark_values(mark)})
 
     def insert_attempt(self, op: domain.Operation, extra: dict[str, Any]) -> None:
         self._put(
@@ -244,6 +257,7 @@ class FakeTx:
                     "owner": None,
                     "next_action": None,
                     "version": 0,
+                    "occurrences": 1,
                 },
             )
             ids[row["cause_key"]] = hold_id
@@ -292,6 +306,19 @@ class FakeTx:
         )
         return detail
 
+    def count_cause(self, cause_key: str, evidence: str) -> tuple[int, bool] | None:
+        for hold_id, hold in self.tables.holds.items():
+            if hold["cause_key"] != cause_key:
+                continue
+            counted = {**hold, "occurrences": hold["occurrences"] + 1}
+            still_open = hold["resolved_at"] is None
+            if still_open:
+                counted["detail"] = causes.with_evidence(hold["detail"], evidence)
+                counted["version"] = hold["version"] + 1
+            self._put(self.tables.holds, hold_id, counted)
+            return hold_id, still_open
+        return None
+
     def insert_alerts(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
             self._append(self.tables.alerts, row)
@@ -305,6 +332,15 @@ class FakeTx:
             return False
         self._append(self.tables.retries, row)
         return True
+
+
+def _mark_values(mark: Mark | None) -> dict[str, Any]:
+    return {
+        "last_execution_id": mark.execution_id if mark else None,
+        "last_workflow_id": mark.workflow_id if mark else None,
+        "last_dispatched_at": mark.at if mark else None,
+        "twin_execution_id": mark.twin_of if mark else None,
+    }
 
 
 @dataclass

@@ -86,6 +86,11 @@ class HoldPublic(BaseModel):
     resolution: str | None
     resolution_note: str | None
     version: int
+    occurrences: int = Field(
+        1,
+        description="How many causes it counts: a duplicate_trigger hold every twin trigger of"
+        " its workflow that day, any other hold 1",
+    )
     operation_state: str | None
 
 
