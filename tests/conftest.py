@@ -10,7 +10,6 @@ by one thread in the background: a drop waits for a checkpoint, which the next t
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import uuid
@@ -71,15 +70,11 @@ def make_pg_database(template: str | None = None) -> tuple[str, str]:
     return _pg_database_url(name), name
 
 
-def _drop(name: str) -> None:
+def drop_pg_database(name: str) -> None:
     admin = _admin()
     with admin.connect() as conn:
         conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     admin.dispose()
-
-
-def drop_pg_database(name: str) -> None:
-    _drop(name)
 
 
 _dropper: ThreadPoolExecutor | None = None
@@ -87,18 +82,24 @@ _drops: list[Future[None]] = []
 
 
 def drop_pg_database_later(name: str) -> None:
-    """Drop ``name`` in the background; every drop is done before the test process ends."""
+    """Drop ``name`` in the background; every drop is done before the session ends."""
     global _dropper
     if _dropper is None:
         _dropper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pg-drop")
-        atexit.register(_finish_drops)
-    _drops.append(_dropper.submit(_drop, name))
+    _drops.append(_dropper.submit(drop_pg_database, name))
 
 
 def _finish_drops() -> None:
     for drop in _drops:
         drop.result()
     _drops.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _pg_drops_finished() -> Iterator[None]:
+    """Every database dropped in the background is gone when the session ends."""
+    yield
+    _finish_drops()
 
 
 @pytest.fixture(scope="session")
