@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from flowledger.domain.hashing import genesis_hash
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import Store, open_store, sqlite_files
+from flowledger.storage.engine import Store, resolve_url, sqlite_files, sqlite_path
 from flowledger.storage.migrate import init_ledger
 from tests.support.builders import FakeClock
 
@@ -145,32 +145,43 @@ def sqlite_url(tmp_path: Path) -> str:
     return str(tmp_path / "ledger.db")
 
 
+# Databases the fixtures copied from a template, still to be given an identity of their own.
+_copies: set[str] = set()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh ledger database URL on each backend: not yet created, unless the test also
     uses ``store`` (then it is that store's ledger)."""
-    with_ledger = "store" in request.fixturenames
     if request.param == "sqlite":
-        path = tmp_path / "ledger.db"
-        if with_ledger:
-            template = request.getfixturevalue("_sqlite_template")
-            for source, copy in zip(sqlite_files(template), sqlite_files(path), strict=True):
-                if source.exists():
-                    shutil.copy(source, copy)  # with its mode (0600)
-        yield str(path)
+        yield str(tmp_path / "ledger.db")
         return
     if not PG_URL:
         pytest.skip("PostgreSQL not configured: set FLOWLEDGER_TEST_PG_URL")
-    template = request.getfixturevalue("_pg_template") if with_ledger else None
+    template = request.getfixturevalue("_pg_template") if "store" in request.fixturenames else None
     url, name = make_pg_database(template)
+    if template:
+        _copies.add(url)
     yield url
     drop_pg_database_later(name)
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
-    store = open_store(db_url)
-    new_identity(store)
+def store(request: pytest.FixtureRequest, db_url: str) -> Iterator[Store]:
+    """A new ledger at ``db_url``: a copy of the template where ``db_url`` is a SQLite file not
+    yet made or a PostgreSQL copy made for it, else migrated there (a ``db_url`` of a test
+    module's own)."""
+    path = sqlite_path(resolve_url(db_url))
+    if path is not None and not path.exists():
+        template = request.getfixturevalue("_sqlite_template")
+        for source, copy in zip(sqlite_files(template), sqlite_files(path), strict=True):
+            if source.exists():
+                shutil.copy(source, copy)  # with its mode (0600)
+        _copies.add(db_url)
+    store, _ = init_ledger(db_url)  # a copy is opened as it is
+    if db_url in _copies:
+        _copies.discard(db_url)
+        new_identity(store)
     yield store
     store.dispose()
 
