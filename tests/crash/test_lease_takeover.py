@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.services.ledger import Ledger, utcnow
+from flowledger.storage import lease as leases
 from flowledger.storage.engine import Store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Event, Hold, Lease, table
@@ -74,6 +75,10 @@ def test_only_the_leaseholder_runs_jobs_and_another_takes_over_when_it_dies(
         a.send_signal(signal.SIGKILL)
         a.wait(TIMEOUT)
         killed_at = utcnow()
+        # The lease's time passes: a's last renewal runs out now rather than up to 6 s on, so
+        # b's next renewal (every 2 s) finds it expired. Nothing renews it: a is gone.
+        with store.engine.begin() as conn:
+            leases.expire(conn, "scheduler", lease_holder(store).holder, killed_at)
         due_operation(ledger, "op-3")
         wait_until(lambda: hold_actor(store, "op-3") is not None, "b to take over and sweep")
         assert f":{b.pid}:" in (hold_actor(store, "op-3") or "")

@@ -26,8 +26,7 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import open_store
-from flowledger.storage.migrate import init_ledger
+from flowledger.storage.engine import Store, open_store
 from flowledger.storage.models import Operation, table
 from flowledger.storage.reads import chain
 from tests.support.builders import dispatch_body
@@ -88,10 +87,9 @@ def _states(db: str) -> dict[str, tuple[str, int, str | None]]:
     "point", ["batch_unit_queued", "batch_before_commit", "batch_after_commit"]
 )
 def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
-    tmp_path: Path, db_url: str, point: str, killed: str
+    tmp_path: Path, db_url: str, store: Store, point: str, killed: str
 ) -> None:
     db = db_url
-    store, _ = init_ledger(db)
     token = make_token(Ledger(store), "n8n")
     store.dispose()
     signal_file = tmp_path / "crashed"

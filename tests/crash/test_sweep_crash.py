@@ -17,8 +17,7 @@ import sqlalchemy as sa
 from flowledger.config import SweepConfig
 from flowledger.scheduled.sweep import Sweep
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import open_store
-from flowledger.storage.migrate import init_ledger
+from flowledger.storage.engine import Store, open_store
 from flowledger.storage.reads import chain
 from tests.support.builders import T0, req
 from tests.support.processes import kill_module_at
@@ -42,9 +41,8 @@ def holds_and_events(store: Any) -> tuple[list[str], list[int], list[int]]:
 
 @pytest.mark.crash
 def test_a_sweep_killed_mid_batch_keeps_each_hold_with_its_event(
-    db_url: str, tmp_path: Path
+    db_url: str, store: Store, tmp_path: Path
 ) -> None:
-    store, _ = init_ledger(db_url)
     ledger = Ledger(store, clock=lambda: T0)
     for n in range(DUE):
         ledger.dispatch(f"op-{n:04d}", req(f"e-{n}")).run("wf")

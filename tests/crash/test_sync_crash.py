@@ -9,8 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import open_store
-from flowledger.storage.migrate import init_ledger
+from flowledger.storage.engine import Store, open_store
 from flowledger.storage.reads import chain
 from flowledger.sync import sync_source
 from tests.crash.sync_child import ENV, source
@@ -26,9 +25,8 @@ COUNT, PAGE = 1000, 100
     [("sync_page_3_before_commit", 2 * PAGE), ("sync_page_3_committed", 3 * PAGE)],
 )
 def test_sync_killed_between_pages_resumes_without_gap_or_duplicate(
-    db_url: str, tmp_path: Path, point: str, kept: int
+    db_url: str, store: Store, tmp_path: Path, point: str, kept: int
 ) -> None:
-    store, _ = init_ledger(db_url)
     store.dispose()
     kill_module_at(
         point,
