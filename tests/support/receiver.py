@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,22 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from flowledger.config import ReceiverConfig
 from flowledger.receiver.api.tokens import create_token
 from flowledger.services.ledger import Ledger
 
 SECRET = b"test-server-secret"
 STARTUP_TIMEOUT = 90.0  # a bound for a loaded machine, not a wait: the poll returns at once
 BODY_LIMIT = 4096  # the body limit of the ``api`` fixture's receiver
+
+
+def api_config(**settings: Any) -> ReceiverConfig:
+    """The shared fixtures' receiver settings: the small body limit, and database deadlines
+    no loaded test machine reaches (a test of the deadlines sets its own)."""
+    wait = timedelta(minutes=2)
+    return ReceiverConfig(
+        **{"body_limit": BODY_LIMIT, "read_deadline": wait, "write_deadline": wait, **settings}
+    )
 
 
 def make_token(ledger: Ledger, name: str, scope: str = "write", *, signing: bool = False) -> str:

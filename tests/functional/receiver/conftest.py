@@ -12,20 +12,17 @@ from collections.abc import Iterator
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from flowledger.config import ReceiverConfig
 from flowledger.domain.checkpoints import Signer
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.reads.tree_proofs import ledger_origin
-from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
+from tests.support.receiver import SECRET, Api, api_config, make_token, running
 
 
 @pytest.fixture
 def api(ledger: Ledger) -> Iterator[Api]:
     tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read", "operator")}
-    app = create_app(
-        ledger, config=ReceiverConfig(body_limit=BODY_LIMIT), secret=SECRET, token_ttl=0.0
-    )
+    app = create_app(ledger, config=api_config(), secret=SECRET, token_ttl=0.0)
     with running(app, ledger, tokens) as client:
         yield client
 
@@ -41,7 +38,7 @@ def signing_api(ledger: Ledger, signer: Signer) -> Iterator[Api]:
     tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
     app = create_app(
         ledger,
-        config=ReceiverConfig(body_limit=BODY_LIMIT),
+        config=api_config(),
         secret=SECRET,
         token_ttl=0.0,
         signer=signer,

@@ -15,12 +15,11 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from flowledger.config import ReceiverConfig
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
-from tests.support.receiver import BODY_LIMIT, Api, auth, make_token
+from tests.support.receiver import BODY_LIMIT, Api, api_config, auth, make_token
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 
@@ -284,7 +283,7 @@ def test_a_write_route_takes_only_post_get_included(api: Api, method: str, call:
 def test_the_write_calls_work_when_the_receiver_is_mounted_under_a_prefix(
     ledger: Ledger,
 ) -> None:
-    receiver = create_app(ledger, config=ReceiverConfig(body_limit=BODY_LIMIT), token_ttl=0.0)
+    receiver = create_app(ledger, config=api_config(), token_ttl=0.0)
     outer = Starlette(routes=[Mount("/ledger", app=receiver)])
     token = make_token(ledger, "w")
     lifespan = receiver.router.lifespan_context(receiver)
