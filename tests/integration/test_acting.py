@@ -441,3 +441,58 @@ def test_a_pin_tag_id_n8n_could_not_take_is_refused_with_the_setting_named(tag: 
 
     with pytest.raises(ValidationError, match="pin_tag_id"):
         source(pin_tag_id=tag)
+
+
+# ---------------------------------------------------------------------- n8n starting
+
+STARTING_404 = "<!DOCTYPE html><html><body><pre>Cannot {} /api/v1/executions/11{}</pre></body>"
+
+
+def test_a_page_404_while_n8n_starts_keeps_the_pin_for_later(
+    store: Store, pinning: Ledger, n8n: FakeN8n, clock: FakeClock
+) -> None:
+    failed_hold(pinning)
+    n8n.answers["PUT /executions/11/tags"].append((404, STARTING_404.format("PUT", "/tags")))
+    assert acting_on(pinning, n8n).run().pins_waiting == 1
+    (pin,) = rows(store, PINS)
+    assert pin.pinned_at is None and "still starting" in pin.last_error
+    assert "pruned" not in pin.last_error and "\n" not in pin.last_error
+    clock.advance(minutes=5)
+    assert acting_on(pinning, n8n).run().pinned == 1
+
+
+@pytest.mark.parametrize("route", ["POST /executions/11/retry", "GET /executions"])
+def test_a_page_404_while_n8n_starts_keeps_the_retry_for_later(
+    store: Store, pinning: Ledger, n8n: FakeN8n, clock: FakeClock, route: str
+) -> None:
+    hold_id = failed_hold(pinning)
+    pinning.resolve(hold_id, "release", note="n", operator="ana", retry=True).run()
+    if route.startswith("GET"):  # the lookup of an unfinished call
+        n8n.answers["POST /executions/11/retry"].append(httpx.ReadTimeout("lost"))
+        assert acting_on(pinning, n8n).retry_hold(hold_id).outcome == "waiting"  # type: ignore[union-attr]
+        clock.advance(minutes=5)
+    n8n.answers[route].append((404, STARTING_404.format(route.split()[0], "/retry")))
+    outcome = acting_on(pinning, n8n).retry_hold(hold_id)
+    assert outcome is not None and outcome.outcome == "waiting"
+    assert "still starting" in outcome.line and "pruned" not in outcome.line
+    assert events(store, "retry_refused") == []
+    clock.advance(minutes=5)
+    assert acting_on(pinning, n8n).run().retried == 1
+
+
+def test_a_page_404_while_n8n_starts_deletes_nothing_and_records_nothing(
+    store: Store, pinning: Ledger, n8n: FakeN8n
+) -> None:
+    hold_id = failed_hold(pinning)
+    acting_on(pinning, n8n).run()
+    pinning.resolve(hold_id, "cancel", note="done", operator="ana").run()
+    n8n.answers["DELETE /executions/11"].append((404, STARTING_404.format("DELETE", "")))
+    client = httpx.Client(transport=httpx.MockTransport(n8n.handle))
+    ((_, said),) = delete_pinned(pinning, source(), ["11"], "ana", client)
+    assert said.startswith("not deleted:") and "still starting" in said
+    assert events(store, "execution_deleted") == []
+    with store.reader.connect() as conn:
+        assert len(acting.pinned_after_holds(conn)) == 1  # still to delete
+    # n8n's own JSON 404 is an execution gone already.
+    n8n.answers["DELETE /executions/11"].append((404, {"message": "Not Found"}))
+    assert delete_pinned(pinning, source(), ["11"], "ana", client) == [("11", "was gone already")]
