@@ -161,8 +161,15 @@ class Acting:
             attempts = row.attempts + 1
             with self.ledger.store.engine.begin() as conn:
                 at = self.now + backoff(attempts, self.max_backoff)
-                acting.pin_later(conn, row.id, attempts=attempts, at=at, error=error)
+                acting.pin_later(conn, row.id, attempts=attempts, at=at, error=error,
+                                 source=None if src is None else src.name)  # fmt: skip
+            if error != row.last_error:  # once a change, not every tick
+                log.warning("acting: the pin of execution %s (hold %d) waits: %s",
+                            row.execution_id, row.hold_id, error)  # fmt: skip
             return False
+        if row.last_error is not None:
+            log.info("acting: execution %s (hold %d) pinned after %d attempts",
+                     row.execution_id, row.hold_id, row.attempts + 1)  # fmt: skip
         with self.ledger.transaction(ACTOR) as tx:
             assert src is not None
             if acting.mark_pinned(tx.conn, row.id, src.name, tx.now):
@@ -226,13 +233,13 @@ class Acting:
             except Refused as exc:
                 return self._refused(row, src.name, scrub(str(exc), src))
             except NoConnection as exc:  # never reached n8n: nothing to look for next time
-                return self._later(row, scrub(clean_text(exc, 300), src), called=False)
+                return self._later(row, scrub(clean_text(exc, 300), src), called=False, src=src)
             crashpoint("after_retry_called")
             return self._retried(row, src, new["id"], None)
         except Refused as exc:
-            return self._later(row, scrub(str(exc), src), called=True)
+            return self._later(row, scrub(str(exc), src), called=True, src=src)
         except ConnectorError as exc:
-            return self._later(row, scrub(clean_text(exc, 300), src), called=True)
+            return self._later(row, scrub(clean_text(exc, 300), src), called=True, src=src)
         finally:
             client.close()
 
@@ -259,13 +266,21 @@ class Acting:
             ):
                 data = {"source": source, "execution_id": row.execution_id, "reason": reason}
                 tx.event("retry_refused", row.operation_id, data, hold_id=row.hold_id)
+                log.warning("acting: n8n refused the retry of execution %s (hold %d): %s",
+                            row.execution_id, row.hold_id, reason)  # fmt: skip
         return RetryOutcome("refused", reason)
 
-    def _later(self, row: Any, error: str, *, called: bool) -> RetryOutcome:
+    def _later(
+        self, row: Any, error: str, *, called: bool, src: SourceConfig | None = None
+    ) -> RetryOutcome:
         attempts = max(row.attempts, 1)
         at = self.now + backoff(attempts, self.max_backoff)
+        source = None if src is None else src.name
         with self.ledger.store.engine.begin() as conn:
-            acting.retry_later(conn, row.id, at=at, error=error, called=called)
+            acting.retry_later(conn, row.id, at=at, error=error, called=called, source=source)
+        if error != row.last_error:  # once a change, not every tick
+            log.warning("acting: the retry of execution %s (hold %d) waits: %s",
+                        row.execution_id, row.hold_id, error)  # fmt: skip
         return RetryOutcome("waiting", f"the retry will be tried again: {error}")
 
 

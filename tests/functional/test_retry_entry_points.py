@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,34 @@ def test_sources_check_names_each_missing_scope(ledger_db: Store, n8n: tuple[Fak
         "delete-pinned: add it to the key in n8n (Settings → n8n API)",
     ]
     assert KEY not in out + err
+
+
+def test_a_pin_refused_for_a_scope_is_shown_by_act_sources_and_doctor(
+    ledger_db: Store, n8n: tuple[FakeN8n, str]
+) -> None:
+    from flowledger.plumbing.clock import utcnow
+    from flowledger.storage.acting_models import EvidencePin
+
+    n8n[0].scopes = {"execution:retry", "execution:delete"}
+    held(ledger_db, "21", failed=True)
+    said = "the n8n API key lacks the executionTags:update scope (403)"
+    code, out, err = cli("act", "--once")
+    assert code == 0, err
+    first, waits = out.splitlines()
+    assert first == "pinned 0 executions (1 waiting), retried 0 executions, 0 refused (0 waiting)"
+    assert waits.split()[:3] == ["prod-n8n", "1", "pin"] and said in waits
+    code, out, err = cli("act", "--once")  # waiting out its backoff: still counted
+    assert out.splitlines()[0].startswith("pinned 0 executions (1 waiting)")
+    code, listed, _ = cli("sources")
+    assert "pins and retries waiting to be made in n8n" in listed and said in listed
+    code, as_json, _ = cli("sources", "--json")
+    (waiting,) = json.loads(as_json)[0]["acting_waiting"]
+    assert (waiting["what"], waiting["count"]) == ("pin", 1) and said in waiting["last_error"]
+    code, out, _ = cli("doctor")
+    assert "1 pin of prod-n8n waiting" in out and "WARNING" not in out
+    with ledger_db.engine.begin() as conn:  # queued two hours ago
+        pins = table(EvidencePin)
+        conn.execute(pins.update().values(created_at=utcnow() - timedelta(hours=2)))
+    code, out, _ = cli("doctor")
+    (line,) = [x for x in out.splitlines() if x.startswith("pins, retries:")]
+    assert "WARNING: 1 pin of prod-n8n waiting since" in line and said in line

@@ -496,3 +496,39 @@ def test_a_page_404_while_n8n_starts_deletes_nothing_and_records_nothing(
     # n8n's own JSON 404 is an execution gone already.
     n8n.answers["DELETE /executions/11"].append((404, {"message": "Not Found"}))
     assert delete_pinned(pinning, source(), ["11"], "ana", client) == [("11", "was gone already")]
+
+
+# ---------------------------------------------------------------------- what waits, shown
+
+
+def test_what_waits_is_counted_by_kind_and_source_with_its_newest_error_and_logged_once(
+    store: Store, pinning: Ledger, n8n: FakeN8n, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    n8n.scopes = {"execution:retry", "execution:delete"}
+    n8n.add("12", "error")
+    first = failed_hold(pinning, "11")
+    pinning.dispatch("op-2", req("12")).run("wf")
+    ((_op, second),) = pinning.execution_failed("12", "the node failed").run("hook")
+    assert second is not None
+    pinning.resolve(first, "release", note="n", operator="ana", retry=True).run()
+    n8n.answers["POST /executions/11/retry"].append(httpx.ConnectError("refused"))
+    with caplog.at_level("WARNING", logger="flowledger.scheduled.acting"):
+        for _ in range(3):  # every tick fails the same way: one line each
+            acting_on(pinning, n8n).run()
+            clock.advance(hours=1)
+            n8n.answers["POST /executions/11/retry"].append(httpx.ConnectError("refused"))
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("pin of execution 12" in line for line in lines) == 1
+    assert sum("retry of execution 11" in line for line in lines) == 1
+    with store.reader.connect() as conn:
+        found = acting.waiting(conn)
+    assert [(w["what"], w["source"], w["count"], w["scope"]) for w in found] == [
+        ("pin", SOURCE, 1, True),
+        ("retry", SOURCE, 1, False),
+    ]  # fmt: skip  (the pin of the released hold waits no more)
+    assert "executionTags:update scope (403)" in found[0]["last_error"]
+    assert "cannot reach n8n" in found[1]["last_error"]
+    assert found[0]["since"] < clock()
+    pinning.resolve(second, "cancel", note="n", operator="ana").run()
+    with store.reader.connect() as conn:
+        assert [w["what"] for w in acting.waiting(conn)] == ["retry"]
