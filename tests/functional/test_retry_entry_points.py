@@ -207,3 +207,16 @@ def test_a_pin_refused_for_a_scope_is_shown_by_act_sources_and_doctor(
     code, out, _ = cli("doctor")
     (line,) = [x for x in out.splitlines() if x.startswith("pins, retries:")]
     assert "WARNING: 1 pin of prod-n8n waiting since" in line and said in line
+
+
+@pytest.mark.parametrize(("failed", "reason", "other"), [
+    (True, "execution_failed", "unknown_outcome"), (False, "unknown_outcome", "execution_failed"),
+])  # fmt: skip
+def test_the_release_confirmation_names_the_reason_of_the_hold_released(
+    ledger_db: Store, failed: bool, reason: str, other: str
+) -> None:
+    hold_id = held(ledger_db, "21", failed=failed)
+    code, _, err = cli("hold", str(hold_id), "release", "--yes", "--note", "none")
+    assert code == 0, err
+    said = " ".join(err.split())  # as wrapped for the terminal
+    assert f"goes back to PREPARED and this {reason} hold and any open {other} hold" in said
