@@ -312,9 +312,16 @@ def delete_pinned(
                 said.append((execution_id, f"not deleted: {scrub(clean_text(exc, 300), src)}"))
                 continue
             with ledger.transaction(f"operator:{operator}") as tx:
-                if acting.mark_deleted(tx.conn, src.name, execution_id, tx.now):
-                    data = {"source": src.name, "execution_id": execution_id, "existed": existed}
-                    tx.event("execution_deleted", None, data)
+                # One event for each operation the execution was pinned for, with its hold,
+                # so that `show` of the operation has it.
+                for operation_id, holds in acting.mark_deleted(
+                    tx.conn, src.name, execution_id, tx.now
+                ):
+                    data: dict[str, Any] = {"source": src.name, "execution_id": execution_id,
+                                            "existed": existed}  # fmt: skip
+                    if len(holds) > 1:
+                        data["hold_ids"] = holds
+                    tx.event("execution_deleted", operation_id, data, hold_id=holds[0])
             said.append((execution_id, "deleted" if existed else "was gone already"))
     finally:
         if own:

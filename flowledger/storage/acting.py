@@ -170,19 +170,32 @@ def waiting(conn: sa.Connection) -> list[dict[str, Any]]:
     return found
 
 
-def mark_deleted(conn: sa.Connection, source: str, execution_id: str, at: datetime) -> int:
-    """Every pin of that execution is done with: it was deleted in the tool."""
-    done = conn.execute(
-        PINS.update()
-        .where(
-            PINS.c.source == source,
-            PINS.c.execution_id == execution_id,
-            PINS.c.pinned_at.is_not(None),
-            PINS.c.deleted_at.is_(None),
-        )
-        .values(deleted_at=at)
+def mark_deleted(
+    conn: sa.Connection, source: str, execution_id: str, at: datetime
+) -> list[tuple[str | None, list[int]]]:
+    """Every pin of that execution is done with: it was deleted in the tool. The operations
+    those pins were for, each with its holds (oldest first), for the events that say so."""
+    mine = sa.and_(
+        PINS.c.source == source,
+        PINS.c.execution_id == execution_id,
+        PINS.c.pinned_at.is_not(None),
+        PINS.c.deleted_at.is_(None),
     )
-    return int(done.rowcount)
+    found = conn.execute(
+        sa.select(PINS.c.id, PINS.c.hold_id, HOLDS.c.operation_id)
+        .select_from(PINS.join(HOLDS, HOLDS.c.id == PINS.c.hold_id))
+        .where(mine)
+        .order_by(PINS.c.hold_id)
+    ).all()
+    if not found:
+        return []
+    conn.execute(
+        PINS.update().where(mine, PINS.c.id.in_([r.id for r in found])).values(deleted_at=at)
+    )
+    by_operation: dict[str | None, list[int]] = {}
+    for r in found:
+        by_operation.setdefault(r.operation_id, []).append(r.hold_id)
+    return list(by_operation.items())
 
 
 # ---------------------------------------------------------------------- retries

@@ -392,6 +392,13 @@ def test_pinned_executions_of_resolved_holds_are_listed_and_deleted_only_when_as
     assert events(store, "execution_deleted") == [
         {"source": SOURCE, "execution_id": "11", "existed": True}
     ]
+    with store.reader.connect() as conn:  # with the operation and hold, for `show`
+        deleted = conn.execute(
+            sa.select(EVENTS.c.operation_id, EVENTS.c.hold_id).where(
+                EVENTS.c.kind == "execution_deleted"
+            )
+        ).one()
+    assert tuple(deleted) == (OP, hold_id)
     with store.reader.connect() as conn:
         assert acting.pinned_after_holds(conn) == []
 
