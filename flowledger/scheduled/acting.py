@@ -194,9 +194,10 @@ class Acting:
             if len(rows) < self.batch:
                 return counts["retried"], counts["refused"], counts["waiting"]
 
-    def retry_hold(self, hold_id: int) -> RetryOutcome | None:
+    def retry_hold(self, hold_id: int, actor: str = ACTOR) -> RetryOutcome | None:
         """Make the retry asked for ``hold_id`` now, if it is not done (``None`` when none
-        was asked); what ``hold ID release --retry`` says once the release is recorded."""
+        was asked); what ``hold ID release --retry`` says once the release is recorded.
+        ``actor``: who makes the call, recorded on its event (the operator, from the CLI)."""
         with self.ledger.store.reader.connect() as conn:
             row = acting.retry_row(conn, hold_id)
         if row is None:
@@ -205,15 +206,15 @@ class Acting:
             return _said_done(row)
         if row.called_at is not None and row.next_attempt_at > self.now:
             return RetryOutcome("waiting", "the retry is being made by the scheduler")
-        return self._retry(row)
+        return self._retry(row, actor)
 
-    def _retry(self, row: Any) -> RetryOutcome:
+    def _retry(self, row: Any, actor: str = ACTOR) -> RetryOutcome:
         called = row.called_at is not None
         try:
             src = self.source_for(row.source, row.execution_id)
             actions, client = self._actions(src)
         except NotActing as exc:
-            return self._refused(row, row.source, str(exc))
+            return self._refused(row, row.source, str(exc), actor)
         except ConnectorError as exc:
             return self._later(row, clean_text(exc, 300), called=called)
         try:
@@ -221,7 +222,8 @@ class Acting:
                 # It may have reached n8n before: find what it made there, never make two.
                 found = actions.retry_of(row.execution_id)
                 if found is not None:
-                    return self._retried(row, src, found, "found in n8n after an unfinished call")
+                    how = "found in n8n after an unfinished call"
+                    return self._retried(row, src, found, how, actor)
             now = self.now
             busy = now + src.connect_timeout + src.timeout + CALL_MARGIN
             with self.ledger.store.engine.begin() as conn:
@@ -231,11 +233,11 @@ class Acting:
             try:
                 new = actions.retry(row.execution_id)
             except Refused as exc:
-                return self._refused(row, src.name, scrub(str(exc), src))
+                return self._refused(row, src.name, scrub(str(exc), src), actor)
             except NoConnection as exc:  # never reached n8n: nothing to look for next time
                 return self._later(row, scrub(clean_text(exc, 300), src), called=False, src=src)
             crashpoint("after_retry_called")
-            return self._retried(row, src, new["id"], None)
+            return self._retried(row, src, new["id"], None, actor)
         except Refused as exc:
             return self._later(row, scrub(str(exc), src), called=True, src=src)
         except ConnectorError as exc:
@@ -243,8 +245,10 @@ class Acting:
         finally:
             client.close()
 
-    def _retried(self, row: Any, src: SourceConfig, new_id: str, how: str | None) -> RetryOutcome:
-        with self.ledger.transaction(ACTOR) as tx:
+    def _retried(
+        self, row: Any, src: SourceConfig, new_id: str, how: str | None, actor: str
+    ) -> RetryOutcome:
+        with self.ledger.transaction(actor) as tx:
             if acting.finish_retry(
                 tx.conn, row.id, at=tx.now, outcome="retried", new_execution_id=new_id, error=None
             ):
@@ -259,8 +263,8 @@ class Acting:
             new_id,
         )
 
-    def _refused(self, row: Any, source: str | None, reason: str) -> RetryOutcome:
-        with self.ledger.transaction(ACTOR) as tx:
+    def _refused(self, row: Any, source: str | None, reason: str, actor: str) -> RetryOutcome:
+        with self.ledger.transaction(actor) as tx:
             if acting.finish_retry(
                 tx.conn, row.id, at=tx.now, outcome="refused", new_execution_id=None, error=reason
             ):

@@ -86,6 +86,9 @@ def test_release_retry_calls_n8n_after_the_release_and_says_the_new_execution(
     assert (row.outcome, row.new_execution_id) == ("retried", "23")
     code, shown, _ = cli("show", f"{OP}:21")
     assert code == 0 and "-> execution 23" in shown
+    # The call was the operator's, not the scheduler's.
+    (retried,) = [line for line in shown.splitlines() if "execution_retried" in line]
+    assert "operator:" in retried and "scheduler" not in retried
 
 
 def test_release_retry_refused_by_n8n_leaves_the_release_and_says_why_in_one_line(
@@ -95,8 +98,12 @@ def test_release_retry_refused_by_n8n_leaves_the_release_and_says_why_in_one_lin
     n8n[0].answers["POST /executions/21/retry"].append(
         (409, {"message": "The execution succeeded, so it cannot be retried."})
     )
-    code, out, err = cli("hold", str(hold_id), "release", "--retry", "--yes", "--note", "none")
+    code, out, err = cli("hold", str(hold_id), "release", "--retry", "--yes", "--note", "none",
+                         "--operator", "ana")  # fmt: skip
     assert code == 0, err
+    code, shown, _ = cli("show", f"{OP}:21")
+    (refused,) = [line for line in shown.splitlines() if "retry_refused" in line]
+    assert "operator:ana" in refused
     assert out.splitlines()[-1] == (
         "The release stands; n8n refused the retry: n8n will not retry execution 21 (409): "
         "The execution succeeded, so it cannot be retried."
