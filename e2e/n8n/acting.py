@@ -168,7 +168,7 @@ def _pins(check: Checks, n8n: N8n, ledger: LocalLedger, read: str) -> None:
     check(
         "acting: with n8n down a hold opens at once; its pin waits",
         answered and opened == ["unknown_outcome"] and took < 2.0
-        and "pinned 0 executions (1 to try again)" in waiting,
+        and "pinned 0 executions (1 waiting)" in waiting,
         f"the fail call answered in {took:.2f} s, holds {opened}, {waiting.strip()}",
     )  # fmt: skip
     n8n.start()

@@ -241,6 +241,17 @@ def _restored(store: Store) -> str:
     )
 
 
+def _acting(store: Store) -> str:
+    """``doctor``'s line for what waits to be done in n8n (:func:`waiting_finding`)."""
+    from flowledger.cli.pins import waiting_finding
+    from flowledger.plumbing.clock import utcnow
+    from flowledger.storage import acting
+
+    with store.reader.connect() as conn:
+        found = acting.waiting(conn)
+    return waiting_finding(found, utcnow())
+
+
 def _witnesses(store: Store) -> str:
     """``doctor``'s line for the witnesses: each refusal nobody has cleared (an alarm), else
     the size each last cosigned and its last error."""
@@ -279,6 +290,7 @@ def _diagnosis(store: Store) -> list[tuple[str, str]]:
         ("schema version:", f"{SCHEMA_VERSION} (current)"),
         ("restored:", _restored(store)),
         ("witnesses:", _witnesses(store)),
+        ("pins, retries:", _acting(store)),
         (
             "alembic:",
             f"{migrations.current_revision(store)} (head {migrations.head_revision()})",

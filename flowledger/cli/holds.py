@@ -249,7 +249,7 @@ def hold_action(
         if not as_json:
             typer.echo(visible(f"Hold {hold_id} {actions.done(action, values, who)}."))
         if retry:
-            _retry_now(store, hold_id, as_json)
+            _retry_now(store, hold_id, as_json, who)
     if as_json:
         echo_json(_as_listed(after or {}))
 
@@ -270,15 +270,17 @@ def _can_retry(store: Store, hold: dict[str, Any]) -> None:
         die(f"--retry is not possible for hold {hold['id']}: {why}. Nothing changed.")
 
 
-def _retry_now(store: Store, hold_id: int, quiet: bool) -> None:
+def _retry_now(store: Store, hold_id: int, quiet: bool, who: str) -> None:
     """Make the retry the release recorded at once and say what n8n did, in one line; the
     release stands whatever n8n answers (a retry it could not make yet, the scheduler makes
     later)."""
     from flowledger.cli.common import file_settings, ledger_for
     from flowledger.scheduled.acting import Acting
+    from flowledger.services.values import operator_actor
 
     cfg = file_settings()
-    outcome = Acting(ledger_for(store, file=cfg), cfg.sources).retry_hold(hold_id)
+    acting = Acting(ledger_for(store, file=cfg), cfg.sources)
+    outcome = acting.retry_hold(hold_id, actor=operator_actor(who))
     if outcome is None or quiet:
         return
     if outcome.outcome == "refused":

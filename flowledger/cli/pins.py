@@ -3,6 +3,7 @@ deletes it, and the scopes ``sources check`` says the API key lacks (docs/acting
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,6 +23,10 @@ from flowledger.domain.display import counted
 
 if TYPE_CHECKING:
     from flowledger.config import SourceConfig
+
+# A pin or retry refused for a scope the key lacks that long is one nobody noticed: ``doctor``
+# warns (the backoff alone would keep trying, quietly, for ever).
+SCOPE_WAIT = timedelta(hours=1)
 
 
 def check_scopes(cfg: SourceConfig) -> None:
@@ -54,6 +59,34 @@ def echo_pinned(kept: list[dict[str, Any]]) -> None:
         header=("SOURCE", "EXECUTION", "PINNED", "HOLDS RESOLVED", "LEDGER COPY"),
         indent=2,
     )
+
+
+def waiting_row(w: dict[str, Any]) -> tuple[object, ...]:
+    """One line of what waits to be done in n8n (a kind and source of :func:`waiting`)."""
+    what = counted(w["count"], w["what"])
+    return (w["source"] or "no source", what, f"since {when(w['since'])}",
+            w["last_error"] or "not tried yet")  # fmt: skip
+
+
+def echo_waiting(found: list[dict[str, Any]], *, indent: int = 2) -> None:
+    echo_table([waiting_row(w) for w in found], indent=indent)
+
+
+def waiting_finding(found: list[dict[str, Any]], now: datetime) -> str:
+    """``doctor``'s line for the pins and retries waiting: a warning for those that have
+    waited past :data:`SCOPE_WAIT` on a scope the API key lacks (nothing changes until a person
+    adds it), else how many wait."""
+    stuck = [w for w in found if w["scope"] and w["since"] <= now - SCOPE_WAIT]
+    if stuck:
+        return "WARNING: " + "; ".join(
+            f"{counted(w['count'], w['what'])} of {w['source'] or 'no source'} waiting since "
+            f"{when(w['since'])}: {w['last_error']}"
+            for w in stuck
+        )
+    if not found:
+        return "no pin or retry waits"
+    return ", ".join(f"{counted(w['count'], w['what'])} of {w['source'] or 'no source'} waiting"
+                     for w in found)  # fmt: skip
 
 
 @one_line_errors

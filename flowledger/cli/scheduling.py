@@ -143,17 +143,23 @@ def _deliver(store: Store, cfg: FileConfig) -> None:
 def act(db: DbOption = None, once: OnceOption = False) -> None:
     """Pin the executions open holds are about, and make the retries asked with
     `hold ID release --retry`, in n8n (what `run` does every [scheduler] acting_interval)."""
+    from flowledger.cli.pins import echo_waiting
     from flowledger.scheduled.acting import Acting
+    from flowledger.storage import acting
 
     _need_once(once, "act")
     cfg = file_settings()
     with opened(db) as store:
         done = Acting(ledger_for(store, file=cfg), cfg.sources).run()
+        with store.reader.connect() as conn:
+            found = acting.waiting(conn)
+    count = {what: sum(w["count"] for w in found if w["what"] == what) for what in ("pin", "retry")}
     typer.echo(
-        f"pinned {counted(done.pinned, 'execution')} ({done.pins_waiting} to try again), "
+        f"pinned {counted(done.pinned, 'execution')} ({count['pin']} waiting), "
         f"retried {counted(done.retried, 'execution')}, {done.refused} refused "
-        f"({done.retries_waiting} to try again)"
+        f"({count['retry']} waiting)"
     )
+    echo_waiting(found)
 
 
 @app.command(name="housekeeping")

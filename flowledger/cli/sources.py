@@ -26,7 +26,7 @@ from flowledger.cli.common import (
     opened,
     parse_since,
 )
-from flowledger.cli.pins import check_scopes, delete_pinned, echo_pinned
+from flowledger.cli.pins import check_scopes, delete_pinned, echo_pinned, echo_waiting
 from flowledger.cli.tables import echo_table, printable, when
 from flowledger.connectors.base import STATUSES
 from flowledger.domain.display import counted
@@ -107,6 +107,7 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
         stored = {s["name"]: s for s in records.list_sources(store)}
         with store.reader.connect() as conn:
             kept = acting.pinned_after_holds(conn)
+            waits = acting.waiting(conn)
     now = utcnow()
     names = [s.name for s in file.sources] + sorted(set(stored) - {s.name for s in file.sources})
     configured = {s.name: s for s in file.sources}
@@ -130,6 +131,13 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
                     {k: p[k] for k in ("execution_id", "pinned_at", "resolved_at", "copy_status")}
                     for p in kept
                     if p["source"] == name
+                ],
+                # Pins and retries not made yet (n8n down, starting, or a scope the key
+                # lacks), each kind with its newest error.
+                "acting_waiting": [
+                    {k: w[k] for k in ("what", "count", "since", "last_error")}
+                    for w in waits
+                    if w["source"] == name
                 ],
             }
         )
@@ -164,6 +172,9 @@ def sources(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False
     )
     if kept:
         echo_pinned(kept)
+    if waits:
+        typer.echo("\npins and retries waiting to be made in n8n (`flowledger act --once` tries):")
+        echo_waiting(waits)
 
 
 sources_app.command("delete-pinned", cls=Command)(delete_pinned)

@@ -40,6 +40,11 @@ class NotFound(ConnectorError):
     said = ""
 
 
+class PageNotFound(NotReady):
+    """404 that is not the API's own JSON answer, from a tool that serves one while it starts
+    (n8n): not "no such record"; kept for later like a tool still starting."""
+
+
 class Conflict(ConnectorError):
     """409: the tool refused what was asked in the state the record is in (n8n: an execution
     that is queued, aborted or succeeded cannot be retried); the message carries its words."""
@@ -72,6 +77,8 @@ def request_json(
     missing_credentials: str | None = None,
 ) -> tuple[Any, httpx.Headers]:
     """Send one request and return the decoded JSON body and the response headers.
+    ``starting_marker``: the page a starting tool serves (n8n); with it, a 404 that is not the
+    API's JSON ``message`` is :class:`NotReady` too, never "not found".
     ``missing_credentials``: when the source has none configured, what to set (a 401 or 403
     then says the tool wants credentials, not that the ones given lack a permission)."""
     where = public_url(url)
@@ -120,6 +127,13 @@ def request_json(
             f"{tool} answered 403 at {where}: the credentials lack a permission or scope "
             f"this needs ({_said(body)})"
         )
+    if status == 404 and starting_marker and not _api_said(body, content_type):
+        # n8n's own answer to a missing record is JSON with a ``message``; an HTML 404
+        # ("Cannot POST …") is Express answering before n8n's API routes are mounted.
+        raise PageNotFound(
+            f"{tool} at {where} answered 404 with a page, not its API's JSON, as it does while "
+            "still starting; try again shortly (if this lasts, check base_url)"
+        )
     if status == 404:
         missing = NotFound(f"{where} not found (404)")
         missing.said = _said(body)
@@ -163,6 +177,17 @@ def request_json(
         raise Malformed(
             f"{where} answered JSON that does not parse ({exc.__class__.__name__})"
         ) from exc
+
+
+def _api_said(body: bytes, content_type: str) -> bool:
+    """Whether a body is an API's JSON error: an object with a ``message`` string."""
+    if "json" not in content_type.lower():
+        return False
+    try:
+        answer = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(answer, dict) and isinstance(answer.get("message"), str)
 
 
 def server_time(headers: httpx.Headers, tool: str) -> datetime:

@@ -37,12 +37,19 @@ from flowledger.connectors.base import (
     Kind,
     Malformed,
     NoApi,
+    NotReady,
     Page,
     ServerError,
     Settings,
     clean_text,
 )
-from flowledger.connectors.http import BadRequest, NotFound, public_url, request_json
+from flowledger.connectors.http import (
+    BadRequest,
+    NotFound,
+    PageNotFound,
+    public_url,
+    request_json,
+)
 
 MAX_LIMIT = 250
 NON_FINAL = frozenset({"new", "running", "waiting"})
@@ -51,6 +58,10 @@ STARTING = "n8n is starting up"
 MAX_PROBES = 100
 MAX_CURSOR = 1000
 MAX_DATA_BODY = 32 * 1024 * 1024
+_NO_API = (
+    "no n8n public API at {api} (404): check base_url, or whether the API is disabled "
+    "(N8N_PUBLIC_API_DISABLED)"
+)
 
 
 class N8nConnector:
@@ -103,16 +114,27 @@ class N8nConnector:
     def _list(self, params: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
         try:
             body = self._get("/executions", params)
+        except PageNotFound as exc:
+            if self._starting():
+                raise NotReady(f"n8n at {public_url(self.api)} is still starting up (its "
+                               "readiness answers 503); try again shortly") from exc  # fmt: skip
+            raise NoApi(_NO_API.format(api=public_url(self.api))) from exc
         except NotFound as exc:
-            raise NoApi(
-                f"no n8n public API at {public_url(self.api)} (404): check base_url, or "
-                "whether the API is disabled (N8N_PUBLIC_API_DISABLED)"
-            ) from exc
+            raise NoApi(_NO_API.format(api=public_url(self.api))) from exc
         raw = fields.items(body, "data", "the execution list")
         nxt = body.get("nextCursor")
         if nxt is not None and (not isinstance(nxt, str) or not nxt or len(nxt) > MAX_CURSOR):
             raise Malformed("the execution list's nextCursor is not a short string")
         return [fields.obj(item, "an execution") for item in raw], nxt
+
+    def _starting(self) -> bool:
+        """Whether n8n says it is not ready yet (``/healthz/readiness`` 503): the page 404
+        of an API route is then its start, not a base_url without the API."""
+        url = self.settings.base_url.rstrip("/") + "/healthz/readiness"
+        try:
+            return self.client.get(url).status_code == 503
+        except httpx.HTTPError:
+            return False
 
     # ------------------------------------------------------------------ Protocol
 

@@ -12,6 +12,10 @@ Facts this relies on (n8n 2.41.1, ``public-api/v1/controllers/executions.public.
 - ``POST /executions/{id}/retry`` (scope ``execution:retry``, body ``{"loadWorkflow": bool}``)
   answers the new execution (``retryOf`` the old id) once it has run; 409 for a queued or
   aborted execution and for one that succeeded; 404 for one that is gone.
+- Every "no such execution" 404 of the public API is JSON with a ``message`` (``{"message":
+  "Not Found"}``); while n8n starts, Express answers an HTML 404 (``Cannot POST …``) before the
+  API's routes are mounted. Only the JSON one is taken as gone (:func:`request_json` makes the
+  other :class:`NotReady`, kept for later like a connection error).
 - ``DELETE /executions/{id}`` (scope ``execution:delete``) deletes it for good.
 - A key without a route's scope is answered 403 before the route looks at the id; with it,
   an id that cannot exist (``0``) is 404. :meth:`N8nActions.missing_scopes` asks that way,

@@ -161,8 +161,15 @@ class Acting:
             attempts = row.attempts + 1
             with self.ledger.store.engine.begin() as conn:
                 at = self.now + backoff(attempts, self.max_backoff)
-                acting.pin_later(conn, row.id, attempts=attempts, at=at, error=error)
+                acting.pin_later(conn, row.id, attempts=attempts, at=at, error=error,
+                                 source=None if src is None else src.name)  # fmt: skip
+            if error != row.last_error:  # once a change, not every tick
+                log.warning("acting: the pin of execution %s (hold %d) waits: %s",
+                            row.execution_id, row.hold_id, error)  # fmt: skip
             return False
+        if row.last_error is not None:
+            log.info("acting: execution %s (hold %d) pinned after %d attempts",
+                     row.execution_id, row.hold_id, row.attempts + 1)  # fmt: skip
         with self.ledger.transaction(ACTOR) as tx:
             assert src is not None
             if acting.mark_pinned(tx.conn, row.id, src.name, tx.now):
@@ -187,9 +194,10 @@ class Acting:
             if len(rows) < self.batch:
                 return counts["retried"], counts["refused"], counts["waiting"]
 
-    def retry_hold(self, hold_id: int) -> RetryOutcome | None:
+    def retry_hold(self, hold_id: int, actor: str = ACTOR) -> RetryOutcome | None:
         """Make the retry asked for ``hold_id`` now, if it is not done (``None`` when none
-        was asked); what ``hold ID release --retry`` says once the release is recorded."""
+        was asked); what ``hold ID release --retry`` says once the release is recorded.
+        ``actor``: who makes the call, recorded on its event (the operator, from the CLI)."""
         with self.ledger.store.reader.connect() as conn:
             row = acting.retry_row(conn, hold_id)
         if row is None:
@@ -198,15 +206,15 @@ class Acting:
             return _said_done(row)
         if row.called_at is not None and row.next_attempt_at > self.now:
             return RetryOutcome("waiting", "the retry is being made by the scheduler")
-        return self._retry(row)
+        return self._retry(row, actor)
 
-    def _retry(self, row: Any) -> RetryOutcome:
+    def _retry(self, row: Any, actor: str = ACTOR) -> RetryOutcome:
         called = row.called_at is not None
         try:
             src = self.source_for(row.source, row.execution_id)
             actions, client = self._actions(src)
         except NotActing as exc:
-            return self._refused(row, row.source, str(exc))
+            return self._refused(row, row.source, str(exc), actor)
         except ConnectorError as exc:
             return self._later(row, clean_text(exc, 300), called=called)
         try:
@@ -214,7 +222,8 @@ class Acting:
                 # It may have reached n8n before: find what it made there, never make two.
                 found = actions.retry_of(row.execution_id)
                 if found is not None:
-                    return self._retried(row, src, found, "found in n8n after an unfinished call")
+                    how = "found in n8n after an unfinished call"
+                    return self._retried(row, src, found, how, actor)
             now = self.now
             busy = now + src.connect_timeout + src.timeout + CALL_MARGIN
             with self.ledger.store.engine.begin() as conn:
@@ -224,20 +233,22 @@ class Acting:
             try:
                 new = actions.retry(row.execution_id)
             except Refused as exc:
-                return self._refused(row, src.name, scrub(str(exc), src))
+                return self._refused(row, src.name, scrub(str(exc), src), actor)
             except NoConnection as exc:  # never reached n8n: nothing to look for next time
-                return self._later(row, scrub(clean_text(exc, 300), src), called=False)
+                return self._later(row, scrub(clean_text(exc, 300), src), called=False, src=src)
             crashpoint("after_retry_called")
-            return self._retried(row, src, new["id"], None)
+            return self._retried(row, src, new["id"], None, actor)
         except Refused as exc:
-            return self._later(row, scrub(str(exc), src), called=True)
+            return self._later(row, scrub(str(exc), src), called=True, src=src)
         except ConnectorError as exc:
-            return self._later(row, scrub(clean_text(exc, 300), src), called=True)
+            return self._later(row, scrub(clean_text(exc, 300), src), called=True, src=src)
         finally:
             client.close()
 
-    def _retried(self, row: Any, src: SourceConfig, new_id: str, how: str | None) -> RetryOutcome:
-        with self.ledger.transaction(ACTOR) as tx:
+    def _retried(
+        self, row: Any, src: SourceConfig, new_id: str, how: str | None, actor: str
+    ) -> RetryOutcome:
+        with self.ledger.transaction(actor) as tx:
             if acting.finish_retry(
                 tx.conn, row.id, at=tx.now, outcome="retried", new_execution_id=new_id, error=None
             ):
@@ -252,20 +263,28 @@ class Acting:
             new_id,
         )
 
-    def _refused(self, row: Any, source: str | None, reason: str) -> RetryOutcome:
-        with self.ledger.transaction(ACTOR) as tx:
+    def _refused(self, row: Any, source: str | None, reason: str, actor: str) -> RetryOutcome:
+        with self.ledger.transaction(actor) as tx:
             if acting.finish_retry(
                 tx.conn, row.id, at=tx.now, outcome="refused", new_execution_id=None, error=reason
             ):
                 data = {"source": source, "execution_id": row.execution_id, "reason": reason}
                 tx.event("retry_refused", row.operation_id, data, hold_id=row.hold_id)
+                log.warning("acting: n8n refused the retry of execution %s (hold %d): %s",
+                            row.execution_id, row.hold_id, reason)  # fmt: skip
         return RetryOutcome("refused", reason)
 
-    def _later(self, row: Any, error: str, *, called: bool) -> RetryOutcome:
+    def _later(
+        self, row: Any, error: str, *, called: bool, src: SourceConfig | None = None
+    ) -> RetryOutcome:
         attempts = max(row.attempts, 1)
         at = self.now + backoff(attempts, self.max_backoff)
+        source = None if src is None else src.name
         with self.ledger.store.engine.begin() as conn:
-            acting.retry_later(conn, row.id, at=at, error=error, called=called)
+            acting.retry_later(conn, row.id, at=at, error=error, called=called, source=source)
+        if error != row.last_error:  # once a change, not every tick
+            log.warning("acting: the retry of execution %s (hold %d) waits: %s",
+                        row.execution_id, row.hold_id, error)  # fmt: skip
         return RetryOutcome("waiting", f"the retry will be tried again: {error}")
 
 
@@ -297,9 +316,16 @@ def delete_pinned(
                 said.append((execution_id, f"not deleted: {scrub(clean_text(exc, 300), src)}"))
                 continue
             with ledger.transaction(f"operator:{operator}") as tx:
-                if acting.mark_deleted(tx.conn, src.name, execution_id, tx.now):
-                    data = {"source": src.name, "execution_id": execution_id, "existed": existed}
-                    tx.event("execution_deleted", None, data)
+                # One event for each operation the execution was pinned for, with its hold,
+                # so that `show` of the operation has it.
+                for operation_id, holds in acting.mark_deleted(
+                    tx.conn, src.name, execution_id, tx.now
+                ):
+                    data: dict[str, Any] = {"source": src.name, "execution_id": execution_id,
+                                            "existed": existed}  # fmt: skip
+                    if len(holds) > 1:
+                        data["hold_ids"] = holds
+                    tx.event("execution_deleted", operation_id, data, hold_id=holds[0])
             said.append((execution_id, "deleted" if existed else "was gone already"))
     finally:
         if own:

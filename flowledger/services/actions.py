@@ -163,7 +163,7 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
             )
         return (
             f"Operation {op} (now {state}) becomes CONFIRMED with receipt "
-            f"{v.receipt!r}, and its unknown_outcome holds close. Workflows will skip "
+            f"{v.receipt!r}, and {_outcome_holds(hold)} close. Workflows will skip "
             "this write from now on. Only confirm if you saw the effect in the target system."
             + overdue
         )
@@ -175,7 +175,7 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
             else ""
         )
         return (
-            f"Operation {op} goes back to PREPARED and its unknown_outcome holds close: the "
+            f"Operation {op} goes back to PREPARED and {_outcome_holds(hold)} close: the "
             "workflow will be allowed to WRITE AGAIN. If your evidence is wrong and the first "
             "write did happen, the write will happen TWICE (a duplicate effect)." + again + overdue
         )
@@ -207,6 +207,18 @@ def consequence(name: str, hold: dict[str, Any], v: Values) -> str:
             f"{for_people(v.deadline)}."
         )
     return "The note is added to the hold's record."
+
+
+def _outcome_holds(hold: dict[str, Any]) -> str:
+    """Which holds a confirm or a release closes, named by their reasons: every open hold of
+    the operation about the attempt's outcome (``domain.OUTCOME_REASONS``), this one's first;
+    a hold of another reason closes alone when the operation has none of those."""
+    outcome = sorted(r.value for r in domain.OUTCOME_REASONS)
+    reason = hold["reason"]
+    if reason in outcome:
+        others = " or ".join(r for r in outcome if r != reason)
+        return f"this {reason} hold and any open {others} hold of it"
+    return f"its open {' or '.join(outcome)} holds (or, without any, this {reason} hold)"
 
 
 def done(name: str, v: Values, operator: str) -> str:

@@ -74,11 +74,18 @@ def mark_pinned(conn: sa.Connection, pin_id: int, source: str, at: datetime) -> 
     return done.rowcount == 1
 
 
-def pin_later(conn: sa.Connection, pin_id: int, *, attempts: int, at: datetime, error: str) -> None:
+def pin_later(
+    conn: sa.Connection, pin_id: int, *, attempts: int, at: datetime, error: str,
+    source: str | None = None,
+) -> None:  # fmt: skip
+    """Try again at ``at``; ``source``: the one found for it, so that what waits is shown
+    with its source (a hold may name none)."""
+    values: dict[str, Any] = {"attempts": attempts, "next_attempt_at": at,
+                              "last_error": error[:MAX_ERROR]}  # fmt: skip
+    if source is not None:
+        values["source"] = source
     conn.execute(
-        PINS.update()
-        .where(PINS.c.id == pin_id, PINS.c.pinned_at.is_(None))
-        .values(attempts=attempts, next_attempt_at=at, last_error=error[:MAX_ERROR])
+        PINS.update().where(PINS.c.id == pin_id, PINS.c.pinned_at.is_(None)).values(values)
     )
 
 
@@ -129,30 +136,66 @@ def pinned_after_holds(conn: sa.Connection, source: str | None = None) -> list[d
     return rows
 
 
-def pins_waiting(conn: sa.Connection) -> list[dict[str, Any]]:
-    """Pins not made yet, with how often they were tried and why they failed."""
-    stmt = (
-        sa.select(PINS.c.hold_id, PINS.c.source, PINS.c.execution_id, PINS.c.attempts,
-                  PINS.c.next_attempt_at, PINS.c.last_error)
-        .where(PINS.c.pinned_at.is_(None))
-        .order_by(PINS.c.next_attempt_at, PINS.c.id)
-    )  # fmt: skip
-    return [dict(r._mapping) for r in conn.execute(stmt)]
+def waiting(conn: sa.Connection) -> list[dict[str, Any]]:
+    """What waits to be done in the tool, one row a kind (``pin``, ``retry``) and source: how
+    many, since when (the oldest asked), the newest error and whether it was a refused scope
+    (403). Pins of resolved holds are never tried again, so they do not wait."""
+    found: list[dict[str, Any]] = []
+    pin_open = sa.and_(PINS.c.pinned_at.is_(None), HOLDS.c.resolved_at.is_(None))
+    pins_from = PINS.join(HOLDS, HOLDS.c.id == PINS.c.hold_id)
+    for what, tbl, since, where, joined in (
+        ("pin", PINS, PINS.c.created_at, pin_open, pins_from),
+        ("retry", RETRIES, RETRIES.c.asked_at, RETRIES.c.done_at.is_(None), RETRIES),
+    ):
+        groups = conn.execute(
+            sa.select(tbl.c.source, sa.func.count().label("count"), sa.func.min(since))
+            .select_from(joined)
+            .where(where)
+            .group_by(tbl.c.source)
+            .order_by(tbl.c.source)
+        ).all()
+        for source, count, oldest in groups:
+            # The error of the row tried last: the one the tool answered most recently.
+            error = conn.execute(
+                sa.select(tbl.c.last_error)
+                .select_from(joined)
+                .where(where, tbl.c.source.is_not_distinct_from(source),
+                       tbl.c.last_error.is_not(None))
+                .order_by(tbl.c.next_attempt_at.desc(), tbl.c.id.desc())
+                .limit(1)
+            ).scalar()  # fmt: skip
+            scope = error is not None and "scope (403)" in error
+            found.append({"what": what, "source": source, "count": int(count), "since": oldest,
+                          "last_error": error, "scope": scope})  # fmt: skip
+    return found
 
 
-def mark_deleted(conn: sa.Connection, source: str, execution_id: str, at: datetime) -> int:
-    """Every pin of that execution is done with: it was deleted in the tool."""
-    done = conn.execute(
-        PINS.update()
-        .where(
-            PINS.c.source == source,
-            PINS.c.execution_id == execution_id,
-            PINS.c.pinned_at.is_not(None),
-            PINS.c.deleted_at.is_(None),
-        )
-        .values(deleted_at=at)
+def mark_deleted(
+    conn: sa.Connection, source: str, execution_id: str, at: datetime
+) -> list[tuple[str | None, list[int]]]:
+    """Every pin of that execution is done with: it was deleted in the tool. The operations
+    those pins were for, each with its holds (oldest first), for the events that say so."""
+    mine = sa.and_(
+        PINS.c.source == source,
+        PINS.c.execution_id == execution_id,
+        PINS.c.pinned_at.is_not(None),
+        PINS.c.deleted_at.is_(None),
     )
-    return int(done.rowcount)
+    found = conn.execute(
+        sa.select(PINS.c.id, PINS.c.hold_id, HOLDS.c.operation_id)
+        .select_from(PINS.join(HOLDS, HOLDS.c.id == PINS.c.hold_id))
+        .where(mine)
+        .order_by(PINS.c.hold_id)
+    ).all()
+    if not found:
+        return []
+    conn.execute(
+        PINS.update().where(mine, PINS.c.id.in_([r.id for r in found])).values(deleted_at=at)
+    )
+    by_operation: dict[str | None, list[int]] = {}
+    for r in found:
+        by_operation.setdefault(r.operation_id, []).append(r.hold_id)
+    return list(by_operation.items())
 
 
 # ---------------------------------------------------------------------- retries
@@ -211,13 +254,17 @@ def finish_retry(
 
 
 def retry_later(
-    conn: sa.Connection, retry_id: int, *, at: datetime, error: str, called: bool
-) -> None:
+    conn: sa.Connection, retry_id: int, *, at: datetime, error: str, called: bool,
+    source: str | None = None,
+) -> None:  # fmt: skip
     """Try again at ``at``; ``called=False`` when the call certainly never reached the tool
-    (so the next try need not look for its result there first)."""
+    (so the next try need not look for its result there first); ``source``: the one found
+    for it, as :func:`pin_later`."""
     values: dict[str, Any] = {"next_attempt_at": at, "last_error": error[:MAX_ERROR]}
     if not called:
         values["called_at"] = None
+    if source is not None:
+        values["source"] = source
     conn.execute(
         RETRIES.update().where(RETRIES.c.id == retry_id, RETRIES.c.done_at.is_(None)).values(values)
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,9 @@ def test_release_retry_calls_n8n_after_the_release_and_says_the_new_execution(
     assert (row.outcome, row.new_execution_id) == ("retried", "23")
     code, shown, _ = cli("show", f"{OP}:21")
     assert code == 0 and "-> execution 23" in shown
+    # The call was the operator's, not the scheduler's.
+    (retried,) = [line for line in shown.splitlines() if "execution_retried" in line]
+    assert "operator:" in retried and "scheduler" not in retried
 
 
 def test_release_retry_refused_by_n8n_leaves_the_release_and_says_why_in_one_line(
@@ -94,8 +98,12 @@ def test_release_retry_refused_by_n8n_leaves_the_release_and_says_why_in_one_lin
     n8n[0].answers["POST /executions/21/retry"].append(
         (409, {"message": "The execution succeeded, so it cannot be retried."})
     )
-    code, out, err = cli("hold", str(hold_id), "release", "--retry", "--yes", "--note", "none")
+    code, out, err = cli("hold", str(hold_id), "release", "--retry", "--yes", "--note", "none",
+                         "--operator", "ana")  # fmt: skip
     assert code == 0, err
+    code, shown, _ = cli("show", f"{OP}:21")
+    (refused,) = [line for line in shown.splitlines() if "retry_refused" in line]
+    assert "operator:ana" in refused
     assert out.splitlines()[-1] == (
         "The release stands; n8n refused the retry: n8n will not retry execution 21 (409): "
         "The execution succeeded, so it cannot be retried."
@@ -175,3 +183,47 @@ def test_sources_check_names_each_missing_scope(ledger_db: Store, n8n: tuple[Fak
         "delete-pinned: add it to the key in n8n (Settings → n8n API)",
     ]
     assert KEY not in out + err
+
+
+def test_a_pin_refused_for_a_scope_is_shown_by_act_sources_and_doctor(
+    ledger_db: Store, n8n: tuple[FakeN8n, str]
+) -> None:
+    from flowledger.plumbing.clock import utcnow
+    from flowledger.storage.acting_models import EvidencePin
+
+    n8n[0].scopes = {"execution:retry", "execution:delete"}
+    held(ledger_db, "21", failed=True)
+    said = "the n8n API key lacks the executionTags:update scope (403)"
+    code, out, err = cli("act", "--once")
+    assert code == 0, err
+    first, waits = out.splitlines()
+    assert first == "pinned 0 executions (1 waiting), retried 0 executions, 0 refused (0 waiting)"
+    assert waits.split()[:3] == ["prod-n8n", "1", "pin"] and said in waits
+    code, out, err = cli("act", "--once")  # waiting out its backoff: still counted
+    assert out.splitlines()[0].startswith("pinned 0 executions (1 waiting)")
+    code, listed, _ = cli("sources")
+    assert "pins and retries waiting to be made in n8n" in listed and said in listed
+    code, as_json, _ = cli("sources", "--json")
+    (waiting,) = json.loads(as_json)[0]["acting_waiting"]
+    assert (waiting["what"], waiting["count"]) == ("pin", 1) and said in waiting["last_error"]
+    code, out, _ = cli("doctor")
+    assert "1 pin of prod-n8n waiting" in out and "WARNING" not in out
+    with ledger_db.engine.begin() as conn:  # queued two hours ago
+        pins = table(EvidencePin)
+        conn.execute(pins.update().values(created_at=utcnow() - timedelta(hours=2)))
+    code, out, _ = cli("doctor")
+    (line,) = [x for x in out.splitlines() if x.startswith("pins, retries:")]
+    assert "WARNING: 1 pin of prod-n8n waiting since" in line and said in line
+
+
+@pytest.mark.parametrize(("failed", "reason", "other"), [
+    (True, "execution_failed", "unknown_outcome"), (False, "unknown_outcome", "execution_failed"),
+])  # fmt: skip
+def test_the_release_confirmation_names_the_reason_of_the_hold_released(
+    ledger_db: Store, failed: bool, reason: str, other: str
+) -> None:
+    hold_id = held(ledger_db, "21", failed=failed)
+    code, _, err = cli("hold", str(hold_id), "release", "--yes", "--note", "none")
+    assert code == 0, err
+    said = " ".join(err.split())  # as wrapped for the terminal
+    assert f"goes back to PREPARED and this {reason} hold and any open {other} hold" in said

@@ -392,6 +392,13 @@ def test_pinned_executions_of_resolved_holds_are_listed_and_deleted_only_when_as
     assert events(store, "execution_deleted") == [
         {"source": SOURCE, "execution_id": "11", "existed": True}
     ]
+    with store.reader.connect() as conn:  # with the operation and hold, for `show`
+        deleted = conn.execute(
+            sa.select(EVENTS.c.operation_id, EVENTS.c.hold_id).where(
+                EVENTS.c.kind == "execution_deleted"
+            )
+        ).one()
+    assert tuple(deleted) == (OP, hold_id)
     with store.reader.connect() as conn:
         assert acting.pinned_after_holds(conn) == []
 
@@ -441,3 +448,94 @@ def test_a_pin_tag_id_n8n_could_not_take_is_refused_with_the_setting_named(tag: 
 
     with pytest.raises(ValidationError, match="pin_tag_id"):
         source(pin_tag_id=tag)
+
+
+# ---------------------------------------------------------------------- n8n starting
+
+STARTING_404 = "<!DOCTYPE html><html><body><pre>Cannot {} /api/v1/executions/11{}</pre></body>"
+
+
+def test_a_page_404_while_n8n_starts_keeps_the_pin_for_later(
+    store: Store, pinning: Ledger, n8n: FakeN8n, clock: FakeClock
+) -> None:
+    failed_hold(pinning)
+    n8n.answers["PUT /executions/11/tags"].append((404, STARTING_404.format("PUT", "/tags")))
+    assert acting_on(pinning, n8n).run().pins_waiting == 1
+    (pin,) = rows(store, PINS)
+    assert pin.pinned_at is None and "still starting" in pin.last_error
+    assert "pruned" not in pin.last_error and "\n" not in pin.last_error
+    clock.advance(minutes=5)
+    assert acting_on(pinning, n8n).run().pinned == 1
+
+
+@pytest.mark.parametrize("route", ["POST /executions/11/retry", "GET /executions"])
+def test_a_page_404_while_n8n_starts_keeps_the_retry_for_later(
+    store: Store, pinning: Ledger, n8n: FakeN8n, clock: FakeClock, route: str
+) -> None:
+    hold_id = failed_hold(pinning)
+    pinning.resolve(hold_id, "release", note="n", operator="ana", retry=True).run()
+    if route.startswith("GET"):  # the lookup of an unfinished call
+        n8n.answers["POST /executions/11/retry"].append(httpx.ReadTimeout("lost"))
+        assert acting_on(pinning, n8n).retry_hold(hold_id).outcome == "waiting"  # type: ignore[union-attr]
+        clock.advance(minutes=5)
+    n8n.answers[route].append((404, STARTING_404.format(route.split()[0], "/retry")))
+    outcome = acting_on(pinning, n8n).retry_hold(hold_id)
+    assert outcome is not None and outcome.outcome == "waiting"
+    assert "still starting" in outcome.line and "pruned" not in outcome.line
+    assert events(store, "retry_refused") == []
+    clock.advance(minutes=5)
+    assert acting_on(pinning, n8n).run().retried == 1
+
+
+def test_a_page_404_while_n8n_starts_deletes_nothing_and_records_nothing(
+    store: Store, pinning: Ledger, n8n: FakeN8n
+) -> None:
+    hold_id = failed_hold(pinning)
+    acting_on(pinning, n8n).run()
+    pinning.resolve(hold_id, "cancel", note="done", operator="ana").run()
+    n8n.answers["DELETE /executions/11"].append((404, STARTING_404.format("DELETE", "")))
+    client = httpx.Client(transport=httpx.MockTransport(n8n.handle))
+    ((_, said),) = delete_pinned(pinning, source(), ["11"], "ana", client)
+    assert said.startswith("not deleted:") and "still starting" in said
+    assert events(store, "execution_deleted") == []
+    with store.reader.connect() as conn:
+        assert len(acting.pinned_after_holds(conn)) == 1  # still to delete
+    # n8n's own JSON 404 is an execution gone already.
+    n8n.answers["DELETE /executions/11"].append((404, {"message": "Not Found"}))
+    assert delete_pinned(pinning, source(), ["11"], "ana", client) == [("11", "was gone already")]
+
+
+# ---------------------------------------------------------------------- what waits, shown
+
+
+def test_what_waits_is_counted_by_kind_and_source_with_its_newest_error_and_logged_once(
+    store: Store, pinning: Ledger, n8n: FakeN8n, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    n8n.scopes = {"execution:retry", "execution:delete"}
+    n8n.add("12", "error")
+    first = failed_hold(pinning, "11")
+    pinning.dispatch("op-2", req("12")).run("wf")
+    ((_op, second),) = pinning.execution_failed("12", "the node failed").run("hook")
+    assert second is not None
+    pinning.resolve(first, "release", note="n", operator="ana", retry=True).run()
+    n8n.answers["POST /executions/11/retry"].append(httpx.ConnectError("refused"))
+    with caplog.at_level("WARNING", logger="flowledger.scheduled.acting"):
+        for _ in range(3):  # every tick fails the same way: one line each
+            acting_on(pinning, n8n).run()
+            clock.advance(hours=1)
+            n8n.answers["POST /executions/11/retry"].append(httpx.ConnectError("refused"))
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum("pin of execution 12" in line for line in lines) == 1
+    assert sum("retry of execution 11" in line for line in lines) == 1
+    with store.reader.connect() as conn:
+        found = acting.waiting(conn)
+    assert [(w["what"], w["source"], w["count"], w["scope"]) for w in found] == [
+        ("pin", SOURCE, 1, True),
+        ("retry", SOURCE, 1, False),
+    ]  # fmt: skip  (the pin of the released hold waits no more)
+    assert "executionTags:update scope (403)" in found[0]["last_error"]
+    assert "cannot reach n8n" in found[1]["last_error"]
+    assert found[0]["since"] < clock()
+    pinning.resolve(second, "cancel", note="n", operator="ana").run()
+    with store.reader.connect() as conn:
+        assert [w["what"] for w in acting.waiting(conn)] == ["retry"]

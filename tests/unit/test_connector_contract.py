@@ -171,6 +171,25 @@ def test_n8n_starting_up_is_not_ready_never_data() -> None:
         connect(fake).check()
 
 
+def test_n8n_page_404_is_its_start_while_its_readiness_says_so_else_no_api() -> None:
+    fake = FakeN8n()
+    fake.add(5)
+    page = "<!DOCTYPE html><html><body><pre>Cannot GET /api/v1/executions</pre></body></html>"
+    fake.readiness = 503
+    fake.inject(httpx.Response(404, text=page, headers={"content-type": "text/html"}))
+    with pytest.raises(NotReady, match="still starting up") as caught:
+        drain(connect(fake), None)
+    assert caught.value.retryable and not caught.value.stops_source
+    # A page 404 by id while starting is not an execution gone.
+    fake.inject(httpx.Response(404, text=page, headers={"content-type": "text/html"}))
+    with pytest.raises(NotReady):
+        connect(fake).fetch("5")
+    fake.readiness = 200  # ready: that page means no API at base_url
+    fake.inject(httpx.Response(404, text=page, headers={"content-type": "text/html"}))
+    with pytest.raises(NoApi, match="no n8n public API"):
+        drain(connect(fake), None)
+
+
 def test_n8n_limit_is_capped_at_250_and_the_cursor_is_passed_back_untouched() -> None:
     fake = FakeN8n()
     fake.add(600)

@@ -44,6 +44,7 @@ class FakeN8n(FakeTool):
         self.active: set[int] = set()  # in memory right now: left out of the plain list
         self.unlisted: set[int] = set()  # waiting, yet missing from the list
         self.starting = False
+        self.readiness = 200  # ``/healthz/readiness``: 503 while n8n starts
         self.next_id = 1
 
     def settings(self, **kw: Any) -> Settings:
@@ -124,6 +125,8 @@ class FakeN8n(FakeTool):
         if self.starting:
             return httpx.Response(200, text=STARTING_PAGE, headers={"content-type": "text/html"})
         path = request.url.path
+        if path == "/healthz/readiness":
+            return httpx.Response(self.readiness, json={"status": "ok"})
         if not path.startswith("/api/v1/"):
             return httpx.Response(404, text="Cannot GET " + path)
         key = request.headers.get("x-n8n-api-key")
