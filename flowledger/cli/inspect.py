@@ -32,6 +32,7 @@ from flowledger.domain.chain import event_time, head_prefix
 from flowledger.domain.display import counted
 from flowledger.domain.times import for_machines
 from flowledger.domain.twins import observed as twin_said
+from flowledger.domain.versions import observed as version_said
 from flowledger.plumbing.clock import utcnow
 
 if TYPE_CHECKING:
@@ -167,18 +168,22 @@ def show(
             for h in detail.holds
         ],
     )
-    _section(
-        "twin triggers",
-        [
-            (
-                when(ev["at"]),
-                twin_said(ev["data"]),
-                f"hold [{ev['hold_id']}]" if ev["hold_id"] is not None else "",
-            )
-            for ev in detail.events
-            if ev["kind"] == "twin_trigger"
-        ],
-    )
+    for title, kind, said in (
+        ("twin triggers", "twin_trigger", twin_said),
+        ("outdated workflow versions", "stale_workflow_version", version_said),
+    ):
+        _section(
+            title,
+            [
+                (
+                    when(ev["at"]),
+                    said(ev["data"]),
+                    f"hold [{ev['hold_id']}]" if ev["hold_id"] is not None else "",
+                )
+                for ev in detail.events
+                if ev["kind"] == kind
+            ],
+        )
     _section(
         "executions",
         [

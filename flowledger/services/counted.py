@@ -1,0 +1,51 @@
+"""Holds that count their causes: a non-blocking hold about a workflow rather than an
+operation (``duplicate_trigger``, ``stale_workflow_version``), opened by its first cause and
+counted by every further one, with the further cause added to its detail while it is open
+(a ``hold_evidence`` event). A resolved one is counted, never reopened."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from flowledger.domain import NewHold
+from flowledger.services.port import Tx
+from flowledger.services.values import HoldTarget
+
+
+class Opens(Protocol):
+    """How the ledger opens holds (:meth:`flowledger.services.ledger.Ledger.open_holds`)."""
+
+    def open_holds(
+        self, tx: Tx, targets: Sequence[HoldTarget], *, locked: bool = False
+    ) -> list[int | None]: ...
+
+
+def open_or_count(
+    rules: Opens,
+    tx: Tx,
+    hold: NewHold,
+    evidence: str,
+    execution_id: str | None,
+    source: str | None,
+) -> tuple[int | None, bool]:
+    """Open ``hold`` or count ``evidence`` on the hold its cause has: the hold's id (``None``
+    only when neither happened) and whether this cause opened it."""
+    # The hold concerns no operation, so no operation's lock is taken for it (a caller that
+    # dispatches holds its operation's lock already).
+    (hold_id,) = rules.open_holds(tx, [HoldTarget(hold, None, execution_id, source)], locked=True)
+    if hold_id is not None:
+        return hold_id, True
+    found = tx.count_cause(hold.cause_key, evidence)
+    if found is None:
+        return None, False
+    hold_id, still_open = found
+    if still_open:
+        data = {
+            "reason": hold.reason.value,
+            "evidence": evidence,
+            "cause_key": hold.cause_key,
+            "execution_id": execution_id,
+        }
+        tx.event("hold_evidence", None, data, hold_id=hold_id)
+    return hold_id, False
