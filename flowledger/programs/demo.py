@@ -14,6 +14,7 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import FailOutcome, Reason
 from flowledger.domain.causes import new_hold
+from flowledger.domain.versions import Stale
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.storage import executions, sources
 from flowledger.storage import meta as ledger_meta
@@ -322,6 +323,11 @@ class _Script:
             ),
             source="staging-n8n",
         ).run("sweep")
+        # The sync found an execution that dispatched while running the workflow's old
+        # version: the workflow had been published again while it waited.
+        stale = Stale("prod-n8n", "wf-invoices", "7430", "demo:invoice:INV-1095:send",
+                      "57db12a8", "f61fba83")  # fmt: skip
+        ld.open_hold(stale.hold(), execution_id="7430", source="prod-n8n").run("sync:prod-n8n")
         self.ago(minutes=50)
         late = hold(ld.store, self.overdue_hold)
         assert late is not None

@@ -229,6 +229,12 @@ def test_zero_version_reads_turns_the_check_off(
     assert workflow_reads(n8n) == 0 and stale_holds(store) == []
 
 
+@pytest.mark.parametrize("bad", [-1, 10_001, "many"])
+def test_version_reads_out_of_range_is_refused(bad: Any) -> None:
+    with pytest.raises(ValueError, match="version_reads"):
+        SourceConfig(name="n", kind="n8n", base_url=FakeN8n.base_url, version_reads=bad)
+
+
 def test_a_second_dispatch_of_an_execution_read_before_is_judged_without_a_read(
     ledger: Ledger, store: Store, n8n: FakeN8n, clock: FakeClock
 ) -> None:
