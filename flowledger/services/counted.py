@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from flowledger.domain import NewHold
+from flowledger.services.holds import evidence_event
 from flowledger.services.port import Tx
 from flowledger.services.values import HoldTarget
 
@@ -41,11 +42,5 @@ def open_or_count(
         return None, False
     hold_id, still_open = found
     if still_open:
-        data = {
-            "reason": hold.reason.value,
-            "evidence": evidence,
-            "cause_key": hold.cause_key,
-            "execution_id": execution_id,
-        }
-        tx.event("hold_evidence", None, data, hold_id=hold_id)
+        evidence_event(tx, None, hold_id, hold, evidence, execution_id)
     return hold_id, False

@@ -253,6 +253,17 @@ def test_a_second_dispatch_of_an_execution_read_before_is_judged_without_a_read(
     assert seen["operation_id"] == "invoice:INV-2:send"
 
 
+def held_nothing(ledger: Ledger, store: Store, n8n: FakeN8n, clock: FakeClock, hostile: Any) -> Any:
+    """The re-published case, synced once n8n answers as ``hostile`` makes it: the run's
+    report, after checking that it went on and held nothing."""
+    republished_while_waiting(n8n, clock, ledger)
+    clock.advance(seconds=30)
+    hostile()
+    report = sync(ledger, n8n)
+    assert report.ok and report.stale_versions == 0 and stale_holds(store) == []
+    return report
+
+
 def _hostile_execution(fake: FakeN8n, answer: Any) -> None:
     def intercept(request: httpx.Request) -> httpx.Response | None:
         if request.url.path == "/api/v1/executions/1":
@@ -282,11 +293,7 @@ def _one_with(version: Any) -> httpx.Response:
 def test_an_execution_version_n8n_does_not_say_holds_nothing_and_is_not_read_again(
     ledger: Ledger, store: Store, n8n: FakeN8n, clock: FakeClock, answer: Any, note: str
 ) -> None:
-    republished_while_waiting(n8n, clock, ledger)
-    clock.advance(seconds=30)
-    _hostile_execution(n8n, answer)
-    report = sync(ledger, n8n)
-    assert report.ok and report.stale_versions == 0 and stale_holds(store) == []
+    report = held_nothing(ledger, store, n8n, clock, lambda: _hostile_execution(n8n, answer))
     assert any(n.startswith("no workflow version for execution 1: " + note) for n in report.notes)
     reads = by_id_reads(n8n, "1")
     assert sync(ledger, n8n).ok and by_id_reads(n8n, "1") == reads
@@ -347,11 +354,7 @@ def _history(value: Any) -> Any:
 def test_a_workflow_answer_that_does_not_tell_since_when_holds_nothing(
     ledger: Ledger, store: Store, n8n: FakeN8n, clock: FakeClock, change: Any
 ) -> None:
-    republished_while_waiting(n8n, clock, ledger)
-    clock.advance(seconds=30)
-    _hostile_workflow(n8n, change)
-    report = sync(ledger, n8n)
-    assert report.ok and report.stale_versions == 0 and stale_holds(store) == []
+    report = held_nothing(ledger, store, n8n, clock, lambda: _hostile_workflow(n8n, change))
     assert any(n.startswith(("no active version for workflow wf-1",)) for n in report.notes)
 
 
