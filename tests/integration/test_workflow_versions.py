@@ -14,6 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from flowledger.cli import sources as sources_cli
 from flowledger.config import SourceConfig
 from flowledger.reports import handover
 from flowledger.services.ledger import Ledger
@@ -134,10 +135,12 @@ def test_the_hold_shows_in_status_show_and_the_handover(
 ) -> None:
     execution = republished_while_waiting(n8n, clock, ledger)
     clock.advance(seconds=30)
-    sync(ledger, n8n)
+    report_of_first_sync = sync(ledger, n8n)
     url = str(store.url) if store.url.drivername != "sqlite" else str(store.url.database)
     code, out, _ = cli("status", "--db", url)
     assert code == 0 and "stale_workflow_version" in out
+    # The line `flowledger sync` prints.
+    assert "1 version read (1 stale)" in sources_cli._summary(report_of_first_sync)
     code, out, _ = cli("show", "invoice:INV-42:send", "--db", url)
     assert code == 0 and "outdated workflow versions" in out
     assert f"execution {execution} of workflow wf-1 ran version {OLD} while {NEW}" in out
