@@ -44,6 +44,7 @@ from flowledger.connectors.base import (
     clean_text,
 )
 from flowledger.connectors.http import BadRequest, NotFound, public_url, request_json
+from flowledger.connectors.n8n_versions import active_since, version_id
 
 MAX_LIMIT = 250
 NON_FINAL = frozenset({"new", "running", "waiting"})
@@ -52,8 +53,6 @@ STARTING = "n8n is starting up"
 MAX_PROBES = 100
 MAX_CURSOR = 1000
 MAX_DATA_BODY = 32 * 1024 * 1024
-MAX_VERSION = 64  # n8n's version ids are UUIDs; a longer one is not a version id
-MAX_HISTORY = 1000  # publish history entries read of one workflow; the rest are not looked at
 
 
 class N8nConnector:
@@ -226,12 +225,13 @@ class N8nConnector:
             return None, "n8n no longer has it"
         except Malformed as exc:
             return None, clean_text(exc, 200)
-        found = _version_id(body.get("workflowVersionId") if isinstance(body, dict) else None)
+        found = version_id(body.get("workflowVersionId") if isinstance(body, dict) else None)
         return (found, None) if found else (None, "n8n did not say which version it ran")
 
     def active_version(self, workflow_id: str) -> tuple[tuple[str, datetime] | None, str | None]:
         """The workflow's active version and the time of its last activation (see
-        :func:`_active_since`), or ``None`` with why. Needs the scope ``workflow:read``."""
+        :func:`flowledger.connectors.n8n_versions.active_since`), or ``None`` with why. Needs
+        the scope ``workflow:read``."""
         try:
             body = self._get(f"/workflows/{_quote(workflow_id)}")
         except AuthFailed as exc:  # a key without workflow:read: the sync goes on without
@@ -240,7 +240,7 @@ class N8nConnector:
             return None, f"n8n no longer has workflow {clean_text(workflow_id, 80)}"
         except Malformed as exc:
             return None, clean_text(exc, 200)
-        found = _active_since(body) if isinstance(body, dict) else None
+        found = active_since(body) if isinstance(body, dict) else None
         if found is None:
             name = clean_text(workflow_id, 80)
             return None, f"n8n did not say since when workflow {name}'s version is active"
@@ -258,7 +258,7 @@ class N8nConnector:
         if status is None:  # old n8n: only the deprecated ``finished`` flag
             status = "success" if item.get("finished") is True else "unknown"
         extra: dict[str, str] = {}
-        version = _version_id(item.get("workflowVersionId"))
+        version = version_id(item.get("workflowVersionId"))
         if version is not None:
             extra["workflow_version_id"] = version
         return {
@@ -351,46 +351,6 @@ class N8nConnector:
         if isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable():
             return replace(record, operation_id=value)
         return record
-
-
-def _version_id(value: Any) -> str | None:
-    """A version id as n8n sends it (a UUID), or ``None`` for anything else: missing, not a
-    string, empty, longer than :data:`MAX_VERSION`, or not printable."""
-    if isinstance(value, str) and 0 < len(value) <= MAX_VERSION and value.isprintable():
-        return value
-    return None
-
-
-def _active_since(body: dict[str, Any]) -> tuple[str, datetime] | None:
-    """The active version of a workflow as ``GET /workflows/{id}`` answers
-    (``activeVersionId``) and the time of its last ``activated`` event in the publish history
-    of that version (``activeVersion.workflowPublishHistory``, n8n's
-    ``activeWorkflowVersionPublicSchema``), or ``None`` when the answer does not tell both (no
-    active version; a history that is not a list, or names no time for it). Only the first
-    :data:`MAX_HISTORY` entries are read."""
-    active = _version_id(body.get("activeVersionId"))
-    version = body.get("activeVersion")
-    history = version.get("workflowPublishHistory") if isinstance(version, dict) else None
-    if active is None or not isinstance(history, list):
-        return None
-    since: datetime | None = None
-    for entry in history[:MAX_HISTORY]:
-        if not isinstance(entry, dict) or entry.get("versionId") != active:
-            continue
-        if entry.get("event") != "activated":
-            continue
-        at = _time(entry.get("createdAt"))
-        if at is not None and (since is None or at > since):
-            since = at
-    return None if since is None else (active, since)
-
-
-def _time(value: Any) -> datetime | None:
-    """One time of a publish history entry, or ``None`` for what is not one."""
-    try:
-        return fields.time({"createdAt": value}, "createdAt")
-    except Malformed:
-        return None
 
 
 def _quote(external_id: str) -> str:

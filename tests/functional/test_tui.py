@@ -436,7 +436,7 @@ async def test_a_stale_workflow_version_hold_names_both_versions_and_its_count(
     async with app.run_test(size=SIZE) as pilot:
         await open_detail(pilot, hold_id)
         shown = plain(app.screen.query_one("#detail-hold", Static).content)
-        assert "ran version 57db12a8" in shown and "while f61fba83 was active" in shown
+        assert "ran version 57db" in shown and "while f61f was active" in shown
         assert "1 execution of this pair" in shown
 
 
