@@ -220,7 +220,8 @@ MEANINGS: dict[str, str] = {
     ),
     "[[sources]] api_key_env": (
         "The environment variable holding the API key (n8n: scopes `execution:list`, "
-        "`execution:read`, and `workflow:list` for workflow names; Prefect Cloud: an API key, "
+        "`execution:read`, `workflow:list` for workflow names and `workflow:read` for the "
+        "workflow version check; Prefect Cloud: an API key, "
         "sent as a Bearer token); the key itself never goes in the file."
     ),
     "[[sources]] username_env": (
@@ -258,6 +259,11 @@ MEANINGS: dict[str, str] = {
     "[[sources]] pin_tag_id": (
         "n8n: the id of an annotation tag (made in n8n's UI) the pin carries, so pinned "
         "executions show there; none by default. See docs/acting.md."
+    ),
+    "[[sources]] version_reads": (
+        "n8n: executions that dispatched an operation read by id, at most this many a sync "
+        "run, for the workflow version they ran (the rest wait for the next run, oldest "
+        "first); 0 turns the `stale_workflow_version` check off. See docs/operations.md."
     ),
     "[sweep] interval": "How often `flowledger run` sweeps.",
     "[sweep] dispatch_deadline": (

@@ -20,7 +20,9 @@ What it does, printing one line per check:
    batches through the node's Guard (a Split Out of three invoices, one of them held), with
    *On Hold* set to stop (the others released: ``prepared``, not written, not held) and to
    continue (the others written once each); one webhook posted twice 50 ms apart (one
-   write, one ``duplicate_trigger`` hold naming both executions);
+   write, one ``duplicate_trigger`` hold naming both executions); an execution that waits
+   across a re-publish of its workflow (PUT) and then dispatches (after one sync, one
+   ``stale_workflow_version`` hold naming both versions);
 4. tests the Flowledger API credential through n8n (*Test connection*): a read token is the
    wrong scope, an unknown token is refused (401), a closed port is unreachable; runs the node
    template with a token that must sign its requests (v2) against the ledger's
@@ -65,6 +67,7 @@ from e2e.n8n.flows import NODE_TYPE, scenario_copy
 from e2e.n8n.scenarios import crash_and_retry, scenarios
 from e2e.n8n.setup_runs import setup_refused, setup_twice
 from e2e.n8n.twins import twin_webhook
+from e2e.n8n.versions import stale_version
 from e2e.n8n.without_package import without_package
 from flowledger.n8n.setup import TEMPLATES, fill_template, load_template
 
@@ -143,6 +146,7 @@ def run(check: Checks, tmp: Path, home: Path, node_dir: Path | None) -> None:
             scenarios(check, label, n8n, ledger, target, read_token, workflow_id, path)
         batches(check, n8n, ledger, target, read_token, node_copy)
         twin_webhook(check, n8n, ledger, target, read_token, flows)
+        stale_version(check, n8n, ledger, target, node_example)
         crash_and_retry(check, n8n, ledger, target, read_token, flows)
         credential_tests(check, n8n, ledger)
         signing(check, n8n, ledger, target, read_token, node_example)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flowledger.cli import as_json as as_json_doc
+from flowledger.cli import observed
 from flowledger.cli.common import (
     FAILED,
     NOT_FOUND,
@@ -31,7 +32,6 @@ from flowledger.cli.tables import echo_table, printable, when
 from flowledger.domain.chain import event_time, head_prefix
 from flowledger.domain.display import counted
 from flowledger.domain.times import for_machines
-from flowledger.domain.twins import observed as twin_said
 from flowledger.plumbing.clock import utcnow
 
 if TYPE_CHECKING:
@@ -167,18 +167,8 @@ def show(
             for h in detail.holds
         ],
     )
-    _section(
-        "twin triggers",
-        [
-            (
-                when(ev["at"]),
-                twin_said(ev["data"]),
-                f"hold [{ev['hold_id']}]" if ev["hold_id"] is not None else "",
-            )
-            for ev in detail.events
-            if ev["kind"] == "twin_trigger"
-        ],
-    )
+    for title, kind, said in observed.SECTIONS:
+        _section(title, observed.rows(detail.events, kind, said))
     _section(
         "executions",
         [

@@ -268,6 +268,11 @@ def _summary(r: SyncReport) -> str:
         f"{counted(r.pages, 'page')}, {r.new} new, {r.changed} changed, {r.refreshed} refreshed, "
         f"{r.gone} gone, {r.linked} linked"
         + (f", reconciled ({r.recovered} recovered)" if r.reconciled else "")
+        + (
+            f", {counted(r.versions_read, 'version')} read ({r.stale_versions} stale)"
+            if r.versions_read or r.stale_versions
+            else ""
+        )
         + (f", waited {r.waited:.0f}s" if r.waited else "")
     )
     notes = "".join(f"; note: {n}" for n in r.notes)

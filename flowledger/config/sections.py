@@ -46,6 +46,10 @@ class SourceConfig(_Section):
     timeout: Duration = timedelta(seconds=30)
     # n8n: keep the execution a hold is about from n8n's pruning while the hold is open.
     pin_evidence: bool = True
+    # n8n: executions that dispatched an operation asked for by id, at most this many a sync
+    # run, for the workflow version they ran (a stale_workflow_version hold); the rest wait
+    # for the next run, oldest first. 0 turns the check off.
+    version_reads: int = Field(default=100, ge=0, le=10_000)
     # n8n: the id of an annotation tag (made in n8n's UI) the pin carries; none by default.
     pin_tag_id: str | None = Field(
         default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$"

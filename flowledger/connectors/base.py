@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import httpx
@@ -183,3 +183,17 @@ def clean_text(value: object, limit: int = 200) -> str:
     """A tool's string made safe for one line of a message: printable, bounded."""
     text = "".join(ch if ch.isprintable() else " " for ch in str(value))
     return text[: limit - 1] + "…" if len(text) > limit else text
+
+
+@runtime_checkable
+class Versions(Protocol):
+    """A connector whose tool says which version of a workflow an execution ran (n8n)."""
+
+    def execution_version(self, external_id: str) -> tuple[str | None, str | None]:
+        """The version the execution ran, or ``None`` and why (gone, not said)."""
+        ...
+
+    def active_version(self, workflow_id: str) -> tuple[tuple[str, datetime] | None, str | None]:
+        """The workflow's active version and since when (the tool's time), or ``None`` and
+        why."""
+        ...

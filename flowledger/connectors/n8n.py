@@ -43,13 +43,8 @@ from flowledger.connectors.base import (
     Settings,
     clean_text,
 )
-from flowledger.connectors.http import (
-    BadRequest,
-    NotFound,
-    PageNotFound,
-    public_url,
-    request_json,
-)
+from flowledger.connectors.http import BadRequest, NotFound, PageNotFound, public_url, request_json
+from flowledger.connectors.n8n_versions import VersionReads, version_id
 
 MAX_LIMIT = 250
 NON_FINAL = frozenset({"new", "running", "waiting"})
@@ -64,7 +59,7 @@ _NO_API = (
 )
 
 
-class N8nConnector:
+class N8nConnector(VersionReads):
     """Reads one n8n instance through ``client``; holds nothing but a cache of workflow names."""
 
     kind = "n8n"
@@ -246,8 +241,8 @@ class N8nConnector:
         if status is None:  # old n8n: only the deprecated ``finished`` flag
             status = "success" if item.get("finished") is True else "unknown"
         extra: dict[str, str] = {}
-        version = item.get("workflowVersionId")
-        if isinstance(version, str) and 0 < len(version) <= 64:
+        version = version_id(item.get("workflowVersionId"))
+        if version is not None:
             extra["workflow_version_id"] = version
         return {
             "external_id": external_id,

@@ -45,6 +45,12 @@ PARTS: dict[Reason, tuple[str, tuple[str, ...]]] = {
     Reason.SOURCE_STALE: ("source_stale", ("source", "since")),
     # One per workflow and day: a further twin that day counts on it.
     Reason.DUPLICATE_TRIGGER: ("duplicate_trigger", ("source", "workflow_id", "day")),
+    # One per workflow and pair of versions (the one run, the one active): a further
+    # execution of the pair counts on it.
+    Reason.STALE_WORKFLOW_VERSION: (
+        "stale_workflow_version",
+        ("source", "workflow_id", "ran", "active"),
+    ),
 }
 
 

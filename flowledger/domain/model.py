@@ -43,6 +43,7 @@ class Reason(enum.StrEnum):
     OVERDUE = "overdue"
     SOURCE_STALE = "source_stale"
     DUPLICATE_TRIGGER = "duplicate_trigger"
+    STALE_WORKFLOW_VERSION = "stale_workflow_version"
     # Answers only: no hold is opened for these.
     IN_FLIGHT = "in_flight"
     CANCELLED = "cancelled"

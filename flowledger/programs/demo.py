@@ -14,6 +14,7 @@ from typing import Any
 from flowledger import domain
 from flowledger.domain import FailOutcome, Reason
 from flowledger.domain.causes import new_hold
+from flowledger.domain.versions import Stale
 from flowledger.services.ledger import DispatchInput, Ledger
 from flowledger.storage import executions, sources
 from flowledger.storage import meta as ledger_meta
@@ -278,10 +279,9 @@ class _Script:
         op = "demo:crm:contact-377:upsert"
         self.dispatch(op, "7420", "wf-crm", {"contact": 377})
         self.execution("7420", "wf-crm", "crashed", start)
-        # The contact was triggered twice: the second execution asks while 7420 is writing
-        # and is turned away (in_flight), which opens no hold about the operation; the
-        # operation's screen lists it, and the twin trigger is a duplicate_trigger hold
-        # about wf-crm.
+        # The contact was triggered twice: the second execution asks while 7420 is writing and
+        # is turned away (in_flight), which opens no hold about the operation; the operation's
+        # screen lists it, and the twin trigger is a duplicate_trigger hold about wf-crm.
         answer = self.dispatch(op, "7421", "wf-crm", {"contact": 377})
         assert answer == "hold", answer
         self.execution("7421", "wf-crm", "error", start)  # a hold stops it with an error
@@ -322,6 +322,8 @@ class _Script:
             ),
             source="staging-n8n",
         ).run("sweep")
+        old = Stale("prod-n8n", "wf-invoices", "7430", "demo:invoice:INV-1095:send", "57db", "f61f")
+        ld.open_hold(old.hold(), execution_id="7430", source="prod-n8n").run("sync:prod-n8n")
         self.ago(minutes=50)
         late = hold(ld.store, self.overdue_hold)
         assert late is not None

@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from flowledger.connectors import registry
-from flowledger.domain import Reason, is_overdue
-from flowledger.domain.display import counted, visible
+from flowledger.domain import is_overdue
+from flowledger.domain.display import visible
+from flowledger.reports import counted_holds
 from flowledger.reports.acting import in_n8n
 from flowledger.storage.engine import DEFAULT_DB, Store, resolve_url
 from flowledger.storage.reads import records
 from flowledger.storage.reads import shift as activity
 from flowledger.storage.reads.chain import chain_head, ledger_identity
 from flowledger.storage.reads.execution_copies import executions_by_ref, source_urls
-from flowledger.storage.reads.hold_queue import hold_queue, list_open_holds
+from flowledger.storage.reads.hold_queue import hold_queue
 
 DEFAULT_SHIFT = timedelta(hours=12)
 # Where saved reports go unless told otherwise: a folder of their own beside the default
@@ -232,7 +233,7 @@ def build(store: Store, shift: Shift, *, now: datetime | None = None) -> str:
             )
         out.append("")
     out += _in_flight(done.in_flight, now)
-    out += _twins(list_open_holds(store, limit=_PAGE, reason=Reason.DUPLICATE_TRIGGER.value))
+    out += counted_holds.sections(store, _PAGE, _cell)
     out += _alerts(done)
     out += in_n8n(store, shift.since, _cell, when)
 
@@ -324,26 +325,6 @@ def _in_flight(ops: list[dict[str, Any]], now: datetime) -> list[str]:
             f"| {at} | {_cell(op['operation_id'])} | {op['attempt']}/{op['max_attempts']} "
             f"| {_cell(op['execution_id'])} | {_cell(op['workflow_id'])} |"
         )
-    return [*out, ""]
-
-
-def _twins(holds: list[dict[str, Any]]) -> list[str]:
-    """The open ``duplicate_trigger`` holds: a workflow the tool started twice for one call,
-    each with how many times that day (its detail names the first twin and the next ones)."""
-    if not holds:
-        return []
-    out = [
-        "## Twin triggers",
-        "",
-        "The workflow tool started a workflow twice for one call; the ledger let at most one "
-        "of each pair write. One hold per workflow and day; dismiss it once the trigger is "
-        "explained (docs/operations.md).",
-        "",
-    ]
-    for h in holds:
-        times = counted(h["occurrences"], "twin")
-        out.append(f"- hold {h['id']} ({times}, {_cell(h['source'] or 'no source')}): "
-                   f"{_cell(h['detail'])}")  # fmt: skip
     return [*out, ""]
 
 

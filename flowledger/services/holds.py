@@ -154,13 +154,25 @@ def add_evidence(
         detail = redact(hold.detail, secrets)[: limits.MAX_HOLD_DETAIL_LENGTH]
         if tx.add_hold_evidence(hold_id, detail) is None:
             continue  # decided since it was read; the call's own event still records it
-        data = {
-            "reason": hold.reason.value,
-            "evidence": detail,
-            "cause_key": hold.cause_key,
-            "execution_id": execution_id,
-        }
-        tx.event("hold_evidence", operation_id, data, hold_id=hold_id)
+        evidence_event(tx, operation_id, hold_id, hold, detail, execution_id)
+
+
+def evidence_event(
+    tx: Tx,
+    operation_id: str | None,
+    hold_id: int,
+    hold: domain.NewHold,
+    evidence: str,
+    execution_id: str | None,
+) -> None:
+    """The ``hold_evidence`` event of a further cause added to open hold ``hold_id``."""
+    data = {
+        "reason": hold.reason.value,
+        "evidence": evidence,
+        "cause_key": hold.cause_key,
+        "execution_id": execution_id,
+    }
+    tx.event("hold_evidence", operation_id, data, hold_id=hold_id)
 
 
 def close_holds(tx: Tx, change: Change, operation_id: str | None, note: str) -> None:

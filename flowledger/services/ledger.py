@@ -186,13 +186,11 @@ class Ledger:
         return given
 
     def _redacted(self, text: str | None, longest: int) -> str | None:
-        """``text`` redacted, and cut to the limit it was checked against (``[redacted]`` is
-        longer than a short secret)."""
+        """``text`` redacted, cut to its checked limit (``[redacted]`` may be longer than it)."""
         return None if text is None else self.unit.redact(text)[:longest]
 
     def _redact_receipt(self, receipt: str) -> str:
-        """A receipt is the target's reference and stays exact, unless it holds a secret (a
-        receipt that *is* a configured secret is still one)."""
+        """A receipt stays exact (the target's reference) unless it holds a configured secret."""
         return self.unit.redact(receipt)[:MAX_RECEIPT_LENGTH]
 
     # ------------------------------------------------------------------ workflow calls
@@ -327,9 +325,8 @@ class Ledger:
     def open_holds(
         self, tx: Port, targets: Sequence[HoldTarget], *, locked: bool = False
     ) -> list[int | None]:
-        """Open each hold whose cause key has none yet, in the caller's transaction, with this
-        ledger's deadlines and alert targets (:func:`flowledger.services.holds.open_holds`;
-        ``locked``: the caller holds the operations' row locks already)."""
+        """Open each hold whose cause key has none yet, in ``tx``, with this ledger's deadlines,
+        alert targets and pin sources (:func:`~flowledger.services.holds.open_holds`)."""
         return open_hold_rows(
             tx, targets, self.hold_deadlines, self.alert_targets, self.unit.secrets,
             locked=locked, pin_sources=self.pin_sources,

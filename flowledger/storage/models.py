@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from flowledger.domain import limits
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 class UTCDateTime(TypeDecorator[datetime]):

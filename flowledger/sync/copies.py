@@ -51,13 +51,18 @@ def _values(
 
 
 def store_records(
-    tx: Tx, source: str, records: Sequence[ExecutionRecord], redact: Callable[[str], str]
+    tx: Tx,
+    source: str,
+    records: Sequence[ExecutionRecord],
+    redact: Callable[[str], str],
+    *,
+    versions: bool = False,
 ) -> Written:
     """Insert new copies, update changed ones (a copy the tool shows again is no longer
     gone), and link them. Records repeated in one batch count once, the last one winning.
     Values are bound as Core binds them (``tx.time``), so a copy compares equal however it
     was written. Their free texts are stored as ``redact`` (the ledger's) makes them, each
-    text redacted once a page: names repeat."""
+    text redacted once a page: names repeat. ``versions``: see :func:`links.link`."""
     latest = {r.external_id: r for r in records}
     out = Written()
     if not latest:
@@ -93,5 +98,5 @@ def store_records(
     if inserts:
         executions.add(tx, inserts)
         out.new = len(inserts)
-    out.linked = links.link(tx, source, list(latest.values()))
+    out.linked = links.link(tx, source, list(latest.values()), versions=versions)
     return out

@@ -15,12 +15,15 @@ from typing import Any
 from flowledger.connectors.base import ExecutionRecord
 from flowledger.services.ledger import Tx
 from flowledger.storage import executions
+from flowledger.storage import versions as execution_versions
 
 MAX_CHAIN = 20
 
 
-def link(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> int:
-    """Write one ``execution_linked`` event per (operation, execution) not linked before."""
+def link(tx: Tx, source: str, records: Sequence[ExecutionRecord], *, versions: bool = False) -> int:
+    """Write one ``execution_linked`` event per (operation, execution) not linked before.
+    ``versions``: an execution linked by its dispatch is due for the version check
+    (:mod:`flowledger.sync.versions`)."""
     found: list[tuple[str, ExecutionRecord, dict[str, Any]]] = []
     for op, record in _by_attempt(tx, source, records):
         found.append((op, record, {"via": "attempt"}))
@@ -36,11 +39,14 @@ def link(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> int:
         return 0
     done = _linked(tx, {op for op, _, _ in found})
     count = 0
+    dispatched: dict[str, str | None] = {}
     for op, record, how in found:
         key = (op, source, record.external_id)
         if key in done:
             continue
         done.add(key)
+        if how["via"] == "attempt":
+            dispatched[record.external_id] = record.workflow_id
         tx.event(
             "execution_linked",
             op,
@@ -53,6 +59,8 @@ def link(tx: Tx, source: str, records: Sequence[ExecutionRecord]) -> int:
             },
         )
         count += 1
+    if versions and dispatched:
+        execution_versions.mark_due(tx, source, sorted(dispatched.items()))
     return count
 
 

@@ -22,12 +22,18 @@ from typing import Any, TypeVar
 import httpx
 
 from flowledger.config import SourceConfig
-from flowledger.connectors.base import Connector, ConnectorError, ExecutionRecord, Page
+from flowledger.connectors.base import (
+    Connector,
+    ConnectorError,
+    ExecutionRecord,
+    Page,
+    Versions,
+)
 from flowledger.connectors.http import public_url
 from flowledger.plumbing.faults import crashpoint
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.storage import executions, sources
-from flowledger.sync import connect, copies
+from flowledger.sync import connect, copies, versions
 from flowledger.sync.retry import Backoff, Clock, Sleep
 
 T = TypeVar("T")
@@ -56,6 +62,8 @@ class SyncReport:
     linked: int = 0
     reconciled: bool = False
     recovered: int = 0
+    versions_read: int = 0  # executions asked for by id for the workflow version they ran
+    stale_versions: int = 0  # dispatches found made by an outdated workflow version
     waited: float = 0.0
     status: str = "ok"
     error: str | None = None
@@ -118,6 +126,7 @@ class _Run:
         self.envelope: dict[str, Any] = {}
         self.stored: str | None = None
         self.analyze_at = ANALYZE_AFTER
+        self.versions = False  # executions linked by their dispatch are due for the check
 
     def go(self, client: httpx.Client, reconcile: bool | None) -> None:
         started = self.clock()
@@ -132,8 +141,11 @@ class _Run:
         first_run = not self.envelope.get("reconciled_at")
         try:
             connector = connect.build_connector(self.cfg, client)
+            self.versions = isinstance(connector, Versions) and self.cfg.version_reads > 0
             self._pages(connector)
             self._refresh(connector, started)
+            if isinstance(connector, Versions) and self.versions:
+                self._check_versions(connector)
             due = self._reconcile_due(started) if reconcile is None else reconcile
             if due and not first_run:
                 self._reconcile(connector, started)
@@ -230,7 +242,7 @@ class _Run:
                 with self.ledger.transaction(self.actor) as tx:
                     self._move(tx)  # first: it takes the source's row lock
                     written = copies.store_records(
-                        tx, self.cfg.name, page.records, self.ledger.redact
+                        tx, self.cfg.name, page.records, self.ledger.redact, versions=self.versions
                     )
                     crashpoint(f"sync_page_{number}_before_commit")
                 crashpoint(f"sync_page_{number}_committed")
@@ -265,11 +277,24 @@ class _Run:
                 else:
                     found.append(record)
             with self.ledger.transaction(self.actor) as tx:
-                written = copies.store_records(tx, self.cfg.name, found, self.ledger.redact)
+                written = copies.store_records(
+                    tx, self.cfg.name, found, self.ledger.redact, versions=self.versions
+                )
                 self.report.gone += executions.mark_gone_by_id(tx, self.cfg.name, missing)
             self.report.new += written.new
             self.report.changed += written.changed
             self.report.linked += written.linked
+
+    def _check_versions(self, connector: Versions) -> None:
+        """The version check (:mod:`flowledger.sync.versions`), its requests bounded by
+        ``version_reads``."""
+        checked = versions.check_versions(
+            self.ledger, self.cfg.name, connector, self.cfg.version_reads, self._retrying,
+            self.actor,
+        )  # fmt: skip
+        self.report.versions_read += checked.read
+        self.report.stale_versions += checked.stale
+        self.report.notes.extend(checked.notes)
 
     def _reconcile_due(self, now: datetime) -> bool:
         last = self.envelope.get("reconciled_at")

@@ -428,6 +428,18 @@ async def test_a_hold_on_an_execution_alone_shows_that_execution(app_factory, de
         assert "https://n8n.example.com/workflow/wf-crm/executions/7460" in executions
 
 
+async def test_a_stale_workflow_version_hold_names_both_versions_and_its_count(
+    app_factory, demo_store
+) -> None:
+    app = app_factory()
+    hold_id = open_hold_id(demo_store, "stale_workflow_version")
+    async with app.run_test(size=SIZE) as pilot:
+        await open_detail(pilot, hold_id)
+        shown = plain(app.screen.query_one("#detail-hold", Static).content)
+        assert "ran version 57db" in shown and "while f61f was active" in shown
+        assert "1 execution of this pair" in shown
+
+
 async def test_help_and_the_command_palette_offer_the_handover(app_factory) -> None:
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:

@@ -152,6 +152,7 @@ def test_every_registered_kind_is_accepted(tmp_path: Path, kind: str) -> None:
             "connect_timeout": timedelta(seconds=5),
             "timeout": timedelta(seconds=30),
             "pin_evidence": True,
+            "version_reads": 100,
             "pin_tag_id": None,
         }
     ]

@@ -8,6 +8,7 @@ from sqlmodel import SQLModel
 # Each registers its tables on SQLModel.metadata.
 import flowledger.storage.acting_models
 import flowledger.storage.models
+import flowledger.storage.version_tables
 import flowledger.storage.witness_tables  # noqa: F401
 
 connection = context.config.attributes["connection"]

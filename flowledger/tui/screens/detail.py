@@ -132,6 +132,8 @@ class DetailScreen(HoldActions):
         table.add_row("detail", text(h["detail"]))
         if h["reason"] == Reason.DUPLICATE_TRIGGER.value:
             table.add_row("count", f"{counted(h['occurrences'], 'twin')} of this workflow that day")
+        elif h["reason"] == Reason.STALE_WORKFLOW_VERSION.value:
+            table.add_row("count", f"{counted(h['occurrences'], 'execution')} of this pair")
         table.add_row("opened", f"{when(h['opened_at'])} UTC ({age(h['opened_at'], now)} ago)")
         table.add_row("deadline", f"{when(h['deadline'])} UTC")
         table.add_row("owner", text(h["owner"]))

@@ -46,8 +46,8 @@ class OperationScreen(Screen[None]):
         with VerticalScroll(id="detail"):
             yield Static("loading…", id="op-summary")
             parts = (
-                "holds", "twins", "turned", "attempts", "executions", "retries", "receipts",
-                "operation",
+                "holds", "twins", "versions", "turned", "attempts", "executions", "retries",
+                "receipts", "operation",
             )  # fmt: skip
             for part in parts:
                 yield Static("", id=f"op-{part}")
@@ -96,6 +96,7 @@ class OperationScreen(Screen[None]):
             "operation": sections.operation_fields(detail.operation),
             "holds": sections.holds(detail.holds),
             "twins": sections.twins(detail.events),
+            "versions": sections.stale_versions(detail.events),
             "turned": sections.turned_away(turned),
             "attempts": sections.attempts(detail.attempts),
             "executions": sections.executions(detail.executions, links),
@@ -106,10 +107,11 @@ class OperationScreen(Screen[None]):
         for part, renderable in parts.items():
             self.query_one(f"#op-{part}", Static).update(renderable)
         self.query_one("#op-retries", Static).display = bool(detail.retries)
-        # Only an operation a workflow was started twice for has them.
-        self.query_one("#op-twins", Static).display = any(
-            ev["kind"] == "twin_trigger" for ev in detail.events
-        )
+        # Only an operation a workflow was started twice for has them, and only one an
+        # outdated version dispatched has the other.
+        kinds = {ev["kind"] for ev in detail.events}
+        self.query_one("#op-twins", Static).display = "twin_trigger" in kinds
+        self.query_one("#op-versions", Static).display = "stale_workflow_version" in kinds
 
 
 def _summary(op: dict[str, Any], now: datetime) -> Text:

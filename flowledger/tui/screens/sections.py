@@ -5,6 +5,7 @@ event timeline. The hold detail and the operation detail show the same parts."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from rich.text import Text
 
 from flowledger.domain.display import visible
 from flowledger.domain.twins import observed
+from flowledger.domain.versions import observed as version_observed
 from flowledger.tui.format import execution_url, middle, short_hash, text, when
 
 OPERATION_FIELDS = [
@@ -313,10 +315,24 @@ def _why(reason: str | None) -> str:
 def twins(events: list[dict[str, Any]]) -> Table:
     """The twin triggers seen on the operation (its ``twin_trigger`` events): two executions
     of one workflow that dispatched it within seconds, and the hold that counts them."""
-    t = table("Twin triggers", ["at", "what the ledger saw", "hold"])
+    return _observations("Twin triggers", "twin_trigger", observed, events)
+
+
+def stale_versions(events: list[dict[str, Any]]) -> Table:
+    """The executions that dispatched the operation while running an outdated version of
+    their workflow (its ``stale_workflow_version`` events), and the hold that counts them."""
+    return _observations(
+        "Outdated workflow versions", "stale_workflow_version", version_observed, events
+    )
+
+
+def _observations(
+    title: str, kind: str, said: Callable[[dict[str, Any]], str], events: list[dict[str, Any]]
+) -> Table:
+    t = table(title, ["at", "what the ledger saw", "hold"])
     for ev in events:
-        if ev["kind"] == "twin_trigger":
-            t.add_row(when(ev["at"]), text(observed(ev["data"])), text(ev["hold_id"]))
+        if ev["kind"] == kind:
+            t.add_row(when(ev["at"]), text(said(ev["data"])), text(ev["hold_id"]))
     return t
 
 

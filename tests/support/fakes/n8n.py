@@ -40,7 +40,12 @@ class FakeN8n(FakeTool):
         self.executions: dict[int, dict[str, Any]] = {}
         self.custom: dict[int, dict[str, str]] = {}
         self.workflows = {"wf-1": "send invoices", "wf-2": "sync crm"}
-        self.scopes = {"execution:list", "execution:read", "workflow:list"}
+        self.scopes = {"execution:list", "execution:read", "workflow:list", "workflow:read"}
+        # Each workflow's active version and its publish history, as n8n 2.41 answers a
+        # workflow by id (docs/n8n.md); a new execution runs the version active then.
+        self.active_versions: dict[str, str] = {}
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        self.ran: dict[int, str] = {}  # the version each execution ran, said by id only
         self.active: set[int] = set()  # in memory right now: left out of the plain list
         self.unlisted: set[int] = set()  # waiting, yet missing from the list
         self.starting = False
@@ -82,10 +87,20 @@ class FakeN8n(FakeTool):
             }
             if status in ("new", "running"):
                 self.active.add(i)
+            if workflow_id in self.active_versions:
+                self.ran[i] = self.active_versions[workflow_id]
             if retry_of is not None and int(retry_of) in self.executions:
                 self.executions[int(retry_of)]["retrySuccessId"] = str(i)
             made.append(str(i))
         return made
+
+    def publish(self, workflow_id: str, version_id: str, at: datetime) -> None:
+        """Make ``version_id`` the workflow's active version at ``at`` (a PUT on an active
+        workflow, or its activation): what executions started from now on run."""
+        self.active_versions[workflow_id] = version_id
+        self.history.setdefault(workflow_id, []).append(
+            {"versionId": version_id, "event": "activated", "createdAt": _iso(at)}
+        )
 
     def set_status(self, execution_id: str, status: str) -> None:
         i = int(execution_id)
@@ -140,6 +155,8 @@ class FakeN8n(FakeTool):
             return self._need("execution:read") or self._one(request, path.rsplit("/", 1)[1])
         if path == "/api/v1/workflows":
             return self._need("workflow:list") or self._workflows(request)
+        if path.startswith("/api/v1/workflows/"):
+            return self._need("workflow:read") or self._workflow(path.rsplit("/", 1)[1])
         return httpx.Response(404, json={"message": "not found"})
 
     def _need(self, scope: str) -> httpx.Response | None:
@@ -194,6 +211,8 @@ class FakeN8n(FakeTool):
         with_data = request.url.params.get("includeData") == "true"
         item = self._item(int(raw_id), with_data)
         item.update(createdAt=item["startedAt"], deletedAt=None, storedAt="db")
+        if int(raw_id) in self.ran:
+            item["workflowVersionId"] = self.ran[int(raw_id)]
         return httpx.Response(200, json=item)
 
     def _workflows(self, request: httpx.Request) -> httpx.Response:
@@ -202,3 +221,22 @@ class FakeN8n(FakeTool):
             for wid, name in self.workflows.items()
         ]
         return httpx.Response(200, json={"data": data, "nextCursor": None})
+
+    def _workflow(self, workflow_id: str) -> httpx.Response:
+        """A workflow by id: its active version and the publish history of that version."""
+        if workflow_id not in self.workflows:
+            return httpx.Response(404, json={"message": "Not Found"})
+        active = self.active_versions.get(workflow_id)
+        history = [h for h in self.history.get(workflow_id, []) if h["versionId"] == active]
+        body = {
+            "id": workflow_id,
+            "name": self.workflows[workflow_id],
+            "active": active is not None,
+            "versionId": active,
+            "activeVersionId": active,
+            "activeVersion": None
+            if active is None
+            else {"versionId": active, "workflowId": workflow_id, "nodes": [],
+                  "workflowPublishHistory": history},
+        }  # fmt: skip
+        return httpx.Response(200, json=body)
