@@ -108,7 +108,7 @@ def _new_checkpoint(store: Store) -> tuple[str, bool]:
     finally:
         witnesses.close()
     for answer in done.answers:
-        typer.echo(f"witness {answer.witness}: {answer.outcome} {answer.detail}", err=True)
+        typer.echo(answer.line(), err=True)
     return done.note, any(a.outcome == "refused" for a in done.answers)
 
 

@@ -71,7 +71,8 @@ def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
     code, note, err = cli("checkpoint", "--db", db)
     assert code == 0, err
-    assert "witness witness.example/w1: cosigned" in err
+    assert "witness witness.example/w1: cosigned at 20" in err
+    assert err.count("w1") == 1, err  # one line per witness, none from the job's logger
     assert note.count("\u2014 ") == 2 and "\u2014 witness.example/w1 " in note
     (tmp_path / "cp.txt").write_text(note)
     proof = tmp_path / "proof.json"

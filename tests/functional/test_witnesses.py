@@ -16,6 +16,7 @@ import runpy
 import sqlite3
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,8 @@ def test_a_checkpoint_is_cosigned_and_kept_with_it(
     cp = open_checkpoint(done.note, signer.verifier)
     [cosig] = cosignatures(done.note, [witness.cosigner.verifier])
     assert cosig.timestamp == witness.clock
+    at = datetime.fromtimestamp(witness.clock, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert done.answers[0].line() == f"witness {witness.cosigner.name}: cosigned at {at}"
     assert witness.holds(signer.name) == cp.size
     store = open_store(db)
     try:
@@ -342,11 +345,18 @@ def test_a_cosignature_by_another_key_or_of_another_checkpoint_is_not_kept(
 
 def test_an_unreachable_witness_is_an_error(db: str, signer: Signer, witness: Witness) -> None:
     def down(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=request)
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
 
     client = httpx.Client(transport=httpx.MockTransport(down))
     [got] = send(db, signer, witness, client=client).answers
-    assert got.outcome == "failed" and got.detail == "cannot reach it: ConnectError"
+    said = f"not reached: {witness.config.url}: connection refused"
+    assert got.outcome == "failed" and got.detail == said
+    assert got.line() == f"witness {witness.cosigner.name}: {said}"
+    store = open_store(db)
+    try:
+        assert kept.last_error(store, witness.config.vkey) == said  # as doctor shows it
+    finally:
+        store.dispose()
 
 
 # -- the witness's endpoint, with hostile requests ----------------------------------------
