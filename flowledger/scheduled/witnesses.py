@@ -135,6 +135,14 @@ class Witnesses:
         answers = [self._submit(w, key, cp, note, checkpoint_id) for w, key in self.witnesses]
         return Witnessed(cp.size, cosigned_note(self.store, cp.size) or note, answers)
 
+    def missing(self, note: str) -> list[str]:
+        """The names of the witnesses whose cosignature ``note`` lacks."""
+        try:
+            found = {c.witness for c in cosignatures(note, [key for _, key in self.witnesses])}
+        except CheckpointError:
+            found = set()
+        return [key.name for _, key in self.witnesses if key not in found]
+
     def _submit(
         self, w: WitnessConfig, key: VerifierKey, cp: Checkpoint, note: str, checkpoint_id: int
     ) -> Answer:

@@ -41,7 +41,7 @@ from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Outbox, table
 from flowledger.storage.reads import tree_proofs as proofs
-from flowledger.storage.reads.witnesses import cosigned_note, refusals
+from flowledger.storage.reads.witnesses import cosigned_note, latest_cosigned, refusals
 from flowledger.storage.witness_state import WitnessState
 from tests.support.builders import FakeClock, req
 from tests.support.database import truncate_chain
@@ -164,6 +164,9 @@ def test_a_checkpoint_is_cosigned_and_kept_with_it(
     store = open_store(db)
     try:
         assert cosigned_note(store, cp.size) == done.note
+        assert latest_cosigned(store, 1, [witness.config.vkey]) == done.note
+        assert latest_cosigned(store, cp.size + 1, [witness.config.vkey]) is None
+        assert latest_cosigned(store, 1, [witness.config.vkey, "other+00000000+AAAA"]) is None
         assert kept.seen_size(store, witness.config.vkey) == cp.size
         work(store, "invoice:4", "invoice:5")
     finally:
@@ -528,7 +531,8 @@ def test_a_bundle_carries_the_cosigned_checkpoint_its_verifier_counts(
             == 1
         )
     assert (
-        "cosigned by 1 of the witnesses given (witness.example/w1), 2 required" in said.getvalue()
+        "cosigned by 1 of the witnesses given, 2 required: missing witness.example/w2 "
+        "(cosigned by witness.example/w1)" in said.getvalue()
     )
     with contextlib.redirect_stdout(said):
         assert (

@@ -280,9 +280,11 @@ def verify(
     out = [f"checkpoint ok: {origin} at {size} events, signed by {vkey[0]}"]
     cosigners = cosigned_by(note, witnesses)
     if len(cosigners) < quorum:
+        lacking = [w[0] for w in witnesses if w[0] not in cosigners]
         raise Failed(
-            f"the checkpoint is cosigned by {len(cosigners)} of the witnesses given "
-            f"({', '.join(cosigners) or 'none'}), {quorum} required"
+            f"the checkpoint is cosigned by {len(cosigners)} of the witnesses given, "
+            f"{quorum} required: missing {', '.join(lacking)}"
+            + (f" (cosigned by {', '.join(cosigners)})" if cosigners else "")
         )
     if witnesses:
         out.append(
