@@ -17,7 +17,7 @@ from flowledger.cli.common import (
     one_line_errors,
     opened,
 )
-from flowledger.storage.problems import LedgerError, Missing
+from flowledger.storage.problems import LedgerError
 
 if TYPE_CHECKING:
     from flowledger.domain.cosignatures import Cosigner
@@ -150,17 +150,35 @@ def _key_text(value: str) -> str:
 @one_line_errors
 def witness_clear(
     witness: Annotated[str, typer.Argument(metavar="NAME", help="The witness's name, or its vkey")],
+    note: Annotated[
+        str | None,
+        typer.Option(metavar="TEXT", help="What you found out about the refusal (required)"),
+    ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="Name recorded with the note [default: your login name]"),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """End the alarm of a witness's refusal, once a person has found out why it refused."""
-    from flowledger.plumbing.clock import utcnow
-    from flowledger.storage import witnesses as kept
-    from flowledger.storage.reads.witnesses import refusals
+    """End the alarm of a witness's refusal, once a person has found out why it refused:
+    recorded (an event under your name, with the note) in the ledger's log."""
+    import getpass
 
+    from flowledger.cli.common import ledger_for
+    from flowledger.domain import IllegalTransition
+    from flowledger.services.values import InvalidInput
+    from flowledger.services.witness_refusals import clear_refusal
+
+    if not note:
+        die("give --note TEXT: what you found out about the refusal (it is recorded)")
+    assert note is not None
+    who = operator or getpass.getuser()
     with opened(db) as store:
-        matching = [w for w in refusals(store) if witness in (w.witness, w.witness.split("+")[0])]
-        if not matching:
-            raise Missing(f"no refusal of a witness {witness!r} to clear")
-        for w in matching:
-            kept.clear_refusal(store, w.witness, utcnow())
-            typer.echo(f"cleared the refusal by {w.witness.split('+')[0]} (size {w.refused_size})")
+        try:
+            cleared = clear_refusal(ledger_for(store), witness, operator=who, note=note)
+        except (IllegalTransition, InvalidInput) as exc:  # a blank or too long note or name
+            die(str(exc))
+            raise  # unreachable: die exits
+    for w in cleared:
+        name = w.witness.split("+")[0]
+        typer.echo(f"cleared the refusal by {name} (size {w.refused_size}), recorded for {who}")

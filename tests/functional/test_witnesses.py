@@ -36,6 +36,7 @@ from flowledger.reports.bundle import write_bundle
 from flowledger.scheduled.witnesses import Witnesses
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key
+from flowledger.services.witness_refusals import CLEARED
 from flowledger.storage import witnesses as kept
 from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
@@ -235,8 +236,24 @@ def test_the_fork_two_copies_grown_apart_the_second_is_refused_and_raised(
     finally:
         store.dispose()
     # Cleared by a person, the alarm ends; the witness still holds the original's history.
-    result = runner.invoke(cli_app, ["witness", "clear", "witness.example/w1", "--db", str(copy)])
+    clear = ["witness", "clear", "witness.example/w1", "--db", str(copy)]
+    result = runner.invoke(cli_app, clear)
+    assert result.exit_code == 2 and "give --note TEXT" in result.stderr
+    result = runner.invoke(cli_app, [*clear, "--note", "  "])
+    assert result.exit_code != 0 and "note" in result.stderr
+    result = runner.invoke(
+        cli_app, [*clear, "--note", "restored from last night's backup", "--operator", "ada"]
+    )
     assert result.exit_code == 0, result.stderr
+    assert "recorded for ada" in result.stdout
+    # The clearing is in the log, under the operator's name, with the note.
+    result = runner.invoke(cli_app, ["export", "--db", str(copy)])
+    [event] = [e for e in map(json.loads, result.stdout.splitlines()) if e["kind"] == CLEARED]
+    assert event["actor"] == "operator:ada"
+    assert event["data"]["note"] == "restored from last night's backup"
+    assert event["data"]["witness"] == witness.config.vkey and event["data"]["refusal"]
+    result = runner.invoke(cli_app, [*clear, "--note", "again"])
+    assert result.exit_code != 0 and "no refusal of a witness" in result.stderr
     result = runner.invoke(cli_app, ["doctor", "--db", str(copy)])
     assert result.exit_code == 0 and "WITNESS ALARM" not in result.stdout
 
