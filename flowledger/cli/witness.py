@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flowledger.cli.common import (
+    FAILED,
     Command,
     DbOption,
     Group,
@@ -17,7 +18,7 @@ from flowledger.cli.common import (
     one_line_errors,
     opened,
 )
-from flowledger.storage.problems import LedgerError
+from flowledger.storage.problems import LedgerError, Missing
 
 if TYPE_CHECKING:
     from flowledger.domain.cosignatures import Cosigner
@@ -144,6 +145,49 @@ def _key_text(value: str) -> str:
         return key_text(value)
     except CheckpointError as exc:
         raise LedgerError(str(exc)) from None
+
+
+@witness_app.command("forget", cls=Command)
+@one_line_errors
+def witness_forget(
+    origin: Annotated[
+        str, typer.Argument(metavar="ORIGIN", help="The log's origin (its key's name)")
+    ],
+    state: Annotated[
+        Path,
+        typer.Option("--state", metavar="FILE", help="The witness's state (`witness serve`'s)"),
+    ],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+) -> None:
+    """For the witness's operator, once a log's operator says it was truly restored from a
+    backup: forget the checkpoint of ORIGIN the witness holds, so that the log's next
+    checkpoint is taken as a first one (kept in the state file's `forgotten` table)."""
+    import base64
+
+    from flowledger.storage.witness_state import WitnessState
+
+    path = state.expanduser()
+    if not path.is_file():
+        die(f"--state {state}: no witness state there")
+    witness = WitnessState(path)
+    held = witness.held(origin)
+    if held is None:
+        raise Missing(f"the witness holds no checkpoint of {origin!r}")
+    cp = held.checkpoint
+    root = base64.b64encode(cp.root).decode()
+    typer.echo(f"the witness holds {origin} at {cp.size} events, root {root} ({held.updated_at})")
+    if not yes and not typer.confirm(
+        "Forget it? Do so only knowing that the log was restored: the witness will then "
+        "cosign any history of it, as it did the first",
+        default=False,
+    ):
+        die("nothing forgotten", FAILED)
+    if not witness.forget(held):
+        die(f"the witness cosigned another checkpoint of {origin} meanwhile: nothing forgotten")
+    typer.echo(
+        f"forgot {origin} at {cp.size} events, root {root} (kept, with the time, in the state "
+        "file's forgotten table): its next checkpoint is taken as a first one"
+    )
 
 
 @witness_app.command("clear", cls=Command)

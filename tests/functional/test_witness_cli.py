@@ -6,13 +6,16 @@ against that checkpoint, and the standalone verifier requiring a quorum of cosig
 from __future__ import annotations
 
 import runpy
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from flowledger.cli import app
 from flowledger.domain.checkpoints import COSIGNATURE_V1, parse_verifier_key
 from flowledger.programs.verify_proof import main as verify_main
 from flowledger.services.ledger import Ledger
@@ -229,3 +232,42 @@ def test_bundle_refuses_its_out_or_an_operation_before_the_witnesses(
     code, _, err = cli("bundle", "--events", "2-99", "--out", str(tmp_path / "new"), "--db", db)
     assert code != 0 and "not all in the log's 3 events" in err
     assert "witness.example/w1" not in err and not (tmp_path / "new").exists()
+
+
+def test_after_a_genuine_restore_the_witness_forgets_and_takes_the_next_as_a_first(
+    db: str, tmp_path: Path, witness_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vkey = (tmp_path / "w.key.pub").read_text().strip()
+    config = tmp_path / "flowledger.toml"
+    config.write_text(
+        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
+        f'[[witnesses]]\nurl = "{witness_url}"\nvkey = "{vkey}"\n'
+    )
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    origin = (tmp_path / "log.key.pub").read_text().split("+")[0]
+    backup = tmp_path / "backup.db"
+    with sqlite3.connect(db) as src, sqlite3.connect(backup) as dst:
+        src.backup(dst)
+    store = open_store(db)
+    Ledger(store, clock=FakeClock()).dispatch("invoice:4", req("exec-4")).run("token:n8n")
+    store.dispose()
+    assert cli("checkpoint", "--db", db)[0] == 0  # the witness holds the longer history
+    code, _, err = cli("checkpoint", "--db", str(backup))  # the ledger put back from a backup
+    assert code == 1 and "refused: it has cosigned" in err
+    state = str(tmp_path / "witness-state.db")
+    forget = ["witness", "forget", "--state", state, origin]
+    # Asked, and answered no: nothing forgotten, still refused.
+    result = CliRunner().invoke(app, forget, input="n\n")
+    assert result.exit_code == 1 and "nothing forgotten" in result.stderr
+    assert f"holds {origin} at " in result.stdout
+    assert cli("checkpoint", "--db", str(backup))[0] == 1
+    code, out, err = cli(*forget, "--yes")
+    assert code == 0 and "its next checkpoint is taken as a first one" in out, err
+    with sqlite3.connect(state) as conn:  # kept as evidence
+        assert conn.execute("SELECT origin FROM forgotten").fetchall() == [(origin,)]
+    code, _, err = cli("checkpoint", "--db", str(backup))
+    assert code == 0 and "witness witness.example/w1: cosigned at" in err, err
+    code, _, err = cli("witness", "forget", "--state", state, "flowledger/other", "--yes")
+    assert code != 0 and "holds no checkpoint of 'flowledger/other'" in err
+    code, _, err = cli("witness", "forget", "--state", str(tmp_path / "none.db"), origin)
+    assert code != 0 and "no witness state there" in err
