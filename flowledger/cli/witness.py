@@ -109,7 +109,7 @@ def witness_serve(
     except CheckpointError as exc:
         raise LedgerError(f"--log: {exc}") from None
     limits = ReceiverConfig()
-    tls = tls_files(tls_cert, tls_key)
+    tls = tls_files(tls_cert, tls_key, settings=None)  # options only: no [receiver] here
     sock = listen(host, port)
     try:
         application = create_witness_app(WitnessState(state.expanduser()), cosigner, logs)

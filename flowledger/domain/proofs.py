@@ -109,7 +109,8 @@ def check(
 def _checkpoint(doc: dict[str, Any], field: str, key: VerifierKey) -> Checkpoint:
     note = doc.get(field)
     if not isinstance(note, str):
-        raise ProofFailure(f"the proof file has no {field} checkpoint")
+        what = "checkpoint" if field == "checkpoint" else f"{field} checkpoint"
+        raise ProofFailure(f"the proof file has no {what}")
     try:
         return open_checkpoint(note, key)
     except CheckpointError as exc:
