@@ -59,6 +59,18 @@ def witness_url(tmp_path: Path, db: str) -> Iterator[str]:
         log.close()
 
 
+def witness_at(tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flowledger.toml`` with the log's key and the witness (its key made by the fixture)
+    at ``url``."""
+    vkey = (tmp_path / "w.key.pub").read_text().strip()
+    config = tmp_path / "flowledger.toml"
+    config.write_text(
+        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
+        f'[[witnesses]]\nurl = "{url}"\nvkey = "{vkey}"\n'
+    )
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+
+
 def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     db: str,
     tmp_path: Path,
@@ -67,12 +79,7 @@ def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     vkey = (tmp_path / "w.key.pub").read_text().strip()
-    config = tmp_path / "flowledger.toml"
-    config.write_text(
-        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
-        f'[[witnesses]]\nurl = "{witness_url}"\nvkey = "{vkey}"\n'
-    )
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    witness_at(tmp_path, witness_url, monkeypatch)
     code, note, err = cli("checkpoint", "--db", db)
     assert code == 0, err
     assert "witness witness.example/w1: cosigned at 20" in err
@@ -161,18 +168,8 @@ def test_with_its_witness_down_bundle_and_proof_fall_back_or_exit_1(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    vkey = (tmp_path / "w.key.pub").read_text().strip()
-    config = tmp_path / "flowledger.toml"
-
-    def witness_at(url: str) -> None:
-        config.write_text(
-            f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
-            f'[[witnesses]]\nurl = "{url}"\nvkey = "{vkey}"\n'
-        )
-
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
     down = f"http://127.0.0.1:{free_port()}"
-    witness_at(down)
+    witness_at(tmp_path, down, monkeypatch)
     # No checkpoint cosigned yet: the bundle is written, said to lack the cosignature, exit 1.
     bundle = tmp_path / "b1"
     code, out, err = cli("bundle", "invoice:2", "--out", str(bundle), "--db", db)
@@ -183,9 +180,9 @@ def test_with_its_witness_down_bundle_and_proof_fall_back_or_exit_1(
     code, out, err = cli("proof", "invoice:2", "--db", db)
     assert code == 1 and '"format"' in out and "lacks the witnesses' cosignatures" in err
     # Once the witness has cosigned a checkpoint of 3 operations' events, it is the fallback.
-    witness_at(witness_url)
+    witness_at(tmp_path, witness_url, monkeypatch)
     assert cli("checkpoint", "--db", db)[0] == 0
-    witness_at(down)
+    witness_at(tmp_path, down, monkeypatch)
     store = open_store(db)  # the log grows past what the witness cosigned
     Ledger(store, clock=FakeClock()).dispatch("invoice:9", req("exec-9")).run("token:n8n")
     store.dispose()
@@ -212,13 +209,7 @@ def test_with_its_witness_down_bundle_and_proof_fall_back_or_exit_1(
 def test_bundle_refuses_its_out_or_an_operation_before_the_witnesses(
     db: str, tmp_path: Path, witness_url: str, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    vkey = (tmp_path / "w.key.pub").read_text().strip()
-    config = tmp_path / "flowledger.toml"
-    config.write_text(
-        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
-        f'[[witnesses]]\nurl = "{witness_url}"\nvkey = "{vkey}"\n'
-    )
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    witness_at(tmp_path, witness_url, monkeypatch)
     out = tmp_path / "out"
     if kind == "file":
         out.write_text("x")
@@ -237,13 +228,7 @@ def test_bundle_refuses_its_out_or_an_operation_before_the_witnesses(
 def test_after_a_genuine_restore_the_witness_forgets_and_takes_the_next_as_a_first(
     db: str, tmp_path: Path, witness_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    vkey = (tmp_path / "w.key.pub").read_text().strip()
-    config = tmp_path / "flowledger.toml"
-    config.write_text(
-        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
-        f'[[witnesses]]\nurl = "{witness_url}"\nvkey = "{vkey}"\n'
-    )
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    witness_at(tmp_path, witness_url, monkeypatch)
     origin = (tmp_path / "log.key.pub").read_text().split("+")[0]
     backup = tmp_path / "backup.db"
     with sqlite3.connect(db) as src, sqlite3.connect(backup) as dst:
