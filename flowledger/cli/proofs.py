@@ -123,13 +123,15 @@ def _new_checkpoint(store: Store, least: int | None = None) -> tuple[str, bool]:
         size = unverified_checkpoint(older).size
         typer.echo(
             f"using the latest checkpoint the witnesses cosigned ({counted(size, 'event')}, "
-            f"every event asked for): the new one of {done.size} lacks {', '.join(missing)}",
+            f"every event asked for): the new one of {done.size} lacks {', '.join(missing)}'s "
+            "cosignature",
             err=True,
         )
         return older, False
     typer.echo(
-        f"the checkpoint of {done.size} lacks the witnesses' cosignatures ({', '.join(missing)}) "
-        "and none they cosigned holds every event asked for: a verifier requiring them refuses it",
+        f"the checkpoint of {counted(done.size, 'event')} lacks the witnesses' cosignatures "
+        f"({', '.join(missing)}) and none they cosigned holds every event asked for: a "
+        "verifier requiring them refuses it",
         err=True,
     )
     return done.note, True
@@ -146,9 +148,13 @@ def _covering(store: Store, operation_ids: list[str], span: tuple[int, int] | No
         size = head(conn)[0]
         if span is not None:
             if span[1] > size:
-                raise Missing(
-                    f"events {span[0]}-{span[1]} are not all in the log's {counted(size, 'event')}"
+                first, last = span
+                asked = (
+                    f"event {last} is not"
+                    if first == last
+                    else f"events {first}-{last} are not all"
                 )
+                raise Missing(f"{asked} in the log's {counted(size, 'event')}")
             return span[1]
         least = 0
         for op in operation_ids:
@@ -300,7 +306,10 @@ def bundle(
         signer = _signer(store)
         note, short = _new_checkpoint(store, _covering(store, operation_ids or [], span))
         done = write_bundle(store, signer, folder, operation_ids or [], span, note, witnesses)
-    wrote = f"wrote {out}: {counted(done.events, 'event')} against a checkpoint of {done.size}"
+    wrote = (
+        f"wrote {out}: {counted(done.events, 'event')} against a checkpoint of "
+        f"{counted(done.size, 'event')}"
+    )
     if short:
         typer.echo(f"{wrote}, without the witnesses' cosignatures", err=True)
         raise typer.Exit(FAILED)
