@@ -19,8 +19,9 @@ from flowledger.cli.common import (
     one_line_errors,
     opened,
 )
+from flowledger.domain.checkpoints import unverified_checkpoint
 from flowledger.domain.display import counted
-from flowledger.storage.problems import LedgerError
+from flowledger.storage.problems import LedgerError, Missing
 
 if TYPE_CHECKING:
     from flowledger.domain.checkpoints import Signer
@@ -92,12 +93,15 @@ def _read(path: Path, what: str) -> str:
         raise LedgerError(f"cannot read {what} {path}: {exc}") from None
 
 
-def _new_checkpoint(store: Store) -> tuple[str, bool]:
+def _new_checkpoint(store: Store, least: int | None = None) -> tuple[str, bool]:
     """A checkpoint of the tree as it stands, signed; with [[witnesses]] configured, sent to
     them and returned with the cosignatures they answered (each answer said on stderr).
-    Whether a witness refused it."""
+    Whether it is short of a witness: refused (``least`` None) or, for proving events up to
+    ``least``, lacking a witness's cosignature when no checkpoint they all cosigned covers
+    them (then said on stderr); one that does is returned instead."""
     from flowledger.scheduled.witnesses import Witnesses
     from flowledger.storage.reads import tree_proofs as proofs
+    from flowledger.storage.reads.witnesses import latest_cosigned
 
     cfg = file_settings()
     if not cfg.witnesses:
@@ -105,11 +109,60 @@ def _new_checkpoint(store: Store) -> tuple[str, bool]:
     witnesses = Witnesses(store, _signer(store), cfg.witnesses, cfg.alerts.urls)
     try:
         done = witnesses.checkpoint()
+        missing = witnesses.missing(done.note)
     finally:
         witnesses.close()
     for answer in done.answers:
-        typer.echo(f"witness {answer.witness}: {answer.outcome} {answer.detail}", err=True)
-    return done.note, any(a.outcome == "refused" for a in done.answers)
+        typer.echo(answer.line(), err=True)
+    if least is None:
+        return done.note, any(a.outcome == "refused" for a in done.answers)
+    if not missing:
+        return done.note, False
+    older = latest_cosigned(store, least, [w.vkey for w in cfg.witnesses])
+    if older is not None:
+        size = unverified_checkpoint(older).size
+        typer.echo(
+            f"using the latest checkpoint the witnesses cosigned ({counted(size, 'event')}, "
+            f"every event asked for): the new one of {done.size} lacks {', '.join(missing)}'s "
+            "cosignature",
+            err=True,
+        )
+        return older, False
+    typer.echo(
+        f"the checkpoint of {counted(done.size, 'event')} lacks the witnesses' cosignatures "
+        f"({', '.join(missing)}) and none they cosigned holds every event asked for: a "
+        "verifier requiring them refuses it",
+        err=True,
+    )
+    return done.note, True
+
+
+def _covering(store: Store, operation_ids: list[str], span: tuple[int, int] | None) -> int:
+    """The size a checkpoint needs to prove ``operation_ids``' events (or ``span``), once
+    each is found in the log: a :class:`Missing` says which is not."""
+    from flowledger.storage.reads import event_log
+    from flowledger.storage.reads.chain import head, snapshot
+    from flowledger.storage.reads.tree_proofs import MAX_EVENTS
+
+    with snapshot(store) as conn:
+        size = head(conn)[0]
+        if span is not None:
+            if span[1] > size:
+                first, last = span
+                asked = (
+                    f"event {last} is not"
+                    if first == last
+                    else f"events {first}-{last} are not all"
+                )
+                raise Missing(f"{asked} in the log's {counted(size, 'event')}")
+            return span[1]
+        least = 0
+        for op in operation_ids:
+            rows = event_log.of_operation(conn, op, limit=MAX_EVENTS)
+            if not rows:
+                raise Missing(f"no events of operation {op!r} in the log")
+            least = max(least, rows[-1].seq)
+        return least
 
 
 @app.command()
@@ -173,11 +226,12 @@ def proof(
             old, new = (_read(p, "the checkpoint") for p in consistency)
             doc = proofs.consistency_proof(store, old, new)
         else:
-            note = (
-                _read(against, "the checkpoint")
-                if against is not None
-                else _new_checkpoint(store)[0]
-            )
+            short = False
+            if against is not None:
+                note = _read(against, "the checkpoint")
+            else:
+                least = _covering(store, [operation_id] if operation_id else [], span)
+                note, short = _new_checkpoint(store, least)
             if span is not None:
                 doc = proofs.range_proof(store, *span, note)
             else:
@@ -186,6 +240,8 @@ def proof(
     # ASCII, as every JSON the ledger prints: a stored value's control, bidi or invisible
     # characters as JSON escapes, the same values for the verifier.
     _emit(json.dumps(doc, indent=2) + "\n", out)
+    if consistency is None and short:
+        raise typer.Exit(FAILED)
 
 
 @app.command(cls=Command)
@@ -240,15 +296,21 @@ def bundle(
     if bool(operation_ids) == (events is not None):
         die("give OPERATION_ID... or --events N|FIRST-LAST (one of the two)")
     span = proofs.event_range(events) if events is not None else None
+    folder = out.expanduser()
+    if folder.exists() and not folder.is_dir():
+        die(f"--out {out}: not a folder (a bundle goes into a folder of its own)")
+    if folder.is_dir() and any(folder.iterdir()):
+        die(f"--out {out}: not empty (a bundle goes into a folder of its own)")
     witnesses = [w.vkey for w in file_settings().witnesses]
     with opened(db) as store:
-        note, refused = _new_checkpoint(store)
-        done = write_bundle(
-            store, _signer(store), out.expanduser(), operation_ids or [], span, note, witnesses
-        )
-    typer.echo(
-        f"wrote {out}: {counted(done.events, 'event')} against a checkpoint of {done.size}; "
-        f"check it with: python3 {out / 'verify_bundle.py'} {out}"
+        signer = _signer(store)
+        note, short = _new_checkpoint(store, _covering(store, operation_ids or [], span))
+        done = write_bundle(store, signer, folder, operation_ids or [], span, note, witnesses)
+    wrote = (
+        f"wrote {out}: {counted(done.events, 'event')} against a checkpoint of "
+        f"{counted(done.size, 'event')}"
     )
-    if refused:
+    if short:
+        typer.echo(f"{wrote}, without the witnesses' cosignatures", err=True)
         raise typer.Exit(FAILED)
+    typer.echo(f"{wrote}; check it with: python3 {out / 'verify_bundle.py'} {out}")

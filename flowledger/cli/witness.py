@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from flowledger.cli.common import (
+    FAILED,
     Command,
     DbOption,
     Group,
@@ -108,7 +109,7 @@ def witness_serve(
     except CheckpointError as exc:
         raise LedgerError(f"--log: {exc}") from None
     limits = ReceiverConfig()
-    tls = tls_files(tls_cert, tls_key)
+    tls = tls_files(tls_cert, tls_key, settings=None)  # options only: no [receiver] here
     sock = listen(host, port)
     try:
         application = create_witness_app(WitnessState(state.expanduser()), cosigner, logs)
@@ -146,21 +147,82 @@ def _key_text(value: str) -> str:
         raise LedgerError(str(exc)) from None
 
 
+@witness_app.command("forget", cls=Command)
+@one_line_errors
+def witness_forget(
+    origin: Annotated[
+        str, typer.Argument(metavar="ORIGIN", help="The log's origin (its key's name)")
+    ],
+    state: Annotated[
+        Path,
+        typer.Option("--state", metavar="FILE", help="The witness's state (`witness serve`'s)"),
+    ],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+) -> None:
+    """For the witness's operator, once a log's operator says it was truly restored from a
+    backup: forget the checkpoint of ORIGIN the witness holds, so that the log's next
+    checkpoint is taken as a first one (kept in the state file's `forgotten` table)."""
+    import base64
+
+    from flowledger.storage.witness_state import WitnessState
+
+    path = state.expanduser()
+    if not path.is_file():
+        die(f"--state {state}: no witness state there")
+    witness = WitnessState(path)
+    held = witness.held(origin)
+    if held is None:
+        raise Missing(f"the witness holds no checkpoint of {origin!r}")
+    cp = held.checkpoint
+    root = base64.b64encode(cp.root).decode()
+    typer.echo(f"the witness holds {origin} at {cp.size} events, root {root} ({held.updated_at})")
+    if not yes and not typer.confirm(
+        "Forget it? Do so only knowing that the log was restored: the witness will then "
+        "cosign any history of it, as it did the first",
+        default=False,
+    ):
+        die("nothing forgotten", FAILED)
+    if not witness.forget(held):
+        die(f"the witness cosigned another checkpoint of {origin} meanwhile: nothing forgotten")
+    typer.echo(
+        f"forgot {origin} at {cp.size} events, root {root} (kept, with the time, in the state "
+        "file's forgotten table): its next checkpoint is taken as a first one"
+    )
+
+
 @witness_app.command("clear", cls=Command)
 @one_line_errors
 def witness_clear(
     witness: Annotated[str, typer.Argument(metavar="NAME", help="The witness's name, or its vkey")],
+    note: Annotated[
+        str | None,
+        typer.Option(metavar="TEXT", help="What you found out about the refusal (required)"),
+    ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="Name recorded with the note [default: your login name]"),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """End the alarm of a witness's refusal, once a person has found out why it refused."""
-    from flowledger.plumbing.clock import utcnow
-    from flowledger.storage import witnesses as kept
-    from flowledger.storage.reads.witnesses import refusals
+    """End the alarm of a witness's refusal, once a person has found out why it refused:
+    recorded (an event under your name, with the note) in the ledger's log."""
+    import getpass
 
+    from flowledger.cli.common import ledger_for
+    from flowledger.domain import IllegalTransition
+    from flowledger.services.values import InvalidInput
+    from flowledger.services.witness_refusals import clear_refusal
+
+    if not note:
+        die("give --note TEXT: what you found out about the refusal (it is recorded)")
+    assert note is not None
+    who = operator or getpass.getuser()
     with opened(db) as store:
-        matching = [w for w in refusals(store) if witness in (w.witness, w.witness.split("+")[0])]
-        if not matching:
-            raise Missing(f"no refusal of a witness {witness!r} to clear")
-        for w in matching:
-            kept.clear_refusal(store, w.witness, utcnow())
-            typer.echo(f"cleared the refusal by {w.witness.split('+')[0]} (size {w.refused_size})")
+        try:
+            cleared = clear_refusal(ledger_for(store), witness, operator=who, note=note)
+        except (IllegalTransition, InvalidInput) as exc:  # a blank or too long note or name
+            die(str(exc))
+            raise  # unreachable: die exits
+    for w in cleared:
+        name = w.witness.split("+")[0]
+        typer.echo(f"cleared the refusal by {name} (size {w.refused_size}), recorded for {who}")

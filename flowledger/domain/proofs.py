@@ -97,10 +97,11 @@ def check(
     except CheckpointError as exc:
         raise ProofFailure(f"a cosignature: {exc}") from None
     if len(found) < quorum:
+        lacking = [w.name for w in witnesses if w not in {c.witness for c in found}]
         raise ProofFailure(
             f"the checkpoint is cosigned by {len(found)} of the witnesses given, "
-            f"{quorum} required"
-            + (f" ({', '.join(c.witness.name for c in found)})" if found else "")
+            f"{quorum} required: missing {', '.join(lacking)}"
+            + (f" (cosigned by {', '.join(c.witness.name for c in found)})" if found else "")
         )
     return replace(proven, cosigned_by=tuple(c.witness.name for c in found))
 
@@ -108,7 +109,8 @@ def check(
 def _checkpoint(doc: dict[str, Any], field: str, key: VerifierKey) -> Checkpoint:
     note = doc.get(field)
     if not isinstance(note, str):
-        raise ProofFailure(f"the proof file has no {field} checkpoint")
+        what = "checkpoint" if field == "checkpoint" else f"{field} checkpoint"
+        raise ProofFailure(f"the proof file has no {what}")
     try:
         return open_checkpoint(note, key)
     except CheckpointError as exc:

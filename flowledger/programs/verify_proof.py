@@ -37,13 +37,35 @@ def key_text(value: str) -> str:
     if "+" in value and not Path(value).is_file():
         return value
     try:
-        return Path(value).read_text(encoding="utf-8")
+        text = Path(value).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"cannot read the key file {value}: {exc}") from None
+    if "PRIVATE KEY" in text:
+        raise CheckpointError(
+            f"{value} is a private key: give its verifier key, the .pub file beside it"
+        )
+    return text
 
 
 def _key(value: str, kind: bytes = ED25519) -> VerifierKey:
     return parse_verifier_key(key_text(value), kind)
+
+
+def _log_key(value: str) -> VerifierKey:
+    """``--key``: the log's key; a witness's given instead is named as such."""
+    text = key_text(value)
+    try:
+        return parse_verifier_key(text, ED25519)
+    except CheckpointError as exc:
+        wrong = exc
+    try:
+        parse_verifier_key(text, COSIGNATURE_V1)
+    except CheckpointError:
+        raise wrong from None
+    raise CheckpointError(
+        "--key is a witness's key (type 0x04): --key wants the log's (type 0x01, "
+        "`flowledger key create`'s .pub); give a witness's with --witness"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     quorum = len(args.witness) if args.quorum is None else args.quorum
+    if args.witness and quorum == 0:
+        print(
+            "verify_proof: --quorum 0 checks no witness's cosignature: give 1 or more, or no "
+            "--witness",
+            file=sys.stderr,
+        )
+        return 2
     if not 0 <= quorum <= len(args.witness):
         print(
             f"verify_proof: --quorum {quorum} needs as many --witness keys "
@@ -78,9 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        key = _key(args.key)
+        key = _log_key(args.key)
         witnesses = [_key(w, COSIGNATURE_V1) for w in args.witness]
-        doc = json.loads(args.file.read_text(encoding="utf-8"))
+        text = args.file.read_text(encoding="utf-8")
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            print(
+                f"verify_proof: {args.file} is not a proof file (not JSON){_hint(text)}",
+                file=sys.stderr,
+            )
+            return 2
     except CheckpointError as exc:
         print(f"verify_proof: {visible(exc)}", file=sys.stderr)
         return 2
@@ -108,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     return 0
+
+
+def _hint(text: str) -> str:
+    """What a file that is not JSON looks like, when it is something the ledger writes."""
+    if "\n\n\u2014 " in text:
+        return ": it reads as a checkpoint; `flowledger proof` writes the proof file"
+    return ""
 
 
 if __name__ == "__main__":

@@ -61,7 +61,13 @@ class Tls:
     key: Path
 
 
-def tls_files(cert: Path | None, key: Path | None) -> Tls | None:
+# The settings that give a receiver's TLS files, named where one is missing.
+RECEIVER_TLS = ("[receiver] tls_cert", "[receiver] tls_key")
+
+
+def tls_files(
+    cert: Path | None, key: Path | None, settings: tuple[str, str] | None = RECEIVER_TLS
+) -> Tls | None:
     """The TLS files to serve with, checked as the server will load them, or None for plain
     HTTP when neither is given; :class:`BadTls` (one line) when only one is given, when
     either cannot be read, is not PEM of its kind, when the key is encrypted (uvicorn would
@@ -69,9 +75,11 @@ def tls_files(cert: Path | None, key: Path | None) -> Tls | None:
     if cert is None and key is None:
         return None
     if key is None:
-        raise BadTls("a TLS certificate needs its key: give --tls-key ([receiver] tls_key)")
+        where = f" ({settings[1]})" if settings else ""
+        raise BadTls(f"a TLS certificate needs its key: give --tls-key{where}")
     if cert is None:
-        raise BadTls("a TLS key needs its certificate: give --tls-cert ([receiver] tls_cert)")
+        where = f" ({settings[0]})" if settings else ""
+        raise BadTls(f"a TLS key needs its certificate: give --tls-cert{where}")
     from cryptography import x509
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization

@@ -72,7 +72,6 @@ def write_bundle(
     if len(operations) > MAX_OPERATIONS:
         raise LedgerError(f"at most {MAX_OPERATIONS} operations in one bundle")
     wanted = list(dict.fromkeys(operations))
-    _empty_folder(folder)
     if note is None:
         note = bundle_checkpoint(store, signer)
     cp = unverified_checkpoint(note)
@@ -81,6 +80,7 @@ def write_bundle(
         files = {f"events/{row.seq}.json": _sealed(row) for row in rows} | {
             f"events/{row.seq}.tlog-proof": _proof(conn, row, cp.size, note) for row in rows
         }
+    _empty_folder(folder)  # made once the events are found: a refusal leaves no folder
     claims = {
         "format": FORMAT,
         "origin": cp.origin,

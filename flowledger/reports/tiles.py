@@ -24,6 +24,7 @@ from flowledger.storage.reads import Connection
 from flowledger.storage.reads import tiles as stored
 from flowledger.storage.reads.chain import snapshot
 from flowledger.storage.reads.tree_proofs import tree_head
+from flowledger.storage.reads.witnesses import with_cosignatures
 
 CHECKPOINT = "checkpoint"
 
@@ -36,7 +37,8 @@ class TilesWritten:
 
 
 def write_tiles(store: Store, signer: Signer, folder: Path) -> TilesWritten:
-    """Bring ``folder`` up to the ledger's current tree, signed by ``signer``."""
+    """Bring ``folder`` up to the ledger's current tree, signed by ``signer`` (with the
+    cosignatures the witnesses gave the same checkpoint, when they have)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -60,7 +62,8 @@ def write_tiles(store: Store, signer: Signer, folder: Path) -> TilesWritten:
     # (bench/README.md, "Tiles").
     os.sync()
     crashpoint("tiles_before_checkpoint")
-    _write(folder / CHECKPOINT, signer.sign(head.text()).encode(), durable=True)
+    note = with_cosignatures(store, signer.sign(head.text()))
+    _write(folder / CHECKPOINT, note.encode(), durable=True)
     return TilesWritten(old, head.size, written)
 
 

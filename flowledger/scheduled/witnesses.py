@@ -19,7 +19,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import httpx
@@ -60,6 +60,12 @@ class Answer:
     witness: str  # its name
     outcome: Outcome
     detail: str
+
+    def line(self) -> str:
+        """The answer in one line: ``witness NAME: cosigned at 2026-12-06T12:00:00Z``,
+        ``witness NAME: refused: WHY``, ``witness NAME: not reached: URL: WHY``."""
+        said = f"refused: {self.detail}" if self.outcome == "refused" else self.detail
+        return f"witness {self.witness}: {said}"
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,15 @@ class Witnesses:
             for w, _ in self.witnesses
             if kept.seen_size(self.store, w.vkey) != size or kept.last_error(self.store, w.vkey)
         ]
-        return self.checkpoint() if stale else None
+        if not stale:
+            return None
+        done = self.checkpoint()
+        for answer in done.answers:
+            if answer.outcome == "refused":
+                log.error("%s", answer.line())
+            elif answer.outcome == "failed":
+                log.warning("%s", answer.line())
+        return done
 
     def checkpoint(self) -> Witnessed:
         """Sign the tree's head, keep it, send it to every witness, keep their
@@ -120,6 +134,14 @@ class Witnesses:
         checkpoint_id = kept.record_checkpoint(self.store, cp, note, self.clock())
         answers = [self._submit(w, key, cp, note, checkpoint_id) for w, key in self.witnesses]
         return Witnessed(cp.size, cosigned_note(self.store, cp.size) or note, answers)
+
+    def missing(self, note: str) -> list[str]:
+        """The names of the witnesses whose cosignature ``note`` lacks."""
+        try:
+            found = {c.witness for c in cosignatures(note, [key for _, key in self.witnesses])}
+        except CheckpointError:
+            found = set()
+        return [key.name for _, key in self.witnesses if key not in found]
 
     def _submit(
         self, w: WitnessConfig, key: VerifierKey, cp: Checkpoint, note: str, checkpoint_id: int
@@ -132,7 +154,7 @@ class Witnesses:
             try:
                 status, text = self._post(w, Submission(old, proof, note).body())
             except httpx.HTTPError as exc:
-                return self._failed(w, key, f"cannot reach it: {type(exc).__name__}")
+                return self._failed(w, key, f"not reached: {w.url}: {_unreachable(exc)}")
             if status == 200:
                 return self._cosigned(w, key, cp, note, text, checkpoint_id)
             if status == 409 and (held := _held_size(text)) is not None:
@@ -202,17 +224,16 @@ class Witnesses:
             (first.line, first.timestamp),
             self.clock(),
         )
-        return Answer(key.name, "cosigned", f"at {first.timestamp}")
+        at = datetime.fromtimestamp(first.timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Answer(key.name, "cosigned", f"cosigned at {at}")
 
     def _failed(self, w: WitnessConfig, key: VerifierKey, why: str) -> Answer:
         why = visible(why)
-        log.warning("witness %s: %s", key.name, why)
         kept.failed(self.store, w.vkey, w.url, why, self.clock())
         return Answer(key.name, "failed", why)
 
     def _refused(self, w: WitnessConfig, key: VerifierKey, cp: Checkpoint, why: str) -> Answer:
         why = visible(why)
-        log.error("witness %s refused the checkpoint: %s", key.name, why)
         now = self.clock()
         rows = [self._alert(target, key, cp, why, now) for target in self.targets]
         kept.refused(self.store, w.vkey, w.url, cp.size, why, now, rows)
@@ -239,3 +260,15 @@ def _held_size(text: str) -> int | None:
 
 def _first_line(text: str) -> str:
     return visible(text.strip().split("\n", 1)[0][:200]) or "no reason given"
+
+
+def _unreachable(exc: httpx.HTTPError) -> str:
+    """Why a witness was not reached, e.g. ``connection refused``, ``timed out``."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    root: BaseException = exc
+    while root.__cause__ is not None or root.__context__ is not None:
+        root = root.__cause__ or root.__context__  # type: ignore[assignment]
+    said = root.strerror if isinstance(root, OSError) and root.strerror else str(root)
+    said = re.sub(r"^\[Errno -?\d+\] ", "", said).strip()
+    return visible(said[:1].lower() + said[1:200]) if said else type(exc).__name__

@@ -14,7 +14,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from flowledger.config import CheckpointsConfig
-from flowledger.domain.checkpoints import Signer
+from flowledger.domain.checkpoints import (
+    COSIGNATURE_V1,
+    ED25519,
+    CheckpointError,
+    Signer,
+    parse_verifier_key,
+)
 from flowledger.domain.cosignatures import Cosigner
 from flowledger.storage.engine import LedgerError
 
@@ -50,6 +56,11 @@ def _new_key(path: Path) -> Ed25519PrivateKey:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, KEY_FILE_MODE)
     except FileExistsError:
         raise LedgerError(f"{path} exists already; a signing key is never overwritten") from None
+    except FileNotFoundError:
+        raise LedgerError(
+            f"cannot create the key file {path}: the folder {path.parent} does not exist "
+            f"(make it first, owner-only: install -d -m 700 {path.parent})"
+        ) from None
     except OSError as exc:
         raise LedgerError(f"cannot create the key file {path}: {exc.strerror}") from None
     try:
@@ -77,6 +88,11 @@ def _load_key(path: Path) -> Ed25519PrivateKey:
         pem = path.read_bytes()
     except OSError as exc:
         raise LedgerError(f"cannot read the signing key {path}: {exc.strerror}") from None
+    if b"PRIVATE KEY" not in pem and _is_vkey(pem):
+        raise LedgerError(
+            f"{path} is a public (verifier) key: give the private key file"
+            + (f" ({path.with_suffix('')})" if path.suffix == ".pub" else "")
+        )
     if mode & 0o077:
         raise LedgerError(
             f"the signing key {path} is readable by others ({mode:04o}): chmod 600 it"
@@ -88,6 +104,21 @@ def _load_key(path: Path) -> Ed25519PrivateKey:
     if not isinstance(private, Ed25519PrivateKey):
         raise LedgerError(f"{path} is not an Ed25519 key (`flowledger key create` makes one)")
     return private
+
+
+def _is_vkey(data: bytes) -> bool:
+    """Whether ``data`` reads as a verifier key (``NAME+KEYID+BASE64``), either type."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    for kind in (ED25519, COSIGNATURE_V1):
+        try:
+            parse_verifier_key(text, kind)
+        except CheckpointError:
+            continue
+        return True
+    return False
 
 
 def configured_signer(cfg: CheckpointsConfig, name: str) -> Signer | None:

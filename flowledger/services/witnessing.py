@@ -19,5 +19,5 @@ def alarm(w: Witnessed) -> str:
         f"WITNESS ALARM: {name} refused the checkpoint of {w.refused_size} events at "
         f"{for_people(w.refused_at)}: {w.refusal}. Someone else has seen another history of "
         "this log; find out why (a restore, a second copy, a rewrite) before trusting it, "
-        f"then run `flowledger witness clear {name}` (docs/proofs.md#witnesses)"
+        f"then run `flowledger witness clear {name} --note TEXT` (docs/proofs.md#witnesses)"
     )

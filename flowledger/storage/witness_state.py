@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +31,27 @@ CREATE TABLE IF NOT EXISTS witnessed (
     updated_at TEXT NOT NULL
 )
 """
+# What `flowledger witness forget` took off, kept as the evidence it is.
+_FORGOTTEN = """
+CREATE TABLE IF NOT EXISTS forgotten (
+    origin TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    root BLOB NOT NULL,
+    note TEXT NOT NULL,
+    forgotten_at TEXT NOT NULL
+)
+"""
 BUSY_MS = 10_000
+
+
+@dataclass(frozen=True)
+class Held:
+    """The latest checkpoint of a log the witness cosigned."""
+
+    checkpoint: Checkpoint
+    note: str
+    updated_at: str
+
 
 # Given the latest checkpoint cosigned (or None), the checkpoint to store and its note.
 Decide = Callable[[Checkpoint | None], tuple[Checkpoint, str]]
@@ -46,6 +67,7 @@ class WitnessState:
             with closing(self._connect()) as conn:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(_SCHEMA)
+                conn.execute(_FORGOTTEN)
         except (OSError, sqlite3.Error) as exc:
             raise LedgerError(f"cannot open the witness state {path}: {exc}") from None
 
@@ -92,3 +114,37 @@ class WitnessState:
         with closing(self._connect()) as conn:
             row = conn.execute("SELECT note FROM witnessed WHERE origin = ?", (origin,)).fetchone()
         return None if row is None else str(row[0])
+
+    def held(self, origin: str) -> Held | None:
+        """What the witness holds of ``origin``, if anything."""
+        with closing(self._connect()) as conn:
+            row = conn.execute(
+                "SELECT size, root, note, updated_at FROM witnessed WHERE origin = ?", (origin,)
+            ).fetchone()
+        if row is None:
+            return None
+        return Held(Checkpoint(origin, row[0], bytes(row[1])), str(row[2]), str(row[3]))
+
+    def forget(self, held: Held) -> bool:
+        """Take ``held`` off, so that the next checkpoint of its log is taken as a first one;
+        it is kept in the ``forgotten`` table. ``False`` when the witness has cosigned another
+        checkpoint of the log since ``held`` was read (nothing is changed)."""
+        cp = held.checkpoint
+        with closing(self._connect()) as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                cur = conn.execute(
+                    "DELETE FROM witnessed WHERE origin = ? AND size = ? AND root = ?",
+                    (cp.origin, cp.size, cp.root),
+                )
+                if cur.rowcount == 1:
+                    conn.execute(
+                        "INSERT INTO forgotten (origin, size, root, note, forgotten_at) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (cp.origin, cp.size, cp.root, held.note, datetime.now(UTC).isoformat()),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return cur.rowcount == 1

@@ -142,12 +142,12 @@ def refused(
     return True
 
 
-def clear_refusal(store: Store, witness: str, now: datetime) -> bool:
-    """A person has looked at the refusal of ``witness``: the alarm ends (``False``: none)."""
-    with store.engine.begin() as conn:
-        cleared = conn.execute(
-            STATES.update()
-            .where(STATES.c.witness == witness, STATES.c.refused_at.is_not(None))
-            .values(refused_at=None, refused_size=None, refusal=None, updated_at=now)
-        )
+def clear_refusal(conn: sa.Connection, witness: str, now: datetime) -> bool:
+    """A person has looked at the refusal of ``witness``: the alarm ends (``False``: none),
+    in the transaction of ``conn`` that records it."""
+    cleared = conn.execute(
+        STATES.update()
+        .where(STATES.c.witness == witness, STATES.c.refused_at.is_not(None))
+        .values(refused_at=None, refused_size=None, refusal=None, updated_at=now)
+    )
     return cleared.rowcount > 0

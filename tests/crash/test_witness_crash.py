@@ -72,7 +72,7 @@ def test_a_witness_killed_while_it_cosigns_cosigns_the_next_request(
     finally:
         stop(proc)
     [lost] = answers[0].answers
-    assert lost.outcome == "failed" and lost.detail.startswith("cannot reach it")
+    assert lost.outcome == "failed" and lost.detail.startswith("not reached: ")
     held = WitnessState(tmp_path / "state.db").latest(signer.name)
     size = unverified_checkpoint(answers[0].note).size
     if point == "witness_before_commit":

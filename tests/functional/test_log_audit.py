@@ -114,7 +114,7 @@ def test_proof_of_events_past_the_log_is_refused(
 ) -> None:
     work(Ledger(store, clock=FakeClock()), "invoice:1")
     code, out = cli("proof", "--events", "2-9", "--db", db_url)
-    assert code != 0 and "not all in the checkpoint's 2 events" in out, out
+    assert code != 0 and "not all in the log's 2 events" in out, out
     code, out = cli("proof", "invoice:1", "--events", "1", "--db", db_url)
     assert code != 0 and "give one of" in out
 

@@ -6,16 +6,20 @@ against that checkpoint, and the standalone verifier requiring a quorum of cosig
 from __future__ import annotations
 
 import runpy
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from flowledger.cli import app
 from flowledger.domain.checkpoints import COSIGNATURE_V1, parse_verifier_key
 from flowledger.programs.verify_proof import main as verify_main
 from flowledger.services.ledger import Ledger
+from flowledger.storage.engine import open_store
 from flowledger.storage.migrate import init_ledger
 from tests.support.builders import FakeClock, req
 from tests.support.cli import cli
@@ -55,6 +59,18 @@ def witness_url(tmp_path: Path, db: str) -> Iterator[str]:
         log.close()
 
 
+def witness_at(tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flowledger.toml`` with the log's key and the witness (its key made by the fixture)
+    at ``url``."""
+    vkey = (tmp_path / "w.key.pub").read_text().strip()
+    config = tmp_path / "flowledger.toml"
+    config.write_text(
+        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
+        f'[[witnesses]]\nurl = "{url}"\nvkey = "{vkey}"\n'
+    )
+    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+
+
 def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     db: str,
     tmp_path: Path,
@@ -63,15 +79,11 @@ def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     vkey = (tmp_path / "w.key.pub").read_text().strip()
-    config = tmp_path / "flowledger.toml"
-    config.write_text(
-        f'[checkpoints]\nkey = "{tmp_path / "log.key"}"\n\n'
-        f'[[witnesses]]\nurl = "{witness_url}"\nvkey = "{vkey}"\n'
-    )
-    monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
+    witness_at(tmp_path, witness_url, monkeypatch)
     code, note, err = cli("checkpoint", "--db", db)
     assert code == 0, err
-    assert "witness witness.example/w1: cosigned" in err
+    assert "witness witness.example/w1: cosigned at 20" in err
+    assert err.count("w1") == 1, err  # one line per witness, none from the job's logger
     assert note.count("\u2014 ") == 2 and "\u2014 witness.example/w1 " in note
     (tmp_path / "cp.txt").write_text(note)
     proof = tmp_path / "proof.json"
@@ -98,7 +110,8 @@ def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
     other = Cosigner("witness.example/w2", Ed25519PrivateKey.generate()).verifier.text()
     args = [str(proof), "--key", log_key, "--witness", w_key, "--witness", other]
     assert verify_main(args) == 1
-    assert "cosigned by 1 of the witnesses given, 2 required" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "cosigned by 1 of the witnesses given, 2 required: missing witness.example/w2" in said
     assert verify_main([*args, "--quorum", "1"]) == 0
     assert verify_main([*args, "--quorum", "3"]) == 2
     # The ledger's own key given as a witness's is refused as the wrong type.
@@ -146,3 +159,100 @@ def test_a_witness_key_name_with_a_space_is_refused(tmp_path: Path) -> None:
     code, _, err = cli("witness", "key", "create", str(tmp_path / "w.key"), "--name", "a b")
     assert code == 2 and "has no spaces" in err
     assert not (tmp_path / "w.key").exists()
+
+
+def test_with_its_witness_down_bundle_and_proof_fall_back_or_exit_1(
+    db: str,
+    tmp_path: Path,
+    witness_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    down = f"http://127.0.0.1:{free_port()}"
+    witness_at(tmp_path, down, monkeypatch)
+    # No checkpoint cosigned yet: the bundle is written, said to lack the cosignature, exit 1.
+    bundle = tmp_path / "b1"
+    code, out, err = cli("bundle", "invoice:2", "--out", str(bundle), "--db", db)
+    assert code == 1, err
+    assert f"witness witness.example/w1: not reached: {down}: connection refused" in err
+    assert "lacks the witnesses' cosignatures (witness.example/w1)" in err
+    assert "check it with" not in out + err and (bundle / "checkpoint").exists()
+    code, out, err = cli("proof", "invoice:2", "--db", db)
+    assert code == 1 and '"format"' in out and "lacks the witnesses' cosignatures" in err
+    # Once the witness has cosigned a checkpoint of 3 operations' events, it is the fallback.
+    witness_at(tmp_path, witness_url, monkeypatch)
+    assert cli("checkpoint", "--db", db)[0] == 0
+    witness_at(tmp_path, down, monkeypatch)
+    store = open_store(db)  # the log grows past what the witness cosigned
+    Ledger(store, clock=FakeClock()).dispatch("invoice:9", req("exec-9")).run("token:n8n")
+    store.dispose()
+    code, out, err = cli("bundle", "invoice:2", "--out", str(tmp_path / "b2"), "--db", db)
+    assert code == 0, err
+    assert "using the latest checkpoint the witnesses cosigned" in err
+    verifier = runpy.run_path(str(tmp_path / "b2" / "verify_bundle.py"))
+    capsys.readouterr()
+    assert verifier["main"]([str(tmp_path / "b2")]) == 0
+    code, out, err = cli("proof", "--events", "1-2", "--db", db)
+    assert code == 0 and "using the latest checkpoint" in err and "w1 " in out
+    # Events past the cosigned checkpoint: no fallback covers them.
+    code, _, err = cli("proof", "invoice:9", "--db", db)
+    assert code == 1 and "lacks the witnesses' cosignatures" in err
+    # The verifier names the witness missing.
+    capsys.readouterr()
+    assert runpy.run_path(str(bundle / "verify_bundle.py"))["main"]([str(bundle)]) == 1
+    assert "0 of the witnesses given, 1 required: missing witness.example/w1" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("kind", ["file", "full"])
+def test_bundle_refuses_its_out_or_an_operation_before_the_witnesses(
+    db: str, tmp_path: Path, witness_url: str, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    witness_at(tmp_path, witness_url, monkeypatch)
+    out = tmp_path / "out"
+    if kind == "file":
+        out.write_text("x")
+    else:
+        out.mkdir()
+        (out / "x").write_text("x")
+    code, _, err = cli("bundle", "invoice:2", "--out", str(out), "--db", db)
+    assert code != 0 and f"--out {out}: not" in err and "w1:" not in err
+    code, _, err = cli("bundle", "invoice:404", "--out", str(tmp_path / "new"), "--db", db)
+    assert code != 0 and "no events of operation 'invoice:404'" in err
+    code, _, err = cli("bundle", "--events", "2-99", "--out", str(tmp_path / "new"), "--db", db)
+    assert code != 0 and "not all in the log's 3 events" in err
+    assert "witness.example/w1" not in err and not (tmp_path / "new").exists()
+
+
+def test_after_a_genuine_restore_the_witness_forgets_and_takes_the_next_as_a_first(
+    db: str, tmp_path: Path, witness_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    witness_at(tmp_path, witness_url, monkeypatch)
+    origin = (tmp_path / "log.key.pub").read_text().split("+")[0]
+    backup = tmp_path / "backup.db"
+    with sqlite3.connect(db) as src, sqlite3.connect(backup) as dst:
+        src.backup(dst)
+    store = open_store(db)
+    Ledger(store, clock=FakeClock()).dispatch("invoice:4", req("exec-4")).run("token:n8n")
+    store.dispose()
+    assert cli("checkpoint", "--db", db)[0] == 0  # the witness holds the longer history
+    code, _, err = cli("checkpoint", "--db", str(backup))  # the ledger put back from a backup
+    assert code == 1 and "refused: it has cosigned" in err
+    state = str(tmp_path / "witness-state.db")
+    forget = ["witness", "forget", "--state", state, origin]
+    # Asked, and answered no: nothing forgotten, still refused.
+    result = CliRunner().invoke(app, forget, input="n\n")
+    assert result.exit_code == 1 and "nothing forgotten" in result.stderr
+    assert f"holds {origin} at " in result.stdout
+    assert cli("checkpoint", "--db", str(backup))[0] == 1
+    code, out, err = cli(*forget, "--yes")
+    assert code == 0 and "its next checkpoint is taken as a first one" in out, err
+    with sqlite3.connect(state) as conn:  # kept as evidence
+        assert conn.execute("SELECT origin FROM forgotten").fetchall() == [(origin,)]
+    code, _, err = cli("checkpoint", "--db", str(backup))
+    assert code == 0 and "witness witness.example/w1: cosigned at" in err, err
+    code, _, err = cli("witness", "forget", "--state", state, "flowledger/other", "--yes")
+    assert code != 0 and "holds no checkpoint of 'flowledger/other'" in err
+    code, _, err = cli("witness", "forget", "--state", str(tmp_path / "none.db"), origin)
+    assert code != 0 and "no witness state there" in err

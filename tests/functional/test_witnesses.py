@@ -16,6 +16,7 @@ import runpy
 import sqlite3
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,13 @@ from flowledger.reports.bundle import write_bundle
 from flowledger.scheduled.witnesses import Witnesses
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import create_key
+from flowledger.services.witness_refusals import CLEARED
 from flowledger.storage import witnesses as kept
 from flowledger.storage.engine import Store, open_store
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Outbox, table
 from flowledger.storage.reads import tree_proofs as proofs
-from flowledger.storage.reads.witnesses import cosigned_note, refusals
+from flowledger.storage.reads.witnesses import cosigned_note, latest_cosigned, refusals
 from flowledger.storage.witness_state import WitnessState
 from tests.support.builders import FakeClock, req
 from tests.support.database import truncate_chain
@@ -157,10 +159,15 @@ def test_a_checkpoint_is_cosigned_and_kept_with_it(
     cp = open_checkpoint(done.note, signer.verifier)
     [cosig] = cosignatures(done.note, [witness.cosigner.verifier])
     assert cosig.timestamp == witness.clock
+    at = datetime.fromtimestamp(witness.clock, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert done.answers[0].line() == f"witness {witness.cosigner.name}: cosigned at {at}"
     assert witness.holds(signer.name) == cp.size
     store = open_store(db)
     try:
         assert cosigned_note(store, cp.size) == done.note
+        assert latest_cosigned(store, 1, [witness.config.vkey]) == done.note
+        assert latest_cosigned(store, cp.size + 1, [witness.config.vkey]) is None
+        assert latest_cosigned(store, 1, [witness.config.vkey, "other+00000000+AAAA"]) is None
         assert kept.seen_size(store, witness.config.vkey) == cp.size
         work(store, "invoice:4", "invoice:5")
     finally:
@@ -229,8 +236,24 @@ def test_the_fork_two_copies_grown_apart_the_second_is_refused_and_raised(
     finally:
         store.dispose()
     # Cleared by a person, the alarm ends; the witness still holds the original's history.
-    result = runner.invoke(cli_app, ["witness", "clear", "witness.example/w1", "--db", str(copy)])
+    clear = ["witness", "clear", "witness.example/w1", "--db", str(copy)]
+    result = runner.invoke(cli_app, clear)
+    assert result.exit_code == 2 and "give --note TEXT" in result.stderr
+    result = runner.invoke(cli_app, [*clear, "--note", "  "])
+    assert result.exit_code != 0 and "note" in result.stderr
+    result = runner.invoke(
+        cli_app, [*clear, "--note", "restored from last night's backup", "--operator", "ada"]
+    )
     assert result.exit_code == 0, result.stderr
+    assert "recorded for ada" in result.stdout
+    # The clearing is in the log, under the operator's name, with the note.
+    result = runner.invoke(cli_app, ["export", "--db", str(copy)])
+    [event] = [e for e in map(json.loads, result.stdout.splitlines()) if e["kind"] == CLEARED]
+    assert event["actor"] == "operator:ada"
+    assert event["data"]["note"] == "restored from last night's backup"
+    assert event["data"]["witness"] == witness.config.vkey and event["data"]["refusal"]
+    result = runner.invoke(cli_app, [*clear, "--note", "again"])
+    assert result.exit_code != 0 and "no refusal of a witness" in result.stderr
     result = runner.invoke(cli_app, ["doctor", "--db", str(copy)])
     assert result.exit_code == 0 and "WITNESS ALARM" not in result.stdout
 
@@ -342,11 +365,18 @@ def test_a_cosignature_by_another_key_or_of_another_checkpoint_is_not_kept(
 
 def test_an_unreachable_witness_is_an_error(db: str, signer: Signer, witness: Witness) -> None:
     def down(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused", request=request)
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
 
     client = httpx.Client(transport=httpx.MockTransport(down))
     [got] = send(db, signer, witness, client=client).answers
-    assert got.outcome == "failed" and got.detail == "cannot reach it: ConnectError"
+    said = f"not reached: {witness.config.url}: connection refused"
+    assert got.outcome == "failed" and got.detail == said
+    assert got.line() == f"witness {witness.cosigner.name}: {said}"
+    store = open_store(db)
+    try:
+        assert kept.last_error(store, witness.config.vkey) == said  # as doctor shows it
+    finally:
+        store.dispose()
 
 
 # -- the witness's endpoint, with hostile requests ----------------------------------------
@@ -518,7 +548,8 @@ def test_a_bundle_carries_the_cosigned_checkpoint_its_verifier_counts(
             == 1
         )
     assert (
-        "cosigned by 1 of the witnesses given (witness.example/w1), 2 required" in said.getvalue()
+        "cosigned by 1 of the witnesses given, 2 required: missing witness.example/w2 "
+        "(cosigned by witness.example/w1)" in said.getvalue()
     )
     with contextlib.redirect_stdout(said):
         assert (

@@ -101,7 +101,7 @@ def open_checkpoint(note: str, vkey: tuple[str, bytes, bytes]) -> tuple[str, int
     if len(root) != 32:
         raise Failed("the checkpoint's root is not 32 bytes of base64")
     if origin != name:
-        raise Failed(f"the checkpoint is of {origin!r}, but the key is {name!r}'s")
+        raise Failed(f"the checkpoint is of {origin!r}, but the key is named {name!r}")
     size = int(size_text)
     if size == 0 and root != hashlib.sha256(b"").digest():
         raise Failed("an empty tree's root is SHA-256 of nothing; the checkpoint says otherwise")
@@ -277,12 +277,14 @@ def verify(
     note = read_text(folder / "checkpoint")
     checkpoint = open_checkpoint(note, vkey)
     origin, size, _ = checkpoint
-    out = [f"checkpoint ok: {origin} at {size} events, signed by {vkey[0]}"]
+    out = [f"checkpoint ok: {origin} at {counted(size, 'event')}, signed by {vkey[0]}"]
     cosigners = cosigned_by(note, witnesses)
     if len(cosigners) < quorum:
+        lacking = [w[0] for w in witnesses if w[0] not in cosigners]
         raise Failed(
-            f"the checkpoint is cosigned by {len(cosigners)} of the witnesses given "
-            f"({', '.join(cosigners) or 'none'}), {quorum} required"
+            f"the checkpoint is cosigned by {len(cosigners)} of the witnesses given, "
+            f"{quorum} required: missing {', '.join(lacking)}"
+            + (f" (cosigned by {', '.join(cosigners)})" if cosigners else "")
         )
     if witnesses:
         out.append(
@@ -332,8 +334,13 @@ def verify(
         or seqs != list(range(span[0], span[1] + 1))
     ):
         raise Failed(f"bundle.json claims events {span[0]}-{span[1]}, but lists others")
-    out.append(f"bundle ok: {len(seqs)} events in {origin} at {size} events")
+    out.append(f"bundle ok: {counted(len(seqs), 'event')} in {origin} at {counted(size, 'event')}")
     return out
+
+
+def counted(n: int, word: str) -> str:
+    """``1 event``, ``2 events``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _key_text(key: str) -> str:
@@ -343,7 +350,13 @@ def _key_text(key: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Check a flowledger auditor's bundle.")
-    parser.add_argument("folder", nargs="?", type=Path, default=Path(__file__).parent)
+    parser.add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        default=Path(__file__).parent,
+        help="the bundle's folder (default: the folder this script is in)",
+    )
     parser.add_argument("--key", help="the log's key NAME+ID+BASE64, or a file holding it")
     parser.add_argument(
         "--witness",
@@ -360,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         witnesses = None if args.witness is None else [_key_text(w) for w in args.witness]
         if args.quorum is not None and args.quorum < 0:
             raise Unreadable("--quorum is a number of witnesses, 0 or more")
+        if args.quorum == 0:
+            print("verify_bundle: --quorum 0 checks no witness's cosignature", file=sys.stderr)
         lines = verify(args.folder, _key_text(key), witnesses, args.quorum)
     except Unreadable as exc:
         print(f"verify_bundle: {exc}".encode("ascii", "backslashreplace").decode(), file=sys.stderr)

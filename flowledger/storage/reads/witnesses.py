@@ -4,6 +4,7 @@ are alarms."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -74,6 +75,29 @@ def with_cosignatures(store: Store, note: str) -> str:
         size = unverified_checkpoint(note).size
         kept = cosigned_in(conn, size)
     return kept if kept is not None and kept.startswith(note) else note
+
+
+def latest_cosigned(store: Store, least: int, witnesses: Sequence[str]) -> str | None:
+    """The newest checkpoint of at least ``least`` events of the tree as it stands that every
+    one of ``witnesses`` (vkeys) cosigned, with its cosignatures (:func:`cosigned_in`);
+    ``None`` when there is none."""
+    wanted = sorted(set(witnesses))
+    if not wanted:
+        return None
+    found = (
+        sa.select(CHECKPOINTS.c.size, CHECKPOINTS.c.note)
+        .join(COSIGNATURES, COSIGNATURES.c.checkpoint_id == CHECKPOINTS.c.id)
+        .where(CHECKPOINTS.c.size >= least, COSIGNATURES.c.witness.in_(wanted))
+        .group_by(CHECKPOINTS.c.id, CHECKPOINTS.c.size, CHECKPOINTS.c.note)
+        .having(sa.func.count() == len(wanted))
+        .order_by(CHECKPOINTS.c.size.desc())
+    )
+    with snapshot(store) as conn:
+        for size, note in conn.execute(found).all():
+            kept = cosigned_in(conn, size)  # None when the tree has another root there
+            if kept is not None and kept.startswith(note):
+                return kept
+    return None
 
 
 def states(conn: Connection) -> dict[str, Witnessed]:

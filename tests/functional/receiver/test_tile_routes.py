@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from flowledger.domain import merkle
 from flowledger.domain.checkpoints import Signer, open_checkpoint
+from flowledger.domain.cosignatures import Cosigner
 from flowledger.domain.tiles import Tile, root_from_tiles, tile_hashes
 from flowledger.programs.verify_proof import main as verify_main
+from flowledger.reports.tiles import write_tiles
 from flowledger.services.ledger import Ledger
+from flowledger.storage import witnesses as kept
+from flowledger.storage.reads.chain import snapshot
+from flowledger.storage.reads.tree_proofs import tree_head
 from tests.support.builders import req
 from tests.support.receiver import Api
 
@@ -189,3 +196,34 @@ def test_without_a_signing_key_the_tiles_say_so(api: Api) -> None:
     for path in ("/v1/tlog/checkpoint", "/v1/tlog/tile/0/000.p/1", "/v1/events/1/proof"):
         answer = api.get(path)
         assert answer.status_code == 404 and answer.json()["error"]["code"] == "no_signing_key"
+
+
+def test_the_tiles_checkpoint_carries_the_witnesses_cosignatures(
+    signing_api: Api, ledger: Ledger, signer: Signer, tmp_path: Path
+) -> None:
+    """As ``/v1/checkpoint``: the cosignatures kept for that exact checkpoint, over HTTP and
+    in the ``checkpoint`` file ``flowledger tiles`` writes."""
+    grow(ledger, 3)
+    with snapshot(ledger.store) as conn:
+        cp = tree_head(conn)
+    note = signer.sign(cp.text())
+    witness = Cosigner("witness.example/w1", Ed25519PrivateKey.generate())
+    line = witness.cosign(cp.text(), 1_800_000_000)
+    now = datetime(2026, 12, 6, tzinfo=UTC)
+    checkpoint_id = kept.record_checkpoint(ledger.store, cp, note, now)
+    kept.cosigned(
+        ledger.store,
+        checkpoint_id,
+        witness.verifier.text(),
+        "http://w.test",
+        cp.size,
+        (line, 1_800_000_000),
+        now,
+    )
+    assert signing_api.get("/v1/tlog/checkpoint").text == note + line
+    assert signing_api.get("/v1/checkpoint").json()["checkpoint"] == note + line
+    write_tiles(ledger.store, signer, tmp_path / "tiles")
+    assert (tmp_path / "tiles" / "checkpoint").read_text() == note + line
+    # Once the log grows, the new head has no cosignature yet: the log's signature alone.
+    grow(ledger, 1, "later")
+    assert signing_api.get("/v1/tlog/checkpoint").text.count("\u2014 ") == 1

@@ -47,7 +47,9 @@ def signer_of(st: ReceiverState) -> Signer:
     return st.signer
 
 
-def _signed(store: Store, signer: Signer) -> str:
+def signed_now(store: Store, signer: Signer) -> str:
+    """The tree's head signed now, with the cosignatures the witnesses gave the same
+    checkpoint, when they have."""
     return with_cosignatures(store, proofs.signed_checkpoint(store, signer))
 
 
@@ -55,7 +57,7 @@ def _signed(store: Store, signer: Signer) -> str:
 async def get_checkpoint(principal: Reader, st: St) -> dict[str, Any]:
     """The Merkle tree's head, signed now: a C2SP checkpoint in a signed note (with the
     cosignatures its witnesses gave the same checkpoint, when they have), and its fields."""
-    note = await read(st.read_deadline, _signed, st.store, signer_of(st))
+    note = await read(st.read_deadline, signed_now, st.store, signer_of(st))
     cp = unverified_checkpoint(note)
     return {"origin": cp.origin, "size": cp.size, "root": b64([cp.root])[0], "checkpoint": note}
 
@@ -73,7 +75,7 @@ async def get_operation_proof(
     signer = signer_of(st)
 
     def proof() -> dict[str, Any]:
-        note = _signed(st.store, signer)
+        note = signed_now(st.store, signer)
         try:
             return proofs.operation_proof(st.store, operation_id, note)
         except LedgerError as exc:

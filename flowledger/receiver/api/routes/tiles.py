@@ -15,7 +15,7 @@ from flowledger.domain.tiles import TileError, parse_tile_path
 from flowledger.receiver.api.bounded import read
 from flowledger.receiver.api.deps import require, state_of
 from flowledger.receiver.api.errors import ApiError, documented
-from flowledger.receiver.api.routes.proofs import signer_of
+from flowledger.receiver.api.routes.proofs import signed_now, signer_of
 from flowledger.receiver.api.state import ReceiverState
 from flowledger.receiver.api.tokens import Principal
 from flowledger.storage.reads import tree_proofs as proofs
@@ -36,8 +36,9 @@ BYTES: dict[int | str, dict[str, Any]] = {
 
 @router.get("/checkpoint", response_class=Response, responses={**TEXT, **documented(*ERRORS)})
 async def get_tlog_checkpoint(principal: Reader, st: St) -> Response:
-    """The tree's head, signed now: the C2SP checkpoint a tiles client starts from."""
-    note = await read(st.read_deadline, proofs.signed_checkpoint, st.store, signer_of(st))
+    """The tree's head, signed now: the C2SP checkpoint a tiles client starts from, with the
+    cosignatures its witnesses gave the same checkpoint, when they have."""
+    note = await read(st.read_deadline, signed_now, st.store, signer_of(st))
     return Response(
         note, media_type="text/plain; charset=utf-8", headers={"Cache-Control": "no-cache"}
     )
