@@ -19,7 +19,6 @@ from flowledger.cli.common import (
     one_line_errors,
     opened,
 )
-from flowledger.domain.checkpoints import unverified_checkpoint
 from flowledger.domain.display import counted
 from flowledger.storage.problems import LedgerError, Missing
 
@@ -120,6 +119,8 @@ def _new_checkpoint(store: Store, least: int | None = None) -> tuple[str, bool]:
         return done.note, False
     older = latest_cosigned(store, least, [w.vkey for w in cfg.witnesses])
     if older is not None:
+        from flowledger.domain.checkpoints import unverified_checkpoint  # cryptography: lazily
+
         size = unverified_checkpoint(older).size
         typer.echo(
             f"using the latest checkpoint the witnesses cosigned ({counted(size, 'event')}, "

@@ -132,6 +132,7 @@ def test_sources_json_holds_each_source_as_stored(
         "lag_seconds": None,
         "last_error": None,
         "pinned_after_holds": [],
+        "acting_waiting": [],
     }
     with sqlite3.connect(db) as conn:
         stored = conn.execute(

@@ -56,7 +56,7 @@ def refused_in_one_line(args: list[str], code: int, said: str) -> None:
     [
         (["show", "invoice:9"], "no operation 'invoice:9'"),
         (["hold", "9999", "note", "--note", "n", "--yes"], "no hold 9999"),
-        (["proof", "invoice:9"], "no events of operation 'invoice:9' in the checkpoint's"),
+        (["proof", "invoice:9"], "no events of operation 'invoice:9' in the log"),
         (["sources", "check", "nope"], "no source named 'nope' in the configuration (prod-n8n)"),
         (["sync", "--once", "--source", "nope"], "no source named 'nope'"),
         (["n8n", "setup", "--source", "nope"], "no source named 'nope'"),
