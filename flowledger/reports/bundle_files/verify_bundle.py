@@ -77,6 +77,21 @@ def parse_vkey(text: str, kind: int = 1) -> tuple[str, bytes, bytes]:
     return name, key_id, key[1:]
 
 
+def signature_lines(signatures: str) -> list[tuple[str, bytes]]:
+    """A signed note's signature lines (``— <name> <base64>``, each ending in a newline): the
+    signer's name and the decoded signature of each."""
+    found = []
+    for line in signatures[:-1].split("\n"):
+        if not line.startswith("\u2014 ") or line.count(" ") != 2:
+            raise Failed(f"not a signature line: {line[:60]!r}")
+        signer, raw = line[2:].split(" ")
+        try:
+            found.append((signer, base64.b64decode(raw, validate=True)))
+        except binascii.Error:
+            raise Failed(f"the signature by {signer} is not base64") from None
+    return found
+
+
 def open_checkpoint(note: str, vkey: tuple[str, bytes, bytes]) -> tuple[str, int, bytes]:
     """The origin, size and root of a checkpoint note signed by ``vkey``."""
     name, key_id, public = vkey
@@ -105,14 +120,7 @@ def open_checkpoint(note: str, vkey: tuple[str, bytes, bytes]) -> tuple[str, int
     size = int(size_text)
     if size == 0 and root != hashlib.sha256(b"").digest():
         raise Failed("an empty tree's root is SHA-256 of nothing; the checkpoint says otherwise")
-    for line in signatures[:-1].split("\n"):
-        if not line.startswith("\u2014 ") or line.count(" ") != 2:
-            raise Failed(f"not a signature line: {line[:60]!r}")
-        signer, raw = line[2:].split(" ")
-        try:
-            decoded = base64.b64decode(raw, validate=True)
-        except binascii.Error:
-            raise Failed(f"the signature by {signer} is not base64") from None
+    for signer, decoded in signature_lines(signatures):
         if signer != name or decoded[:4] != key_id:
             continue  # another signer's (a witness's cosignature)
         try:
@@ -131,14 +139,7 @@ def cosigned_by(note: str, witnesses: list[tuple[str, bytes, bytes]]) -> list[st
     text, _, signatures = note.rpartition("\n\n")
     body = text + "\n"
     names: list[str] = []
-    for line in signatures[:-1].split("\n"):
-        if not line.startswith("\u2014 ") or line.count(" ") != 2:
-            raise Failed(f"not a signature line: {line[:60]!r}")
-        signer, raw = line[2:].split(" ")
-        try:
-            decoded = base64.b64decode(raw, validate=True)
-        except binascii.Error:
-            raise Failed(f"the signature by {signer} is not base64") from None
+    for signer, decoded in signature_lines(signatures):
         for name, key_id, public in witnesses:
             if signer != name or decoded[:4] != key_id or name in names:
                 continue
