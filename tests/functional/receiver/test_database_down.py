@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -35,6 +36,17 @@ def assert_unavailable(answer: Any, code: str = "unavailable") -> None:
     assert answer.status_code == 503
     assert answer.headers["retry-after"] == "2"
     assert answer.json()["error"]["code"] == code
+
+
+def retried(call: Callable[[], Any], *, within: float = 60.0) -> Any:
+    """``call``'s first answer that is not a 503, as a client following ``Retry-After`` gets
+    it (without its wait); the last 503 once ``within`` seconds have passed."""
+    until = time.monotonic() + within
+    answer = call()
+    while answer.status_code == 503 and time.monotonic() < until:
+        time.sleep(0.1)
+        answer = call()
+    return answer
 
 
 def test_a_write_while_the_database_refuses_is_503_with_retry_after_and_then_goes(
@@ -139,6 +151,8 @@ def test_a_write_a_read_and_readiness_that_hang_are_503_within_their_deadlines_t
             finally:
                 answers.set()
         assert wrote < 10 and ready < 10 and looked < 10, (wrote, ready, looked)
-        answer = api.post(DISPATCH, dispatch_body("exec-1"))
+        # The deadlines stay 0.5 s: on a loaded machine a first write after the outage may
+        # pass one and be a 503 too, which a workflow retries (a replay gets the same answer).
+        answer = retried(lambda: api.post(DISPATCH, dispatch_body("exec-1")))
         assert (answer.status_code, answer.json()["decision"]) == (200, "go")
-        assert api.get("/readyz", token=None).status_code == 200
+        assert retried(lambda: api.get("/readyz", token=None)).status_code == 200
