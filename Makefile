@@ -39,8 +39,13 @@ run: $(RUN_STAMP)
 # suite from 10 min 47 s to 9 min 21 s). The tests that stop and start the PostgreSQL server
 # run afterwards, alone: every other PostgreSQL test would see it go away.
 # Exit code 5 is pytest's "nothing selected" (PYTEST_ARGS naming files with no such test).
+# Where PYTHONDONTWRITEBYTECODE is set, every worker and every process a test starts would
+# compile the project again (collecting the tests took 15.8 s a worker instead of 8.5 s): the
+# tests compile it once and keep the bytecode (__pycache__, ignored by git).
 TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
+test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
+	$(BIN)/python -m compileall -q -j 0 flowledger
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not pg_restart" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
