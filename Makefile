@@ -46,7 +46,7 @@ TEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) )))
 test: export PYTHONDONTWRITEBYTECODE =
 test: $(STAMP)
 	$(BIN)/python -m compileall -q -j 0 flowledger
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not pg_restart" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not pg_restart" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 check: $(STAMP)
