@@ -47,7 +47,14 @@ def _spec() -> dict[str, Any]:
     return factory(_Unopened()).openapi()  # type: ignore[arg-type]
 
 
-schema = schemathesis.openapi.from_dict(_spec())
+@pytest.fixture(scope="module")
+def receiver_schema() -> Any:
+    return schemathesis.openapi.from_dict(_spec())
+
+
+# The cases are generated when the test runs, by the one worker that runs it: generated at
+# collection, as a schema loaded at import has them, they took every worker about 5 s.
+schema = schemathesis.pytest.from_fixture("receiver_schema")
 load_all_checks()
 ALL_CHECKS: list[Any] = list(CHECKS.get_all())
 
