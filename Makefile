@@ -50,8 +50,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m pg_restart $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 check: $(STAMP)
-	$(BIN)/ruff check flowledger tests bench e2e docs examples
-	$(BIN)/ruff format --check flowledger tests bench e2e docs examples
+	$(BIN)/ruff check flowledger tests bench e2e docs examples clients
+	$(BIN)/ruff format --check flowledger tests bench e2e docs examples clients
 	$(BIN)/mypy
 	$(BIN)/mypy docs/generate.py
 	$(BIN)/lint-imports --no-cache
