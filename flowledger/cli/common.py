@@ -218,11 +218,13 @@ def die(message: str, code: int = BAD_INPUT) -> None:
 def one_line_errors(fn: F) -> F:
     """Give every command the same start and the same refusals: ``flowledger.toml`` checked
     first (:func:`file_settings`), unless the command handles a broken one itself
-    (:func:`handles_broken_settings`) or is a group's callback on the way to one of its
-    commands, which checks it; then a :class:`LedgerError` (and bad settings) turned into
-    one line on stderr: exit :data:`NOT_FOUND` for a :class:`Missing` name or id,
-    :data:`BAD_INPUT` for the rest."""
-    checks_settings = not getattr(fn, BROKEN_SETTINGS_HANDLED, False)
+    (:func:`handles_broken_settings`), reads none (:func:`reads_no_settings`) or is a
+    group's callback on the way to one of its commands, which checks it; then a
+    :class:`LedgerError` (and bad settings) turned into one line on stderr: exit
+    :data:`NOT_FOUND` for a :class:`Missing` name or id, :data:`BAD_INPUT` for the rest."""
+    checks_settings = not (
+        getattr(fn, BROKEN_SETTINGS_HANDLED, False) or getattr(fn, READS_NO_SETTINGS, False)
+    )
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -249,6 +251,8 @@ def one_line_errors(fn: F) -> F:
 
 # Set on a command that reads flowledger.toml in its own way (:func:`handles_broken_settings`).
 BROKEN_SETTINGS_HANDLED = "flowledger_handles_broken_settings"
+# Set on a command that reads nothing of flowledger.toml (:func:`reads_no_settings`).
+READS_NO_SETTINGS = "flowledger_reads_no_settings"
 
 
 def handles_broken_settings(fn: F) -> F:
@@ -256,6 +260,14 @@ def handles_broken_settings(fn: F) -> F:
     its own way (``tui`` opens on the defaults, ``doctor`` reports it); put it under
     :func:`one_line_errors`. Every other command refuses the file before it starts."""
     setattr(fn, BROKEN_SETTINGS_HANDLED, True)
+    return fn
+
+
+def reads_no_settings(fn: F) -> F:
+    """Mark a command that reads nothing of ``flowledger.toml`` (a witness's, run on another
+    team's machine from any folder): a broken file where it runs is none of its business. Put
+    it under :func:`one_line_errors`."""
+    setattr(fn, READS_NO_SETTINGS, True)
     return fn
 
 

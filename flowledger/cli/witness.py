@@ -17,6 +17,7 @@ from flowledger.cli.common import (
     die,
     one_line_errors,
     opened,
+    reads_no_settings,
 )
 from flowledger.storage.problems import LedgerError, Missing
 
@@ -40,6 +41,7 @@ KeyPath = Annotated[
 
 @key_app.command("create", cls=Command)
 @one_line_errors
+@reads_no_settings
 def witness_key_create(
     path: Annotated[
         Path, typer.Argument(metavar="PATH", help="The key file to create (owner-only, 0600)")
@@ -66,6 +68,7 @@ def witness_key_create(
 
 @witness_app.command("serve", cls=Command)
 @one_line_errors
+@reads_no_settings
 def witness_serve(
     key: KeyPath,
     log: Annotated[

@@ -15,7 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from flowledger.cli import app
-from flowledger.cli.common import BROKEN_SETTINGS_HANDLED
+from flowledger.cli.common import BROKEN_SETTINGS_HANDLED, READS_NO_SETTINGS
 from flowledger.storage.migrate import init_ledger
 
 runner = CliRunner()
@@ -70,6 +70,10 @@ def _handles_it(command: Any) -> bool:
     return bool(getattr(command.callback, BROKEN_SETTINGS_HANDLED, False))
 
 
+def _reads_none(command: Any) -> bool:
+    return bool(getattr(command.callback, READS_NO_SETTINGS, False))
+
+
 def _command_line(words: tuple[str, ...], command: Any) -> list[str]:
     """The command with a value for each required argument and option: the settings are
     refused before any of them is looked at."""
@@ -80,7 +84,11 @@ def _command_line(words: tuple[str, ...], command: Any) -> list[str]:
     return line
 
 
-REFUSING = [(words, command) for words, command in _commands() if not _handles_it(command)]
+REFUSING = [
+    (words, command)
+    for words, command in _commands()
+    if not (_handles_it(command) or _reads_none(command))
+]
 
 
 def _use(
@@ -102,6 +110,11 @@ def _use(
 
 def test_only_the_terminal_ui_and_doctor_take_a_broken_file_their_own_way() -> None:
     assert {" ".join(w) for w, c in _commands() if _handles_it(c)} == {"tui", "doctor"}
+    # A witness, run for another team's ledger, reads no ledger settings at all.
+    assert {" ".join(w) for w, c in _commands() if _reads_none(c)} == {
+        "witness key create",
+        "witness serve",
+    }
     assert {"status", "holds", "run", "sweep", "sources", "sources check"} <= {
         " ".join(words) for words, _ in REFUSING
     }

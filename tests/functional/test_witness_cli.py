@@ -256,3 +256,18 @@ def test_after_a_genuine_restore_the_witness_forgets_and_takes_the_next_as_a_fir
     assert code != 0 and "holds no checkpoint of 'flowledger/other'" in err
     code, _, err = cli("witness", "forget", "--state", str(tmp_path / "none.db"), origin)
     assert code != 0 and "no witness state there" in err
+
+
+def test_a_witness_key_is_made_whatever_flowledger_toml_lies_in_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A witness reads no ledger settings: a broken ``flowledger.toml`` where its operator
+    happens to stand stops the ledger's commands, not the witness's."""
+    (tmp_path / "flowledger.toml").write_text("garbage =\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
+    code, out, err = cli("witness", "key", "create", "w.key", "--name", "witness.example/w1")
+    assert (code, err) == (0, "")
+    assert (tmp_path / "w.key.pub").read_text().strip() in out
+    code, _, err = cli("key", "create", "log.key", "--db", str(tmp_path / "ledger.db"))
+    assert code == 2 and "flowledger.toml: not valid TOML" in err
