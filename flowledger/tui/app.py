@@ -58,11 +58,25 @@ class FlowledgerApp(App[None]):
         self.ctx = ctx
         self.last_message = ""
         self.last_report: Path | None = None
+        self.alarms: tuple[str, ...] = ()
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.ctx, TABS)
 
     def on_mount(self) -> None:
+        if self.ctx.restored_from is not None:
+            self.report(warning(self.ctx.restored_from), "warning", timeout=60)
+        self._show_alarms(self.ctx.witness_alarms)
+        if self.ctx.refresh_seconds:
+            self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
+
+    def _show_alarms(self, alarms: tuple[str, ...]) -> None:
+        """The header's marks with ``alarms`` (the witnesses' refusals not yet cleared), each
+        alarm not shown before said until a person dismisses it."""
+        for line in alarms:
+            if line not in self.alarms:
+                self.report(line, "error", timeout=3600)
+        self.alarms = alarms
         marks = [f"operator {self.ctx.operator}"]
         if self.ctx.read_only:
             marks.append("READ-ONLY")
@@ -72,14 +86,17 @@ class FlowledgerApp(App[None]):
             marks.append("CONFIG BROKEN [3]")  # short: the header has 80 cells at times
         if self.ctx.restored_from is not None:
             marks.append("RESTORED")
-            self.report(warning(self.ctx.restored_from), "warning", timeout=60)
-        if self.ctx.witness_alarms:
+        if alarms:
             marks.append("WITNESS ALARM")
-            for line in self.ctx.witness_alarms:
-                self.report(line, "error", timeout=3600)
         self.sub_title = " · ".join(marks)
-        if self.ctx.refresh_seconds:
-            self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
+
+    @work(thread=True, exclusive=True, group="alarms")
+    def _read_alarms(self) -> None:
+        """A witness that refuses a checkpoint while the UI is open (or a ``witness clear``)
+        shows at the next refresh, as the lists do."""
+        alarms = tuple(alarm(w) for w in refusals(self.ctx.store))
+        if alarms != self.alarms:
+            self.call_from_thread(self._show_alarms, alarms)
 
     def report(
         self, message: str, severity: SeverityLevel = "information", timeout: float = 8
@@ -113,6 +130,7 @@ class FlowledgerApp(App[None]):
         self.push_screen(ExecutionScreen(self.ctx, message.execution))
 
     def refresh_lists(self) -> None:
+        self._read_alarms()
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.refresh_lists()

@@ -496,6 +496,37 @@ async def test_the_terminal_ui_raises_a_witness_refusal(
         store.dispose()
 
 
+async def test_a_refusal_while_the_terminal_ui_is_open_shows_at_its_next_refresh(
+    db: str, signer: Signer, witness: Witness
+) -> None:
+    """The UI is open on the desk when the witness refuses: the next refresh raises the
+    alarm (the header's mark and the message), and a person's ``witness clear`` ends it."""
+    from flowledger.tui import make_app
+    from tests.support.tui import settle
+
+    before = unverified_checkpoint(send(db, signer, witness).note).size
+    store = open_store(db)
+    try:
+        tui = make_app(Ledger(store), operator="dana", refresh_seconds=None)
+        async with tui.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            assert "WITNESS ALARM" not in tui.sub_title
+            truncate_chain(db, before - 1)
+            assert send(db, signer, witness).answers[0].outcome == "refused"
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert "WITNESS ALARM" in tui.sub_title
+            assert tui.last_message.startswith("WITNESS ALARM: witness.example/w1 refused")
+            clear = ["witness", "clear", "witness.example/w1", "--db", db, "--note", "seen"]
+            assert CliRunner().invoke(cli_app, clear).exit_code == 0
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert "WITNESS ALARM" not in tui.sub_title
+            assert tui.sub_title == "operator dana"
+    finally:
+        store.dispose()
+
+
 def test_a_cosignature_whose_answer_was_lost_is_got_again(
     db: str, signer: Signer, witness: Witness
 ) -> None:
