@@ -24,12 +24,19 @@ from flowledger.client import (
     Rejected,
     Unfinished,
 )
-from flowledger.config import ReceiverConfig
 from flowledger.domain.hashing import input_hash as ledger_input_hash
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger as LedgerService
 from tests.support.client import AsyncToApi, ToApi, losing_first
-from tests.support.receiver import SECRET, Api, auth, make_signing_token, make_token, server_thread
+from tests.support.receiver import (
+    SECRET,
+    Api,
+    auth,
+    make_signing_token,
+    make_token,
+    receiver_config,
+    server_thread,
+)
 
 OP = "invoice:INV-42:send"
 PAYLOAD = {"invoice": "INV-42", "amount": 1200}
@@ -328,7 +335,7 @@ def test_a_confirm_answered_after_the_timeout_is_sent_again_and_replayed(
     key, and the stored answer comes back. Synchronised on the second send, not on a time: a
     timeout long enough for a loaded machine's every other answer."""
     token = make_token(ledger, "slow")
-    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     confirms: list[str] = []
     sent_again = threading.Event()  # a later confirm's answer is starting
 
