@@ -184,7 +184,7 @@ def test_a_truncated_body_writes_nothing_and_the_server_goes_on(
             pass
     assert snapshot(store) == before
     after = httpx.post(
-        f"{url}/v1/operations/op-1/dispatch", json=dispatch_body(), headers=auth(token)
+        f"{url}/v1/operations/op-1/dispatch", json=dispatch_body(), headers=auth(token), timeout=60
     )
     assert after.json()["decision"] == "go"
 

@@ -365,7 +365,8 @@ def test_a_confirm_answered_after_the_timeout_is_sent_again_and_replayed(
             answer = g.confirm("msg-6017")
             waited = time.monotonic() - started
             answered_again = sent_again.is_set()
-        record = httpx.get(f"{url}/v1/operations/{OP}", headers=auth(reader)).json()
+        look = f"{url}/v1/operations/{OP}"
+        record = httpx.get(look, headers=auth(reader), timeout=60).json()
     assert answer["state"] == "confirmed" and len(confirms) >= 2 and answered_again
     assert waited >= TIMEOUT  # the first send timed out: the second was answered
     assert record["operation"]["state"] == "confirmed" and len(record["receipts"]) == 1
