@@ -35,6 +35,7 @@ from tests.support.receiver import (
     auth,
     free_port,
     make_token,
+    patient_config_file,
     serve_process,
     stop,
     wait_until_serving,
@@ -95,7 +96,11 @@ def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
     signal_file = tmp_path / "crashed"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    # Deadlines no loaded machine reaches: a call waiting on the writer stopped at its crash
+    # point is answered when a process is killed, never 503 first because the kill came late.
+    patient = {"FLOWLEDGER_CONFIG": str(patient_config_file(tmp_path))}
     env = {
+        **patient,
         "FLOWLEDGER_CRASH_AT": point,
         "FLOWLEDGER_CRASH_SKIP": str(SEQUENTIAL),
         "FLOWLEDGER_CRASH_SIGNAL": str(signal_file),
@@ -178,7 +183,7 @@ def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
 
     # Restart without the crash point: every unanswered request, sent again, gets the answer
     # it would have had (the same execution's dispatch is a replay: go).
-    proc = serve_process(db, port, log=tmp_path / "serve.log")
+    proc = serve_process(db, port, env=patient, log=tmp_path / "serve.log")
     try:
         wait_until_serving(url, proc)
         with httpx.Client(base_url=url, headers=auth(token), timeout=60) as client:

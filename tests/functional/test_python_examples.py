@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from flowledger.client import Held, LedgerError
-from flowledger.config import ReceiverConfig
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
-from tests.support.receiver import SECRET, make_token, server_thread
+from tests.support.receiver import SECRET, make_token, receiver_config, server_thread
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
 
@@ -29,7 +28,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
 def served(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A receiver on a loopback port, named to the examples by the environment."""
     token = make_token(ledger, "examples")
-    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     with server_thread(app) as url:
         monkeypatch.setenv("FLOWLEDGER_URL", url)
         monkeypatch.setenv("FLOWLEDGER_TOKEN", token)

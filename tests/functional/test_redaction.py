@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from flowledger.cli.common import app, ledger_for
-from flowledger.config import ReceiverConfig, Settings, load_config
+from flowledger.config import Settings, load_config
 from flowledger.domain import FailOutcome
 from flowledger.domain.redact import MARK, secrets_of
 from flowledger.receiver.api.tokens import signing_secrets
@@ -35,7 +35,14 @@ from flowledger.sync import connect
 from tests.support.builders import FakeClock, dispatch_body, req
 from tests.support.cli import cli_workdir
 from tests.support.fakes.n8n import FakeN8n
-from tests.support.receiver import SECRET, Api, make_signing_token, make_token, running
+from tests.support.receiver import (
+    SECRET,
+    Api,
+    make_signing_token,
+    make_token,
+    receiver_config,
+    running,
+)
 
 KEY = "n8nKey_Q7f3Z9xL2mP4vR8sT1uW"  # the source's API key, in TEST_N8N_API_KEY
 ALERT_TOKEN = "hook-7Hq2Ld9Kx4Vb8Nm3"  # a path segment of the alert URL
@@ -110,7 +117,7 @@ def api(configured: str, signing: str) -> Iterator[Api]:
     tokens = {"write": make_token(Ledger(store), "write")}
     env = Settings()
     ledger = ledger_for(store, env, load_config(), signing_secrets(store, env.secret_bytes()))
-    app_ = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    app_ = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     with running(app_, ledger, tokens) as client:
         yield client
     store.dispose()

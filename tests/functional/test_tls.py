@@ -31,6 +31,7 @@ from tests.support.receiver import (
     auth,
     free_port,
     make_token,
+    patient_config_file,
     serve_process,
     stop,
     wait_until_serving,
@@ -120,11 +121,13 @@ def test_serve_answers_over_https_and_only_over_https(tmp_path: Path, files: Fil
     port = free_port()
     log = tmp_path / "serve.log"
     tls = ("--tls-cert", str(files.cert), "--tls-key", str(files.key))
-    proc = serve_process(db, port, log=log, args=("--host", "127.0.0.1", *tls))
+    patient = {"FLOWLEDGER_CONFIG": str(patient_config_file(tmp_path))}  # no 503 for load
+    proc = serve_process(db, port, env=patient, log=log, args=("--host", "127.0.0.1", *tls))
     try:
         wait_until_serving(f"https://127.0.0.1:{port}", proc, verify=files.trusting())
         for host in ("127.0.0.1", "localhost"):  # the certificate names both
-            with httpx.Client(base_url=f"https://{host}:{port}", verify=files.trusting()) as c:
+            https = f"https://{host}:{port}"
+            with httpx.Client(base_url=https, verify=files.trusting(), timeout=TIMEOUT) as c:
                 answer = c.post(
                     f"/v1/operations/tls-{host}/dispatch",
                     json=dispatch_body(f"exec-{host}"),

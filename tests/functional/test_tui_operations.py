@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
+from textual.command import CommandList, CommandPalette
 from textual.geometry import Region
 from textual.widgets import DataTable, Input, Static
 
@@ -28,10 +29,18 @@ from flowledger.tui.screens.main import MainScreen
 from flowledger.tui.screens.operation import OperationScreen
 from flowledger.tui.screens.records import EventScreen, ExecutionScreen
 from tests.support.builders import req
-from tests.support.tui import fill, settle, start_action
+from tests.support.tui import fill, settle, start_action, until
 
 SIZE = (120, 40)
 BUSY = "demo:payout:P-2299:transfer"
+
+
+def palette_hits(app: Any) -> str:
+    """The command palette's listed hits, one a line ("" while it is not open)."""
+    if not isinstance(app.screen, CommandPalette):
+        return ""
+    listed = app.screen.query_one(CommandList)
+    return "\n".join(str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count))
 
 
 def plain(renderable: Any) -> str:
@@ -113,7 +122,8 @@ async def test_the_command_palette_finds_an_operation_by_its_id(app_factory) -> 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+p", *"demo:crm:contact-377")
-        await pilot.pause(0.5)
+        # The palette's search runs in a worker: its hit listed is waited for, not a time.
+        await until(pilot, lambda: "contact-377:upsert" in palette_hits(app), "the palette's hit")
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)

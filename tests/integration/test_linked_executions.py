@@ -17,7 +17,7 @@ from textual.widgets import Static
 from typer.testing import CliRunner
 
 from flowledger.cli import app as cli_app
-from flowledger.config import ReceiverConfig, SourceConfig
+from flowledger.config import SourceConfig
 from flowledger.domain import FailOutcome
 from flowledger.receiver.api.schemas import LinkedExecutionPublic
 from flowledger.receiver.app import create_app
@@ -29,7 +29,7 @@ from flowledger.tui import make_app
 from flowledger.tui.screens.operation import OperationScreen
 from tests.support.builders import FakeClock, req
 from tests.support.fakes.n8n import KEY, FakeN8n
-from tests.support.receiver import SECRET, Api, make_token, running
+from tests.support.receiver import SECRET, Api, make_token, receiver_config, running
 from tests.support.tui import settle
 
 ENV = "TEST_N8N_API_KEY"
@@ -61,7 +61,7 @@ def retried(ledger: Ledger, n8n: FakeN8n) -> tuple[str, str]:
 @pytest.fixture
 def api(ledger: Ledger) -> Iterator[Api]:
     tokens = {"read": make_token(ledger, "read", "read")}
-    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     with running(app, ledger, tokens) as client:
         yield client
 

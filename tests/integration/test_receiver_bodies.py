@@ -21,7 +21,6 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from flowledger.config import ReceiverConfig
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
@@ -34,6 +33,7 @@ from tests.support.receiver import (
     free_port,
     make_signing_token,
     make_token,
+    receiver_config,
     serve_process,
     server_thread,
     stop,
@@ -141,7 +141,7 @@ def serving(tmp_path: Path, timeout: float) -> Iterator[Served]:
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     signing, _ = make_signing_token(ledger, "n8n-signed")
-    config = ReceiverConfig(body_timeout=timeout)
+    config = receiver_config(body_timeout=timeout)
     app = create_app(ledger, config=config, secret=SECRET, token_ttl=0.0)
     try:
         with server_thread(app) as url:

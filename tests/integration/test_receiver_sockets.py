@@ -27,6 +27,8 @@ from tests.support.receiver import (
     free_port,
     make_signing_token,
     make_token,
+    patient_config_file,
+    receiver_config,
     serve_process,
     server_thread,
     signature,
@@ -112,7 +114,8 @@ def sqlite_server(tmp_path: Path) -> Iterator[tuple[Store, str, str]]:
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     try:
-        with server_thread(create_app(ledger, secret=SECRET)) as url:
+        # deadlines no loaded machine reaches: fifty calls at once are no 503 for it
+        with server_thread(create_app(ledger, config=receiver_config(), secret=SECRET)) as url:
             yield store, url, token
     finally:
         store.dispose()
@@ -138,7 +141,8 @@ def test_fifty_concurrent_dispatches_on_two_servers_sharing_postgres(
     store, _ = init_ledger(pg_url)
     token = make_token(Ledger(store), "n8n")
     ports = [free_port(), free_port()]
-    procs = [serve_process(pg_url, p, log=tmp_path / f"serve-{p}.log") for p in ports]
+    patient = {"FLOWLEDGER_CONFIG": str(patient_config_file(tmp_path))}
+    procs = [serve_process(pg_url, p, env=patient, log=tmp_path / f"serve-{p}.log") for p in ports]
     try:
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         for url, proc in zip(urls, procs, strict=True):
@@ -180,7 +184,7 @@ def test_a_truncated_body_writes_nothing_and_the_server_goes_on(
             pass
     assert snapshot(store) == before
     after = httpx.post(
-        f"{url}/v1/operations/op-1/dispatch", json=dispatch_body(), headers=auth(token)
+        f"{url}/v1/operations/op-1/dispatch", json=dispatch_body(), headers=auth(token), timeout=60
     )
     assert after.json()["decision"] == "go"
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -36,13 +36,44 @@ STARTUP_TIMEOUT = 90.0  # a bound for a loaded machine, not a wait: the poll ret
 BODY_LIMIT = 4096  # the body limit of the ``api`` fixture's receiver
 
 
+PATIENT = timedelta(minutes=2)  # database deadlines no loaded test machine reaches
+# The same, for a ``flowledger serve`` child (its FLOWLEDGER_CONFIG): see patient_config_file.
+PATIENT_TOML = '[receiver]\nwrite_deadline = "2m"\nread_deadline = "2m"\n'
+
+
+def receiver_config(**settings: Any) -> ReceiverConfig:
+    """The receiver's default settings but for its database deadlines, which no loaded test
+    machine reaches: a slow read or write is no 503 in a test that is not about deadlines
+    (the defaults, 2 s and 5 s, may pass on a loaded machine). A test of the deadlines sets
+    its own."""
+    return ReceiverConfig(**{"read_deadline": PATIENT, "write_deadline": PATIENT, **settings})
+
+
 def api_config(**settings: Any) -> ReceiverConfig:
-    """The shared fixtures' receiver settings: the small body limit, and database deadlines
-    no loaded test machine reaches (a test of the deadlines sets its own)."""
-    wait = timedelta(minutes=2)
-    return ReceiverConfig(
-        **{"body_limit": BODY_LIMIT, "read_deadline": wait, "write_deadline": wait, **settings}
-    )
+    """The shared fixtures' receiver settings: :func:`receiver_config` with the small body
+    limit."""
+    return receiver_config(**{"body_limit": BODY_LIMIT, **settings})
+
+
+def patient_config_file(directory: Path) -> Path:
+    """A ``flowledger.toml`` in ``directory`` with the deadlines of :func:`receiver_config`,
+    for a ``flowledger serve`` child (``FLOWLEDGER_CONFIG``) in a test not about them."""
+    path = directory / "flowledger.toml"
+    path.write_text(PATIENT_TOML)
+    return path
+
+
+def retried(call: Callable[[], Any], *, within: float = 60.0) -> Any:
+    """``call``'s first answer that is not a 503, as a client following ``Retry-After`` gets
+    it (without its wait); the last 503 once ``within`` seconds have passed. For the normal
+    calls of a test that sets short database deadlines: on a loaded machine one may pass its
+    deadline, and a workflow retries it (the same idempotency key gets the same answer)."""
+    until = time.monotonic() + within
+    answer = call()
+    while answer.status_code == 503 and time.monotonic() < until:
+        time.sleep(0.1)  # pacing the retries, not synchronising anything
+        answer = call()
+    return answer
 
 
 def make_token(ledger: Ledger, name: str, scope: str = "write", *, signing: bool = False) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from textual.pilot import Pilot
@@ -31,6 +33,17 @@ async def settle(pilot: Pilot[Any]) -> None:
             await pilot.pause()
             return
         await app.workers.wait_for_complete(loading)
+
+
+async def until(
+    pilot: Pilot[Any], condition: Callable[[], bool], what: str, within: float = 30.0
+) -> None:
+    """Let the app run until ``condition`` holds; fail naming ``what`` after ``within``
+    seconds (a bound for a loaded machine, not a wait: it returns as soon as it holds)."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.02)  # polling a condition, bounded
 
 
 def queue(app: FlowledgerApp) -> QueuePane:

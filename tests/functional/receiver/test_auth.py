@@ -22,7 +22,15 @@ from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
-from tests.support.receiver import SECRET, Api, make_signing_token, make_token, running, signature
+from tests.support.receiver import (
+    SECRET,
+    Api,
+    make_signing_token,
+    make_token,
+    receiver_config,
+    running,
+    signature,
+)
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 
@@ -270,9 +278,7 @@ def _last_used(ledger: Ledger) -> dict[str, Any]:
 
 def _cached_app(ledger: Ledger, tokens: dict[str, str]) -> Any:
     """Tokens cached for an hour: only a miss can make the receiver look again."""
-    from flowledger.config import ReceiverConfig
-
-    return create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=3600.0)
+    return create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=3600.0)
 
 
 def test_a_token_created_after_the_cache_was_filled_works_on_its_first_call(

@@ -5,6 +5,7 @@ from missing values refused before any call."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,15 +24,25 @@ from flowledger.client import (
     Rejected,
     Unfinished,
 )
-from flowledger.config import ReceiverConfig
 from flowledger.domain.hashing import input_hash as ledger_input_hash
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger as LedgerService
 from tests.support.client import AsyncToApi, ToApi, losing_first
-from tests.support.receiver import SECRET, Api, auth, make_signing_token, make_token, server_thread
+from tests.support.receiver import (
+    SECRET,
+    Api,
+    auth,
+    make_signing_token,
+    make_token,
+    receiver_config,
+    server_thread,
+)
 
 OP = "invoice:INV-42:send"
 PAYLOAD = {"invoice": "INV-42", "amount": 1200}
+# seconds: the client's timeout where a test has one answer held back, long enough for every
+# other answer on a loaded machine
+TIMEOUT = 3.0
 
 
 def client(api: Api, token: str = "write", **kw: Any) -> tuple[Ledger, ToApi]:
@@ -319,34 +330,44 @@ def test_the_async_client_records_an_exception_after_go(api: Api) -> None:
 def test_a_confirm_answered_after_the_timeout_is_sent_again_and_replayed(
     ledger: LedgerService,
 ) -> None:
-    """On a real socket: the receiver records the confirm and answers it too late; the
-    client's timeout sends it again with the same key, and the stored answer comes back."""
+    """On a real socket: the receiver records the confirm and holds its answer back until the
+    confirm sent again is being answered; the client's timeout sends it again with the same
+    key, and the stored answer comes back. Synchronised on the second send, not on a time: a
+    timeout long enough for a loaded machine's every other answer."""
     token = make_token(ledger, "slow")
-    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
-    delayed: list[str] = []
+    app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
+    confirms: list[str] = []
+    sent_again = threading.Event()  # a later confirm's answer is starting
 
     async def late_first_confirm(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not scope["path"].endswith("/confirm") or delayed:
+        if scope["type"] != "http" or not scope["path"].endswith("/confirm"):
             return await app(scope, receive, send)
-        delayed.append(scope["path"])
+        confirms.append(scope["path"])
+        first = len(confirms) == 1
 
-        async def late(message: Any) -> None:
+        async def answer(message: Any) -> None:
             if message["type"] == "http.response.start":
-                await anyio.sleep(1.0)
+                if first:  # bounded, for a client that never sends it again
+                    await anyio.to_thread.run_sync(sent_again.wait, 60.0)
+                else:
+                    sent_again.set()
             await send(message)
 
-        return await app(scope, receive, late)
+        return await app(scope, receive, answer)
 
     reader = make_token(ledger, "reader", "read")
     with server_thread(late_first_confirm) as url:  # type: ignore[arg-type]
         with (
-            Ledger(url, token=token, timeout=0.3, first_wait=0.0) as flow,
+            Ledger(url, token=token, timeout=TIMEOUT, first_wait=0.0) as flow,
             flow.guard(OP, input=PAYLOAD, version="v3", execution_id="run-1") as g,
         ):
             started = time.monotonic()
             answer = g.confirm("msg-6017")
             waited = time.monotonic() - started
-        record = httpx.get(f"{url}/v1/operations/{OP}", headers=auth(reader)).json()
-    assert delayed and answer["state"] == "confirmed" and 0.3 <= waited < 1.0
+            answered_again = sent_again.is_set()
+        look = f"{url}/v1/operations/{OP}"
+        record = httpx.get(look, headers=auth(reader), timeout=60).json()
+    assert answer["state"] == "confirmed" and len(confirms) >= 2 and answered_again
+    assert waited >= TIMEOUT  # the first send timed out: the second was answered
     assert record["operation"]["state"] == "confirmed" and len(record["receipts"]) == 1
     assert [e["kind"] for e in record["events"]].count("confirmed") == 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -23,9 +22,10 @@ from flowledger.services.ledger import Ledger
 from flowledger.storage.reads import records as queries
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
-from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, running
+from tests.support.receiver import BODY_LIMIT, SECRET, Api, make_token, retried, running
 
 DISPATCH = "/v1/operations/op-down/dispatch"
+WARM = "/v1/operations/op-warm/dispatch"
 
 
 def refuse(*_: Any, **__: Any) -> Any:
@@ -36,17 +36,6 @@ def assert_unavailable(answer: Any, code: str = "unavailable") -> None:
     assert answer.status_code == 503
     assert answer.headers["retry-after"] == "2"
     assert answer.json()["error"]["code"] == code
-
-
-def retried(call: Callable[[], Any], *, within: float = 60.0) -> Any:
-    """``call``'s first answer that is not a 503, as a client following ``Retry-After`` gets
-    it (without its wait); the last 503 once ``within`` seconds have passed."""
-    until = time.monotonic() + within
-    answer = call()
-    while answer.status_code == 503 and time.monotonic() < until:
-        time.sleep(0.1)
-        answer = call()
-    return answer
 
 
 def test_a_write_while_the_database_refuses_is_503_with_retry_after_and_then_goes(
@@ -117,7 +106,8 @@ def test_a_write_a_read_and_readiness_that_hang_are_503_within_their_deadlines_t
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The database hangs rather than refuses: the call, a read and ``/readyz`` are answered
-    at their deadlines (0.5 s; the bound asserted is for a loaded machine), not when it answers."""
+    at their deadlines (0.5 s; the bound asserted is for a loaded machine), not when it answers
+    (after a minute, when the test lets it)."""
     tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
     config = ReceiverConfig(
         body_limit=BODY_LIMIT,
@@ -133,7 +123,9 @@ def test_a_write_a_read_and_readiness_that_hang_are_503_within_their_deadlines_t
 
     store = ledger.store
     with running(app, ledger, tokens) as api:
-        warm = api.post("/v1/operations/op-warm/dispatch", dispatch_body("exec-0"))
+        # Every call outside the outage may pass a 0.5 s deadline on a loaded machine, and
+        # is retried on 503 as a workflow would: only the outage's answers are asserted as 503.
+        warm = retried(lambda: api.post(WARM, dispatch_body("exec-0")))
         assert warm.status_code == 200  # the token list is loaded
         with monkeypatch.context() as down:
             down.setattr(store.engine, "raw_connection", hang)
@@ -150,9 +142,7 @@ def test_a_write_a_read_and_readiness_that_hang_are_503_within_their_deadlines_t
                 looked = time.monotonic() - started
             finally:
                 answers.set()
-        assert wrote < 10 and ready < 10 and looked < 10, (wrote, ready, looked)
-        # The deadlines stay 0.5 s: on a loaded machine a first write after the outage may
-        # pass one and be a 503 too, which a workflow retries (a replay gets the same answer).
+        assert max(wrote, ready, looked) < 30, (wrote, ready, looked)
         answer = retried(lambda: api.post(DISPATCH, dispatch_body("exec-1")))
         assert (answer.status_code, answer.json()["decision"]) == (200, "go")
         assert retried(lambda: api.get("/readyz", token=None)).status_code == 200

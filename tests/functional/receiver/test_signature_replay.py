@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
-from flowledger.config import ReceiverConfig
 from flowledger.domain import IllegalTransition
 from flowledger.receiver.api.auth import Once
 from flowledger.receiver.api.errors import ApiError
@@ -24,7 +23,7 @@ from flowledger.storage.engine import open_store
 from flowledger.storage.models import Operation, SeenSignature, table
 from flowledger.storage.signatures import record
 from tests.support.builders import FakeClock, dispatch_body, req
-from tests.support.receiver import SECRET, make_signing_token, running, signature
+from tests.support.receiver import SECRET, make_signing_token, receiver_config, running, signature
 
 DISPATCH = "/v1/operations/op-1/dispatch"
 
@@ -44,7 +43,7 @@ def test_a_signed_request_replayed_to_another_receiver_is_refused(
     try:
         answers = []
         for each in (ledger, other):
-            app = create_app(each, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+            app = create_app(each, config=receiver_config(), secret=SECRET, token_ttl=0.0)
             with running(app, each, {}) as api:
                 answers.append(api.post(DISPATCH, token=None, headers=headers, content=body))
     finally:
@@ -103,7 +102,7 @@ def test_one_signed_request_sent_to_two_receivers_at_once_is_accepted_once(
     other = Ledger(other_store)
     try:
         apps = [
-            create_app(each, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+            create_app(each, config=receiver_config(), secret=SECRET, token_ttl=0.0)
             for each in (ledger, other)
         ]
         with (
@@ -133,7 +132,7 @@ def test_a_signed_request_sent_many_times_at_once_to_one_receiver_is_accepted_on
     token, key = make_signing_token(ledger, "signer")
     body = json.dumps(dispatch_body()).encode()
     headers = _signed(key, token, DISPATCH, body)
-    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     with running(app, ledger, {}) as api, ThreadPoolExecutor(8) as pool:
         sent = [
             pool.submit(api.post, DISPATCH, token=None, headers=headers, content=body)
@@ -205,7 +204,7 @@ def test_a_signed_read_is_accepted_once(ledger: Ledger) -> None:
         "Authorization": f"Bearer {token}",
         "X-Flowledger-Signature": signature(key, path, b"", method="GET"),
     }
-    app = create_app(ledger, config=ReceiverConfig(), secret=SECRET, token_ttl=0.0)
+    app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     with running(app, ledger, {}) as api:
         first = api.get(path, token=None, headers=headers)
         again = api.get(path, token=None, headers=headers)

@@ -18,7 +18,6 @@ import pytest
 import sqlalchemy as sa
 from pydantic import ConfigDict, PrivateAttr
 
-from flowledger.config import ReceiverConfig
 from flowledger.plumbing.metrics import REGISTRY
 from flowledger.receiver.api.calls import CallRequest
 from flowledger.receiver.api.reply import Reply
@@ -33,7 +32,7 @@ from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
 from tests.support.builders import FakeClock, dispatch_body
 from tests.support.processes import TIMEOUT
-from tests.support.receiver import SECRET, Api, make_token, running, signature
+from tests.support.receiver import SECRET, Api, make_token, receiver_config, running, signature
 
 OP = "/v1/operations"
 HASH = "sha256:" + "b" * 64
@@ -71,7 +70,7 @@ SCRIPT: list[tuple[str, Any, str | None]] = [
 
 
 def _app(ledger: Ledger, *, writer_process: bool) -> Any:
-    config = ReceiverConfig()
+    config = receiver_config()
     return create_app(
         ledger, config=config, secret=SECRET, token_ttl=0.0, writer_process=writer_process
     )
