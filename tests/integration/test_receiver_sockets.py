@@ -21,6 +21,7 @@ from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Event, IdempotencyKey, Operation, table
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
+from tests.support.ledgers import new_ledger
 from tests.support.receiver import (
     SECRET,
     auth,
@@ -108,7 +109,7 @@ def many_execution_requests(token: str) -> list[tuple[str, dict[str, Any], dict[
 
 @pytest.fixture
 def sqlite_server(tmp_path: Path) -> Iterator[tuple[Store, str, str]]:
-    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    store = new_ledger(tmp_path / "ledger.db")
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     try:
@@ -189,7 +190,7 @@ def test_tokens_signatures_inputs_and_query_strings_never_reach_logs_or_events(
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     ledger = Ledger(store)
     token = make_token(ledger, "plain")
     signer, key = make_signing_token(ledger, "signer")
