@@ -137,18 +137,20 @@ def wait_until_serving(
     verify: ssl.SSLContext | bool = True,
 ) -> None:
     """Poll ``/healthz`` until it answers (a condition, bounded, never a fixed sleep); over
-    https, ``verify`` is what the server's certificate is checked against."""
+    https, ``verify`` is what the server's certificate is checked against. One client for
+    every poll: ``httpx.get`` makes a client, and its TLS context, each time (some 25 ms of
+    CPU, taken from the server that is starting)."""
     deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"serve exited with {proc.returncode}")
-        try:
-            answer = httpx.get(f"{base_url}/healthz", timeout=1.0, verify=verify)
-            if answer.status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.02)
+    with httpx.Client(timeout=1.0, verify=verify) as client:
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"serve exited with {proc.returncode}")
+            try:
+                if client.get(f"{base_url}/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.02)
     raise RuntimeError(f"{base_url} did not start")
 
 
