@@ -123,6 +123,18 @@ def pg_url() -> Iterator[str]:
 
 
 @pytest.fixture
+def pg_ledger(_pg_template: str) -> Iterator[str]:
+    """The URL of a new ledger on PostgreSQL: a copy of the template with an identity of its
+    own, as ``store`` makes on PostgreSQL, for a test that runs it in child processes."""
+    url, name = make_pg_database(_pg_template)
+    store, _ = init_ledger(url)
+    new_identity(store)
+    store.dispose()
+    yield url
+    drop_pg_database_later(name)
+
+
+@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return str(tmp_path / "ledger.db")
 

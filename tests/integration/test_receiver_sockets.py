@@ -17,7 +17,6 @@ import sqlalchemy as sa
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, open_store
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Event, IdempotencyKey, Operation, table
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
@@ -134,12 +133,12 @@ def test_fifty_concurrent_dispatches_on_sqlite(
 @pytest.mark.postgres
 @pytest.mark.parametrize(("make", "check"), CASES, ids=["one-idempotency-key", "fifty-executions"])
 def test_fifty_concurrent_dispatches_on_two_servers_sharing_postgres(
-    pg_url: str, tmp_path: Path, make: Any, check: Check
+    pg_ledger: str, tmp_path: Path, make: Any, check: Check
 ) -> None:
-    store, _ = init_ledger(pg_url)
+    store = open_store(pg_ledger)
     token = make_token(Ledger(store), "n8n")
     ports = [free_port(), free_port()]
-    procs = [serve_process(pg_url, p, log=tmp_path / f"serve-{p}.log") for p in ports]
+    procs = [serve_process(pg_ledger, p, log=tmp_path / f"serve-{p}.log") for p in ports]
     try:
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         for url, proc in zip(urls, procs, strict=True):
