@@ -22,6 +22,7 @@ from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
 from tests.support.ledgers import new_ledger
 from tests.support.receiver import (
+    CLIENT_TLS,
     SECRET,
     auth,
     free_port,
@@ -47,7 +48,7 @@ def fire(
 
     def one(i: int) -> None:
         path, body, headers = requests[i]
-        with httpx.Client(base_url=urls[i % len(urls)], timeout=60) as client:
+        with httpx.Client(base_url=urls[i % len(urls)], timeout=60, verify=CLIENT_TLS) as client:
             barrier.wait()
             answers[i] = client.post(path, json=body, headers=headers)
 

@@ -34,6 +34,10 @@ from flowledger.services.ledger import Ledger
 SECRET = b"test-server-secret"
 STARTUP_TIMEOUT = 90.0  # a bound for a loaded machine, not a wait: the poll returns at once
 BODY_LIMIT = 4096  # the body limit of the ``api`` fixture's receiver
+# The TLS context of the clients a test makes by the dozen (one a thread), made once: httpx
+# makes one for every client it builds unless given one, some 20 ms of CPU each (certifi's
+# bundle loaded), taken from the servers under test. Plain http never uses it.
+CLIENT_TLS = ssl.create_default_context()
 
 
 def api_config(**settings: Any) -> ReceiverConfig:
@@ -141,7 +145,7 @@ def wait_until_serving(
     every poll: ``httpx.get`` makes a client, and its TLS context, each time (some 25 ms of
     CPU, taken from the server that is starting)."""
     deadline = time.monotonic() + STARTUP_TIMEOUT
-    with httpx.Client(timeout=1.0, verify=verify) as client:
+    with httpx.Client(timeout=1.0, verify=CLIENT_TLS if verify is True else verify) as client:
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"serve exited with {proc.returncode}")
