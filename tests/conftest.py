@@ -11,7 +11,6 @@ by one thread in the background: a drop waits for a checkpoint, which the next t
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,11 +19,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from flowledger.domain.hashing import genesis_hash
 from flowledger.services.ledger import Ledger
-from flowledger.storage.engine import Store, resolve_url, sqlite_files, sqlite_path
+from flowledger.storage.engine import Store, resolve_url, sqlite_path
 from flowledger.storage.migrate import init_ledger
 from tests.support.builders import FakeClock
+from tests.support.ledgers import copy_template, new_identity
 
 PG_URL = os.environ.get("FLOWLEDGER_TEST_PG_URL")
 _pg_skip_reported = False
@@ -116,30 +115,21 @@ def _pg_template() -> Iterator[str]:
     drop_pg_database(name)
 
 
-@pytest.fixture(scope="session")
-def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "ledger.db"
-    init_ledger(str(path))[0].dispose()
-    return path
-
-
-def new_identity(store: Store) -> None:
-    """Give a copied, still empty ledger a random identity of its own, as migration 0005 gives
-    a new ledger: its ``ledger_id``, and the genesis its chain starts from."""
-    ledger_id = str(uuid.uuid4())
-    genesis = genesis_hash(ledger_id)
-    with store.engine.begin() as conn:
-        assert conn.execute(sa.text("SELECT seq FROM chain_head WHERE id = 1")).scalar_one() == 0
-        conn.execute(
-            sa.text("UPDATE ledger_meta SET value = :v WHERE key = :k"),
-            [{"k": "ledger_id", "v": ledger_id}, {"k": "genesis", "v": genesis}],
-        )
-        conn.execute(sa.text("UPDATE chain_head SET hash = :g WHERE id = 1"), {"g": genesis})
-
-
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     url, name = make_pg_database()
+    yield url
+    drop_pg_database_later(name)
+
+
+@pytest.fixture
+def pg_ledger(_pg_template: str) -> Iterator[str]:
+    """The URL of a new ledger on PostgreSQL: a copy of the template with an identity of its
+    own, as ``store`` makes on PostgreSQL, for a test that runs it in child processes."""
+    url, name = make_pg_database(_pg_template)
+    store, _ = init_ledger(url)
+    new_identity(store)
+    store.dispose()
     yield url
     drop_pg_database_later(name)
 
@@ -177,10 +167,7 @@ def store(request: pytest.FixtureRequest, db_url: str) -> Iterator[Store]:
     module's own)."""
     path = sqlite_path(resolve_url(db_url))
     if path is not None and not path.exists():
-        template = request.getfixturevalue("_sqlite_template")
-        for source, copy in zip(sqlite_files(template), sqlite_files(path), strict=True):
-            if source.exists():
-                shutil.copy(source, copy)  # with its mode (0600)
+        copy_template(path)
         _copies.add(db_url)
     store, _ = init_ledger(db_url)  # a copy is opened as it is
     if db_url in _copies:

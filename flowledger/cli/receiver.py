@@ -50,11 +50,7 @@ def serve(
     log_format: LogFormatOption = None,
 ) -> None:
     """Run the webhook receiver (HTTP API) until interrupted."""
-    from flowledger.receiver.api.tokens import signing_secrets
-    from flowledger.receiver.app import create_app
     from flowledger.receiver.server import listen, serve_app, tls_files, writer_ended
-    from flowledger.services.signing import configured_signer
-    from flowledger.storage.reads.tree_proofs import ledger_origin
 
     env = settings()
     file = logging_as(file_settings(), env, log_format)
@@ -63,6 +59,12 @@ def serve(
     tls = tls_files(tls_cert or file.receiver.tls_cert, tls_key or file.receiver.tls_key)
     sock = listen(host, port)  # first: a taken port is one line, before anything starts
     try:
+        # The receiver and the ledger's services, loaded once the files and the port are had.
+        from flowledger.receiver.api.tokens import signing_secrets
+        from flowledger.receiver.app import create_app
+        from flowledger.services.signing import configured_signer
+        from flowledger.storage.reads.tree_proofs import ledger_origin
+
         with opened(db) as store:
             ledger = ledger_for(store, env, file, signing_secrets(store, env.secret_bytes()))
             application = create_app(

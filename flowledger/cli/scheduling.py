@@ -58,15 +58,17 @@ def run(
     log_format: LogFormatOption = None,
 ) -> None:
     """Run the ledger: the webhook receiver and the scheduled jobs (sync, sweep, alerts)."""
-    from flowledger.programs import runner
-    from flowledger.receiver.api.tokens import signing_secrets
-    from flowledger.receiver.logs import redact_handlers
     from flowledger.receiver.server import tls_files
-    from flowledger.storage.engine import hide_password
 
     env = settings()
     cfg = logging_as(file_settings(), env, log_format)
     tls = tls_files(tls_cert or cfg.receiver.tls_cert, tls_key or cfg.receiver.tls_key)
+    # The receiver, the jobs and the ledger's services, loaded once the TLS files are checked.
+    from flowledger.programs import runner
+    from flowledger.receiver.api.tokens import signing_secrets
+    from flowledger.receiver.logs import redact_handlers
+    from flowledger.storage.engine import hide_password
+
     _logging(cfg.receiver.log_format)
     # In JSON, the lines before serving are log records too: every line a shipper reads parses.
     say = typer.echo if cfg.receiver.log_format == "plain" else logging.getLogger("flowledger").info

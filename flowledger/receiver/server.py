@@ -21,6 +21,10 @@ and ``read_header`` timeout).
 TLS is either the proxy's or uvicorn's own (``--tls-cert`` and ``--tls-key``, uvicorn's
 ``ssl_certfile`` and ``ssl_keyfile``), the files checked by :func:`tls_files` before the port is
 bound. Served on anything but loopback without it, the receiver says so in one warning line.
+
+This module loads what serving needs (the per-client counts, the writer process's end) only
+when it serves: ``serve`` and ``run`` check their TLS files, and ``serve`` binds its port, before
+the receiver and the ledger's services are imported, so a mistake there is one line at once.
 """
 
 from __future__ import annotations
@@ -35,11 +39,9 @@ from typing import Any, NoReturn
 
 from flowledger.config import ReceiverConfig
 from flowledger.domain.redact import NO_SECRETS
-from flowledger.receiver.connections import PerClient
 from flowledger.receiver.engine.tuning import quiet_collector, short_switches
-from flowledger.receiver.engine.writer_process import WriterEnded
 from flowledger.receiver.logs import Known, log_config
-from flowledger.storage.engine import LedgerError
+from flowledger.storage.problems import LedgerError
 
 HEAD_LIMIT = 16 * 1024  # bytes of request line and headers for h11 (its own default)
 
@@ -196,6 +198,8 @@ def serve_app(
     Without TLS on anything but loopback, one warning line says so first."""
     import uvicorn
 
+    from flowledger.receiver.connections import PerClient
+
     limits = limits or ReceiverConfig()
     short_switches()
     config = uvicorn.Config(
@@ -260,6 +264,8 @@ class _RefusedStart(logging.Filter):
 def writer_ended(app: Any) -> None:
     """After serving: raise :class:`WriterEnded` (a one-line error, exit status 2) when the
     receiver stopped because its writer process ended, for a supervisor to start it again."""
+    from flowledger.receiver.engine.writer_process import WriterEnded
+
     ended = app.state.receiver.engine.ended
     if ended is not None:
         raise WriterEnded(f"stopped: the writer process ended ({ended})")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from flowledger.services.ledger import Ledger
-from flowledger.storage.migrate import init_ledger
 from tests.support.builders import req
 from tests.support.cli import cli
+from tests.support.ledgers import new_ledger
 from tests.support.processes import env_for, kill_at
 
 pytestmark = pytest.mark.crash
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.crash
 
 def test_a_backup_killed_before_its_rename_leaves_nothing_under_its_name(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(db))
+    store = new_ledger(db)
     Ledger(store).dispatch("op-1", req()).run("wf")
     store.dispose()
     dest = tmp_path / "copy.db"

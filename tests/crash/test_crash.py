@@ -20,7 +20,6 @@ import pytest
 from flowledger.domain import FailOutcome
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.reads import chain
 from flowledger.storage.reads import records as queries
 
@@ -109,9 +108,8 @@ def state(store: Store) -> tuple[str | None, str | None]:
 
 
 @pytest.fixture
-def ledger_db(db_url: str) -> str:
-    store, _ = init_ledger(db_url)
-    store.dispose()
+def ledger_db(db_url: str, store: Store) -> str:
+    store.dispose()  # the children open it themselves
     return db_url
 
 

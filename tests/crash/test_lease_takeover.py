@@ -12,8 +12,7 @@ import sqlalchemy as sa
 
 from flowledger.services.ledger import Ledger, utcnow
 from flowledger.storage import lease as leases
-from flowledger.storage.engine import Store
-from flowledger.storage.migrate import init_ledger
+from flowledger.storage.engine import Store, open_store
 from flowledger.storage.models import Event, Hold, Lease, table
 from tests.support.builders import req
 from tests.support.processes import TIMEOUT, env_for, spawn, wait_until
@@ -43,15 +42,15 @@ def lease_holder(store: Store) -> Any:
 
 
 def test_only_the_leaseholder_runs_jobs_and_another_takes_over_when_it_dies(
-    pg_url: str, tmp_path: Path
+    pg_ledger: str, tmp_path: Path
 ) -> None:
-    store, _ = init_ledger(pg_url)
+    store = open_store(pg_ledger)
     ledger = Ledger(store)
     config = tmp_path / "flowledger.toml"
     # A short lease keeps the takeover quick; long enough that a loaded machine still renews
     # it (every third of it) before it runs out.
     config.write_text('[sweep]\ninterval = "100ms"\n\n[scheduler]\nlease = "6s"\n')
-    env = env_for(pg_url, config)
+    env = env_for(pg_ledger, config)
     args = ["run", "--host", "127.0.0.1", "--port", "0"]
     a = spawn(args, env, tmp_path / "a.log")
     b = None

@@ -32,6 +32,7 @@ from flowledger.storage.reads import chain
 from tests.support.builders import dispatch_body
 from tests.support.processes import wait_until
 from tests.support.receiver import (
+    CLIENT_TLS,
     auth,
     free_port,
     make_token,
@@ -125,7 +126,9 @@ def test_sigkill_during_a_group_commit_never_contradicts_an_answer(
 
         def send(i: int) -> None:
             try:
-                with httpx.Client(base_url=url, headers=auth(token), timeout=60) as client:
+                with httpx.Client(
+                    base_url=url, headers=auth(token), timeout=60, verify=CLIENT_TLS
+                ) as client:
                     answers[i] = client.post(requests[i][0], json=requests[i][1])
             except httpx.TransportError:
                 pass  # killed before it answered

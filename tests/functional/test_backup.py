@@ -24,6 +24,7 @@ from tests.conftest import drop_pg_database, make_pg_database
 from tests.support.builders import req
 from tests.support.cli import cli
 from tests.support.database import first_schema_ledger
+from tests.support.ledgers import new_ledger
 
 
 def meta(path: Path) -> dict[str, str]:
@@ -35,7 +36,7 @@ def meta(path: Path) -> dict[str, str]:
 def written(tmp_path: Path) -> Path:
     """A SQLite ledger with two confirmed operations."""
     db = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(db))
+    store = new_ledger(db)
     ledger = Ledger(store)
     for n in (1, 2):
         ledger.dispatch(f"invoice:{n}", req(f"e{n}")).run("token:n8n")

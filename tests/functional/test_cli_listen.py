@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from flowledger.storage.migrate import init_ledger
+from tests.support.ledgers import new_ledger
 from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for
 
 
 def flowledger(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     db = tmp_path / "ledger.db"
     if not db.exists():
-        init_ledger(str(db))[0].dispose()
+        new_ledger(db).dispose()
     config = tmp_path / "flowledger.toml"
     config.write_text("")
     return subprocess.run(

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli import app
 from flowledger.cli.common import BROKEN_SETTINGS_HANDLED, READS_NO_SETTINGS
-from flowledger.storage.migrate import init_ledger
+from tests.support.ledgers import new_ledger
 
 runner = CliRunner()
 
@@ -101,7 +101,7 @@ def _use(
         path.write_text(text)
     db = tmp_path / "ledger.db"
     if ledger:
-        init_ledger(str(db))[0].dispose()
+        new_ledger(db).dispose()
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
     monkeypatch.setenv("FLOWLEDGER_DB", str(db))

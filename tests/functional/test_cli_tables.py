@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flowledger.cli import tables
 from flowledger.cli.common import app
-from flowledger.storage.migrate import init_ledger
+from tests.support.ledgers import new_ledger
 
 LONG_ID = "invoice:" + "INV-2026-000042:" * 12 + "send"  # 204 characters, one word
 
@@ -22,7 +22,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     config.write_text("")
     monkeypatch.setenv("FLOWLEDGER_CONFIG", str(config))
     path = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(path)
+    store = new_ledger(path)
     store.dispose()
     return path
 

@@ -94,7 +94,8 @@ def without_flowledger_on_path() -> str:
 
 
 @pytest.fixture
-def checkout(tmp_path: Path) -> Iterator[Checkout]:
+def laid_out(tmp_path: Path) -> Checkout:
+    """The checkout after ``make run``'s ``init``, with nothing serving it yet."""
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     wrapper = bin_dir / "flowledger"
@@ -105,19 +106,27 @@ def checkout(tmp_path: Path) -> Iterator[Checkout]:
     env.update(PATH=without_flowledger_on_path(), FLOWLEDGER_DISPATCH_DEADLINE_SECONDS="1")
     port = free_port()
     out = Checkout(tmp_path, port, env)
-    # What `make run` runs, on the test's port.
+    # What `make run` runs first.
     assert out.flowledger("init", "--db", "./var/flowledger.db").returncode == 0
-    with (tmp_path / "run.log").open("wb") as log:
+    return out
+
+
+@pytest.fixture
+def checkout(laid_out: Checkout) -> Iterator[Checkout]:
+    """The checkout with ``flowledger run`` serving it, as `make run` leaves it, on the test's
+    port."""
+    command = [str(laid_out.path / ".venv/bin/flowledger"), "run", "--db", "./var/flowledger.db"]
+    with (laid_out.path / "run.log").open("wb") as log:
         run = subprocess.Popen(
-            [str(wrapper), "run", "--db", "./var/flowledger.db", "--port", str(port)],
-            cwd=tmp_path,
-            env=env,
+            [*command, "--port", str(laid_out.port)],
+            cwd=laid_out.path,
+            env=laid_out.env,
             stdout=log,
             stderr=log,
         )
     try:
-        wait_until_serving(f"http://127.0.0.1:{port}", run)
-        yield out
+        wait_until_serving(f"http://{laid_out.at}", run)
+        yield laid_out
     finally:
         stop(run)
 
@@ -181,7 +190,9 @@ def test_the_first_look_makes_a_hold_appear(checkout: Checkout) -> None:
     assert checkout.detail(OPERATION)["holds"] == []
 
 
-def test_the_demo_step_runs_twice(checkout: Checkout) -> None:
+def test_the_demo_step_runs_twice(laid_out: Checkout) -> None:
+    """The demo talks to no receiver: the checkout needs nothing serving it."""
+    checkout = laid_out
     look, _, demo = first_look_blocks()
     # The same terminal as the first block: the line that puts the command on PATH.
     (path_line,) = [line for line in look.splitlines() if line.startswith("export PATH=")]

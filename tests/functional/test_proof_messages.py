@@ -14,17 +14,17 @@ from flowledger.domain.checkpoints import Signer
 from flowledger.programs.verify_proof import main as verify_main
 from flowledger.services.ledger import Ledger
 from flowledger.services.signing import load_signer
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.problems import LedgerError
 from tests.support.builders import FakeClock, req
 from tests.support.cli import cli
+from tests.support.ledgers import new_ledger
 
 
 @pytest.fixture
 def made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """A ledger of one operation, its key, a proof file, a checkpoint and a bundle."""
     db = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(db))
+    store = new_ledger(db)
     Ledger(store, clock=FakeClock()).dispatch("invoice:1", req("exec-1")).run("token:n8n")
     store.dispose()
     assert cli("key", "create", str(tmp_path / "log.key"), "--db", str(db))[0] == 0

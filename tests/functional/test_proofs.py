@@ -27,6 +27,7 @@ from flowledger.storage.migrate import init_ledger
 from flowledger.storage.reads import tree_proofs as proofs
 from tests.support.builders import FakeClock, req
 from tests.support.database import engine_for, rebuild_tree, rewrite_chain, truncate_chain
+from tests.support.ledgers import new_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -46,7 +47,7 @@ def work(store: Store, *names: str) -> None:
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    store = new_ledger(tmp_path / "ledger.db")
     work(store, "invoice:1", "invoice:2", "invoice:3")
     store.dispose()
     return str(tmp_path / "ledger.db")

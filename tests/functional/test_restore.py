@@ -14,18 +14,18 @@ import sqlalchemy as sa
 from flowledger.domain.times import for_people
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Execution, table
 from flowledger.tui import make_app
 from tests.support.builders import execution_row, req
 from tests.support.cli import cli
+from tests.support.ledgers import new_ledger
 from tests.support.tui import settle
 
 
 @pytest.fixture
 def live(tmp_path: Path) -> Path:
     db = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(db))
+    store = new_ledger(db)
     Ledger(store).dispatch("invoice:1", req("e1")).run("token:n8n")
     store.dispose()
     return db

@@ -24,8 +24,8 @@ from cryptography.x509.oid import NameOID
 
 from flowledger.receiver.server import CannotListen, listen, loopback
 from flowledger.services.ledger import Ledger
-from flowledger.storage.migrate import init_ledger
 from tests.support.builders import dispatch_body
+from tests.support.ledgers import new_ledger
 from tests.support.processes import FLOWLEDGER, TIMEOUT, env_for, spawn
 from tests.support.receiver import (
     auth,
@@ -109,13 +109,13 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Files:
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     path = str(tmp_path / "ledger.db")
-    init_ledger(path)[0].dispose()
+    new_ledger(path).dispose()
     return path
 
 
 def test_serve_answers_over_https_and_only_over_https(tmp_path: Path, files: Files) -> None:
     db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     token = make_token(Ledger(store), "n8n")
     store.dispose()
     port = free_port()

@@ -20,15 +20,15 @@ from flowledger.domain.checkpoints import COSIGNATURE_V1, parse_verifier_key
 from flowledger.programs.verify_proof import main as verify_main
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import open_store
-from flowledger.storage.migrate import init_ledger
 from tests.support.builders import FakeClock, req
 from tests.support.cli import cli
+from tests.support.ledgers import new_ledger
 from tests.support.receiver import free_port, stop, wait_until_serving
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    store = new_ledger(tmp_path / "ledger.db")
     ledger = Ledger(store, clock=FakeClock())
     for n in (1, 2, 3):
         ledger.dispatch(f"invoice:{n}", req(f"exec-{n}")).run("token:n8n")

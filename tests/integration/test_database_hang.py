@@ -36,6 +36,7 @@ from flowledger.storage.engine import make_store, open_store, resolve_url
 from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
 from tests.support.builders import dispatch_body
+from tests.support.ledgers import new_ledger
 from tests.support.receiver import auth, free_port, make_token, retried, serve_process, stop
 from tests.support.receiver import wait_until_serving as wait_serving
 
@@ -115,7 +116,7 @@ def test_a_stalled_sqlite_writer_is_503_within_the_deadline_and_the_retry_gets_i
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     token = make_token(Ledger(store), "stall")
     store.dispose()
     release = tmp_path / "release"

@@ -24,9 +24,9 @@ import sqlalchemy as sa
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
 from tests.support.builders import dispatch_body
+from tests.support.ledgers import new_ledger
 from tests.support.receiver import (
     SECRET,
     auth,
@@ -137,7 +137,7 @@ class Served:
 
 @contextlib.contextmanager
 def serving(tmp_path: Path, timeout: float) -> Iterator[Served]:
-    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    store = new_ledger(tmp_path / "ledger.db")
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     signing, _ = make_signing_token(ledger, "n8n-signed")
@@ -252,7 +252,7 @@ def test_a_declared_body_over_the_limit_is_refused_at_once(served: Served) -> No
 
 def test_serve_takes_its_body_timeout_from_the_configuration(tmp_path: Path) -> None:
     db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     token = make_token(Ledger(store), "n8n")
     settings = tmp_path / "flowledger.toml"
     settings.write_text('[receiver]\nbody_timeout = "200ms"\nmax_connections = 64\n')
@@ -303,7 +303,7 @@ def test_unauthenticated_bodies_never_take_memory_of_their_size(tmp_path: Path) 
     and the server's peak memory grows by less than a quarter of what was sent: no body was
     read into it (a server that read bodies first would hold all 300 until their timeout)."""
     db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     token = make_token(Ledger(store), "n8n")
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from flowledger.services.ledger import Ledger
-from flowledger.storage.migrate import init_ledger
 from tests.integration.test_receiver_bodies import BOUND, Answer, closed, head, read_answer
 from tests.support.builders import dispatch_body
+from tests.support.ledgers import new_ledger
 from tests.support.receiver import (
     auth,
     free_port,
@@ -62,7 +62,7 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("per-client")
     db = str(tmp / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     token = make_token(Ledger(store), "n8n")
     settings = tmp / "flowledger.toml"
     settings.write_text(

@@ -17,11 +17,12 @@ import sqlalchemy as sa
 from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.engine import Store, open_store
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Event, IdempotencyKey, Operation, table
 from tests.support.builders import dispatch_body
 from tests.support.database import snapshot
+from tests.support.ledgers import new_ledger
 from tests.support.receiver import (
+    CLIENT_TLS,
     SECRET,
     auth,
     free_port,
@@ -49,7 +50,7 @@ def fire(
 
     def one(i: int) -> None:
         path, body, headers = requests[i]
-        with httpx.Client(base_url=urls[i % len(urls)], timeout=60) as client:
+        with httpx.Client(base_url=urls[i % len(urls)], timeout=60, verify=CLIENT_TLS) as client:
             barrier.wait()
             answers[i] = client.post(path, json=body, headers=headers)
 
@@ -110,7 +111,7 @@ def many_execution_requests(token: str) -> list[tuple[str, dict[str, Any], dict[
 
 @pytest.fixture
 def sqlite_server(tmp_path: Path) -> Iterator[tuple[Store, str, str]]:
-    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    store = new_ledger(tmp_path / "ledger.db")
     ledger = Ledger(store)
     token = make_token(ledger, "n8n")
     try:
@@ -136,13 +137,15 @@ def test_fifty_concurrent_dispatches_on_sqlite(
 @pytest.mark.postgres
 @pytest.mark.parametrize(("make", "check"), CASES, ids=["one-idempotency-key", "fifty-executions"])
 def test_fifty_concurrent_dispatches_on_two_servers_sharing_postgres(
-    pg_url: str, tmp_path: Path, make: Any, check: Check
+    pg_ledger: str, tmp_path: Path, make: Any, check: Check
 ) -> None:
-    store, _ = init_ledger(pg_url)
+    store = open_store(pg_ledger)
     token = make_token(Ledger(store), "n8n")
     ports = [free_port(), free_port()]
     patient = {"FLOWLEDGER_CONFIG": str(patient_config_file(tmp_path))}
-    procs = [serve_process(pg_url, p, env=patient, log=tmp_path / f"serve-{p}.log") for p in ports]
+    procs = [
+        serve_process(pg_ledger, p, env=patient, log=tmp_path / f"serve-{p}.log") for p in ports
+    ]
     try:
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         for url, proc in zip(urls, procs, strict=True):
@@ -193,7 +196,7 @@ def test_tokens_signatures_inputs_and_query_strings_never_reach_logs_or_events(
     tmp_path: Path,
 ) -> None:
     db = str(tmp_path / "ledger.db")
-    store, _ = init_ledger(db)
+    store = new_ledger(db)
     ledger = Ledger(store)
     token = make_token(ledger, "plain")
     signer, key = make_signing_token(ledger, "signer")

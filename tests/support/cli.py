@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flowledger.cli import app
-from flowledger.storage.migrate import init_ledger
+from tests.support.ledgers import new_ledger
 
 # flowledger.toml's one n8n source, as the CLI's tests configure it (its key in the environment).
 N8N_SOURCE = """
@@ -26,7 +26,7 @@ def cli_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: str, **
     ``FLOWLEDGER_CONFIG`` from outside; returns the ledger's path."""
     (tmp_path / "flowledger.toml").write_text(config)
     db = tmp_path / "ledger.db"
-    init_ledger(str(db))[0].dispose()
+    new_ledger(db).dispose()
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("FLOWLEDGER_CONFIG", raising=False)
     monkeypatch.setenv("FLOWLEDGER_DB", str(db))

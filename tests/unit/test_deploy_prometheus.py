@@ -21,7 +21,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from flowledger.plumbing import metrics
 from flowledger.reports.observability import register
-from flowledger.storage.migrate import init_ledger
+from tests.support.ledgers import new_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "flowledger.rules.yml"
@@ -89,7 +89,7 @@ def exported_families(tmp_path: Path) -> dict[str, str]:
     """Every metric family ``/metrics`` can show, by name, with its type: the receiver's
     metrics (the module's own objects, unlabelled children or none) and the ledger's gauges
     and job counters registered over a fresh ledger, as ``flowledger run`` registers them."""
-    store, _ = init_ledger(str(tmp_path / "ledger.db"))
+    store = new_ledger(tmp_path / "ledger.db")
     try:
         registry = CollectorRegistry()
         register(registry, store)

@@ -28,9 +28,9 @@ from flowledger.receiver.app import create_app
 from flowledger.receiver.engine.wire import Frames, pack
 from flowledger.services.ledger import Answer, Ledger
 from flowledger.storage.engine import LedgerError, Store
-from flowledger.storage.migrate import init_ledger
 from flowledger.storage.models import Operation, table
 from tests.support.builders import FakeClock, dispatch_body
+from tests.support.ledgers import new_ledger
 from tests.support.processes import TIMEOUT
 from tests.support.receiver import SECRET, Api, make_token, receiver_config, running, signature
 
@@ -124,7 +124,7 @@ def test_the_writer_process_imports_no_web_framework(
 def test_the_writer_process_answers_every_call_as_the_writer_thread_does(
     lane: Api, tmp_path: Path
 ) -> None:
-    store, _ = init_ledger(str(tmp_path / "thread.db"))
+    store = new_ledger(tmp_path / "thread.db")
     try:
         ledger = Ledger(store)
         tokens = {"write": make_token(ledger, "write")}
@@ -277,7 +277,7 @@ def test_a_body_with_extra_or_private_attributes_is_pickled_whole() -> None:
 
 def test_a_writer_process_that_cannot_open_the_ledger_stops_the_start(tmp_path: Path) -> None:
     path = tmp_path / "gone.db"
-    store, _ = init_ledger(str(path))
+    store = new_ledger(path)
     try:
         ledger = Ledger(store)
         path.unlink()  # the receiver opened it; its writer process will find nothing
@@ -293,7 +293,7 @@ def test_a_writer_process_refuses_a_schema_migrated_since_the_receiver_opened_it
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ledger.db"
-    store, _ = init_ledger(str(path))
+    store = new_ledger(path)
     try:
         ledger = Ledger(store)
         with store.engine.begin() as conn:  # a newer flowledger migrated it meanwhile
@@ -333,7 +333,7 @@ def test_serving_stops_in_one_line_when_the_writer_process_refuses_the_schema(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ledger.db"
-    init_ledger(str(path))[0].dispose()
+    new_ledger(path).dispose()
     done = subprocess.run(
         [sys.executable, "-c", _SERVE_MIGRATED, str(path)],
         capture_output=True,
