@@ -266,7 +266,11 @@ def _witnesses(store: Store) -> str:
     if not known:
         return "none has cosigned a checkpoint of this ledger"
     return "; ".join(
-        f"{name_of(w.witness)} cosigned up to {w.seen_size}"
+        (
+            f"{name_of(w.witness)} cosigned up to {w.seen_size}"
+            if w.seen_size
+            else f"{name_of(w.witness)} has cosigned no checkpoint yet"
+        )
         + (f" (last error: {w.last_error})" if w.last_error else "")
         for w in known
     )

@@ -119,9 +119,17 @@ def witness_serve(
         typer.echo(f"witness {cosigner.verifier.text()}")
         for k in logs:
             typer.echo(f"  witnessing {k.name}")
-        serve_app(application, sock, limits=limits, tls=tls)
+        serve_app(application, sock, limits=limits, tls=tls, clear_text=WITNESS_CLEAR_TEXT)
     finally:
         sock.close()
+
+
+# A witness takes no tokens: what its clients send and get are signed checkpoints.
+WITNESS_CLEAR_TEXT = (
+    "serving on %s without TLS: checkpoints and cosignatures cross the network in clear text "
+    "(signed, so a change is caught, but anyone on the way can read or hold them back); give "
+    "--tls-cert and --tls-key, or keep it on 127.0.0.1 behind a TLS proxy"
+)
 
 
 def _cosigner(path: Path) -> Cosigner:
@@ -130,6 +138,8 @@ def _cosigner(path: Path) -> Cosigner:
     from flowledger.services.signing import load_cosigner, public_path
 
     path = path.expanduser()
+    if not path.is_file():
+        raise LedgerError(f"--key {path}: no such file (make one with `witness key create`)")
     try:
         vkey = parse_verifier_key(_key_text(str(public_path(path))), COSIGNATURE_V1)
     except CheckpointError as exc:
@@ -152,6 +162,7 @@ def _key_text(value: str) -> str:
 
 @witness_app.command("forget", cls=Command)
 @one_line_errors
+@reads_no_settings
 def witness_forget(
     origin: Annotated[
         str, typer.Argument(metavar="ORIGIN", help="The log's origin (its key's name)")

@@ -38,8 +38,13 @@ def key_text(value: str) -> str:
         return value
     try:
         text = Path(value).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"cannot read the key file {value}: {exc}") from None
+    except OSError as exc:
+        said = (exc.strerror or str(exc)).lower()
+        raise CheckpointError(
+            f"{value}: not a verifier key (name+keyid+base64) nor a key file it can read: {said}"
+        ) from None
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{value}: not a key file (not UTF-8 text)") from None
     if "PRIVATE KEY" in text:
         raise CheckpointError(
             f"{value} is a private key: give its verifier key, the .pub file beside it"

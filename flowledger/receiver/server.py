@@ -191,11 +191,13 @@ def serve_app(
     secrets: Known = NO_SECRETS,
     limits: ReceiverConfig | None = None,
     tls: Tls | None = None,
+    clear_text: str = CLEAR_TEXT,
 ) -> None:
     """Run ``app`` on ``sock`` (see :func:`listen`) until SIGINT or SIGTERM (uvicorn's own
     handlers end the lifespan), over TLS with ``tls`` (see :func:`tls_files`); every log line
     is redacted with ``secrets`` (or those it returns as they are when the line is logged).
-    Without TLS on anything but loopback, one warning line says so first."""
+    Without TLS on anything but loopback, one warning line says so first (``clear_text``,
+    given the address: what would cross the network in clear)."""
     import uvicorn
 
     from flowledger.receiver.connections import PerClient
@@ -222,7 +224,7 @@ def serve_app(
     # Given a socket, uvicorn names no address; say it as it would.
     log = logging.getLogger("uvicorn.error")
     if tls is None and not loopback(sock):
-        log.warning(CLEAR_TEXT, _where(*sock.getsockname()[:2]))
+        log.warning(clear_text, _where(*sock.getsockname()[:2]))
     log.info("listening on %s (Ctrl+C to stop)", url(sock, tls))
     config.load()  # imports the HTTP protocol and wraps the app: all of it frozen below
     # Server makes each connection's protocol from the class load() chose for ``http``:

@@ -39,6 +39,10 @@ from flowledger.tui.screens.main import MainScreen
 from flowledger.tui.screens.operation import OperationScreen
 from flowledger.tui.screens.records import EventScreen, ExecutionScreen
 
+# How long a witness's refusal is said in a message; the header's WITNESS ALARM stays until it
+# is cleared (`flowledger witness clear`), and `flowledger status` says it in full.
+ALARM_SECONDS = 120.0
+
 
 class FlowledgerApp(App[None]):
     TITLE = "flowledger"
@@ -59,24 +63,29 @@ class FlowledgerApp(App[None]):
         self.last_message = ""
         self.last_report: Path | None = None
         self.alarms: tuple[str, ...] = ()
+        self.restored_from: datetime | None = None
 
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.ctx, TABS)
 
     def on_mount(self) -> None:
-        if self.ctx.restored_from is not None:
-            self.report(warning(self.ctx.restored_from), "warning", timeout=60)
-        self._show_alarms(self.ctx.witness_alarms)
+        self._show_marks(self.ctx.witness_alarms, self.ctx.restored_from)
         if self.ctx.refresh_seconds:
             self.set_interval(self.ctx.refresh_seconds, self.refresh_lists)
 
-    def _show_alarms(self, alarms: tuple[str, ...]) -> None:
-        """The header's marks with ``alarms`` (the witnesses' refusals not yet cleared), each
-        alarm not shown before said until a person dismisses it."""
+    def _show_marks(self, alarms: tuple[str, ...], restored_from: datetime | None) -> None:
+        """The header's marks, with ``alarms`` (the witnesses' refusals not yet cleared) and
+        the restore not yet acknowledged. An alarm or restore not shown before is also said in
+        a message; the header keeps the mark. Once all alarms are cleared, the messages still
+        on the screen go with them."""
+        if not alarms and self.alarms:
+            self.clear_notifications()
+        if restored_from is not None and restored_from != self.restored_from:
+            self.report(warning(restored_from), "warning", timeout=60)
         for line in alarms:
             if line not in self.alarms:
-                self.report(line, "error", timeout=3600)
-        self.alarms = alarms
+                self.report(line, "error", timeout=ALARM_SECONDS)
+        self.alarms, self.restored_from = alarms, restored_from
         marks = [f"operator {self.ctx.operator}"]
         if self.ctx.read_only:
             marks.append("READ-ONLY")
@@ -84,19 +93,20 @@ class FlowledgerApp(App[None]):
             marks.append("DEMO DATA")
         if self.ctx.config_error:
             marks.append("CONFIG BROKEN [3]")  # short: the header has 80 cells at times
-        if self.ctx.restored_from is not None:
+        if restored_from is not None:
             marks.append("RESTORED")
         if alarms:
             marks.append("WITNESS ALARM")
         self.sub_title = " · ".join(marks)
 
-    @work(thread=True, exclusive=True, group="alarms")
-    def _read_alarms(self) -> None:
-        """A witness that refuses a checkpoint while the UI is open (or a ``witness clear``)
-        shows at the next refresh, as the lists do."""
+    @work(thread=True, exclusive=True, group="marks")
+    def _read_marks(self) -> None:
+        """A witness that refuses a checkpoint while the UI is open, a ``witness clear`` or a
+        ``restored --ack`` shows at the next refresh, as the lists do."""
         alarms = tuple(alarm(w) for w in refusals(self.ctx.store))
-        if alarms != self.alarms:
-            self.call_from_thread(self._show_alarms, alarms)
+        restored_from = queries.restored_from(self.ctx.store)
+        if (alarms, restored_from) != (self.alarms, self.restored_from):
+            self.call_from_thread(self._show_marks, alarms, restored_from)
 
     def report(
         self, message: str, severity: SeverityLevel = "information", timeout: float = 8
@@ -130,7 +140,7 @@ class FlowledgerApp(App[None]):
         self.push_screen(ExecutionScreen(self.ctx, message.execution))
 
     def refresh_lists(self) -> None:
-        self._read_alarms()
+        self._read_marks()
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 screen.refresh_lists()

@@ -112,6 +112,7 @@ def test_only_the_terminal_ui_and_doctor_take_a_broken_file_their_own_way() -> N
     assert {" ".join(w) for w, c in _commands() if _handles_it(c)} == {"tui", "doctor"}
     # A witness, run for another team's ledger, reads no ledger settings at all.
     assert {" ".join(w) for w, c in _commands() if _reads_none(c)} == {
+        "witness forget",
         "witness key create",
         "witness serve",
     }

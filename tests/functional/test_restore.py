@@ -116,6 +116,12 @@ async def test_the_terminal_ui_marks_a_restored_ledger(put_back: tuple[Path, str
             await settle(pilot)
             assert "RESTORED" in tui.sub_title
             assert tui.last_message.startswith(f"RESTORED from a backup taken at {taken}")
+            # Acknowledged while the UI is open: the mark goes at the next refresh.
+            ack = ("restored", "--ack", "--note", "checked", "--db", str(db))
+            assert cli(*ack)[0] == 0
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert tui.sub_title == "operator dana"
     finally:
         store.dispose()
 

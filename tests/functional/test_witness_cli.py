@@ -135,14 +135,20 @@ def test_a_checkpoint_cosigned_by_a_witness_process_proves_with_a_quorum(
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--log", "not-a-key"], "cannot read the key file not-a-key"),
+        (
+            ["--log", "not-a-key"],
+            "not-a-key: not a verifier key (name+keyid+base64) nor a key file it can read: "
+            "no such file or directory",
+        ),
         (["--log", "PeterNeumann+c74f20a3"], "NAME+KEYID+BASE64"),
+        (["--log", "x", "--key", "{tmp}/no.key"], "--key {tmp}/no.key: no such file"),
     ],
 )
 def test_witness_serve_refuses_a_bad_log_key_in_one_line(
     tmp_path: Path, args: list[str], says: str
 ) -> None:
     cli("witness", "key", "create", str(tmp_path / "w.key"), "--name", "w.example/1")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     code, _, err = cli(
         "witness",
         "serve",
@@ -152,7 +158,8 @@ def test_witness_serve_refuses_a_bad_log_key_in_one_line(
         str(tmp_path / "s.db"),
         *args,
     )
-    assert code == 2 and says in err and "Traceback" not in err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert says.replace("{tmp}", str(tmp_path)) in err
 
 
 def test_a_witness_key_name_with_a_space_is_refused(tmp_path: Path) -> None:
@@ -271,3 +278,25 @@ def test_a_witness_key_is_made_whatever_flowledger_toml_lies_in_the_folder(
     assert (tmp_path / "w.key.pub").read_text().strip() in out
     code, _, err = cli("key", "create", "log.key", "--db", str(tmp_path / "ledger.db"))
     assert code == 2 and "flowledger.toml: not valid TOML" in err
+
+
+def test_a_witness_served_beyond_loopback_without_tls_says_what_crosses_in_clear(
+    tmp_path: Path, db: str
+) -> None:
+    """A witness takes no API tokens: its warning names what it does send in clear."""
+    witness_key = ("witness", "key", "create", str(tmp_path / "w.key"), "--name", "w.example/w1")
+    assert cli(*witness_key)[0] == 0
+    assert cli("key", "create", str(tmp_path / "log.key"), "--db", db)[0] == 0
+    port = free_port()
+    command = [sys.executable, "-m", "flowledger.cli", "witness", "serve", "--host", "0.0.0.0"]
+    command += ["--key", str(tmp_path / "w.key"), "--log", str(tmp_path / "log.key.pub")]
+    command += ["--state", str(tmp_path / "state.db"), "--port", str(port)]
+    with (tmp_path / "witness.log").open("wb") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=log)
+        try:
+            wait_until_serving(f"http://127.0.0.1:{port}", proc)
+        finally:
+            stop(proc)
+    said = (tmp_path / "witness.log").read_text()
+    assert f"serving on 0.0.0.0:{port} without TLS: checkpoints and cosignatures cross" in said
+    assert "API tokens" not in said

@@ -374,9 +374,14 @@ def test_an_unreachable_witness_is_an_error(db: str, signer: Signer, witness: Wi
     assert got.line() == f"witness {witness.cosigner.name}: {said}"
     store = open_store(db)
     try:
-        assert kept.last_error(store, witness.config.vkey) == said  # as doctor shows it
+        assert kept.last_error(store, witness.config.vkey) == said
     finally:
         store.dispose()
+    # doctor: a witness never reached has cosigned nothing yet (not "cosigned up to 0").
+    result = runner.invoke(cli_app, ["doctor", "--db", db])
+    assert (
+        f"witness.example/w1 has cosigned no checkpoint yet (last error: {said})" in result.stdout
+    ), result.stdout
 
 
 # -- the witness's endpoint, with hostile requests ----------------------------------------
@@ -508,7 +513,7 @@ async def test_a_refusal_while_the_terminal_ui_is_open_shows_at_its_next_refresh
     store = open_store(db)
     try:
         tui = make_app(Ledger(store), operator="dana", refresh_seconds=None)
-        async with tui.run_test(size=(120, 40)) as pilot:
+        async with tui.run_test(size=(120, 40), notifications=True) as pilot:
             await settle(pilot)
             assert "WITNESS ALARM" not in tui.sub_title
             truncate_chain(db, before - 1)
@@ -517,12 +522,14 @@ async def test_a_refusal_while_the_terminal_ui_is_open_shows_at_its_next_refresh
             await settle(pilot)
             assert "WITNESS ALARM" in tui.sub_title
             assert tui.last_message.startswith("WITNESS ALARM: witness.example/w1 refused")
+            assert tui.screen.query("Toast")
             clear = ["witness", "clear", "witness.example/w1", "--db", db, "--note", "seen"]
             assert CliRunner().invoke(cli_app, clear).exit_code == 0
             await pilot.press("ctrl+r")
             await settle(pilot)
             assert "WITNESS ALARM" not in tui.sub_title
             assert tui.sub_title == "operator dana"
+            assert not tui.screen.query("Toast")  # the cleared alarm's message went with it
     finally:
         store.dispose()
 
