@@ -79,7 +79,9 @@ class FlowledgerApp(App[None]):
         a message; the header keeps the mark. Once all alarms are cleared, the messages still
         on the screen go with them."""
         if not alarms and self.alarms:
+            # Textual removes messages all at once: a restore's warning is said again.
             self.clear_notifications()
+            self.restored_from = None
         if restored_from is not None and restored_from != self.restored_from:
             self.report(warning(restored_from), "warning", timeout=60)
         for line in alarms:

@@ -26,7 +26,7 @@ from flowledger.tui import make_app
 from flowledger.tui.screens.actions import KEYS
 from tests.functional.conftest import copy_demo
 from tests.support.builders import SHIFT_END, FakeClock
-from tests.support.receiver import SECRET, make_token, running
+from tests.support.receiver import SECRET, make_token, receiver_config, running
 from tests.support.tui import select_hold, settle, start_action
 
 runner = CliRunner()
@@ -105,7 +105,7 @@ def by_api(db: str, hold_id: int, case: Case, tmp: Path) -> str:
         ledger = Ledger(store, clock=FakeClock(SHIFT_END))
         tokens = {"dave": make_token(ledger, "dave", "operator")}
         seq = queries.status(store, SHIFT_END).events
-        app = create_app(ledger, secret=SECRET, token_ttl=0.0)
+        app = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
         with running(app, ledger, tokens) as api:
             answer = api.post(
                 f"/v1/holds/{hold_id}/{case.action}",
@@ -189,7 +189,11 @@ def test_every_way_in_refuses_with_the_same_words(
     db = str(demo_store.url.database)
     by_cli = runner.invoke(cli, ["hold", str(hold_id), action, "--db", db, "--note", NOTE])
     tokens = {"dave": make_token(demo_ledger, "dave", "operator")}
-    with running(create_app(demo_ledger, secret=SECRET, token_ttl=0.0), demo_ledger, tokens) as api:
+    with running(
+        create_app(demo_ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0),
+        demo_ledger,
+        tokens,
+    ) as api:
         by_api = api.post(f"/v1/holds/{hold_id}/{action}", {"note": NOTE}, token="dave")
     assert said == line
     assert (by_cli.exit_code, by_cli.output) == (2, f"flowledger: {line}\n")
@@ -220,7 +224,11 @@ def test_an_action_sent_as_anything_but_json_is_415_and_does_nothing(
     headers = {} if content_type is None else {"Content-Type": content_type}
     body = json.dumps({"note": NOTE}).encode()
     before = queries.status(demo_store, SHIFT_END).events
-    with running(create_app(demo_ledger, secret=SECRET, token_ttl=0.0), demo_ledger, tokens) as api:
+    with running(
+        create_app(demo_ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0),
+        demo_ledger,
+        tokens,
+    ) as api:
         path = f"/v1/holds/{hold_id}/note"
         anonymous = api.post(path, token=None, content=body, headers=headers)
         answer = api.post(path, token="dave", content=body, headers=headers)

@@ -19,7 +19,7 @@ from flowledger.receiver.app import create_app
 from flowledger.services.ledger import Ledger
 from flowledger.storage.migrate import init_ledger
 from tests.support.builders import dispatch_body
-from tests.support.receiver import SECRET, auth, make_token, server_thread
+from tests.support.receiver import SECRET, auth, make_token, receiver_config, server_thread
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     ledger = Ledger(store)
     token = make_token(ledger, "fuzz", "operator")
     try:
-        with server_thread(create_app(ledger, secret=SECRET)) as url:
+        with server_thread(create_app(ledger, config=receiver_config(), secret=SECRET)) as url:
             httpx.post(
                 f"{url}/v1/operations/op-1/dispatch", json=dispatch_body(), headers=auth(token)
             )

@@ -384,7 +384,7 @@ def test_the_database_urls_password_is_redacted_from_a_hook_error_stored_and_sho
     store = init_ledger(url)[0]
     tokens = {"write": make_token(Ledger(store), "write")}
     ledger = ledger_for(store, Settings(), load_config())
-    app_ = create_app(ledger, token_ttl=0.0)
+    app_ = create_app(ledger, config=receiver_config(), token_ttl=0.0)
     message = (
         f"FATAL: login to {pg_url} refused (tried {DB_PASSWORD});"
         f" retrying as {DB_PASSWORD.upper()[:10]}"

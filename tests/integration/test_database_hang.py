@@ -305,7 +305,7 @@ def test_a_deadline_frees_a_call_stuck_on_a_frozen_postgresql_and_its_pool_recov
         # The pool's recovery is bounded by the deadline too, a generous one: a new connection
         # to a server just thawed may take more than 0.5 s on a loaded machine.
         deadline.seconds = BOUND
-        with deadline.bound(), store.engine.connect() as conn:  # a new connection, at once
+        with deadline.bound(), store.engine.connect() as conn:  # a new one, not the dropped
             assert conn.execute(sa.text("select 1")).scalar() == 1
         assert deadline.cuts == 1
     finally:

@@ -24,7 +24,7 @@ from flowledger.services.signing import create_key
 from flowledger.storage.engine import Store
 from flowledger.storage.reads.tree_proofs import ledger_origin
 from tests.support.builders import FakeClock, req
-from tests.support.receiver import SECRET, make_token, server_thread
+from tests.support.receiver import SECRET, make_token, receiver_config, server_thread
 
 GOPATH = Path("/usr/share/gocode")  # where Debian's golang-golang-x-mod-dev puts the module
 SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "tlog_go" / "main.go"
@@ -83,7 +83,9 @@ def test_gos_tlog_reads_the_receivers_tiles_and_agrees(store: Store, checker: Pa
     token = make_token(ledger, "auditor", "read")
     ledger.run_many([("t", ledger.dispatch(f"op-{i}", req(f"e{i}")).work) for i in range(600)])
     signer = Signer(ledger_origin(store), Ed25519PrivateKey.generate())
-    with server_thread(create_app(ledger, secret=SECRET, signer=signer)) as url:
+    with server_thread(
+        create_app(ledger, config=receiver_config(), secret=SECRET, signer=signer)
+    ) as url:
         result = subprocess.run(
             [str(checker), f"{url}/v1/tlog/", signer.verifier.text(), "300"],
             env={**os.environ, "FLOWLEDGER_TOKEN": token},

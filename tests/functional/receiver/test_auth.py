@@ -252,7 +252,7 @@ def test_when_a_token_was_last_used_is_written_by_the_receiver_not_by_each_reque
     ledger: Ledger, db_url: str
 ) -> None:
     tokens = {scope: make_token(ledger, scope, scope) for scope in ("write", "read")}
-    receiver = create_app(ledger, secret=SECRET, token_ttl=0.0)
+    receiver = create_app(ledger, config=receiver_config(), secret=SECRET, token_ttl=0.0)
     with running(receiver, ledger, tokens) as api:
         before = snapshot(ledger.store)
         assert api.post(DISPATCH, dispatch_body(), headers=IDEMPOTENT).status_code == 200
