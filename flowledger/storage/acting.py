@@ -104,6 +104,16 @@ def pinned_after_holds(conn: sa.Connection, source: str | None = None) -> list[d
         )
         .correlate(PINS)
     )
+    # The kept copy says whether the ledger has the execution, and its status.
+    copy_status = (
+        sa.select(EXECUTIONS.c.status)
+        .where(
+            EXECUTIONS.c.source == PINS.c.source,
+            EXECUTIONS.c.external_id == PINS.c.execution_id,
+        )
+        .correlate(PINS)
+        .scalar_subquery()
+    )
     stmt = (
         sa.select(
             PINS.c.source,
@@ -112,6 +122,7 @@ def pinned_after_holds(conn: sa.Connection, source: str | None = None) -> list[d
             sa.func.max(HOLDS.c.resolved_at).label("resolved_at"),
             sa.func.count(PINS.c.hold_id).label("holds"),
             sa.func.min(PINS.c.hold_id).label("first_hold_id"),
+            copy_status.label("copy_status"),
         )
         .select_from(PINS.join(HOLDS, HOLDS.c.id == PINS.c.hold_id))
         .where(
@@ -124,16 +135,7 @@ def pinned_after_holds(conn: sa.Connection, source: str | None = None) -> list[d
     )
     if source is not None:
         stmt = stmt.where(PINS.c.source == source)
-    rows = [dict(r._mapping) for r in conn.execute(stmt)]
-    # Kept copies say whether the ledger has the execution, and its status.
-    for r in rows:
-        copy = conn.execute(
-            sa.select(EXECUTIONS.c.status, EXECUTIONS.c.gone_at).where(
-                EXECUTIONS.c.source == r["source"], EXECUTIONS.c.external_id == r["execution_id"]
-            )
-        ).first()
-        r["copy_status"] = copy.status if copy is not None else None
-    return rows
+    return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
 def waiting(conn: sa.Connection) -> list[dict[str, Any]]:
