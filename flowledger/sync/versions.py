@@ -74,6 +74,8 @@ def check_versions(
     if left > 0:
         out.notes.append(f"{left} executions' workflow versions left to read on the next run")
     judged = [r for r in rows if r.read_at is not None or r.id in read]
+    if not judged:
+        return out  # nothing to judge: no second write transaction (on SQLite, the lock)
     workflows = sorted(
         {r.workflow_id for r in judged if r.workflow_id and read.get(r.id, r.version_id)}
     )
