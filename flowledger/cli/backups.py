@@ -161,11 +161,9 @@ def restored(
             raise typer.Exit(FAILED)
         if not note:
             die("--ack needs --note TEXT: what you checked of the executions since the backup")
-        assert note is not None
         who = operator or getpass.getuser()
         try:
             taken = restores.acknowledge_restore(ledger_for(store), operator=who, note=note)
         except (IllegalTransition, InvalidInput) as exc:  # a blank or too long note or name
             die(str(exc))
-            raise  # unreachable: die exits
     typer.echo(f"restore from the backup taken at {for_people(taken)} acknowledged by {who}")

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -210,7 +210,7 @@ class Command(TyperCommand):
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def die(message: str, code: int = BAD_INPUT) -> None:
+def die(message: str, code: int = BAD_INPUT) -> NoReturn:
     typer.echo(f"flowledger: {visible(message)}", err=True)
     raise typer.Exit(code)
 
@@ -291,7 +291,6 @@ def file_settings() -> FileConfig:
         return load_config()
     except LedgerError as exc:
         die(str(exc))
-        raise  # unreachable: die exits
 
 
 def one_of(option: str, value: str | None, allowed: Collection[str], code: int = BAD_INPUT) -> None:
@@ -326,7 +325,6 @@ def parse_since(value: str | None, now: datetime, option: str = "--since") -> da
         when = times.read(value, now, UTC, ahead=False)
     except ValueError as exc:
         die(f"{option} {value!r}: {exc}; give {times.PAST_FORMS}")
-        raise  # unreachable: die exits
     if when > now:
         die(f"{option} {value!r} is in the future ({times.for_people(when)}); give a past time")
     return when

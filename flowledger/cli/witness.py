@@ -226,17 +226,16 @@ def witness_clear(
     from flowledger.domain import IllegalTransition
     from flowledger.services.values import InvalidInput
     from flowledger.services.witness_refusals import clear_refusal
+    from flowledger.services.witnessing import name_of
 
     if not note:
         die("give --note TEXT: what you found out about the refusal (it is recorded)")
-    assert note is not None
     who = operator or getpass.getuser()
     with opened(db) as store:
         try:
             cleared = clear_refusal(ledger_for(store), witness, operator=who, note=note)
         except (IllegalTransition, InvalidInput) as exc:  # a blank or too long note or name
             die(str(exc))
-            raise  # unreachable: die exits
     for w in cleared:
-        name = w.witness.split("+")[0]
+        name = name_of(w.witness)
         typer.echo(f"cleared the refusal by {name} (size {w.refused_size}), recorded for {who}")

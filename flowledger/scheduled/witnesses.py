@@ -35,6 +35,7 @@ from flowledger.domain.checkpoints import (
 )
 from flowledger.domain.cosignatures import cosignatures
 from flowledger.domain.display import visible
+from flowledger.domain.times import for_typing
 from flowledger.domain.witnessing import Submission
 from flowledger.plumbing.clock import Clock, utcnow
 from flowledger.services.outbox import outbox_row, targets_of
@@ -224,7 +225,7 @@ class Witnesses:
             (first.line, first.timestamp),
             self.clock(),
         )
-        at = datetime.fromtimestamp(first.timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        at = for_typing(datetime.fromtimestamp(first.timestamp, UTC))
         return Answer(key.name, "cosigned", f"cosigned at {at}")
 
     def _failed(self, w: WitnessConfig, key: VerifierKey, why: str) -> Answer:

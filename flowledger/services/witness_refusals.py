@@ -8,6 +8,7 @@ from flowledger.domain import IllegalTransition
 from flowledger.domain.limits import MAX_NOTE_LENGTH
 from flowledger.services.ledger import Ledger, Tx
 from flowledger.services.values import check_note, operator_actor
+from flowledger.services.witnessing import name_of
 from flowledger.storage import witnesses as kept
 from flowledger.storage.problems import Missing
 from flowledger.storage.reads.witnesses import Witnessed, states
@@ -26,7 +27,7 @@ def clear_refusal(ledger: Ledger, witness: str, *, operator: str, note: str) -> 
         matching = [
             w
             for w in states(tx.conn).values()
-            if w.refused_at is not None and witness in (w.witness, w.witness.split("+")[0])
+            if w.refused_at is not None and witness in (w.witness, name_of(w.witness))
         ]
         if not matching:
             raise Missing(f"no refusal of a witness {witness!r} to clear")
