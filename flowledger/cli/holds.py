@@ -257,15 +257,9 @@ def hold_action(
 def _can_retry(store: Store, hold: dict[str, Any]) -> None:
     """Refuse ``--retry`` before anything changes unless the hold's execution is one n8n
     can retry (:func:`flowledger.services.actions.why_no_retry`)."""
-    from flowledger.services.actions import why_no_retry
-    from flowledger.storage.acting import execution_status
+    from flowledger.services.actions import retry_refusal
 
-    execution_id = hold.get("execution_id")
-    status = None
-    if execution_id is not None:
-        with store.reader.connect() as conn:
-            status = execution_status(conn, hold.get("source"), execution_id)
-    why = why_no_retry(hold, status)
+    why = retry_refusal(store, hold)
     if why is not None:
         die(f"--retry is not possible for hold {hold['id']}: {why}. Nothing changed.")
 
@@ -313,7 +307,6 @@ def _values(given: dict[str, str | None], note: str, now: datetime) -> Values:
             return future_deadline(text, now)
         except ValueError as exc:
             die(f"{_OPTIONS[name]}: {exc}")
-            raise  # unreachable: die exits
 
     return Values(
         note=note,
@@ -335,7 +328,6 @@ def _extended(values: Values, typed: str, current: datetime, now: datetime) -> V
         deadline, by = new_deadline(typed, current, now)
     except ValueError as exc:
         die(f"--deadline: {exc}")
-        raise  # unreachable: die exits
     counted = by if by is not None and current > now else None
     return dataclasses.replace(values, deadline=deadline, extend_by=counted)
 

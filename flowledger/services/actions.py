@@ -21,6 +21,8 @@ from flowledger.services.call import Call
 from flowledger.services.holds import already_resolved
 from flowledger.services.ledger import Ledger
 from flowledger.services.values import InvalidInput, NotFound
+from flowledger.storage.acting import execution_status
+from flowledger.storage.engine import Store
 
 # Whatever the hold's reason, a person can always assign it, move its deadline or note it.
 UPDATES = ("assign", "extend", "note")
@@ -71,6 +73,16 @@ class Values:
 
 # The statuses of an execution n8n can run again (its retry answers 409 to the others).
 RETRYABLE_STATUSES = frozenset({"error", "crashed"})
+
+
+def retry_refusal(store: Store, hold: dict[str, Any]) -> str | None:
+    """:func:`why_no_retry` for ``hold``, its execution's status read from the kept copy:
+    what every way in checks before a release with a retry changes anything."""
+    status = None
+    if (execution_id := hold.get("execution_id")) is not None:
+        with store.reader.connect() as conn:
+            status = execution_status(conn, hold.get("source"), execution_id)
+    return why_no_retry(hold, status)
 
 
 def why_no_retry(hold: dict[str, Any], execution_status: str | None) -> str | None:

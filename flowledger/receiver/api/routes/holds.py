@@ -40,7 +40,6 @@ from flowledger.receiver.api.tokens import Principal
 from flowledger.services import actions
 from flowledger.services.actions import Values
 from flowledger.services.values import InvalidInput
-from flowledger.storage import acting
 from flowledger.storage.reads import hold_queue as queue
 
 router = APIRouter(prefix="/v1/holds", tags=["holds"], route_class=StrictJsonRoute)
@@ -112,12 +111,7 @@ def _can_retry(st: ReceiverState, hold_id: int) -> None:
     found = queue.hold(st.store, hold_id)
     if found is None or found["resolved_at"] is not None:
         return  # the action's own refusal says it
-    execution_id = found.get("execution_id")
-    status = None
-    if execution_id is not None:
-        with st.store.reader.connect() as conn:
-            status = acting.execution_status(conn, found.get("source"), execution_id)
-    why = actions.why_no_retry(found, status)
+    why = actions.retry_refusal(st.store, found)
     if why is not None:
         raise ApiError(409, "retry_not_possible", why, "retry")
 
