@@ -108,13 +108,13 @@ def _new_checkpoint(store: Store, least: int | None = None) -> tuple[str, bool]:
     witnesses = Witnesses(store, _signer(store), cfg.witnesses, cfg.alerts.urls)
     try:
         done = witnesses.checkpoint()
-        missing = witnesses.missing(done.note)
     finally:
         witnesses.close()
     for answer in done.answers:
         typer.echo(answer.line(), err=True)
     if least is None:
         return done.note, any(a.outcome == "refused" for a in done.answers)
+    missing = witnesses.missing(done.note)  # verifies each cosignature: only for a proof
     if not missing:
         return done.note, False
     older = latest_cosigned(store, least, [w.vkey for w in cfg.witnesses])
